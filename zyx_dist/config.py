@@ -1,0 +1,371 @@
+"""Driver side: reads the configuration of API.md section 9. `load_config` takes a YAML file path, a
+dict with the same keys, or None (defaults, or the file named by `ZYX_DIST_CONFIG`), applies the
+`ZYX_DIST_DEVICES` and `ZYX_DIST_DEBUG` environment overrides, and gives back a validated, frozen
+`Config`; any unknown key or bad value raises `ConfigError` with a one-line message naming the
+dotted key and what is allowed. Files are read with `yaml.safe_load` only."""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError
+
+__all__ = [
+    "DEFAULT_CACHE_DIR",
+    "POLICIES",
+    "AutotuneConfig",
+    "Config",
+    "RayConfig",
+    "SchedulerConfig",
+    "load_config",
+    "parse_devices",
+    "parse_devices_string",
+    "parse_size",
+]
+
+POLICIES = ("heft", "round_robin", "single")
+DEFAULT_CACHE_DIR = "~/.cache/zyx_dist"
+DEVICE_NAME = re.compile(r"^(cuda|opencl):(\d+)$")
+DEVICE_COUNT_KEYS = ("opencl-cpu",)
+_DEVICES_HELP = "use 'auto', a list such as ['cuda:0', 'opencl:1'], or {'opencl-cpu': N} with N >= 1"
+_SIZE_HELP = "use bytes or e.g. '512MiB', '2GiB', '1.5GB'"
+_SIZE_UNITS = {
+    "b": 1,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}  # fmt: skip
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-z]*)\s*$", re.IGNORECASE)
+
+# "auto", a tuple of device names, or {"opencl-cpu": N}.
+Devices = str | tuple | dict
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    policy: str = "heft"  # one of POLICIES
+
+
+@dataclass(frozen=True)
+class AutotuneConfig:
+    enabled: bool = True
+    budget: int = 20  # candidate variants timed per new kernel
+    cache_dir: str = field(default_factory=lambda: os.path.expanduser(DEFAULT_CACHE_DIR))  # expanded
+
+
+@dataclass(frozen=True)
+class RayConfig:
+    address: str | None = None  # as zd.init(address=...)
+    namespace: str = "zyx_dist"
+    max_restarts: int = 3  # worker restarts before WorkerLostError
+
+
+@dataclass(frozen=True)
+class Config:
+    """The validated configuration. `devices` is "auto", a tuple of names like ("cuda:0", "opencl:1"),
+    or {"opencl-cpu": N}; `memory_limit` is a per-device byte cap or None (90% of free memory);
+    `benchmark` is the raw `benchmark:` section (a dict) or None."""
+
+    devices: Devices = "auto"
+    memory_limit: int | None = None
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    autotune: AutotuneConfig = field(default_factory=AutotuneConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
+    debug: int = 0
+    benchmark: dict | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict with the keys of the YAML file; `load_config(c.to_dict()) == c`."""
+        devices = list(self.devices) if isinstance(self.devices, tuple) else copy.deepcopy(self.devices)
+        out: dict[str, Any] = {
+            "devices": devices,
+            "memory_limit": self.memory_limit,
+            "scheduler": {"policy": self.scheduler.policy},
+            "autotune": {
+                "enabled": self.autotune.enabled,
+                "budget": self.autotune.budget,
+                "cache_dir": self.autotune.cache_dir,
+            },
+            "ray": {
+                "address": self.ray.address,
+                "namespace": self.ray.namespace,
+                "max_restarts": self.ray.max_restarts,
+            },
+            "debug": self.debug,
+        }
+        if self.benchmark is not None:
+            out["benchmark"] = copy.deepcopy(self.benchmark)
+        return out
+
+
+_TOP_KEYS = ("devices", "memory_limit", "scheduler", "autotune", "ray", "debug", "benchmark")
+_SECTION_KEYS = {
+    "scheduler": ("policy",),
+    "autotune": ("enabled", "budget", "cache_dir"),
+    "ray": ("address", "namespace", "max_restarts"),
+}
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def _show(value: Any) -> str:
+    """A short one-line repr of a user value for error messages."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _dotted(prefix: str, key: Any) -> str:
+    return f"{prefix}.{key}" if prefix else str(key)
+
+
+def _check_keys(data: Mapping, allowed: tuple[str, ...], prefix: str) -> None:
+    for key in data:
+        if key in allowed:
+            continue
+        name = _dotted(prefix, key)
+        msg = f"unknown key {name!r} (allowed: {', '.join(allowed)})"
+        close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+        if close:
+            msg += f"; did you mean {_dotted(prefix, close[0])!r}?"
+        raise ConfigError(msg)
+
+
+def _int(value: Any, key: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{key}: {_show(value)} is not an integer (use an integer >= {minimum})")
+    if value < minimum:
+        raise ConfigError(f"{key}: {value} is too small (use an integer >= {minimum})")
+    return int(value)
+
+
+def _str(value: Any, key: str, allow_none: bool = False) -> str | None:
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        what = "a non-empty string or null" if allow_none else "a non-empty string"
+        raise ConfigError(f"{key}: {_show(value)} is not allowed (use {what})")
+    return value
+
+
+def _section(data: Any, key: str) -> Mapping:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            f"{key}: {_show(data)} is not a mapping (use a mapping with keys {', '.join(_SECTION_KEYS[key])})"
+        )
+    _check_keys(data, _SECTION_KEYS[key], key)
+    return data
+
+
+# ------------------------------------------------------------------------------------------ public parsers
+
+
+def parse_size(value: Any, key: str = "size") -> int:
+    """Bytes from an int or a string such as '512MiB', '2 GiB', '1.5GB', '4096' (units are
+    case-insensitive; KB/MB/GB/TB are powers of 1000, KiB/MiB/GiB/TiB powers of 1024). The result
+    must be at least one byte. Raises ConfigError naming `key`."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}: {_show(value)} is not a size ({_SIZE_HELP})")
+    if isinstance(value, int):
+        nbytes = value
+    elif isinstance(value, float) and value.is_integer():
+        nbytes = int(value)
+    elif isinstance(value, str):
+        m = _SIZE_RE.match(value)
+        unit = m.group(2).lower() if m else ""
+        if not m or (unit and unit not in _SIZE_UNITS):
+            raise ConfigError(f"{key}: {_show(value)} is not a size ({_SIZE_HELP})")
+        nbytes = int(Fraction(m.group(1)) * _SIZE_UNITS[unit or "b"])
+    else:
+        raise ConfigError(f"{key}: {_show(value)} is not a size ({_SIZE_HELP})")
+    if nbytes < 1:
+        raise ConfigError(f"{key}: {_show(value)} is not a positive size ({_SIZE_HELP})")
+    return nbytes
+
+
+def parse_devices(value: Any, key: str = "devices") -> Devices:
+    """Validate a devices value: "auto", a list/tuple of names matching (cuda|opencl):N (returned as
+    a tuple, no duplicates), or {"opencl-cpu": N} with an int N >= 1 (returned as a new dict)."""
+    if isinstance(value, str):
+        if value == "auto":
+            return "auto"
+        raise ConfigError(f"{key}: {_show(value)} is not allowed ({_DEVICES_HELP})")
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise ConfigError(f"{key}: empty list ({_DEVICES_HELP})")
+        names: list[str] = []
+        for i, name in enumerate(value):
+            if not isinstance(name, str) or not DEVICE_NAME.match(name):
+                raise ConfigError(f"{key}[{i}]: {_show(name)} is not a device name (use 'cuda:N' or 'opencl:N')")
+            if name in names:
+                raise ConfigError(f"{key}[{i}]: {name!r} is listed twice (name each device once)")
+            names.append(name)
+        return tuple(names)
+    if isinstance(value, Mapping):
+        if not value:
+            raise ConfigError(f"{key}: empty mapping ({_DEVICES_HELP})")
+        _check_keys(value, DEVICE_COUNT_KEYS, key)
+        return {k: _int(n, _dotted(key, k), 1) for k, n in value.items()}
+    raise ConfigError(f"{key}: {_show(value)} is not allowed ({_DEVICES_HELP})")
+
+
+def parse_devices_string(text: str, key: str = "ZYX_DIST_DEVICES") -> Devices:
+    """Devices from a string as ZYX_DIST_DEVICES (or a --devices option) gives them: "auto", a comma
+    list such as "opencl:0,opencl:1", or "opencl-cpu:3" (meaning {"opencl-cpu": 3})."""
+    text = text.strip()
+    if text == "auto":
+        return "auto"
+    m = re.match(r"^(opencl-cpu):([0-9]+)$", text)
+    value: Any = {m.group(1): int(m.group(2))} if m else [p.strip() for p in text.split(",")]
+    try:
+        return parse_devices(value, key)
+    except ConfigError as e:
+        reason = str(e).split(": ", 1)[-1].split(" (")[0]
+        raise ConfigError(
+            f"{key}: {_show(text)} is not allowed: {reason} "
+            "(use 'auto', a comma list such as 'opencl:0,opencl:1', or 'opencl-cpu:N' with N >= 1)"
+        ) from None
+
+
+def _debug_from_env(text: str) -> int:
+    text = text.strip()
+    try:
+        value = int(text, 0)
+    except ValueError:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ConfigError(f"ZYX_DIST_DEBUG: {_show(text)} is not an integer (use an integer >= 0)") from None
+    return _int(value, "ZYX_DIST_DEBUG", 0)
+
+
+# ------------------------------------------------------------------------------------------------ loading
+
+
+def _read_file(path: str | os.PathLike) -> Any:
+    path = os.fspath(path)
+    shown = os.path.expanduser(path)
+    if not os.path.isfile(shown):
+        what = "is a directory, not a file" if os.path.isdir(shown) else "does not exist"
+        raise ConfigError(f"config file {shown!r} {what}")
+    try:
+        with open(shown, encoding="utf-8") as f:
+            return yaml.safe_load(f)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"config file {shown!r} is not valid YAML{where}: {problem}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"config file {shown!r} cannot be read: {e}") from None
+
+
+def _build(data: Any) -> Config:
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"config: {_show(data)} is not a mapping (use a mapping with keys {', '.join(_TOP_KEYS)})")
+    _check_keys(data, _TOP_KEYS, "")
+
+    kwargs: dict[str, Any] = {}
+    if "devices" in data:
+        kwargs["devices"] = parse_devices(data["devices"], "devices")
+    if data.get("memory_limit") is not None:
+        kwargs["memory_limit"] = parse_size(data["memory_limit"], "memory_limit")
+    if "debug" in data:
+        kwargs["debug"] = _int(data["debug"], "debug", 0)
+
+    sched = _section(data.get("scheduler"), "scheduler")
+    if "policy" in sched:
+        policy = sched["policy"]
+        if policy not in POLICIES:
+            raise ConfigError(f"scheduler.policy: {_show(policy)} is not one of {', '.join(POLICIES)}")
+        kwargs["scheduler"] = SchedulerConfig(policy=policy)
+
+    at = _section(data.get("autotune"), "autotune")
+    at_kwargs: dict[str, Any] = {}
+    if "enabled" in at:
+        if not isinstance(at["enabled"], bool):
+            raise ConfigError(f"autotune.enabled: {_show(at['enabled'])} is not a boolean (use true or false)")
+        at_kwargs["enabled"] = at["enabled"]
+    if "budget" in at:
+        at_kwargs["budget"] = _int(at["budget"], "autotune.budget", 1)
+    if "cache_dir" in at:
+        cache_dir = at["cache_dir"]
+        if isinstance(cache_dir, os.PathLike):
+            cache_dir = os.fspath(cache_dir)
+        at_kwargs["cache_dir"] = os.path.expanduser(_str(cache_dir, "autotune.cache_dir"))
+    kwargs["autotune"] = AutotuneConfig(**at_kwargs)
+
+    ray = _section(data.get("ray"), "ray")
+    ray_kwargs: dict[str, Any] = {}
+    if "address" in ray:
+        ray_kwargs["address"] = _str(ray["address"], "ray.address", allow_none=True)
+    if "namespace" in ray:
+        ray_kwargs["namespace"] = _str(ray["namespace"], "ray.namespace")
+    if "max_restarts" in ray:
+        ray_kwargs["max_restarts"] = _int(ray["max_restarts"], "ray.max_restarts", 0)
+    kwargs["ray"] = RayConfig(**ray_kwargs)
+
+    bench = data.get("benchmark")
+    if bench is not None:
+        if not isinstance(bench, Mapping):
+            raise ConfigError(f"benchmark: {_show(bench)} is not a mapping (see configs/README.md for its keys)")
+        kwargs["benchmark"] = copy.deepcopy(dict(bench))
+    return Config(**kwargs)
+
+
+def load_config(config: str | os.PathLike | Mapping | Config | None = None) -> Config:
+    """A validated Config from a YAML path, a dict of the same keys, or None.
+
+    None means the file named by ZYX_DIST_CONFIG if that is set, else the defaults; an explicit path
+    or dict wins over ZYX_DIST_CONFIG. In every case ZYX_DIST_DEVICES and ZYX_DIST_DEBUG then override
+    the devices and debug values. A Config is returned unchanged. Raises ConfigError."""
+    if isinstance(config, Config):
+        return config
+    source: str | None = None
+    if config is None:
+        env_path = os.environ.get("ZYX_DIST_CONFIG", "").strip()
+        if env_path:
+            source = env_path
+            try:
+                data = _read_file(env_path)
+            except ConfigError as e:
+                raise ConfigError(f"{e} (from ZYX_DIST_CONFIG)") from None
+        else:
+            data = None
+    elif isinstance(config, (str, os.PathLike)):
+        source = os.fspath(config)
+        data = _read_file(config)
+    elif isinstance(config, Mapping):
+        data = config
+    else:
+        raise ConfigError(f"config: {_show(config)} is not allowed (use a YAML file path, a dict, or None)")
+
+    try:
+        cfg = _build(data)
+    except ConfigError as e:
+        if source is None:
+            raise
+        raise ConfigError(f"{e} (in {os.path.expanduser(source)})") from None
+
+    overrides: dict[str, Any] = {}
+    env_devices = os.environ.get("ZYX_DIST_DEVICES", "").strip()
+    if env_devices:
+        overrides["devices"] = parse_devices_string(env_devices)
+    env_debug = os.environ.get("ZYX_DIST_DEBUG", "").strip()
+    if env_debug:
+        overrides["debug"] = _debug_from_env(env_debug)
+    if overrides:
+        cfg = replace(cfg, **overrides)
+    return cfg

@@ -1,0 +1,21 @@
+"""Driver side: the human-readable output of `ZYX_DIST_DEBUG` (bit 4: kernels after fusion, bit 8: the
+kernel IR, i.e. each kernel's op list with shapes and dtypes). Takes kernels and programs; prints."""
+
+from __future__ import annotations
+
+from .codegen.render import kernel_key
+
+
+def print_kernels(kernels, programs) -> None:
+    for k, p in zip(kernels, programs):
+        outs = ", ".join(f"#{o.id}{o.shape}:{o.dtype.name}" for o in k.outputs)
+        ins = ", ".join(f"#{x.id}{x.shape}:{x.dtype.name}" for x in k.inputs)
+        print(f"zyx_dist: kernel {p.name} -> [{outs}] from [{ins}] gws={p.gws} lws={p.lws}")
+
+
+def print_ir(kernels) -> None:
+    for k in kernels:
+        rows, outs = kernel_key(k)
+        print(f"zyx_dist: IR (outputs {list(outs)})")
+        for i, row in enumerate(rows):
+            print(f"  {i:3d} {row}")

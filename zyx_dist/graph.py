@@ -1,0 +1,319 @@
+"""Driver side: the lazy graph. A `Node` is one op of the zyx opset (`LEAF, CONST, EXPAND, PERMUTE,
+RESHAPE, PAD, REDUCE, CAST, UNARY, BINARY`, plus a ternary `WHERE` so that a NaN in the branch not taken
+can never leak, which zyx's arithmetic `where` did). The constructors below take nodes and give nodes;
+they check shapes and dtypes at the call (raising `ShapeError`/`DTypeError` that name the shapes) and fold
+the trivial cases (identity movement, movement of a constant, reshape of a reshape), so the kernelizer sees
+one small, canonical opset. Nodes are reference counted by Python itself: a realized node holds its device
+buffer, and the buffer is freed when the last tensor or node that uses it goes away.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+
+from .dtypes import DType, bool_
+from .errors import DTypeError, ShapeError
+
+
+class Op(enum.Enum):
+    LEAF = "leaf"
+    FLIP = "flip"  # reverse the given axes: index arithmetic like the others (zyx had no flip)
+    CONST = "const"
+    EXPAND = "expand"
+    PERMUTE = "permute"
+    RESHAPE = "reshape"
+    PAD = "pad"
+    REDUCE = "reduce"
+    CAST = "cast"
+    UNARY = "unary"
+    BINARY = "binary"
+    WHERE = "where"
+
+
+class UnaryOp(enum.Enum):
+    NEG = "neg"
+    NOT = "not"  # logical not on bool, bitwise not on integers
+    ABS = "abs"
+    EXP = "exp"
+    EXP2 = "exp2"
+    LOG = "log"
+    LOG2 = "log2"
+    SQRT = "sqrt"
+    RSQRT = "rsqrt"
+    RECIP = "recip"
+    SIN = "sin"
+    COS = "cos"
+    TAN = "tan"
+    TANH = "tanh"
+    FLOOR = "floor"
+    CEIL = "ceil"
+    ROUND = "round"  # half to even, as NumPy
+    ISNAN = "isnan"
+    ISINF = "isinf"
+
+
+class BinaryOp(enum.Enum):
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"  # true division (floats only)
+    FLOORDIV = "floordiv"
+    MOD = "mod"  # Python/NumPy remainder: the sign of the divisor
+    POW = "pow"
+    MAX = "max"  # NaN-propagating, as NumPy's maximum
+    MIN = "min"
+    EQ = "eq"
+    NE = "ne"
+    LT = "lt"
+    LE = "le"
+    GT = "gt"
+    GE = "ge"
+    AND = "and"  # logical on bool, bitwise on integers
+    OR = "or"
+    XOR = "xor"
+
+
+class ReduceOp(enum.Enum):
+    SUM = "sum"
+    PROD = "prod"
+    MAX = "max"
+    MIN = "min"
+
+
+FLOAT_ONLY_UNARY = {UnaryOp.EXP, UnaryOp.EXP2, UnaryOp.LOG, UnaryOp.LOG2, UnaryOp.SQRT, UnaryOp.RSQRT,
+                    UnaryOp.RECIP, UnaryOp.SIN, UnaryOp.COS, UnaryOp.TAN, UnaryOp.TANH}
+BOOL_UNARY = {UnaryOp.ISNAN, UnaryOp.ISINF}
+COMPARISONS = {BinaryOp.EQ, BinaryOp.NE, BinaryOp.LT, BinaryOp.LE, BinaryOp.GT, BinaryOp.GE}
+BITWISE = {BinaryOp.AND, BinaryOp.OR, BinaryOp.XOR}
+
+Shape = tuple[int, ...]
+_ids = itertools.count()
+
+
+def prod(xs) -> int:
+    return math.prod(xs)
+
+
+class Node:
+    """One op of the lazy graph. `srcs` are its inputs, `arg` its parameters (see the constructors),
+    `buffer` the device buffer once realized (then `op` is LEAF), `host` the NumPy data of a leaf not
+    uploaded yet, `device` a pinned device name or None."""
+
+    __slots__ = ("id", "op", "srcs", "arg", "shape", "dtype", "buffer", "host", "device", "__weakref__")
+
+    def __init__(self, op: Op, srcs: tuple[Node, ...], arg: Any, shape: Shape, dtype: DType,
+                 host: np.ndarray | None = None, device: str | None = None):
+        self.id = next(_ids)
+        self.op, self.srcs, self.arg, self.shape, self.dtype = op, srcs, arg, shape, dtype
+        self.buffer: Any = None
+        self.host, self.device = host, device
+
+    @property
+    def size(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def realized(self) -> bool:
+        return self.op is Op.LEAF and (self.buffer is not None or self.size == 0)
+
+    def become_leaf(self, buffer: Any) -> None:
+        """Turn a computed node into a realized leaf: its history is dropped (and freed if unused)."""
+        self.op, self.srcs, self.arg, self.buffer, self.host = Op.LEAF, (), None, buffer, None
+
+    def __repr__(self) -> str:
+        return f"Node#{self.id}({self.op.value}, {self.arg!r}, shape={self.shape}, {self.dtype})"
+
+
+# ---- leaves and constants ------------------------------------------------------------------------------
+
+def leaf(data: np.ndarray, dtype: DType, device: str | None = None) -> Node:
+    """A leaf holding host data, uploaded when a kernel first needs it."""
+    return Node(Op.LEAF, (), None, tuple(int(s) for s in data.shape), dtype, host=data, device=device)
+
+
+def const(value: Any, shape: Shape, dtype: DType) -> Node:
+    """A constant broadcast to `shape`; it costs no memory, kernels inline it. `value` is normalised to
+    the dtype (so `const(300, (), uint8)` holds 44, as NumPy's cast would)."""
+    return Node(Op.CONST, (), _normalise(value, dtype), tuple(shape), dtype)
+
+
+def _normalise(value: Any, dtype: DType) -> Any:
+    with np.errstate(all="ignore"):
+        v = np.array(value).astype(dtype.np_dtype)
+    return v.item()
+
+
+# ---- movement ------------------------------------------------------------------------------------------
+
+def reshape(x: Node, shape: Shape) -> Node:
+    shape = tuple(int(s) for s in shape)
+    if prod(shape) != x.size or any(s < 0 for s in shape):
+        raise ShapeError(f"cannot reshape a tensor of shape {x.shape} ({x.size} elements) into shape {shape}")
+    if shape == x.shape:
+        return x
+    if x.op is Op.CONST:
+        return const(x.arg, shape, x.dtype)
+    if x.op is Op.RESHAPE:
+        x = x.srcs[0]
+        if shape == x.shape:
+            return x
+    return Node(Op.RESHAPE, (x,), shape, shape, x.dtype)
+
+
+def permute(x: Node, axes: tuple[int, ...]) -> Node:
+    axes = tuple(int(a) for a in axes)
+    if sorted(axes) != list(range(len(x.shape))):
+        raise ShapeError(f"permutation {axes} is not a permutation of the {len(x.shape)} axes of shape {x.shape}")
+    shape = tuple(x.shape[a] for a in axes)
+    if axes == tuple(range(len(axes))):
+        return x
+    if x.op is Op.CONST:
+        return const(x.arg, shape, x.dtype)
+    if x.op is Op.PERMUTE:  # compose two permutes into one
+        inner = x.arg
+        return permute(x.srcs[0], tuple(inner[a] for a in axes))
+    return Node(Op.PERMUTE, (x,), axes, shape, x.dtype)
+
+
+def expand(x: Node, shape: Shape) -> Node:
+    """Broadcast size-1 dims of `x` to `shape` (same rank; the tensor layer right-aligns first)."""
+    shape = tuple(int(s) for s in shape)
+    if len(shape) != len(x.shape) or any(s != d and s != 1 for s, d in zip(x.shape, shape)):
+        raise ShapeError(f"cannot broadcast shape {x.shape} to {shape}")
+    if shape == x.shape:
+        return x
+    if x.op is Op.CONST or prod(shape) == 0:
+        return const(x.arg if x.op is Op.CONST else 0, shape, x.dtype)
+    if x.op is Op.EXPAND:
+        x = x.srcs[0]
+    return Node(Op.EXPAND, (x,), shape, shape, x.dtype)
+
+
+def pad(x: Node, widths: tuple[tuple[int, int], ...], value: Any = 0) -> Node:
+    """Pad each dim by (before, after); negative widths crop (that is how slicing is expressed)."""
+    widths = tuple((int(lo), int(hi)) for lo, hi in widths)
+    if len(widths) != len(x.shape):
+        raise ShapeError(f"pad widths {widths} do not match the {len(x.shape)} dims of shape {x.shape}")
+    shape = tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, widths))
+    if any(s < 0 for s in shape) or any(-lo > d or -hi > d for d, (lo, hi) in zip(x.shape, widths)):
+        raise ShapeError(f"pad widths {widths} crop more than shape {x.shape} holds")
+    if all(lo == 0 and hi == 0 for lo, hi in widths):
+        return x
+    value = _normalise(value, x.dtype)
+    if prod(shape) == 0:
+        return const(0, shape, x.dtype)
+    if x.size == 0:  # nothing of x survives: every element is padding
+        return const(value, shape, x.dtype)
+    if x.op is Op.CONST and (all(lo <= 0 and hi <= 0 for lo, hi in widths) or _same(x.arg, value)):
+        return const(x.arg, shape, x.dtype)
+    if all(lo <= 0 and hi <= 0 for lo, hi in widths) and x.op is Op.PAD and all(lo >= 0 and hi >= 0 for lo, hi in x.arg[0]):
+        # crop of a pad: crop the source where possible, so slicing a padded tensor adds no mask
+        inner = x.arg[0]
+        if all(-lo >= ilo and -hi >= ihi for (lo, hi), (ilo, ihi) in zip(widths, inner)):
+            return pad(x.srcs[0], tuple((lo + ilo, hi + ihi) for (lo, hi), (ilo, ihi) in zip(widths, inner)), 0)
+    return Node(Op.PAD, (x,), (widths, value), shape, x.dtype)
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
+def flip(x: Node, axes: tuple[int, ...]) -> Node:
+    if any(int(a) < 0 or int(a) >= len(x.shape) for a in axes):
+        raise ShapeError(f"flip axes {tuple(axes)} out of range for shape {x.shape}")
+    axes = tuple(sorted(set(int(a) for a in axes if x.shape[int(a)] > 1)))
+    if not axes:
+        return x
+    if x.op is Op.CONST:
+        return x
+    if x.op is Op.FLIP:  # flipping twice cancels
+        left = tuple(sorted(set(axes) ^ set(x.arg)))
+        return flip(x.srcs[0], left)
+    return Node(Op.FLIP, (x,), axes, x.shape, x.dtype)
+
+
+# ---- compute -------------------------------------------------------------------------------------------
+
+def cast(x: Node, dtype: DType) -> Node:
+    if dtype is x.dtype:
+        return x
+    if x.op is Op.CONST:
+        return const(x.arg, x.shape, dtype)
+    return Node(Op.CAST, (x,), dtype, x.shape, dtype)
+
+
+def unary(op: UnaryOp, x: Node) -> Node:
+    if op in FLOAT_ONLY_UNARY and not x.dtype.is_float:
+        raise DTypeError(f"{op.value} needs a float tensor, got {x.dtype} (cast it first)")
+    if op is UnaryOp.NEG and x.dtype.is_bool:
+        raise DTypeError("negative of a bool tensor is not supported (use logical_not / ~)")
+    if op is UnaryOp.NOT and x.dtype.is_float:
+        raise DTypeError(f"~ / invert needs a bool or integer tensor, got {x.dtype}")
+    dtype = bool_ if op in BOOL_UNARY else x.dtype
+    return Node(Op.UNARY, (x,), op, x.shape, dtype)
+
+
+def binary(op: BinaryOp, x: Node, y: Node) -> Node:
+    """Both operands must have the same shape and dtype already (the tensor layer broadcasts and promotes)."""
+    if x.shape != y.shape:
+        raise ShapeError(f"{op.value}: shapes {x.shape} and {y.shape} differ")
+    if x.dtype is not y.dtype:
+        raise DTypeError(f"{op.value}: dtypes {x.dtype} and {y.dtype} differ")
+    if op in BITWISE and x.dtype.is_float:
+        raise DTypeError(f"bitwise {op.value} needs bool or integer tensors, got {x.dtype}")
+    if op is BinaryOp.DIV and not x.dtype.is_float:
+        raise DTypeError(f"true division node needs float operands, got {x.dtype}")
+    dtype = bool_ if op in COMPARISONS else x.dtype
+    return Node(Op.BINARY, (x, y), op, x.shape, dtype)
+
+
+def where(cond: Node, x: Node, y: Node) -> Node:
+    if not (cond.shape == x.shape == y.shape):
+        raise ShapeError(f"where: shapes {cond.shape}, {x.shape}, {y.shape} differ")
+    if cond.dtype is not bool_ or x.dtype is not y.dtype:
+        raise DTypeError(f"where: needs a bool condition and equal branch dtypes, got {cond.dtype}, {x.dtype}, {y.dtype}")
+    if cond.op is Op.CONST:
+        return x if cond.arg else y
+    return Node(Op.WHERE, (cond, x, y), None, x.shape, x.dtype)
+
+
+def reduce(op: ReduceOp, x: Node, axes: tuple[int, ...]) -> Node:
+    """Reduce over `axes` (non-negative, sorted, unique); the reduced dims stay as size 1."""
+    axes = tuple(sorted(set(int(a) for a in axes)))
+    if any(a < 0 or a >= len(x.shape) for a in axes):
+        raise ShapeError(f"reduce axes {axes} out of range for shape {x.shape}")
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    if not axes or all(x.shape[a] == 1 for a in axes):
+        return x
+    if x.size == 0:
+        if op in (ReduceOp.MAX, ReduceOp.MIN):
+            raise ShapeError(f"{op.value} of an empty axis (shape {x.shape}, axes {axes}) has no identity")
+        return const(0 if op is ReduceOp.SUM else 1, shape, x.dtype)
+    return Node(Op.REDUCE, (x,), (op, axes), shape, x.dtype)
+
+
+def toposort(roots: list[Node], stop=lambda n: False) -> list[Node]:
+    """Nodes reachable from `roots`, producers first; a node for which `stop` is true is included but
+    its sources are not visited."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(r, False) for r in reversed(roots)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if node.id in seen:
+            continue
+        seen.add(node.id)
+        stack.append((node, True))
+        if not stop(node):
+            for s in reversed(node.srcs):
+                if s.id not in seen:
+                    stack.append((s, False))
+    return order

@@ -1,0 +1,178 @@
+"""Driver side: the kernelizer, a port of zyx's fusion decisions (seed/kernelize.rs) onto our graph.
+Takes the nodes to realize; gives kernels in launch order, each a set of same-shape output nodes
+computed from input nodes (realized or host leaves, or the outputs of earlier kernels), and the point
+after which each intermediate can be freed.
+
+The decisions, as in zyx: everything fuses by default; elementwise producers shared by several
+consumers are recomputed; a node is stored (ends a kernel) when it is requested, when it is pinned to
+a device, when it is broadcast by an expand and a reduce precedes it (so a row max is not recomputed per
+element), and when a reduce precedes it and more than one kernel needs it. Requested nodes of the same
+shape that do not depend on each other share one multi-output kernel, so `zd.realize(a, b)` computes
+their common subgraph once. Movement ops never make a kernel of their own: the renderer turns them
+into index arithmetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .graph import Node, Op, prod, toposort
+
+
+@dataclass
+class Kernel:
+    outputs: list[Node]
+    inputs: list[Node]
+    device: str | None = None
+    # intermediates (outputs of earlier kernels, not requested) that no later kernel reads
+    frees_after: list[Node] = field(default_factory=list)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.outputs[0].shape
+
+
+def is_input(n: Node) -> bool:
+    """Nodes a kernel loads rather than computes: realized or host leaves."""
+    return n.op is Op.LEAF
+
+
+def _expands(n: Node) -> bool:
+    return n.op is Op.EXPAND and prod(n.shape) > prod(n.srcs[0].shape)
+
+
+def kernelize(targets: list[Node]) -> list[Kernel]:
+    targets = list({t.id: t for t in targets if not is_input(t) and t.size > 0}.values())
+    if not targets:
+        return []
+    order = toposort(targets, stop=is_input)
+    stored: set[int] = {t.id for t in targets}
+    stored |= {n.id for n in order if n.device is not None and not is_input(n)}
+
+    # Expand after a reduce: store what is expanded (zyx's is_preceded_by_reduce), in one bottom-up pass.
+    has_reduce: dict[int, bool] = {}
+    for n in order:
+        if is_input(n) or n.op is Op.CONST:
+            has_reduce[n.id] = False
+            continue
+        if _expands(n) and has_reduce[n.srcs[0].id]:
+            stored.add(n.srcs[0].id)
+        has_reduce[n.id] = n.op is Op.REDUCE or any(has_reduce[s.id] and s.id not in stored for s in n.srcs)
+
+    # A reduce-bearing node needed by several kernels is stored once; repeat until no new store appears.
+    while True:
+        groups = _group(order, stored)
+        reach = _reaching_groups(order, stored, groups)
+        extra = {n.id for n in order if n.id not in stored and has_reduce.get(n.id) and len(reach.get(n.id, ())) > 1}
+        if not extra:
+            break
+        stored |= extra
+    return _kernels(order, stored, groups, {t.id for t in targets})
+
+
+def _group(order: list[Node], stored: set[int]) -> dict[int, int]:
+    """Assign stored nodes to kernels: same shape, same device pin, and no dependency between them."""
+    deps: dict[int, frozenset[int]] = {}  # stored nodes each node depends on, transitively
+    for n in order:
+        d: set[int] = set()
+        for s in n.srcs:
+            d |= deps[s.id]
+            if s.id in stored:
+                d.add(s.id)
+        deps[n.id] = frozenset(d)
+    group_of: dict[int, int] = {}
+    members: dict[int, list[Node]] = {}
+    needs: dict[int, set[int]] = {}  # group -> groups it reads from directly
+
+    def reaches(src: int, dst: int) -> bool:
+        stack, seen = [src], set()
+        while stack:
+            g = stack.pop()
+            if g == dst:
+                return True
+            if g not in seen:
+                seen.add(g)
+                stack.extend(needs[g])
+        return False
+
+    for n in order:
+        if n.id not in stored:
+            continue
+        direct = {group_of[d] for d in deps[n.id]}
+        for gid, ms in members.items():
+            if ms[0].shape == n.shape and ms[0].device == n.device and not any(reaches(g, gid) for g in direct):
+                break
+        else:
+            gid = n.id
+            members[gid], needs[gid] = [], set()
+        members[gid].append(n)
+        group_of[n.id] = gid
+        needs[gid] |= direct
+    return group_of
+
+
+def _reaching_groups(order: list[Node], stored: set[int], groups: dict[int, int]) -> dict[int, set[int]]:
+    """For each node, the kernels whose computation reaches it (walking down from stored nodes)."""
+    reach: dict[int, set[int]] = {}
+    for n in reversed(order):
+        if n.id in stored:
+            reach.setdefault(n.id, set()).add(groups[n.id])
+        mine = {groups[n.id]} if n.id in stored else reach.get(n.id, set())
+        if is_input(n):
+            continue
+        for s in n.srcs:
+            reach.setdefault(s.id, set()).update(mine)
+    return reach
+
+
+def _kernels(order: list[Node], stored: set[int], groups: dict[int, int], targets: set[int]) -> list[Kernel]:
+    by_group: dict[int, list[Node]] = {}
+    for n in order:
+        if n.id in stored:
+            by_group.setdefault(groups[n.id], []).append(n)
+    kernels: list[Kernel] = []
+    for outs in by_group.values():  # insertion order follows `order`, so producers come first
+        inputs: dict[int, Node] = {}
+        seen: set[int] = set()
+        stack = list(outs)
+        while stack:
+            n = stack.pop()
+            if n.id in seen:
+                continue
+            seen.add(n.id)
+            for s in n.srcs:
+                if is_input(s) or s.id in stored:
+                    inputs.setdefault(s.id, s)
+                else:
+                    stack.append(s)
+        kernels.append(Kernel(outs, sorted(inputs.values(), key=lambda x: x.id), outs[0].device))
+    kernels = _launch_order(kernels)
+    last_use: dict[int, int] = {}
+    for i, k in enumerate(kernels):
+        for x in k.inputs:
+            last_use[x.id] = i
+    by_id = {o.id: o for k in kernels for o in k.outputs}
+    for nid, i in last_use.items():
+        if nid in by_id and nid not in targets:
+            kernels[i].frees_after.append(by_id[nid])
+    return kernels
+
+
+def _launch_order(kernels: list[Kernel]) -> list[Kernel]:
+    """Topological order of kernels (a kernel after every kernel whose outputs it reads)."""
+    producer = {o.id: i for i, k in enumerate(kernels) for o in k.outputs}
+    done: set[int] = set()
+    out: list[Kernel] = []
+
+    def visit(i: int) -> None:
+        if i in done:
+            return
+        done.add(i)
+        for x in kernels[i].inputs:
+            if x.id in producer:
+                visit(producer[x.id])
+        out.append(kernels[i])
+
+    for i in range(len(kernels)):
+        visit(i)
+    return out

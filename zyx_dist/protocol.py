@@ -1,0 +1,133 @@
+"""Shared by the driver and the workers: the commands a driver sends to a device worker and the
+results it gets back. Everything here is a frozen dataclass of plain values (ints, strings, tuples,
+NumPy arrays, or an opaque reference the transport resolves before the worker sees it), so a batch
+can cross a process boundary through Ray, and no live handle or closure ever does. Buffers and
+programs are named by integer ids that the driver allocates; the worker maps them to device objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+
+@dataclass(frozen=True)
+class Alloc:
+    """Reserve `nbytes` of device memory for buffer `buf` (from the worker's pool)."""
+
+    buf: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Free:
+    """Return buffer `buf` to the pool once every queued command that touches it has finished."""
+
+    buf: int
+
+
+@dataclass(frozen=True)
+class CopyIn:
+    """Copy host data (a C-contiguous NumPy array, or a transport reference resolved to one) into `buf`."""
+
+    buf: int
+    data: Any
+
+
+@dataclass(frozen=True)
+class CopyOut:
+    """Copy `buf` to the host after its last write; the result value is an array of `dtype`/`shape`."""
+
+    buf: int
+    dtype: str
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Compile:
+    """Build `source` (kernel entry point `name`) and keep it as program `prog` (cached by source)."""
+
+    prog: int
+    source: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Run program `prog` with `bufs` as its arguments, in order. `reads`/`writes` say which of them
+    the kernel loads and stores, so the launch waits for their last writes (and, for writes, reads)."""
+
+    prog: int
+    bufs: tuple[int, ...]
+    gws: tuple[int, ...]
+    lws: tuple[int, ...] | None
+    reads: tuple[int, ...]
+    writes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Send:
+    """Send `buf` to the worker of rank `peer` (NCCL on CUDA workers)."""
+
+    buf: int
+    peer: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Recv:
+    """Receive `nbytes` from the worker of rank `peer` into `buf`."""
+
+    buf: int
+    peer: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Spill:
+    """Copy `buf` to host memory held by the worker and release its device memory."""
+
+    buf: int
+
+
+@dataclass(frozen=True)
+class Sync:
+    """Wait until every command queued so far on this worker has finished."""
+
+
+Command = Union[Alloc, Free, CopyIn, CopyOut, Compile, Launch, Send, Recv, Spill, Sync]
+
+
+@dataclass(frozen=True)
+class Done:
+    """Command `index` of the batch succeeded; `value` holds what it returns (CopyOut: an array)."""
+
+    index: int
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class Failed:
+    """Command `index` of the batch failed. `error` names the zyx_dist error class
+    (e.g. "CompileError", "OutOfMemoryError"), `data` carries its fields."""
+
+    index: int
+    error: str
+    message: str
+    traceback: str = ""
+    data: dict = field(default_factory=dict)
+
+
+Result = Union[Done, Failed]
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What a worker returns for one batch: one result per command run (a batch stops at the first
+    failure, except that Free commands after it still run), the worker's incarnation id, the bytes its
+    pool holds for live buffers, and device-side timings (seconds) of the launches in the batch."""
+
+    results: tuple[Result, ...]
+    incarnation: str
+    bytes_in_use: int
+    kernel_seconds: tuple[float, ...] = ()

@@ -1,0 +1,68 @@
+"""Actor side: per-buffer event bookkeeping for one worker's device queue. It takes the buffer ids a
+command reads and writes plus the opaque event the backend returned for it, and gives the events the
+next command on a buffer must wait for: the last write of everything it touches, and for what it
+writes also the reads since that write (write-after-read). With this an out-of-order queue runs
+independent commands concurrently and dependent ones in order. Events are never inspected here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+
+class EventTracker:
+    """For each buffer id: the events of its last write and the read events since that write."""
+
+    def __init__(self) -> None:
+        # A tuple, not one event, because a buffer reusing pooled memory starts out waiting on all the
+        # pending events of the memory's previous owner (see `seed`).
+        self._writes: dict[int, tuple[Any, ...]] = {}
+        self._reads: dict[int, list[Any]] = {}
+
+    def wait_list(self, reads: Iterable[int], writes: Iterable[int]) -> list[Any]:
+        """Events a command reading `reads` and writing `writes` must wait for, without duplicates."""
+        out: list[Any] = []
+        seen: set[int] = set()
+
+        def add(events: Iterable[Any]) -> None:
+            for e in events:
+                if id(e) not in seen:
+                    seen.add(id(e))
+                    out.append(e)
+
+        for b in reads:
+            add(self._writes.get(b, ()))
+        for b in writes:
+            add(self._writes.get(b, ()))
+            add(self._reads.get(b, ()))
+        return out
+
+    def record(self, reads: Iterable[int], writes: Iterable[int], event: Any) -> None:
+        """Note that `event` reads `reads` and writes `writes` (a buffer in both counts as written)."""
+        writes = set(writes)
+        for b in writes:
+            # The new write waited for the old write and reads, so it alone now stands for the buffer.
+            self._writes[b] = (event,)
+            self._reads.pop(b, None)
+        for b in reads:
+            if b not in writes:
+                self._reads.setdefault(b, []).append(event)
+
+    def seed(self, buf: int, events: Iterable[Any]) -> None:
+        """Make `buf` start out as if last written by `events` (memory still in use by its previous owner)."""
+        events = tuple(events)
+        if events:
+            self._writes[buf] = events
+        else:
+            self._writes.pop(buf, None)
+        self._reads.pop(buf, None)
+
+    def forget(self, buf: int) -> list[Any]:
+        """Drop `buf` and return every event still pending on it (its last write and later reads)."""
+        return [*self._writes.pop(buf, ()), *self._reads.pop(buf, ())]
+
+    def clear(self) -> None:
+        """Forget every event (after a full device synchronize, when all of them have completed)."""
+        self._writes.clear()
+        self._reads.clear()

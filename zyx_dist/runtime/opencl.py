@@ -1,0 +1,251 @@
+"""Actor side: the OpenCL backend of a worker, and the only module that imports pyopencl. It takes a
+position in the global list of OpenCL devices (every device of every platform, platform order then
+device order) and gives the small interface a `Worker` drives: alloc/free device buffers, non-blocking
+copy in, blocking copy out, compile (cached by source), launch, and the events that order them on one
+command queue (out-of-order with profiling where the device allows it). pyopencl errors become
+zyx_dist errors: allocation failures `OutOfMemoryError`, build failures `CompileError`, others
+`DeviceError`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import CompileError, DeviceError, OutOfMemoryError, numbered
+
+try:
+    import pyopencl as cl
+except ImportError:  # reported when a device is opened, so importing zyx_dist never needs OpenCL
+    cl = None
+
+_TYPES = {"GPU": "gpu", "CPU": "cpu", "ACCELERATOR": "accelerator", "CUSTOM": "custom", "DEFAULT": "default"}
+
+
+def _require_cl() -> Any:
+    if cl is None:
+        raise DeviceError("pyopencl is not installed: `pip install pyopencl pocl-binary-distribution`")
+    return cl
+
+
+def _devices() -> list[tuple[Any, Any]]:
+    """(platform, device) pairs in the stable global order."""
+    _require_cl()
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as e:  # no ICD loader entries: clGetPlatformIDs fails with PLATFORM_NOT_FOUND_KHR
+        platforms, err = [], e
+    else:
+        err = None
+    if not platforms:
+        raise DeviceError(
+            "no OpenCL platform found"
+            + (f" ({err})" if err else "")
+            + "; install an OpenCL driver, e.g. `pip install pocl-binary-distribution` for the CPU"
+        )
+    out = []
+    for p in platforms:
+        try:
+            devices = p.get_devices()
+        except cl.Error:  # a platform with no devices raises DEVICE_NOT_FOUND
+            continue
+        out.extend((p, d) for d in devices)
+    return out
+
+
+def _device_type(d: Any) -> str:
+    names = [v for k, v in _TYPES.items() if d.type & getattr(cl.device_type, k)]
+    return names[0] if names else str(d.type)
+
+
+def _describe(index: int, p: Any, d: Any) -> dict:
+    ext = d.extensions.split()
+    return {
+        "index": index,
+        "name": d.name.strip(),
+        "vendor": d.vendor.strip(),
+        "platform": p.name.strip(),
+        "type": _device_type(d),
+        "global_mem_size": int(d.global_mem_size),
+        "max_mem_alloc_size": int(d.max_mem_alloc_size),
+        "max_compute_units": int(d.max_compute_units),
+        "max_work_group_size": int(d.max_work_group_size),
+        "fp16": "cl_khr_fp16" in ext,
+        "fp64": "cl_khr_fp64" in ext or bool(d.double_fp_config),
+        "driver_version": d.driver_version.strip(),
+    }
+
+
+def list_opencl_devices() -> list[dict]:
+    """Every OpenCL device of every platform, in platform order then device order."""
+    return [_describe(i, p, d) for i, (p, d) in enumerate(_devices())]
+
+
+def _is_alloc_failure(e: Exception) -> bool:
+    if isinstance(e, cl.MemoryError):
+        return True
+    try:
+        code = int(e.code)  # type: ignore[attr-defined]
+    except (AttributeError, TypeError, ValueError):
+        return False
+    return code in (cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE, cl.status_code.OUT_OF_HOST_MEMORY)
+
+
+class _Kernel:
+    """A built program and its one `cl.Kernel` (fetched once: creating kernels per launch is slow)."""
+
+    __slots__ = ("kernel", "name", "program")
+
+    def __init__(self, program: Any, kernel: Any, name: str) -> None:
+        self.program, self.kernel, self.name = program, kernel, name
+
+
+class OpenCLBackend:
+    """One OpenCL device: a context and one command queue."""
+
+    def __init__(self, index: int) -> None:
+        devices = _devices()
+        if not 0 <= index < len(devices):
+            names = ", ".join(f"opencl:{i} ({d.name.strip()})" for i, (_, d) in enumerate(devices))
+            raise DeviceError(f"no OpenCL device opencl:{index}; available: {names}")
+        self.index = index
+        self.platform, self.device = devices[index]
+        self._info = _describe(index, self.platform, self.device)
+        self.name = f"opencl:{index}"
+        self.context = cl.Context([self.device])
+        profiling = cl.command_queue_properties.PROFILING_ENABLE
+        ooo = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+        # Out of order lets independent kernels overlap; the worker orders dependent ones by events.
+        self.out_of_order = bool(self.device.queue_properties & ooo)
+        props = profiling | ooo if self.out_of_order else profiling
+        self.queue = cl.CommandQueue(self.context, self.device, properties=props)
+        self._programs: dict[str, Any] = {}  # source -> built cl.Program
+        self._kernels: dict[tuple[str, str], _Kernel] = {}
+
+    def info(self) -> dict:
+        """The device's description (see `list_opencl_devices`) plus the queue mode."""
+        return {**self._info, "out_of_order": self.out_of_order}
+
+    @property
+    def memory_bytes(self) -> int:
+        return self._info["global_mem_size"]
+
+    def alloc(self, nbytes: int) -> Any:
+        """A device buffer of `nbytes` (at least 1)."""
+        nbytes = max(int(nbytes), 1)
+        if nbytes > self._info["max_mem_alloc_size"]:
+            raise OutOfMemoryError(
+                f"{self.name}: {nbytes} bytes is above the device's largest allocation "
+                f"({self._info['max_mem_alloc_size']} bytes)",
+                device=self.name,
+                requested=nbytes,
+            )
+        try:
+            return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, nbytes)
+        except cl.Error as e:
+            if _is_alloc_failure(e):
+                raise OutOfMemoryError(f"{self.name}: allocating {nbytes} bytes failed: {e}", self.name, nbytes) from e
+            raise DeviceError(f"{self.name}: allocating {nbytes} bytes failed: {e}") from e
+
+    def free(self, handle: Any) -> None:
+        # OpenCL keeps the memory until commands already queued on it finish, so this never races them.
+        handle.release()
+
+    def copy_in(self, handle: Any, array: np.ndarray, wait_for: Sequence[Any] = ()) -> Any:
+        """Start copying `array` (C-contiguous) into `handle`; the caller keeps `array` alive until the event completes."""
+        try:
+            return cl.enqueue_copy(self.queue, handle, array, wait_for=list(wait_for) or None, is_blocking=False)
+        except cl.Error as e:
+            raise self._error("copy in", e) from e
+
+    def copy_out(self, handle: Any, out: np.ndarray, wait_for: Sequence[Any] = ()) -> None:
+        """Copy `out.nbytes` from `handle` into `out`, returning when it is there."""
+        try:
+            cl.enqueue_copy(self.queue, out, handle, wait_for=list(wait_for) or None, is_blocking=True)
+        except cl.Error as e:
+            raise self._error("copy out", e) from e
+
+    def compile(self, source: str, name: str, options: str = "") -> _Kernel:
+        """Build `source` and return its kernel `name`; programs are cached by source text (and options)."""
+        key = source if not options else f"{options}\0{source}"
+        kernel = self._kernels.get((key, name))
+        if kernel is not None:
+            return kernel
+        program = self._programs.get(key)
+        if program is None:
+            program = cl.Program(self.context, source)
+            try:
+                with warnings.catch_warnings():
+                    # pyopencl warns about any compiler output; the log is returned in errors instead.
+                    warnings.simplefilter("ignore")
+                    program.build(options=options.split() if options else [])
+            except cl.Error as e:
+                log = self._build_log(program) or str(e)
+                raise CompileError(
+                    f"{self.name}: OpenCL build of kernel {name!r} failed\n{numbered(source)}\n--- build log ---\n{log}",
+                    source=source,
+                    log=log,
+                ) from e
+            self._programs[key] = program
+        try:
+            k = cl.Kernel(program, name)
+        except cl.Error as e:
+            raise CompileError(
+                f"{self.name}: program has no kernel {name!r} ({e})\n{numbered(source)}", source=source, log=str(e)
+            ) from e
+        kernel = self._kernels[(key, name)] = _Kernel(program, k, name)
+        return kernel
+
+    def launch(
+        self,
+        prog: _Kernel,
+        handles: Sequence[Any],
+        gws: Sequence[int],
+        lws: Sequence[int] | None,
+        wait_for: Sequence[Any] = (),
+    ) -> Any:
+        """Enqueue `prog` over global size `gws` (local size `lws`, or the runtime's choice) and return its event."""
+        try:
+            prog.kernel.set_args(*handles)
+            return cl.enqueue_nd_range_kernel(
+                self.queue,
+                prog.kernel,
+                tuple(gws),
+                tuple(lws) if lws is not None else None,
+                wait_for=list(wait_for) or None,
+            )
+        except cl.Error as e:
+            raise self._error(f"launch of {prog.name} (gws={tuple(gws)}, lws={lws})", e) from e
+
+    def event_seconds(self, event: Any) -> float:
+        """Device-side duration of a completed command (profiling end - start)."""
+        return (event.profile.end - event.profile.start) * 1e-9
+
+    def is_done(self, event: Any) -> bool:
+        return event.command_execution_status == cl.command_execution_status.COMPLETE
+
+    def wait(self, events: Sequence[Any]) -> None:
+        if events:
+            cl.wait_for_events(list(events))
+
+    def synchronize(self) -> None:
+        self.queue.finish()
+
+    def close(self) -> None:
+        self.queue.finish()
+        self._kernels.clear()
+        self._programs.clear()
+
+    def _build_log(self, program: Any) -> str:
+        try:
+            return program.get_build_info(self.device, cl.program_build_info.LOG).strip()
+        except cl.Error:
+            return ""
+
+    def _error(self, what: str, e: Exception) -> Exception:
+        if _is_alloc_failure(e):
+            return OutOfMemoryError(f"{self.name}: {what} failed, device memory exhausted: {e}", device=self.name)
+        return DeviceError(f"{self.name}: {what} failed: {e}")

@@ -1,0 +1,147 @@
+"""Actor side: a worker's device memory pool. It takes a backend (anything with `alloc(nbytes)` and
+`free(handle)`, plus `wait(events)` for memory released while commands still use it) and an optional
+byte limit, and gives `Block`s of device memory. Sizes are rounded up to buckets and freed blocks are
+cached per bucket, so the steady state of a training loop allocates nothing on the device. It tracks
+`bytes_in_use` (exact requested bytes of live blocks, what the driver mirrors) and `bytes_reserved`
+(bucket bytes of live and cached blocks, what the device actually holds). Running out raises
+`OutOfMemoryError` naming the device and the numbers, after releasing the cache first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import OutOfMemoryError
+
+SMALL = 4096  # up to here buckets are 256-byte multiples
+SMALL_STEP = 256
+STEPS_PER_OCTAVE = 8  # above SMALL: 8 buckets per power of two, so rounding wastes at most 12.5%
+
+
+def bucket_size(nbytes: int) -> int:
+    """The bytes actually reserved for a request of `nbytes` (0 bytes still takes one small bucket)."""
+    n = max(int(nbytes), 1)
+    if n <= SMALL:
+        return -(-n // SMALL_STEP) * SMALL_STEP
+    step = max(SMALL, (1 << (n - 1).bit_length()) // STEPS_PER_OCTAVE)  # next power of two / 8
+    return -(-n // step) * step
+
+
+@dataclass(eq=False)
+class Block:
+    """A piece of device memory: the backend's `handle`, the bytes asked for and the bucket reserved.
+    `pending` holds events of the previous owner that the first command on it must wait for."""
+
+    handle: Any
+    nbytes: int
+    size: int
+    pending: tuple[Any, ...] = field(default=())
+
+
+class MemoryPool:
+    """Size-bucketed device memory with a cache of freed blocks and an optional byte limit."""
+
+    def __init__(self, backend: Any, limit_bytes: int | None = None, device: str = "") -> None:
+        self.backend = backend
+        self.limit_bytes = limit_bytes
+        self.device = device
+        self.bytes_in_use = 0  # sum of requested nbytes of live blocks
+        self.bytes_reserved = 0  # sum of bucket sizes of live and cached blocks
+        self._live: set[Block] = set()
+        self._cache: dict[int, list[Block]] = {}
+
+    @property
+    def buffers(self) -> int:
+        """Number of live blocks."""
+        return len(self._live)
+
+    @property
+    def bytes_cached(self) -> int:
+        return sum(b.size for blocks in self._cache.values() for b in blocks)
+
+    def alloc(self, nbytes: int) -> Block:
+        """A block of at least `nbytes` (a cached one of the same bucket when there is one)."""
+        if nbytes < 0:
+            raise ValueError(f"cannot allocate {nbytes} bytes")
+        size = bucket_size(nbytes)
+        cached = self._cache.get(size)
+        if cached:
+            block = cached.pop()
+            block.nbytes = nbytes
+        else:
+            block = Block(self._new(size, nbytes), nbytes, size)
+            self.bytes_reserved += size
+        self._live.add(block)
+        self.bytes_in_use += nbytes
+        return block
+
+    def free(self, block: Block, pending: Iterable[Any] = ()) -> None:
+        """Return `block` to the cache; `pending` are events still using it, waited for by its next owner."""
+        if block not in self._live:
+            raise ValueError("block is not live in this pool (double free?)")
+        self._live.remove(block)
+        self.bytes_in_use -= block.nbytes
+        block.pending = tuple(block.pending) + tuple(pending)
+        self._cache.setdefault(block.size, []).append(block)
+
+    def release_cached(self) -> int:
+        """Give every cached block back to the device; returns the bytes released."""
+        released = 0
+        for blocks in self._cache.values():
+            for block in blocks:
+                self._release(block)
+                released += block.size
+        self._cache.clear()
+        self.bytes_reserved -= released
+        return released
+
+    def settle(self) -> None:
+        """Drop the pending events of cached blocks (call after a device synchronize)."""
+        for blocks in self._cache.values():
+            for block in blocks:
+                block.pending = ()
+
+    def close(self) -> None:
+        """Release every block, live or cached."""
+        for block in list(self._live):
+            self.free(block)
+        self.release_cached()
+
+    def _free_bytes(self) -> int:
+        return max(0, self.limit_bytes - self.bytes_reserved) if self.limit_bytes is not None else 0
+
+    def _oom(self, nbytes: int, why: str) -> OutOfMemoryError:
+        free = self._free_bytes()
+        limit = f"limit {self.limit_bytes} bytes, " if self.limit_bytes is not None else ""
+        return OutOfMemoryError(
+            f"{self.device or 'device'}: out of memory: asked for {nbytes} bytes, {free} bytes free "
+            f"({limit}{self.bytes_in_use} bytes in use); {why}",
+            device=self.device,
+            requested=nbytes,
+            free=free,
+        )
+
+    def _new(self, size: int, nbytes: int) -> Any:
+        if self.limit_bytes is not None and self.bytes_reserved + size > self.limit_bytes:
+            self.release_cached()
+            if self.bytes_reserved + size > self.limit_bytes:
+                raise self._oom(nbytes, "the memory limit would be exceeded")
+        try:
+            return self.backend.alloc(size)
+        except MemoryError:  # includes OutOfMemoryError raised by a backend
+            pass
+        # The device itself is full: drop the cache and try once more.
+        if not self.release_cached():
+            raise self._oom(nbytes, "the device could not allocate it")
+        try:
+            return self.backend.alloc(size)
+        except MemoryError as e:
+            raise self._oom(nbytes, f"the device could not allocate it ({e})") from e
+
+    def _release(self, block: Block) -> None:
+        if block.pending:
+            self.backend.wait(block.pending)
+            block.pending = ()
+        self.backend.free(block.handle)

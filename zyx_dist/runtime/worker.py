@@ -1,0 +1,258 @@
+"""Actor side: `Worker`, the executor of one device. It takes batches of protocol commands (buffers
+and programs named by the driver's integer ids) and runs them in order, asynchronously on the
+backend's single queue: every command waits on the per-buffer events of what it reads and writes, so
+an out-of-order queue still respects data dependencies. It gives back a `BatchResult` of plain values
+(one `Done`/`Failed` per command run, CopyOut arrays, pool usage, the worker's incarnation id and,
+when profiling, device-side kernel times). A plain class: usable in-process, and wrapped by a Ray actor.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import CompileError, DeviceError, OutOfMemoryError
+from ..protocol import (
+    Alloc,
+    BatchResult,
+    Command,
+    Compile,
+    CopyIn,
+    CopyOut,
+    Done,
+    Failed,
+    Free,
+    Launch,
+    Recv,
+    Result,
+    Send,
+    Spill,
+    Sync,
+)
+from .events import EventTracker
+from .pool import Block, MemoryPool
+
+BACKENDS = ("opencl",)
+
+
+def _debug_flags() -> int:
+    try:
+        return int(os.environ.get("ZYX_DIST_DEBUG", "0") or 0)
+    except ValueError:
+        return 0
+
+
+def _open_backend(device: str) -> Any:
+    kind, _, idx = device.partition(":")
+    if kind != "opencl":
+        raise DeviceError(f"unknown device {device!r}: backends are {', '.join(BACKENDS)} (e.g. 'opencl:0')")
+    from .opencl import OpenCLBackend, list_opencl_devices
+
+    try:
+        index = int(idx) if idx else 0
+    except ValueError:
+        index = -1
+    devices = list_opencl_devices()
+    if not 0 <= index < len(devices):
+        names = ", ".join(f"opencl:{d['index']} ({d['name']})" for d in devices) or "none"
+        raise DeviceError(f"no device {device!r}; available OpenCL devices: {names}")
+    return OpenCLBackend(index)
+
+
+def _failure(index: int, e: BaseException) -> Failed:
+    data: dict = {}
+    if isinstance(e, CompileError):
+        data = {"source": e.source, "log": e.log}
+    elif isinstance(e, OutOfMemoryError):
+        data = {"device": e.device, "requested": e.requested, "free": e.free}
+    return Failed(index, type(e).__name__, str(e), traceback.format_exc(), data)
+
+
+class Worker:
+    """Runs command batches on one device (e.g. "opencl:0") with a memory pool capped at `memory_limit` bytes."""
+
+    def __init__(self, device: str, memory_limit: int | None = None, profile: bool | None = None) -> None:
+        self.backend = _open_backend(device)
+        self.device = self.backend.name
+        self.incarnation = uuid.uuid4().hex
+        self.profile = bool(_debug_flags() & 2) if profile is None else profile
+        device_mem = self.backend.memory_bytes
+        limit = device_mem if memory_limit is None else min(int(memory_limit), device_mem)
+        self.pool = MemoryPool(self.backend, limit, device=self.device)
+        self.events = EventTracker()
+        self._bufs: dict[int, Block] = {}
+        self._progs: dict[int, Any] = {}
+        # Host arrays of non-blocking copies in flight: they must outlive the copy.
+        self._inflight: list[tuple[Any, np.ndarray]] = []
+        self._closed = False
+
+    # -- public ------------------------------------------------------------------------------
+
+    def run(self, batch: Sequence[Command]) -> BatchResult:
+        """Execute `batch` in order; after the first failure only its remaining Free commands run."""
+        self._check_open()
+        self._inflight = [(e, a) for e, a in self._inflight if not self.backend.is_done(e)]
+        results: list[Result] = []
+        launches: list[Any] = []
+        failed = False
+        for i, cmd in enumerate(batch):
+            if failed and not isinstance(cmd, Free):
+                continue
+            if failed and cmd.buf not in self._bufs:
+                # Its Alloc was skipped (or failed): nothing to free, and not a second error.
+                results.append(Done(i))
+                continue
+            try:
+                value = self._execute(cmd, launches)
+            except Exception as e:  # noqa: BLE001 -- every failure becomes a value; the driver decides what to raise
+                results.append(_failure(i, e))
+                failed = True
+            else:
+                results.append(Done(i, value))
+        seconds: tuple[float, ...] = ()
+        if self.profile and launches:
+            self.backend.wait(launches)
+            seconds = tuple(self.backend.event_seconds(e) for e in launches)
+        return BatchResult(tuple(results), self.incarnation, self.pool.bytes_in_use, seconds)
+
+    def info(self) -> dict:
+        """What the driver's scheduler needs to know about this device."""
+        d = self.backend.info()
+        return {
+            "name": self.device,
+            "backend": "opencl",
+            "device_name": d["name"],
+            "vendor": d["vendor"],
+            "type": d["type"],
+            "memory_bytes": self.pool.limit_bytes,
+            "free_bytes": max(0, self.pool.limit_bytes - self.pool.bytes_reserved),
+            "compute_units": d["max_compute_units"],
+            "max_work_group_size": d["max_work_group_size"],
+            "fp16": d["fp16"],
+            "fp64": d["fp64"],
+            "incarnation": self.incarnation,
+        }
+
+    def stats(self) -> dict:
+        return {
+            "bytes_in_use": self.pool.bytes_in_use,
+            "bytes_reserved": self.pool.bytes_reserved,
+            "buffers": len(self._bufs),
+        }
+
+    def close(self) -> None:
+        """Wait for the queue, then free every buffer and program. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self.backend.synchronize()
+        self._inflight.clear()
+        self.events.clear()
+        self._bufs.clear()
+        self._progs.clear()
+        self.pool.close()
+        self.backend.close()
+
+    def __enter__(self) -> Worker:  # noqa: PYI034 -- typing.Self needs Python 3.11
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise DeviceError(f"worker {self.device} is closed")
+
+    def _block(self, buf: int) -> Block:
+        try:
+            return self._bufs[buf]
+        except KeyError:
+            raise KeyError(f"{self.device}: no buffer {buf} (never allocated, or already freed)") from None
+
+    def _execute(self, cmd: Command, launches: list[Any]) -> Any:
+        if isinstance(cmd, Launch):
+            return self._launch(cmd, launches)
+        if isinstance(cmd, Alloc):
+            if cmd.buf in self._bufs:
+                raise ValueError(f"{self.device}: buffer {cmd.buf} is already allocated")
+            block = self.pool.alloc(cmd.nbytes)
+            # Reused memory may still be read or written by its previous owner's commands.
+            self.events.seed(cmd.buf, block.pending)
+            block.pending = ()
+            self._bufs[cmd.buf] = block
+            return None
+        if isinstance(cmd, Free):
+            block = self._block(cmd.buf)
+            del self._bufs[cmd.buf]
+            self.pool.free(block, self.events.forget(cmd.buf))
+            return None
+        if isinstance(cmd, CopyIn):
+            return self._copy_in(cmd)
+        if isinstance(cmd, CopyOut):
+            return self._copy_out(cmd)
+        if isinstance(cmd, Compile):
+            self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name)
+            return None
+        if isinstance(cmd, Sync):
+            self.backend.synchronize()
+            self.events.clear()
+            self.pool.settle()
+            self._inflight.clear()
+            return None
+        if isinstance(cmd, (Send, Recv)):
+            raise NotImplementedError(
+                f"{type(cmd).__name__}: peer transfers need NCCL (CUDA workers); "
+                f"{self.device} cannot send or receive directly"
+            )
+        if isinstance(cmd, Spill):
+            raise NotImplementedError(f"Spill is not implemented by the worker yet (buffer {cmd.buf} on {self.device})")
+        raise TypeError(f"not a protocol command: {cmd!r}")
+
+    def _copy_in(self, cmd: CopyIn) -> None:
+        block = self._block(cmd.buf)
+        array = np.ascontiguousarray(cmd.data)
+        if array.nbytes > block.nbytes:
+            raise ValueError(f"{self.device}: CopyIn of {array.nbytes} bytes into buffer {cmd.buf} of {block.nbytes}")
+        if array.nbytes == 0:  # OpenCL rejects empty copies; there is nothing to order either
+            return
+        event = self.backend.copy_in(block.handle, array, self.events.wait_list((), (cmd.buf,)))
+        self.events.record((), (cmd.buf,), event)
+        self._inflight.append((event, array))
+        return
+
+    def _copy_out(self, cmd: CopyOut) -> np.ndarray:
+        block = self._block(cmd.buf)
+        out = np.empty(tuple(cmd.shape), dtype=dtypes.dtype(cmd.dtype).np_dtype)
+        if out.nbytes > block.nbytes:
+            raise ValueError(
+                f"{self.device}: CopyOut of {out.nbytes} bytes ({cmd.dtype}{tuple(cmd.shape)}) "
+                f"from buffer {cmd.buf} of {block.nbytes}"
+            )
+        if out.nbytes:
+            # Blocking, so no read event needs recording: the copy is over when this returns.
+            self.backend.copy_out(block.handle, out, self.events.wait_list((cmd.buf,), ()))
+        return out
+
+    def _launch(self, cmd: Launch, launches: list[Any]) -> None:
+        try:
+            prog = self._progs[cmd.prog]
+        except KeyError:
+            raise KeyError(f"{self.device}: no program {cmd.prog} (Compile it first)") from None
+        handles = [self._block(b).handle for b in cmd.bufs]
+        if any(g == 0 for g in cmd.gws):  # an empty launch does nothing (and OpenCL rejects it)
+            return
+        # An argument the driver listed as neither read nor written is treated as written: safe.
+        listed = set(cmd.reads) | set(cmd.writes)
+        writes = tuple(cmd.writes) + tuple(b for b in cmd.bufs if b not in listed)
+        event = self.backend.launch(prog, handles, cmd.gws, cmd.lws, self.events.wait_list(cmd.reads, writes))
+        self.events.record(cmd.reads, writes, event)
+        launches.append(event)
+        return

@@ -1,0 +1,310 @@
+"""Driver side: the runtime session (API.md sections 1, 4, 7). Takes the nodes a user realizes or
+reads; runs kernelize -> render -> schedule -> backend and gives back arrays. It owns the workers
+(through a backend), the driver's mirror of device buffers (a `BufferRef` per realized node, whose
+finalizer queues a `Free` when the last tensor using it goes away), the rendered-program cache, the
+counters of `zd.stats()` and the debug output of `ZYX_DIST_DEBUG`.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import debug
+from .backend import InProcessBackend, resolve_devices
+from .codegen.render import Program, kernel_key, render_kernel
+from .config import Config, load_config
+from .errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, ZyxError
+from .graph import Node, Op
+from .kernelize import kernelize
+from .protocol import BatchResult, CopyIn, CopyOut, Failed, Free, Sync
+from .scheduler import DeviceState, IdAllocator, schedule
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    name: str
+    backend: str
+    node: str
+    memory_bytes: int
+    free_bytes: int
+    compute_units: int
+    peak_gflops: float
+    peak_gbps: float
+    device_name: str = ""
+    fp16: bool = False
+    fp64: bool = False
+
+
+class BufferRef:
+    """The driver's handle of one device buffer; freed on the worker when garbage collected."""
+
+    __slots__ = ("id", "device", "nbytes", "session", "__weakref__")
+
+    def __init__(self, session: Session, device: str, buf: int, nbytes: int):
+        self.id, self.device, self.nbytes = buf, device, nbytes
+        self.session = weakref.ref(session)
+        fin = weakref.finalize(self, session.pending_frees.append, (device, buf))
+        fin.atexit = False
+
+
+_STAT_KEYS = ("kernels_launched", "kernel_cache_hits", "bytes_transferred", "transfers", "spills", "recoveries")
+
+
+class Session:
+    """A running zyx_dist runtime; `with zd.init(...) as s:` shuts it down on exit."""
+
+    def __init__(self, config: Config, devices: Any, ray: bool):
+        self.config = config
+        self.debug = config.debug
+        if ray:
+            # NOTE: the Ray backend arrives with the distributed runtime; until then every init is in-process.
+            pass
+        pairs = resolve_devices(devices if devices is not None else config.devices)
+        self.backend = InProcessBackend(pairs, config.memory_limit)
+        self.device_names = [name for name, _ in pairs]
+        self.default_device = self.device_names[0]
+        self.states = {name: DeviceState(name, bool(self.backend.info(name)["fp64"])) for name in self.device_names}
+        self.pending_frees: list[tuple[str, int]] = []
+        self.new_id = IdAllocator()
+        self.programs: dict[tuple, Program] = {}
+        self.bytes_in_use = {name: 0 for name in self.device_names}
+        self.counters = dict.fromkeys(_STAT_KEYS, 0)
+        self.closed = False
+        if self.debug & 1:
+            for d in self.devices():
+                print(f"zyx_dist: {d.name} ({d.backend}, {d.device_name}) {d.memory_bytes / 2**30:.1f} GiB, "
+                      f"{d.compute_units} compute units, fp16={d.fp16} fp64={d.fp64}")
+
+    # ---- lifecycle -------------------------------------------------------------------------------------
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        shutdown()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.pending_frees.clear()
+            self.backend.close()
+
+    def devices(self) -> list[DeviceInfo]:
+        out = []
+        for name in self.device_names:
+            i = self.backend.info(name)
+            out.append(DeviceInfo(name, i["backend"], i["node"], i["memory_bytes"], i["free_bytes"],
+                                  i["compute_units"], 0.0, 0.0, i["device_name"], i["fp16"], i["fp64"]))
+        return out
+
+    # ---- running ---------------------------------------------------------------------------------------
+
+    def _run(self, batches: dict[str, list]) -> dict[str, BatchResult]:
+        """Send the batches (with the frees queued by the garbage collector in front) and check results."""
+        frees, self.pending_frees[:] = list(self.pending_frees), []
+        for dev, buf in frees:
+            batches.setdefault(dev, []).insert(0, Free(buf))
+        results = self.backend.run(batches)
+        for dev, res in results.items():
+            self.bytes_in_use[dev] = res.bytes_in_use
+        return results
+
+    def flush(self) -> None:
+        if self.pending_frees:
+            self._run({})
+
+    def program(self, kernel) -> Program:
+        key = kernel_key(kernel)
+        prog = self.programs.get(key)
+        if prog is None:
+            prog = self.programs[key] = render_kernel(kernel)
+            if self.debug & 16:
+                print(f"zyx_dist: source of {prog.name}\n{prog.source}")
+        return prog
+
+    def realize(self, nodes: list[Node]) -> None:
+        t0 = time.perf_counter()
+        for n in nodes:
+            if n.size == 0 and not n.realized:
+                n.become_leaf(None)
+        kernels = kernelize([n for n in nodes if not n.realized])
+        t1 = time.perf_counter()
+        if not kernels and not any(n.op is Op.LEAF and n.buffer is None and n.size for n in nodes):
+            return
+        programs = [self.program(k) for k in kernels]
+        if self.debug & 4:
+            debug.print_kernels(kernels, programs)
+        if self.debug & 8:
+            debug.print_ir(kernels)
+        # leaves realized directly (zd.tensor(a).realize()) are uploads without a kernel
+        uploads = [n for n in nodes if n.op is Op.LEAF and n.buffer is None and n.size]
+        sched = schedule(kernels, programs, self.states, self.default_device, self.new_id)
+        for n in uploads:
+            if n.id not in sched.uploads:
+                dev = n.device or self.default_device
+                buf = self.new_id()
+                sched.commands[dev] += [_alloc(buf, n), CopyIn(buf, n.host)]
+                sched.uploads[n.id] = (dev, buf, n.size * n.dtype.itemsize)
+        for x, dev, buf, nbytes in sched.moves:  # copy through the host, before the batch that needs it
+            data = self.read(x)
+            idx = next(i for i, c in enumerate(sched.commands[dev]) if getattr(c, "buf", None) == buf)
+            sched.commands[dev].insert(idx + 1, CopyIn(buf, data))
+            self.counters["transfers"] += 1
+            self.counters["bytes_transferred"] += nbytes
+        if self.debug & 64:
+            for name, dev, reason in sched.placements:
+                print(f"zyx_dist: place {name} on {dev}: {reason}")
+        for cmds in sched.commands.values():
+            if cmds:
+                cmds.append(Sync())
+        t2 = time.perf_counter()
+        results = self._run(sched.commands)
+        self._check(sched, results)
+        for dev, name in sched.compiled:
+            self.states[dev].compiled[name] = sched.compiled[(dev, name)]
+        self.counters["kernels_launched"] += sched.launches
+        self.counters["kernel_cache_hits"] += sched.cache_hits
+        by_id = {o.id: o for k in kernels for o in k.outputs}
+        leaves = {x.id: x for k in kernels for x in k.inputs}
+        leaves.update({n.id: n for n in uploads})
+        for nid, (dev, buf, nbytes) in sched.uploads.items():
+            leaves[nid].buffer, leaves[nid].host = BufferRef(self, dev, buf, nbytes), None
+        for nid, (dev, buf, nbytes) in sched.outputs.items():
+            by_id[nid].become_leaf(BufferRef(self, dev, buf, nbytes))
+        if self.debug & 2:
+            t3 = time.perf_counter()
+            print(f"zyx_dist: realize {len(kernels)} kernels: kernelize {1e3 * (t1 - t0):.2f} ms, "
+                  f"render+schedule {1e3 * (t2 - t1):.2f} ms, run {1e3 * (t3 - t2):.2f} ms")
+
+    def _check(self, sched, results: dict[str, BatchResult]) -> None:
+        failures = [(dev, r) for dev, res in results.items() for r in res.results if isinstance(r, Failed)]
+        if not failures:
+            return
+        # Roll back: free every buffer this schedule allocated that the failed batches did not free.
+        freed = {(dev, c.buf) for dev, cmds in sched.commands.items() for c in cmds if isinstance(c, Free)}
+        allocated = [(dev, buf) for dev, buf, _ in list(sched.outputs.values()) + list(sched.uploads.values())]
+        allocated += [(dev, buf) for _, dev, buf, _ in sched.moves]
+        rollback: dict[str, list] = {}
+        for dev, buf in allocated:
+            if (dev, buf) not in freed:
+                rollback.setdefault(dev, []).append(Free(buf))
+        self._run(rollback)
+        dev, f = failures[0]
+        raise _error(dev, f)
+
+    def read(self, node: Node) -> np.ndarray:
+        if node.op is Op.LEAF and node.buffer is None and node.host is not None:
+            return node.host.copy()
+        if not node.realized:
+            self.realize([node])
+        if node.size == 0:
+            return np.zeros(node.shape, node.dtype.np_dtype)
+        ref = node.buffer
+        if ref.session() is not self:
+            raise ZyxError(f"the data of this tensor {node.shape} was freed by zd.shutdown()")
+        res = self._run({ref.device: [CopyOut(ref.id, node.dtype.name, node.shape)]})[ref.device]
+        last = res.results[-1]
+        if isinstance(last, Failed):
+            raise _error(ref.device, last)
+        return last.value
+
+    def stats(self) -> dict:
+        self.flush()
+        out: dict[str, Any] = dict(self.counters)
+        out["bytes_in_use"] = dict(self.bytes_in_use)
+        return out
+
+
+def _alloc(buf: int, n: Node):
+    from .protocol import Alloc
+
+    return Alloc(buf, n.size * n.dtype.itemsize)
+
+
+def _error(device: str, f: Failed) -> Exception:
+    if f.error == "CompileError":
+        return CompileError(f"{device}: {f.message}", f.data.get("source", ""), f.data.get("log", ""))
+    if f.error == "OutOfMemoryError":
+        return OutOfMemoryError(f.message, f.data.get("device", device), f.data.get("requested", 0),
+                                f.data.get("free", 0))
+    if f.error == "DTypeError":
+        return DTypeError(f"{device}: {f.message}")
+    if f.error == "DeviceError":
+        return DeviceError(f"{device}: {f.message}")
+    return ZyxError(f"{device}: {f.error}: {f.message}\n--- worker traceback ---\n{f.traceback}")
+
+
+# ---- the module-level session (API.md section 1) ---------------------------------------------------------
+
+_session: Session | None = None
+
+
+def init(config: Any = None, *, address: str | None = None, ray: bool = True, devices: Any = None) -> Session:
+    global _session
+    if _session is not None:
+        raise ZyxError("zd.init() was already called; call zd.shutdown() first")
+    cfg = load_config(config)
+    if devices is not None:
+        from .config import parse_devices
+
+        devices = parse_devices(devices)
+    _session = Session(cfg, devices, ray)
+    return _session
+
+
+def shutdown() -> None:
+    global _session
+    if _session is not None:
+        s, _session = _session, None
+        s.close()
+
+
+def current() -> Session:
+    """The running session, started with defaults on first use (implicit init)."""
+    if _session is None:
+        init(ray=False)
+    assert _session is not None
+    return _session
+
+
+def devices() -> list[DeviceInfo]:
+    return current().devices()
+
+
+def realize(nodes: list[Node]) -> None:
+    current().realize(nodes)
+
+
+def read(node: Node) -> np.ndarray:
+    return current().read(node)
+
+
+def resolve_device(name: str | None) -> str | None:
+    if name is None:
+        return None
+    s = current()
+    if name not in s.device_names:
+        raise DeviceError(f"unknown device {name!r}; this session has {', '.join(s.device_names)}")
+    return name
+
+
+def node_device(node: Node) -> str | None:
+    return node.buffer.device if node.buffer is not None else None
+
+
+def stats() -> dict:
+    if _session is None:
+        out: dict[str, Any] = dict.fromkeys(_STAT_KEYS, 0)
+        out["bytes_in_use"] = {}
+        return out
+    return _session.stats()
+
+
+def reset_stats() -> None:
+    if _session is not None:
+        _session.counters = dict.fromkeys(_STAT_KEYS, 0)
