@@ -62,6 +62,15 @@ class InProcessBackend:
     def run(self, batches: dict[str, list[Command]]) -> dict[str, BatchResult]:
         return {name: self.workers[name].run(batch) for name, batch in batches.items() if batch}
 
+    def run_timed(self, name: str, batch: list[Command]) -> BatchResult:
+        """Run one batch with device-side kernel timing on (for probes and the autotuner)."""
+        w = self.workers[name]
+        old, w.profile = w.profile, True
+        try:
+            return w.run(batch)
+        finally:
+            w.profile = old
+
     def close(self) -> None:
         for w in self.workers.values():
             w.close()

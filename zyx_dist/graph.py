@@ -294,7 +294,41 @@ def reduce(op: ReduceOp, x: Node, axes: tuple[int, ...]) -> Node:
         if op in (ReduceOp.MAX, ReduceOp.MIN):
             raise ShapeError(f"{op.value} of an empty axis (shape {x.shape}, axes {axes}) has no identity")
         return const(0 if op is ReduceOp.SUM else 1, shape, x.dtype)
+    if prod(x.shape[a] for a in axes) >= SPLIT_REDUCE_AT and prod(shape) <= 16:
+        return _split_reduce(op, x, axes, shape)
     return Node(Op.REDUCE, (x,), (op, axes), shape, x.dtype)
+
+
+SPLIT_REDUCE_AT = 1 << 15  # a reduce this long into few outputs runs in two stages, in parallel
+SPLIT_PARTS = 1024
+
+
+def _split_reduce(op: ReduceOp, x: Node, axes: tuple[int, ...], shape: Shape) -> Node:
+    """Reduce in two kernels: SPLIT_PARTS partial results over contiguous chunks, then the total.
+    The kernelizer stores the partials because a reduce reads them."""
+    keep = tuple(i for i in range(len(x.shape)) if i not in axes)
+    outer = prod(x.shape[i] for i in keep)
+    n = prod(x.shape[a] for a in axes)
+    chunk = -(-n // SPLIT_PARTS)
+    flat = reshape(permute(x, keep + axes), (outer, n))
+    if chunk * SPLIT_PARTS != n:  # pad with the identity so the extra elements change nothing
+        flat = pad(flat, ((0, 0), (0, chunk * SPLIT_PARTS - n)), reduce_identity(op, x.dtype))
+    parts = Node(Op.REDUCE, (reshape(flat, (outer, SPLIT_PARTS, chunk)),), (op, (2,)), (outer, SPLIT_PARTS, 1), x.dtype)
+    total = Node(Op.REDUCE, (parts,), (op, (1,)), (outer, 1, 1), x.dtype)
+    return reshape(total, shape)
+
+
+def reduce_identity(op: ReduceOp, dtype: DType) -> Any:
+    if op is ReduceOp.SUM:
+        return 0
+    if op is ReduceOp.PROD:
+        return 1
+    if dtype.is_float:
+        return -math.inf if op is ReduceOp.MAX else math.inf
+    if dtype.is_bool:
+        return op is ReduceOp.MIN
+    info = np.iinfo(dtype.np_dtype)
+    return info.min if op is ReduceOp.MAX else info.max
 
 
 def toposort(roots: list[Node], stop=lambda n: False) -> list[Node]:

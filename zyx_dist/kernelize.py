@@ -5,8 +5,9 @@ after which each intermediate can be freed.
 
 The decisions, as in zyx: everything fuses by default; elementwise producers shared by several
 consumers are recomputed; a node is stored (ends a kernel) when it is requested, when it is pinned to
-a device, when it is broadcast by an expand and a reduce precedes it (so a row max is not recomputed per
-element), and when a reduce precedes it and more than one kernel needs it. Requested nodes of the same
+a device, when a reduce precedes it and it is broadcast by an expand (so a row max is not recomputed
+per element) or reduced again (so the inner reduce runs in parallel rather than inside the outer
+loop), and when a reduce precedes it and more than one kernel needs it. Requested nodes of the same
 shape that do not depend on each other share one multi-output kernel, so `zd.realize(a, b)` computes
 their common subgraph once. Movement ops never make a kernel of their own: the renderer turns them
 into index arithmetic.
@@ -55,8 +56,8 @@ def kernelize(targets: list[Node]) -> list[Kernel]:
         if is_input(n) or n.op is Op.CONST:
             has_reduce[n.id] = False
             continue
-        if _expands(n) and has_reduce[n.srcs[0].id]:
-            stored.add(n.srcs[0].id)
+        if (_expands(n) or n.op is Op.REDUCE) and has_reduce[n.srcs[0].id]:
+            stored.add(n.srcs[0].id)  # not recomputed per element, nor serialised inside another loop
         has_reduce[n.id] = n.op is Op.REDUCE or any(has_reduce[s.id] and s.id not in stored for s in n.srcs)
 
     # A reduce-bearing node needed by several kernels is stored once; repeat until no new store appears.

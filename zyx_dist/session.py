@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import debug
+from . import debug, probe
 from .backend import InProcessBackend, resolve_devices
 from .codegen.render import Program, kernel_key, render_kernel
 from .config import Config, load_config
@@ -74,7 +74,14 @@ class Session:
         self.programs: dict[tuple, Program] = {}
         self.bytes_in_use = {name: 0 for name in self.device_names}
         self.counters = dict.fromkeys(_STAT_KEYS, 0)
+        self.peaks = {}
+        for name in self.device_names:
+            info = self.backend.info(name)
+            key = f"{info['backend']}:{info['device_name']}:{info['vendor']}"
+            self.peaks[name] = probe.measure(lambda b, n=name: self.backend.run_timed(n, b), key,
+                                             config.autotune.cache_dir)
         self.closed = False
+        self.trace_events: list[dict] | None = None  # set by zd.trace
         if self.debug & 1:
             for d in self.devices():
                 print(f"zyx_dist: {d.name} ({d.backend}, {d.device_name}) {d.memory_bytes / 2**30:.1f} GiB, "
@@ -99,7 +106,7 @@ class Session:
         for name in self.device_names:
             i = self.backend.info(name)
             out.append(DeviceInfo(name, i["backend"], i["node"], i["memory_bytes"], i["free_bytes"],
-                                  i["compute_units"], 0.0, 0.0, i["device_name"], i["fp16"], i["fp64"]))
+                                  i["compute_units"], *self.peaks[name], i["device_name"], i["fp16"], i["fp64"]))
         return out
 
     # ---- running ---------------------------------------------------------------------------------------
@@ -176,10 +183,26 @@ class Session:
             leaves[nid].buffer, leaves[nid].host = BufferRef(self, dev, buf, nbytes), None
         for nid, (dev, buf, nbytes) in sched.outputs.items():
             by_id[nid].become_leaf(BufferRef(self, dev, buf, nbytes))
+        t3 = time.perf_counter()
+        if self.trace_events is not None:
+            self._trace(sched, results, (t0, t1, t2, t3))
         if self.debug & 2:
-            t3 = time.perf_counter()
             print(f"zyx_dist: realize {len(kernels)} kernels: kernelize {1e3 * (t1 - t0):.2f} ms, "
                   f"render+schedule {1e3 * (t2 - t1):.2f} ms, run {1e3 * (t3 - t2):.2f} ms")
+
+    def _trace(self, sched, results: dict[str, BatchResult], times: tuple) -> None:
+        """Chrome trace events: driver phases, then each device's launches laid end to end from the run start."""
+        ev = self.trace_events
+        assert ev is not None
+        for name, a, b in (("kernelize", times[0], times[1]), ("render+schedule", times[1], times[2]),
+                           ("run", times[2], times[3])):
+            ev.append({"name": name, "ph": "X", "pid": 1, "tid": "driver", "ts": a, "dur": (b - a) * 1e6})
+        for dev, res in results.items():
+            names = [n for n, d, _ in sched.placements if d == dev]
+            t = times[2]
+            for name, secs in zip(names, res.kernel_seconds):
+                ev.append({"name": name, "ph": "X", "pid": 1, "tid": dev, "ts": t, "dur": secs * 1e6})
+                t += secs
 
     def _check(self, sched, results: dict[str, BatchResult]) -> None:
         failures = [(dev, r) for dev, res in results.items() for r in res.results if isinstance(r, Failed)]
