@@ -9,36 +9,53 @@ from __future__ import annotations
 
 from typing import Any
 
+import dataclasses
+
 from .errors import DeviceError
-from .protocol import BatchResult, Command
+from .protocol import BatchResult, Command, CopyIn, CopyOut, Done, TransferRef
 
 
-def resolve_devices(devices: Any) -> list[tuple[str, str]]:
-    """(logical name, physical spec) for each worker to start."""
-    from .runtime.opencl import list_opencl_devices
+def exports_of(batch: list[Command]) -> list[tuple[int, int]]:
+    """(command index, transfer id) of the exporting CopyOuts of a batch."""
+    return [(i, c.export) for i, c in enumerate(batch) if isinstance(c, CopyOut) and c.export]
 
-    found = list_opencl_devices()
+
+def substitute(batch: list[Command], data: dict) -> list[Command]:
+    """The batch with each CopyIn's TransferRef replaced by `data[id]` (an array or an ObjectRef)."""
+    return [dataclasses.replace(c, data=data.get(c.data.id)) if isinstance(c, CopyIn) and
+            isinstance(c.data, TransferRef) else c for c in batch]
+
+
+def resolve_devices(devices: Any, local: bool = True) -> list[tuple[str, str]]:
+    """(logical name, physical spec) for each worker to start. In-process (`local`), specs are checked
+    against this machine's OpenCL devices; on Ray they are resolved by each worker on its own node
+    (`opencl:cpu` is the node's first CPU device, `opencl:auto` its best device)."""
+    if isinstance(devices, dict):
+        n = int(devices.get("opencl-cpu", 0))
+        if n < 1:
+            raise DeviceError(f"devices: {devices!r} asks for no worker")
+        return [(f"opencl:{i}", "opencl:cpu") for i in range(n)]
     if devices in (None, "auto"):
+        if not local:
+            return [("opencl:0", "opencl:auto")]
+        from .runtime.opencl import list_opencl_devices
+
+        found = list_opencl_devices()
         gpus = [d for d in found if d["type"] == "gpu"]
         chosen = gpus or [d for d in found if d["type"] == "cpu"][:1] or found[:1]
         if not chosen:
             raise DeviceError("no device available: no OpenCL device found (pip install pocl-binary-distribution)")
-        return [(f"opencl:{d['index']}", f"opencl:{d['index']}") for d in chosen]
-    if isinstance(devices, dict):
-        n = int(devices.get("opencl-cpu", 0))
-        cpus = [d for d in found if d["type"] == "cpu"]
-        if not cpus:
-            raise DeviceError("opencl-cpu workers need an OpenCL CPU device (pip install pocl-binary-distribution)")
-        return [(f"opencl:{i}", f"opencl:{cpus[0]['index']}") for i in range(n)]
+        return [(f"opencl:{i}", f"opencl:{d['index']}") for i, d in enumerate(chosen)]
     out = []
     for name in devices:
         kind, _, idx = str(name).partition(":")
         if kind == "cuda":
             raise DeviceError(f"device {name!r}: the CUDA backend is not available in this build yet")
-        if kind != "opencl" or not idx.isdigit() or int(idx) >= len(found):
-            have = ", ".join(f"opencl:{d['index']} ({d['name']})" for d in found) or "none"
-            raise DeviceError(f"unknown device {name!r}; available: {have}")
+        if kind != "opencl" or not idx.isdigit():
+            raise DeviceError(f"unknown device {name!r}: device names look like 'opencl:0' or 'cuda:1'")
         out.append((str(name), str(name)))
+    if len(set(out)) != len(out):
+        raise DeviceError(f"devices: {list(devices)!r} names a device twice")
     return out
 
 
@@ -60,7 +77,24 @@ class InProcessBackend:
         return dict(self.workers[name].info(), name=name, node="local")
 
     def run(self, batches: dict[str, list[Command]]) -> dict[str, BatchResult]:
-        return {name: self.workers[name].run(batch) for name, batch in batches.items() if batch}
+        return self.run_steps([batches])[0]
+
+    def run_steps(self, steps: list[dict[str, list[Command]]]) -> list[dict[str, BatchResult]]:
+        """Run the steps in order; an exporting CopyOut's array feeds the CopyIns of later steps."""
+        exported: dict[int, object] = {}
+        out = []
+        for batches in steps:
+            results = {}
+            for name, batch in batches.items():
+                if not batch:
+                    continue
+                res = self.workers[name].run(substitute(batch, exported))
+                for i, tid in exports_of(batch):
+                    r = res.results[i] if i < len(res.results) else None
+                    exported[tid] = r.value if isinstance(r, Done) else None
+                results[name] = res
+            out.append(results)
+        return out
 
     def run_timed(self, name: str, batch: list[Command]) -> BatchResult:
         """Run one batch with device-side kernel timing on (for probes and the autotuner)."""

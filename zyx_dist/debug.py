@@ -1,5 +1,6 @@
 """Driver side: the human-readable output of `ZYX_DIST_DEBUG` (bit 4: kernels after fusion, bit 8: the
-kernel IR, i.e. each kernel's op list with shapes and dtypes). Takes kernels and programs; prints."""
+kernel IR, i.e. each kernel's op list with shapes and dtypes, bit 64: placements with their reasons and
+transfers with their bytes). Takes kernels, programs and schedules; prints."""
 
 from __future__ import annotations
 
@@ -19,3 +20,12 @@ def print_ir(kernels) -> None:
         print(f"zyx_dist: IR (outputs {list(outs)})")
         for i, row in enumerate(rows):
             print(f"  {i:3d} {row}")
+
+
+def print_schedule(sched) -> None:
+    for p in sched.placements:
+        print(f"zyx_dist: place {p.kernel} on {p.device} at step {p.step}: {p.reason} (~{p.seconds * 1e6:.1f} us)")
+    for t in sched.transfers:
+        print(f"zyx_dist: transfer #{t.id} {t.src} -> {t.dst}: {t.nbytes} bytes (exported at step {t.step})")
+    if sched.spills:
+        print(f"zyx_dist: {sched.spills} buffers spilled to host memory")

@@ -291,6 +291,8 @@ def reduce(op: ReduceOp, x: Node, axes: tuple[int, ...]) -> Node:
     if not axes or all(x.shape[a] == 1 for a in axes):
         return x
     if x.size == 0:
+        if prod(shape) == 0:  # the reduced axes are not empty, but the result is
+            return const(0, shape, x.dtype)
         if op in (ReduceOp.MAX, ReduceOp.MIN):
             raise ShapeError(f"{op.value} of an empty axis (shape {x.shape}, axes {axes}) has no identity")
         return const(0 if op is ReduceOp.SUM else 1, shape, x.dtype)

@@ -72,7 +72,9 @@ def kernelize(targets: list[Node]) -> list[Kernel]:
 
 
 def _group(order: list[Node], stored: set[int]) -> dict[int, int]:
-    """Assign stored nodes to kernels: same shape, same device pin, and no dependency between them."""
+    """Assign stored nodes to kernels. Two share a kernel when they have the same shape and device pin,
+    neither depends on the other, and they share computed work (independent outputs stay separate
+    kernels, so the scheduler can run them on different devices)."""
     deps: dict[int, frozenset[int]] = {}  # stored nodes each node depends on, transitively
     for n in order:
         d: set[int] = set()
@@ -96,20 +98,37 @@ def _group(order: list[Node], stored: set[int]) -> dict[int, int]:
                 stack.extend(needs[g])
         return False
 
+    work: dict[int, set[int]] = {}  # group -> computed (not stored, not input) nodes its kernel evaluates
     for n in order:
         if n.id not in stored:
             continue
         direct = {group_of[d] for d in deps[n.id]}
+        mine = _computed(n, stored)
         for gid, ms in members.items():
-            if ms[0].shape == n.shape and ms[0].device == n.device and not any(reaches(g, gid) for g in direct):
+            if ms[0].shape == n.shape and ms[0].device == n.device and not work[gid].isdisjoint(mine) \
+                    and not any(reaches(g, gid) for g in direct):
                 break
         else:
             gid = n.id
-            members[gid], needs[gid] = [], set()
+            members[gid], needs[gid], work[gid] = [], set(), set()
         members[gid].append(n)
+        work[gid] |= mine
         group_of[n.id] = gid
         needs[gid] |= direct
     return group_of
+
+
+def _computed(root: Node, stored: set[int]) -> set[int]:
+    """Ids of the nodes a kernel storing `root` computes itself (it loads stored nodes and inputs)."""
+    out: set[int] = set()
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.id in out:
+            continue
+        out.add(n.id)
+        stack.extend(s for s in n.srcs if s.id not in stored and not is_input(s) and s.op is not Op.CONST)
+    return out
 
 
 def _reaching_groups(order: list[Node], stored: set[int], groups: dict[int, int]) -> dict[int, set[int]]:

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from . import session as _session
-from .kernelize import kernelize
-from .scheduler import IdAllocator, place, schedule
 
 
 @dataclass(frozen=True)
@@ -58,22 +56,13 @@ class Plan:
 def explain(*xs) -> Plan:
     """The plan for realizing `xs`, without running it."""
     s = _session.current()
-    kernels = kernelize([x.node for x in xs])
-    programs = [s.program(k) for k in kernels]
-    # a throwaway copy of the compiled-program state, so explaining changes nothing
-    states = {n: type(st)(st.name, st.fp64, dict(st.compiled)) for n, st in s.states.items()}
-    sched = schedule(kernels, programs, states, s.default_device, IdAllocator())
-    peaks = {d.name: d for d in s.devices()}
-    plan = Plan()
-    for k, p in zip(kernels, programs):
-        dev, reason = place(k, s.default_device)
-        info = peaks[dev]
-        secs = max(p.bytes / (info.peak_gbps * 1e9), p.flops / (info.peak_gflops * 1e9)) + 5e-6
-        plan.kernels.append(PlannedKernel(p.name, dev, reason, p.source, p.flops, p.bytes, secs))
-        plan.estimated_seconds += secs
-    for x, dst, _buf, nbytes in sched.moves:
-        plan.transfers.append(PlannedTransfer(x.buffer.device, dst, nbytes))
-        plan.estimated_seconds += nbytes / 1e9
+    _kernels, programs, sched = s.plan([x.node for x in xs])
+    by_name = {p.name: p for p in programs}
+    plan = Plan(estimated_seconds=sched.estimated_seconds)
+    for pl in sched.placements:
+        p = by_name[pl.kernel]
+        plan.kernels.append(PlannedKernel(p.name, pl.device, pl.reason, p.source, p.flops, p.bytes, pl.seconds))
+    plan.transfers = [PlannedTransfer(t.src, t.dst, t.nbytes) for t in sched.transfers]
     return plan
 
 

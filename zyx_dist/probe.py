@@ -12,7 +12,11 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from .protocol import Alloc, BatchResult, Compile, Free, Launch, Sync
+import time
+
+import numpy as np
+
+from .protocol import Alloc, BatchResult, Compile, CopyIn, CopyOut, Free, Launch, Sync, TransferRef
 
 _BW_N = 1 << 22  # floats per buffer: 16 MiB in, 16 MiB out
 _FL_N = 1 << 16  # work-items of the compute probe
@@ -68,3 +72,29 @@ def measure(run: Callable[[list], BatchResult], key: str, cache_dir: str | None)
         except OSError:
             pass  # a read-only cache directory only costs a new measurement next time
     return _memory[key]
+
+
+def links(backend, devices: list[str], new_id: Callable[[], int]) -> dict[tuple[str, str], tuple[float, float]]:
+    """(latency seconds, bytes per second) of the transfer path between every ordered pair of workers,
+    measured by moving a small and a 4 MiB buffer through the same steps the scheduler emits."""
+    out = {}
+    for src in devices:
+        for dst in devices:
+            if src == dst:
+                continue
+            times = {}
+            for nbytes in (1 << 12, 1 << 22):
+                best = float("inf")
+                for _ in range(2):
+                    a, b, t = new_id(), new_id(), new_id()
+                    steps = [{src: [Alloc(a, nbytes), CopyIn(a, np.zeros(nbytes, np.uint8)), Sync()]},
+                             {src: [CopyOut(a, "uint8", (nbytes,), export=t), Free(a)]},
+                             {dst: [Alloc(b, nbytes), CopyIn(b, TransferRef(t)), Sync(), Free(b)]}]
+                    backend.run_steps(steps[:1])
+                    start = time.perf_counter()
+                    backend.run_steps(steps[1:])
+                    best = min(best, time.perf_counter() - start)
+                times[nbytes] = best
+            bps = ((1 << 22) - (1 << 12)) / max(times[1 << 22] - times[1 << 12], 1e-9)
+            out[(src, dst)] = (times[1 << 12], bps)
+    return out

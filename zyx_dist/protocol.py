@@ -27,6 +27,14 @@ class Free:
 
 
 @dataclass(frozen=True)
+class TransferRef:
+    """Placeholder for the data of transfer `id` in a CopyIn: the backend replaces it with the array (or a
+    Ray ObjectRef) that the source worker's exporting CopyOut produced in an earlier step."""
+
+    id: int
+
+
+@dataclass(frozen=True)
 class CopyIn:
     """Copy host data (a C-contiguous NumPy array, or a transport reference resolved to one) into `buf`."""
 
@@ -41,6 +49,7 @@ class CopyOut:
     buf: int
     dtype: str
     shape: tuple[int, ...]
+    export: int = 0  # nonzero: the value is transfer `export`, shipped to another worker, not to the driver
 
 
 @dataclass(frozen=True)
@@ -91,11 +100,18 @@ class Spill:
 
 
 @dataclass(frozen=True)
+class Reload:
+    """Bring spilled buffer `buf` back into device memory (the driver mirrors the pool, so it fits)."""
+
+    buf: int
+
+
+@dataclass(frozen=True)
 class Sync:
     """Wait until every command queued so far on this worker has finished."""
 
 
-Command = Union[Alloc, Free, CopyIn, CopyOut, Compile, Launch, Send, Recv, Spill, Sync]
+Command = Union[Alloc, Free, CopyIn, CopyOut, Compile, Launch, Send, Recv, Spill, Reload, Sync]
 
 
 @dataclass(frozen=True)

@@ -1,124 +1,350 @@
-"""Driver side, pure (no I/O, no ray/cupy/pyopencl): turns kernels into per-device command lists.
-Takes the kernelizer's kernels with their rendered programs and what the driver knows (where each
-realized buffer lives, which programs each device has compiled, what each device supports); gives a
-`Schedule`: the commands for each device in order, the buffers to attach to output nodes on success,
-and the host-side moves needed first. Placement here is the simple rule of one device: a pinned
-kernel goes where it is pinned, else where its first realized input lives, else to the default device.
+"""Driver side, pure (no I/O, no ray/cupy/pyopencl): places kernels on devices and turns them into
+per-worker command batches. Takes the kernelizer's kernels with their rendered programs and a
+`SchedulerState` (the driver's mirror of every worker: live buffers, pool usage, compiled programs,
+measured peaks and link speeds); gives a `Schedule`: command batches grouped in steps (one batch per
+worker per step; a step's batches only need data that earlier steps exported), the buffers to attach
+to output nodes, the transfers, and a new state to keep if the run succeeds.
+
+Placement is list scheduling by earliest estimated finish time (HEFT): a kernel's time on a device is
+its bytes and flops against the device's measured peaks, its inputs arrive after their producers finish
+plus bytes over the measured link speed, and the device must have room (after spilling its least
+recently used buffers that the kernel does not read). Ties go to the earlier device in the list.
+Policies `round_robin` and `single` replace the choice; pins (`device=`, `x.to(d)`) always win. Every
+command waits only for the buffers it touches (the worker's per-buffer events), so workers are ordered
+by data dependencies alone.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
-from .dtypes import float64
-from .errors import DTypeError
-from .graph import Node, Op
+from .errors import DTypeError, OutOfMemoryError
+from .graph import Node
 from .kernelize import Kernel
-from .protocol import Alloc, Command, Compile, CopyIn, Free, Launch
+from .protocol import Alloc, Command, Compile, CopyIn, CopyOut, Free, Launch, Reload, Spill, TransferRef
+from .runtime.pool import bucket_size
+
+POLICIES = ("heft", "round_robin", "single")
+
+
+@dataclass(frozen=True)
+class DeviceModel:
+    name: str
+    fp64: bool
+    gflops: float
+    gbps: float
+    memory: int  # the pool's limit in bytes
+    launch_seconds: float = 10e-6
 
 
 @dataclass
-class DeviceState:
-    """What the driver mirrors of one device."""
+class BufferState:
+    device: str
+    nbytes: int
+    spilled: bool = False
+    last_use: int = 0  # the state's clock at the last kernel that touched it (for LRU spills)
 
-    name: str
-    fp64: bool
-    compiled: dict[str, int] = field(default_factory=dict)  # program name -> program id
+
+@dataclass
+class SchedulerState:
+    devices: dict[str, DeviceModel]
+    link: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # (latency s, bytes/s)
+    buffers: dict[int, BufferState] = field(default_factory=dict)
+    used: dict[str, int] = field(default_factory=dict)  # pool bytes (bucketed) held on each device
+    compiled: dict[str, dict[str, int]] = field(default_factory=dict)  # device -> program name -> id
+    policy: str = "heft"
+    clock: int = 0
+    rr: int = 0
+    next_id: int = 1
+
+    def __post_init__(self) -> None:
+        for d in self.devices:
+            self.used.setdefault(d, 0)
+            self.compiled.setdefault(d, {})
+
+    def new_id(self) -> int:
+        self.next_id += 1
+        return self.next_id - 1
+
+    def link_seconds(self, src: str, dst: str, nbytes: int) -> float:
+        latency, bps = self.link.get((src, dst), (1e-3, 1e9))
+        return latency + nbytes / bps
+
+    def free(self, buf: int) -> None:
+        """The mirror of a Free command."""
+        b = self.buffers.pop(buf, None)
+        if b is not None and not b.spilled:
+            self.used[b.device] -= bucket_size(b.nbytes)
+
+
+@dataclass(frozen=True)
+class Transfer:
+    id: int
+    src: str
+    dst: str
+    nbytes: int
+    step: int  # the step whose batch on `src` exports it; `dst` reads it one step later
+
+
+@dataclass(frozen=True)
+class Placement:
+    kernel: str
+    device: str
+    reason: str
+    seconds: float
+    step: int
 
 
 @dataclass
 class Schedule:
-    commands: dict[str, list[Command]]
-    outputs: dict[int, tuple[str, int, int]]  # node id -> (device, buffer id, nbytes) to attach on success
-    uploads: dict[int, tuple[str, int, int]]  # leaf node id -> (device, buffer id, nbytes), host data sent
-    moves: list[tuple[Node, str, int, int]]  # (realized node, destination, buffer id, nbytes): read then CopyIn
-    compiled: dict[tuple[str, str], int] = field(default_factory=dict)  # new programs, kept on success
+    state: SchedulerState
+    steps: list[dict[str, list[Command]]] = field(default_factory=list)
+    outputs: dict[int, tuple[str, int, int]] = field(default_factory=dict)  # node id -> (device, buffer, bytes)
+    uploads: dict[int, tuple[str, int, int]] = field(default_factory=dict)  # host leaf id -> (device, buffer, bytes)
+    transfers: list[Transfer] = field(default_factory=list)
+    placements: list[Placement] = field(default_factory=list)
+    allocated: list[tuple[str, int]] = field(default_factory=list)  # for rollback on failure
     launches: int = 0
     cache_hits: int = 0
-    placements: list[tuple[str, str, str]] = field(default_factory=list)  # (kernel, device, reason)
+    spills: int = 0
+    estimated_seconds: float = 0.0
 
-
-class IdAllocator:
-    def __init__(self) -> None:
-        self.next = 1
-
-    def __call__(self) -> int:
-        self.next += 1
-        return self.next - 1
+    def batch(self, step: int, device: str) -> list[Command]:
+        while len(self.steps) <= step:
+            self.steps.append({})
+        return self.steps[step].setdefault(device, [])
 
 
 def _nbytes(n: Node) -> int:
     return n.size * n.dtype.itemsize
 
 
-def place(kernel: Kernel, default: str) -> tuple[str, str]:
-    if kernel.device is not None:
-        return kernel.device, "pinned"
-    for x in kernel.inputs:
-        if x.buffer is not None:
-            return x.buffer.device, f"input #{x.id} lives there"
-    for x in kernel.inputs:
-        if x.op is Op.LEAF and x.device is not None:
-            return x.device, f"input #{x.id} is pinned there"
-    return default, "default device"
+@dataclass
+class _Copy:
+    """Where one value lives during this schedule: a buffer on a device, usable from `step` on."""
+
+    device: str
+    buf: int
+    step: int
+    ready: float  # estimated seconds from the start of the run
+    temporary: bool  # made by this schedule (a moved copy or an intermediate): freed after its last use
+    last_step: int = 0
 
 
-def schedule(kernels: list[Kernel], programs: list, devices: dict[str, DeviceState], default: str,
-             new_id: IdAllocator) -> Schedule:
-    sched = Schedule({name: [] for name in devices}, {}, {}, [])
-    location: dict[int, tuple[str, int]] = {}  # node id -> (device, buffer id) within this schedule
+class _Planner:
+    def __init__(self, state: SchedulerState, default: str):
+        self.st = state
+        self.default = default
+        self.sched = Schedule(state)
+        self.copies: dict[int, list[_Copy]] = {}  # node id -> its copies
+        self.avail = dict.fromkeys(state.devices, 0.0)
+        self.last_step: dict[int, int] = {}  # buffer -> the last step of a command that uses it
+        self.order = list(state.devices)
 
-    for kernel, prog in zip(kernels, programs):
-        dev, reason = place(kernel, default)
-        sched.placements.append((prog.name, dev, reason))
-        state = devices[dev]
-        if prog.uses_fp64 and not state.fp64:
-            raise DTypeError(f"float64 is not supported on {dev} (the device lacks cl_khr_fp64); "
-                             f"cast to float32 before realizing")
-        cmds = sched.commands[dev]
-        args: list[int] = []
-        local_temps: list[int] = []
-        for x in kernel.inputs:
-            if x.id in location:
-                src_dev, buf = location[x.id]
-                if src_dev != dev:
-                    raise NotImplementedError("moving a kernel output between devices inside one realize")
-            elif x.buffer is not None and x.buffer.device == dev:
-                buf = x.buffer.id
-            elif x.buffer is not None:  # lives on another device: copy through the host
-                buf = new_id()
-                cmds.append(Alloc(buf, _nbytes(x)))
-                sched.moves.append((x, dev, buf, _nbytes(x)))
-                local_temps.append(buf)
-            else:  # a host leaf: upload once, it stays on this device
-                if x.id not in sched.uploads:
-                    buf = new_id()
-                    cmds.append(Alloc(buf, _nbytes(x)))
-                    cmds.append(CopyIn(buf, x.host))
-                    sched.uploads[x.id] = (dev, buf, _nbytes(x))
-                    location[x.id] = (dev, buf)
-                buf = location[x.id][1]
-            args.append(buf)
-        outs = []
-        for o in kernel.outputs:
-            buf = new_id()
-            cmds.append(Alloc(buf, _nbytes(o)))
-            location[o.id] = (dev, buf)
-            sched.outputs[o.id] = (dev, buf, _nbytes(o))
-            outs.append(buf)
-        prog_id = state.compiled.get(prog.name) or sched.compiled.get((dev, prog.name))
-        if prog_id is None:
-            prog_id = new_id()
-            cmds.append(Compile(prog_id, prog.source, prog.name))
-            sched.compiled[(dev, prog.name)] = prog_id
+    # ---- where inputs are ----------------------------------------------------------------------------
+
+    def copies_of(self, x: Node) -> list[_Copy]:
+        if x.id not in self.copies:
+            ref = x.buffer
+            if ref is not None and ref.id in self.st.buffers:
+                self.copies[x.id] = [_Copy(ref.device, ref.id, 0, 0.0, False)]
+            else:
+                self.copies[x.id] = []  # a host leaf: uploaded where it is first needed
+        return self.copies[x.id]
+
+    def arrival(self, x: Node, dev: str) -> tuple[float, _Copy | None]:
+        cs = self.copies_of(x)
+        for c in cs:
+            if c.device == dev:
+                return c.ready, c
+        if not cs:
+            return _nbytes(x) / 10e9, None  # upload from the host
+        return min(c.ready + self.st.link_seconds(c.device, dev, _nbytes(x)) for c in cs), None
+
+    def input_step(self, x: Node, dev: str) -> int:
+        """The first step in which x can be read on dev."""
+        cs = self.copies_of(x)
+        here = [c.step for c in cs if c.device == dev]
+        if here:
+            return min(here)
+        return min(c.step for c in cs) + 1 if cs else 0
+
+    # ---- placement -----------------------------------------------------------------------------------
+
+    def candidates(self, k: Kernel) -> tuple[list[str], str]:
+        if k.device is not None:
+            return [k.device], "pinned"
+        if self.st.policy == "single":
+            return [self.default], "policy single"
+        if self.st.policy == "round_robin":
+            dev = self.order[self.st.rr % len(self.order)]
+            self.st.rr += 1
+            return [dev], "policy round_robin"
+        return self.order, "earliest finish"
+
+    def cost(self, k: Kernel, prog, dev: str) -> tuple[float, float, int]:
+        """(start, finish, bytes that must be free on dev) of kernel k on dev."""
+        m = self.st.devices[dev]
+        ready = 0.0
+        need = sum(bucket_size(_nbytes(o)) for o in k.outputs)
+        for x in k.inputs:
+            t, here = self.arrival(x, dev)
+            ready = max(ready, t)
+            if here is None or (here.buf in self.st.buffers and self.st.buffers[here.buf].spilled):
+                need += bucket_size(_nbytes(x))
+        run = max(prog.bytes / (m.gbps * 1e9) if m.gbps else 0.0,
+                  prog.flops / (m.gflops * 1e9) if m.gflops else 0.0) + m.launch_seconds
+        start = max(self.avail[dev], ready)
+        return start, start + run, need
+
+    def spillable(self, dev: str, keep: set[int], step: int) -> list[int]:
+        """Buffers on dev that may go to host memory before a kernel of `step`, least recently used first:
+        not read by the kernel, and not used by a command of a later step already planned."""
+        out = [(b.last_use, i) for i, b in self.st.buffers.items() if b.device == dev and not b.spilled
+               and i not in keep and self.last_step.get(i, 0) <= step]
+        return [i for _, i in sorted(out)]
+
+    def kernel_step(self, k: Kernel, dev: str) -> int:
+        return max([self.input_step(x, dev) for x in k.inputs] + [0])
+
+    def choose(self, k: Kernel, prog) -> tuple[str, str, float, float]:
+        devs, why = self.candidates(k)
+        keep = {c.buf for x in k.inputs for c in self.copies_of(x)}
+        best_fit, best_spill = None, None
+        for d in devs:
+            start, finish, need = self.cost(k, prog, d)
+            free = self.st.devices[d].memory - self.st.used[d]
+            if need <= free:
+                if best_fit is None or finish < best_fit[0]:
+                    best_fit = (finish, d, start)
+            else:
+                spill = self.spillable(d, keep, self.kernel_step(k, d))
+                room = free + sum(bucket_size(self.st.buffers[i].nbytes) for i in spill)
+                if need <= room and (best_spill is None or finish < best_spill[0]):
+                    best_spill = (finish, d, start)
+        chosen = best_fit or best_spill
+        if chosen is None:
+            d = max(devs, key=lambda d: self.st.devices[d].memory - self.st.used[d])
+            need = self.cost(k, prog, d)[2]
+            free = self.st.devices[d].memory - self.st.used[d]
+            raise OutOfMemoryError(f"out of memory on {d}: kernel {prog.name} needs {need} bytes, {free} bytes are "
+                                   f"free and nothing more can be spilled", d, need, free)
+        finish, d, start = chosen
+        reason = why if why != "earliest finish" else f"earliest finish {finish * 1e6:.1f} us of {len(devs)}"
+        return d, reason + ("" if best_fit else " (after spilling)"), start, finish
+
+    # ---- commands ------------------------------------------------------------------------------------
+
+    def make_room(self, dev: str, need: int, keep: set[int], step: int) -> None:
+        free = self.st.devices[dev].memory - self.st.used[dev]
+        for buf in self.spillable(dev, keep, step):
+            if free >= need:
+                break
+            b = self.st.buffers[buf]
+            self.sched.batch(step, dev).append(Spill(buf))
+            b.spilled = True
+            self.st.used[dev] -= bucket_size(b.nbytes)
+            free += bucket_size(b.nbytes)
+            self.sched.spills += 1
+
+    def alloc(self, dev: str, buf: int, nbytes: int, step: int) -> None:
+        self.sched.batch(step, dev).append(Alloc(buf, nbytes))
+        self.st.buffers[buf] = BufferState(dev, nbytes, last_use=self.st.clock)
+        self.st.used[dev] += bucket_size(nbytes)
+        self.sched.allocated.append((dev, buf))
+
+    def bring(self, x: Node, dev: str, step: int) -> _Copy:
+        """A copy of x on dev for a kernel of `step`, moving, uploading or reloading it if needed."""
+        _, here = self.arrival(x, dev)
+        if here is not None:
+            b = self.st.buffers.get(here.buf)
+            if b is not None and b.spilled:
+                self.sched.batch(step, dev).append(Reload(here.buf))
+                b.spilled = False
+                self.st.used[dev] += bucket_size(b.nbytes)
+            return here
+        nbytes = _nbytes(x)
+        buf = self.st.new_id()
+        cs = self.copies_of(x)
+        if not cs:  # host leaf
+            self.alloc(dev, buf, nbytes, 0)
+            self.sched.batch(0, dev).append(CopyIn(buf, x.host))
+            self.sched.uploads[x.id] = (dev, buf, nbytes)
+            c = _Copy(dev, buf, 0, nbytes / 10e9, False)
         else:
-            sched.cache_hits += 1
-        cmds.append(Launch(prog_id, tuple(args + outs), prog.gws, prog.lws, tuple(args), tuple(outs)))
-        sched.launches += 1
-        for buf in local_temps:
-            cmds.append(Free(buf))
-        for x in kernel.frees_after:
-            fdev, buf = location[x.id]
-            sched.commands[fdev].append(Free(buf))
-            del sched.outputs[x.id]
-    return sched
+            src = min(cs, key=lambda c: c.ready + self.st.link_seconds(c.device, dev, nbytes))
+            t = Transfer(self.st.new_id(), src.device, dev, nbytes, src.step)
+            self.sched.batch(src.step, src.device).append(CopyOut(src.buf, "uint8", (nbytes,), export=t.id))
+            self.use(src, src.step)
+            self.alloc(dev, buf, nbytes, src.step + 1)
+            self.sched.batch(src.step + 1, dev).append(CopyIn(buf, TransferRef(t.id)))
+            self.sched.transfers.append(t)
+            c = _Copy(dev, buf, src.step + 1, src.ready + self.st.link_seconds(src.device, dev, nbytes), True)
+        self.use(c, c.step)
+        cs.append(c)
+        return c
+
+    def use(self, c: _Copy, step: int) -> None:
+        c.last_step = max(c.last_step, step)
+        self.last_step[c.buf] = c.last_step
+
+    def add(self, k: Kernel, prog) -> None:
+        dev, reason, start, finish = self.choose(k, prog)
+        if prog.uses_fp64 and not self.st.devices[dev].fp64:
+            raise DTypeError(f"float64 is not supported on {dev} (the device has no fp64); cast to float32 first")
+        self.st.clock += 1
+        keep = {c.buf for x in k.inputs for c in self.copies_of(x)}
+        step = self.kernel_step(k, dev)
+        self.make_room(dev, self.cost(k, prog, dev)[2], keep, step)
+        ins = [self.bring(x, dev, step) for x in k.inputs]
+        outs = []
+        for o in k.outputs:
+            buf = self.st.new_id()
+            self.alloc(dev, buf, _nbytes(o), step)
+            self.copies[o.id] = [_Copy(dev, buf, step, finish, False, step)]
+            self.use(self.copies[o.id][0], step)
+            self.sched.outputs[o.id] = (dev, buf, _nbytes(o))
+            outs.append(buf)
+        batch = self.sched.batch(step, dev)
+        prog_id = self.st.compiled[dev].get(prog.name)
+        if prog_id is None:
+            prog_id = self.st.new_id()
+            batch.append(Compile(prog_id, prog.source, prog.name))
+            self.st.compiled[dev][prog.name] = prog_id
+        else:
+            self.sched.cache_hits += 1
+        args = tuple(c.buf for c in ins)
+        batch.append(Launch(prog_id, args + tuple(outs), prog.gws, prog.lws, args, tuple(outs)))
+        self.sched.launches += 1
+        for c in ins:
+            self.use(c, step)
+            if c.buf in self.st.buffers:
+                self.st.buffers[c.buf].last_use = self.st.clock
+        self.avail[dev] = finish
+        self.sched.estimated_seconds = max(self.sched.estimated_seconds, finish)
+        self.sched.placements.append(Placement(prog.name, dev, reason, finish - start, step))
+        for x in k.frees_after:  # intermediates: every copy freed after its last use
+            for c in self.copies.pop(x.id, []):
+                self.free(c)
+            self.sched.outputs.pop(x.id, None)
+
+    def free(self, c: _Copy) -> None:
+        self.sched.batch(c.last_step, c.device).append(Free(c.buf))
+        self.st.free(c.buf)
+
+    def finish(self) -> Schedule:
+        """Free the moved copies made only for this schedule's kernels."""
+        for cs in self.copies.values():
+            for c in cs:
+                if c.temporary:
+                    self.free(c)
+        return self.sched
+
+
+def schedule(kernels: list[Kernel], programs: list, state: SchedulerState, default: str) -> Schedule:
+    """Plan `kernels` on a copy of `state`; the caller keeps `Schedule.state` only if the run succeeds."""
+    planner = _Planner(copy.deepcopy(state), default)
+    for k, p in zip(kernels, programs):
+        planner.add(k, p)
+    return planner.finish()

@@ -21,8 +21,9 @@ from .config import Config, load_config
 from .errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, ZyxError
 from .graph import Node, Op
 from .kernelize import kernelize
-from .protocol import BatchResult, CopyIn, CopyOut, Failed, Free, Sync
-from .scheduler import DeviceState, IdAllocator, schedule
+from .protocol import Alloc, BatchResult, CopyIn, CopyOut, Done, Failed, Free, Reload, Spill, Sync
+from .runtime.pool import bucket_size
+from .scheduler import BufferState, DeviceModel, Schedule, SchedulerState, schedule
 
 
 @dataclass(frozen=True)
@@ -58,34 +59,48 @@ _STAT_KEYS = ("kernels_launched", "kernel_cache_hits", "bytes_transferred", "tra
 class Session:
     """A running zyx_dist runtime; `with zd.init(...) as s:` shuts it down on exit."""
 
-    def __init__(self, config: Config, devices: Any, ray: bool):
+    def __init__(self, config: Config, devices: Any, ray: bool, address: str | None = None):
         self.config = config
         self.debug = config.debug
-        if ray:
-            # NOTE: the Ray backend arrives with the distributed runtime; until then every init is in-process.
-            pass
+        self.closed = True
         pairs = resolve_devices(devices if devices is not None else config.devices)
-        self.backend = InProcessBackend(pairs, config.memory_limit)
+        if ray:
+            from .ray_backend import RayBackend
+
+            self.backend: Any = RayBackend(pairs, config, address)
+        else:
+            self.backend = InProcessBackend(pairs, config.memory_limit)
+        self.closed = False
+        try:
+            self._start(pairs)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, pairs: list[tuple[str, str]]) -> None:
         self.device_names = [name for name, _ in pairs]
         self.default_device = self.device_names[0]
-        self.states = {name: DeviceState(name, bool(self.backend.info(name)["fp64"])) for name in self.device_names}
         self.pending_frees: list[tuple[str, int]] = []
-        self.new_id = IdAllocator()
         self.programs: dict[tuple, Program] = {}
         self.bytes_in_use = {name: 0 for name in self.device_names}
         self.counters = dict.fromkeys(_STAT_KEYS, 0)
+        self.trace_events: list[dict] | None = None  # set by zd.trace
+        self.infos = {name: self.backend.info(name) for name in self.device_names}
         self.peaks = {}
-        for name in self.device_names:
-            info = self.backend.info(name)
+        for name, info in self.infos.items():
             key = f"{info['backend']}:{info['device_name']}:{info['vendor']}"
             self.peaks[name] = probe.measure(lambda b, n=name: self.backend.run_timed(n, b), key,
-                                             config.autotune.cache_dir)
-        self.closed = False
-        self.trace_events: list[dict] | None = None  # set by zd.trace
+                                             self.config.autotune.cache_dir)
+        models = {name: DeviceModel(name, bool(i["fp64"]), self.peaks[name][0], self.peaks[name][1],
+                                    int(i["memory_bytes"])) for name, i in self.infos.items()}
+        self.state = SchedulerState(models, policy=self.config.scheduler.policy)
+        if len(self.device_names) > 1:
+            self.state.link = probe.links(self.backend, self.device_names, self.state.new_id)
         if self.debug & 1:
             for d in self.devices():
-                print(f"zyx_dist: {d.name} ({d.backend}, {d.device_name}) {d.memory_bytes / 2**30:.1f} GiB, "
-                      f"{d.compute_units} compute units, fp16={d.fp16} fp64={d.fp64}")
+                print(f"zyx_dist: {d.name} ({d.backend}, {d.device_name}, node {d.node}) "
+                      f"{d.memory_bytes / 2**30:.1f} GiB, {d.compute_units} compute units, fp16={d.fp16} "
+                      f"fp64={d.fp64}, peaks {d.peak_gflops:.0f} GFLOP/s {d.peak_gbps:.1f} GB/s")
 
     # ---- lifecycle -------------------------------------------------------------------------------------
 
@@ -104,26 +119,32 @@ class Session:
     def devices(self) -> list[DeviceInfo]:
         out = []
         for name in self.device_names:
-            i = self.backend.info(name)
-            out.append(DeviceInfo(name, i["backend"], i["node"], i["memory_bytes"], i["free_bytes"],
+            i = self.infos[name]
+            free = max(0, int(i["memory_bytes"]) - self.state.used[name])
+            out.append(DeviceInfo(name, i["backend"], i["node"], i["memory_bytes"], free,
                                   i["compute_units"], *self.peaks[name], i["device_name"], i["fp16"], i["fp64"]))
         return out
 
     # ---- running ---------------------------------------------------------------------------------------
 
-    def _run(self, batches: dict[str, list]) -> dict[str, BatchResult]:
-        """Send the batches (with the frees queued by the garbage collector in front) and check results."""
+    def _run(self, steps: list[dict[str, list]]) -> list[dict[str, BatchResult]]:
+        """Send the steps (with the frees queued by the garbage collector in front of the first)."""
         frees, self.pending_frees[:] = list(self.pending_frees), []
-        for dev, buf in frees:
-            batches.setdefault(dev, []).insert(0, Free(buf))
-        results = self.backend.run(batches)
-        for dev, res in results.items():
-            self.bytes_in_use[dev] = res.bytes_in_use
+        if frees:
+            if not steps:
+                steps = [{}]
+            for dev, buf in frees:
+                steps[0].setdefault(dev, []).insert(0, Free(buf))
+                self.state.free(buf)
+        results = self.backend.run_steps(steps)
+        for step in results:
+            for dev, res in step.items():
+                self.bytes_in_use[dev] = res.bytes_in_use
         return results
 
     def flush(self) -> None:
         if self.pending_frees:
-            self._run({})
+            self._run([])
 
     def program(self, kernel) -> Program:
         key = kernel_key(kernel)
@@ -134,51 +155,55 @@ class Session:
                 print(f"zyx_dist: source of {prog.name}\n{prog.source}")
         return prog
 
-    def realize(self, nodes: list[Node]) -> None:
-        t0 = time.perf_counter()
+    def plan(self, nodes: list[Node]) -> tuple[list, list[Program], Schedule]:
+        """Kernelize, render and schedule `nodes` (nothing runs; the session state does not change)."""
         for n in nodes:
             if n.size == 0 and not n.realized:
                 n.become_leaf(None)
         kernels = kernelize([n for n in nodes if not n.realized])
-        t1 = time.perf_counter()
-        if not kernels and not any(n.op is Op.LEAF and n.buffer is None and n.size for n in nodes):
-            return
         programs = [self.program(k) for k in kernels]
+        sched = schedule(kernels, programs, self.state, self.default_device)
+        # leaves realized directly (zd.tensor(a).realize()) are uploads without a kernel
+        for n in nodes:
+            if n.op is Op.LEAF and n.buffer is None and n.size and n.id not in sched.uploads:
+                dev = n.device or self.default_device
+                buf = sched.state.new_id()
+                sched.batch(0, dev).extend([Alloc(buf, _nbytes(n)), CopyIn(buf, n.host)])
+                sched.state.buffers[buf] = BufferState(dev, _nbytes(n))
+                sched.state.used[dev] += bucket_size(_nbytes(n))
+                sched.allocated.append((dev, buf))
+                sched.uploads[n.id] = (dev, buf, _nbytes(n))
+        return kernels, programs, sched
+
+    def realize(self, nodes: list[Node]) -> None:
+        t0 = time.perf_counter()
+        kernels, programs, sched = self.plan(nodes)
+        if not sched.steps:
+            return
+        t1 = time.perf_counter()
         if self.debug & 4:
             debug.print_kernels(kernels, programs)
         if self.debug & 8:
             debug.print_ir(kernels)
-        # leaves realized directly (zd.tensor(a).realize()) are uploads without a kernel
-        uploads = [n for n in nodes if n.op is Op.LEAF and n.buffer is None and n.size]
-        sched = schedule(kernels, programs, self.states, self.default_device, self.new_id)
-        for n in uploads:
-            if n.id not in sched.uploads:
-                dev = n.device or self.default_device
-                buf = self.new_id()
-                sched.commands[dev] += [_alloc(buf, n), CopyIn(buf, n.host)]
-                sched.uploads[n.id] = (dev, buf, n.size * n.dtype.itemsize)
-        for x, dev, buf, nbytes in sched.moves:  # copy through the host, before the batch that needs it
-            data = self.read(x)
-            idx = next(i for i, c in enumerate(sched.commands[dev]) if getattr(c, "buf", None) == buf)
-            sched.commands[dev].insert(idx + 1, CopyIn(buf, data))
-            self.counters["transfers"] += 1
-            self.counters["bytes_transferred"] += nbytes
         if self.debug & 64:
-            for name, dev, reason in sched.placements:
-                print(f"zyx_dist: place {name} on {dev}: {reason}")
-        for cmds in sched.commands.values():
-            if cmds:
-                cmds.append(Sync())
+            debug.print_schedule(sched)
+        last: dict[str, list] = {}
+        for step in sched.steps:
+            last.update({dev: cmds for dev, cmds in step.items() if cmds})
+        for cmds in last.values():  # realize() returns once the results exist on their devices
+            cmds.append(Sync())
+        results = self._run(sched.steps)
         t2 = time.perf_counter()
-        results = self._run(sched.commands)
         self._check(sched, results)
-        for dev, name in sched.compiled:
-            self.states[dev].compiled[name] = sched.compiled[(dev, name)]
+        self.state = sched.state
         self.counters["kernels_launched"] += sched.launches
         self.counters["kernel_cache_hits"] += sched.cache_hits
+        self.counters["transfers"] += len(sched.transfers)
+        self.counters["bytes_transferred"] += sum(t.nbytes for t in sched.transfers)
+        self.counters["spills"] += sched.spills
         by_id = {o.id: o for k in kernels for o in k.outputs}
         leaves = {x.id: x for k in kernels for x in k.inputs}
-        leaves.update({n.id: n for n in uploads})
+        leaves.update({n.id: n for n in nodes})
         for nid, (dev, buf, nbytes) in sched.uploads.items():
             leaves[nid].buffer, leaves[nid].host = BufferRef(self, dev, buf, nbytes), None
         for nid, (dev, buf, nbytes) in sched.outputs.items():
@@ -187,36 +212,41 @@ class Session:
         if self.trace_events is not None:
             self._trace(sched, results, (t0, t1, t2, t3))
         if self.debug & 2:
-            print(f"zyx_dist: realize {len(kernels)} kernels: kernelize {1e3 * (t1 - t0):.2f} ms, "
-                  f"render+schedule {1e3 * (t2 - t1):.2f} ms, run {1e3 * (t3 - t2):.2f} ms")
+            print(f"zyx_dist: realize {len(kernels)} kernels in {len(sched.steps)} steps: plan "
+                  f"{1e3 * (t1 - t0):.2f} ms, run {1e3 * (t2 - t1):.2f} ms")
 
-    def _trace(self, sched, results: dict[str, BatchResult], times: tuple) -> None:
+    def _trace(self, sched: Schedule, results: list[dict[str, BatchResult]], times: tuple) -> None:
         """Chrome trace events: driver phases, then each device's launches laid end to end from the run start."""
         ev = self.trace_events
         assert ev is not None
-        for name, a, b in (("kernelize", times[0], times[1]), ("render+schedule", times[1], times[2]),
-                           ("run", times[2], times[3])):
+        for name, a, b in (("plan", times[0], times[1]), ("run", times[1], times[2]), ("finish", times[2], times[3])):
             ev.append({"name": name, "ph": "X", "pid": 1, "tid": "driver", "ts": a, "dur": (b - a) * 1e6})
-        for dev, res in results.items():
-            names = [n for n, d, _ in sched.placements if d == dev]
-            t = times[2]
-            for name, secs in zip(names, res.kernel_seconds):
-                ev.append({"name": name, "ph": "X", "pid": 1, "tid": dev, "ts": t, "dur": secs * 1e6})
-                t += secs
+        t = dict.fromkeys(self.device_names, times[1])
+        for step, res in enumerate(results):
+            for dev, r in res.items():
+                names = [p.kernel for p in sched.placements if p.device == dev and p.step == step]
+                for name, secs in zip(names, r.kernel_seconds):
+                    ev.append({"name": name, "ph": "X", "pid": 1, "tid": dev, "ts": t[dev], "dur": secs * 1e6})
+                    t[dev] += secs
 
-    def _check(self, sched, results: dict[str, BatchResult]) -> None:
-        failures = [(dev, r) for dev, res in results.items() for r in res.results if isinstance(r, Failed)]
+    def _check(self, sched: Schedule, results: list[dict[str, BatchResult]]) -> None:
+        failures = [(dev, r) for step in results for dev, res in step.items()
+                    for r in res.results if isinstance(r, Failed)]
         if not failures:
             return
-        # Roll back: free every buffer this schedule allocated that the failed batches did not free.
-        freed = {(dev, c.buf) for dev, cmds in sched.commands.items() for c in cmds if isinstance(c, Free)}
-        allocated = [(dev, buf) for dev, buf, _ in list(sched.outputs.values()) + list(sched.uploads.values())]
-        allocated += [(dev, buf) for _, dev, buf, _ in sched.moves]
+        # Keep the mirror true: spills and reloads that ran stay done; everything allocated is freed.
+        for step, res in zip(sched.steps, results):
+            for dev, r in res.items():
+                for cmd, out in zip(step[dev], r.results):
+                    b = self.state.buffers.get(getattr(cmd, "buf", None))
+                    if isinstance(out, Done) and b is not None and isinstance(cmd, (Spill, Reload)):
+                        if b.spilled != isinstance(cmd, Spill):
+                            b.spilled = isinstance(cmd, Spill)
+                            self.state.used[dev] += bucket_size(b.nbytes) * (-1 if b.spilled else 1)
         rollback: dict[str, list] = {}
-        for dev, buf in allocated:
-            if (dev, buf) not in freed:
-                rollback.setdefault(dev, []).append(Free(buf))
-        self._run(rollback)
+        for dev, buf in sched.allocated:
+            rollback.setdefault(dev, []).append(Free(buf))
+        self.backend.run_steps([rollback])  # frees of buffers a failed batch never made fail harmlessly
         dev, f = failures[0]
         raise _error(dev, f)
 
@@ -230,7 +260,7 @@ class Session:
         ref = node.buffer
         if ref.session() is not self:
             raise ZyxError(f"the data of this tensor {node.shape} was freed by zd.shutdown()")
-        res = self._run({ref.device: [CopyOut(ref.id, node.dtype.name, node.shape)]})[ref.device]
+        res = self._run([{ref.device: [CopyOut(ref.id, node.dtype.name, node.shape)]}])[-1][ref.device]
         last = res.results[-1]
         if isinstance(last, Failed):
             raise _error(ref.device, last)
@@ -243,10 +273,8 @@ class Session:
         return out
 
 
-def _alloc(buf: int, n: Node):
-    from .protocol import Alloc
-
-    return Alloc(buf, n.size * n.dtype.itemsize)
+def _nbytes(n: Node) -> int:
+    return n.size * n.dtype.itemsize
 
 
 def _error(device: str, f: Failed) -> Exception:
@@ -276,7 +304,7 @@ def init(config: Any = None, *, address: str | None = None, ray: bool = True, de
         from .config import parse_devices
 
         devices = parse_devices(devices)
-    _session = Session(cfg, devices, ray)
+    _session = Session(cfg, devices, ray, address)
     return _session
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from zyx_dist.errors import DeviceError
-from zyx_dist.protocol import Alloc, Compile, CopyIn, CopyOut, Done, Failed, Free, Launch, Spill, Sync
+from zyx_dist.protocol import Alloc, Compile, CopyIn, CopyOut, Done, Failed, Free, Launch, Reload, Spill, Sync
 from zyx_dist.runtime import Worker
 
 AXPB = "__kernel void axpb(__global const float* a, __global float* b){ int i=get_global_id(0); b[i]=a[i]*2.0f+1.0f; }"
@@ -228,15 +228,29 @@ def test_profiling_reports_kernel_times():
         assert len(res.kernel_seconds) == 2 and all(0 < s < 10 for s in res.kernel_seconds)
 
 
-def test_unknown_program_buffer_and_unimplemented(worker):
-    res = worker.run([Alloc(1, 16), Spill(1)])
-    assert isinstance(res.results[1], Failed) and res.results[1].error == "NotImplementedError"
+def test_spill_reload_keeps_data_and_frees_device_memory(worker):
+    a = np.arange(1024, dtype=np.float32)
+    res = worker.run([Alloc(1, a.nbytes), CopyIn(1, a), Compile(1, INC, "inc"),
+                      Launch(1, (1,), (1024,), None, reads=(1,), writes=(1,)), Spill(1)])
+    assert all(isinstance(r, Done) for r in res.results) and res.bytes_in_use == 0
+    assert worker.stats()["spilled_bytes"] == a.nbytes
+    out = worker.run([CopyOut(1, "float32", (1024,))]).results[0].value  # read straight from host memory
+    np.testing.assert_array_equal(out, a + 1)
+    res = worker.run([Reload(1), Launch(1, (1,), (1024,), None, reads=(1,), writes=(1,)),
+                      CopyOut(1, "float32", (1024,))])
+    assert res.bytes_in_use == a.nbytes
+    np.testing.assert_array_equal(res.results[-1].value, a + 2)
+    worker.run([Spill(1), Free(1)])
+    assert worker.stats()["spilled_bytes"] == 0 and worker.stats()["bytes_in_use"] == 0
+
+
+def test_unknown_program_buffer(worker):
     res = worker.run([Launch(5, (1,), (4,), None, reads=(), writes=(1,))])
     assert res.results[0].error == "KeyError" and "program 5" in res.results[0].message
     res = worker.run([CopyOut(9, "float32", (1,))])
     assert res.results[0].error == "KeyError" and "buffer 9" in res.results[0].message
-    res = worker.run([CopyOut(1, "float32", (5,))])  # 20 bytes from a 16-byte buffer
-    assert res.results[0].error == "ValueError"
+    res = worker.run([Alloc(1, 16), CopyOut(1, "float32", (5,))])  # 20 bytes from a 16-byte buffer
+    assert res.results[1].error == "ValueError"
 
 
 def test_device_names():

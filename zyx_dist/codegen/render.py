@@ -107,6 +107,7 @@ class _Block:
 
     def __init__(self, parent: _Block | None, var: sym.Var | None = None):
         self.parent, self.var = parent, var
+        self.depth = 0 if parent is None else parent.depth + 1
         self.lines: list = []  # str or _Block (a nested loop)
         self.memo: dict = {}
         self.before_loop: list[str] = []  # accumulator declarations, placed before this loop
@@ -134,8 +135,10 @@ class _Renderer:
         self.count = 0
         self.flops = 0
         self.uses_fp64 = any(n.dtype is float64 for n in kernel.inputs + kernel.outputs)
-        biggest = max([n.size for n in kernel.inputs + kernel.outputs] + [1])
+        # every index (loop counters over expanded intermediates too) must fit the index type
+        biggest = max([n.size for n in kernel.inputs + _all_nodes(kernel)] + [1])
         self.index_type = "int" if biggest < 2**31 - 1 else "long"
+        self.root = _Block(None)
 
     def var(self, block: _Block, dt: DType, expr: str, prefix: str = "v") -> str:
         name = f"{prefix}{self.count}"
@@ -144,49 +147,58 @@ class _Renderer:
         return name
 
     # ---- evaluation of a node at a symbolic index ----------------------------------------------------
+    # Each value is (C expression, home block): the outermost block where everything it reads is
+    # defined. An op lives in the innermost home of its operands, so loop-invariant work is hoisted.
 
-    def value(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> str:
+    def home(self, block: _Block, idx: tuple, valid: frozenset) -> _Block:
+        """The outermost block (from `block` up) in which the variables of idx and valid are defined."""
         used: set[str] = set()
         for e in idx:
             used |= sym.variables(e)
         for c in valid:
             used |= sym.variables(c[0])
-        target = block
-        while target.parent is not None and (target.var is None or target.var.name not in used):
-            target = target.parent
+        while block.parent is not None and (block.var is None or block.var.name not in used):
+            block = block.parent
+        return block
+
+    def value(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> tuple[str, _Block]:
         key = (n.id, idx, valid)
-        b: _Block | None = target
+        b: _Block | None = block
         while b is not None:
             if key in b.memo:
                 return b.memo[key]
             b = b.parent
-        out = self.compute(n, idx, valid, target)
-        target.memo[key] = out
+        out = self.compute(n, idx, valid, block)
+        out[1].memo[key] = out
         return out
 
-    def compute(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> str:
+    def compute(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> tuple[str, _Block]:
         if n.id in self.inputs:
             return self.load(n, idx, valid, block)
         op = n.op
         if op is Op.CONST:
-            return literal(n.arg, n.dtype)
+            return literal(n.arg, n.dtype), self.root
         if op in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.FLIP):
             return self.value(n.srcs[0], _move(n, idx), valid, block)
         if op is Op.PAD:
             return self.pad(n, idx, valid, block)
         if op is Op.REDUCE:
             return self.reduce(n, idx, valid, block)
-        srcs = [self.value(s, idx, valid, block) for s in n.srcs]
+        vals = [self.value(s, idx, valid, block) for s in n.srcs]
+        srcs = [v[0] for v in vals]
+        at = max((v[1] for v in vals), key=lambda b: b.depth)
         self.flops += 1
         if op is Op.CAST:
-            return self.var(block, n.dtype, self.cast(srcs[0], n.srcs[0].dtype, n.dtype, block))
-        if op is Op.WHERE:
-            return self.var(block, n.dtype, f"({srcs[0]} ? {srcs[1]} : {srcs[2]})")
-        if op is Op.UNARY:
-            return self.var(block, n.dtype, _unary(n.arg, srcs[0], n.srcs[0].dtype))
-        return self.var(block, n.dtype, self.binary(n.arg, srcs[0], srcs[1], n.srcs[0].dtype, block))
+            expr = self.cast(srcs[0], n.srcs[0].dtype, n.dtype, at)
+        elif op is Op.WHERE:
+            expr = f"({srcs[0]} ? {srcs[1]} : {srcs[2]})"
+        elif op is Op.UNARY:
+            expr = _unary(n.arg, srcs[0], n.srcs[0].dtype)
+        else:
+            expr = self.binary(n.arg, srcs[0], srcs[1], n.srcs[0].dtype, at)
+        return self.var(at, n.dtype, expr), at
 
-    def load(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> str:
+    def load(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> tuple[str, _Block]:
         strides = _strides(n.shape)
         off = sym.render(sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides) if s]))
         arg = f"in{self.inputs[n.id]}"
@@ -198,9 +210,10 @@ class _Renderer:
             expr = f"{arg}[{off}]"
         if valid:
             expr = f"({_conds(valid)} ? {expr} : {literal(0, n.dtype)})"
-        return self.var(block, n.dtype, expr, "ld")
+        at = self.home(block, idx, valid)
+        return self.var(at, n.dtype, expr, "ld"), at
 
-    def pad(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> str:
+    def pad(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> tuple[str, _Block]:
         widths, value = n.arg
         src = n.srcs[0]
         inner = []
@@ -210,19 +223,21 @@ class _Renderer:
             inner.append(e2)
             c = sym.cond(e2, 0, d - 1)
             if c is False:
-                return literal(value, n.dtype)
+                return literal(value, n.dtype), self.root
             if c is not True:
                 conds.add(c)
         if not conds:
             return self.value(src, tuple(inner), valid, block)
-        v = self.value(src, tuple(inner), valid | frozenset(conds), block)
-        return self.var(block, n.dtype, f"({_conds(conds)} ? {v} : {literal(value, n.dtype)})")
+        v, vat = self.value(src, tuple(inner), valid | frozenset(conds), block)
+        at = max((vat, self.home(block, (), frozenset(conds))), key=lambda b: b.depth)
+        return self.var(at, n.dtype, f"({_conds(conds)} ? {v} : {literal(value, n.dtype)})"), at
 
-    def reduce(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> str:
+    def reduce(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> tuple[str, _Block]:
         rop, axes = n.arg
         src = n.srcs[0]
         size = prod(src.shape[a] for a in axes)
-        loop = _Block(block, sym.Var(f"r{self.count}", 0, size - 1))
+        at = self.home(block, idx, valid)
+        loop = _Block(at, sym.Var(f"r{self.count}", 0, size - 1))
         self.count += 1
         inner = list(idx)
         rest: sym.Expr = loop.var  # type: ignore[assignment]
@@ -235,7 +250,7 @@ class _Renderer:
         self.count += 1
         identity = {ReduceOp.SUM: literal(0, dt), ReduceOp.PROD: literal(1, dt),
                     ReduceOp.MAX: _limit(dt, True), ReduceOp.MIN: _limit(dt, False)}[rop]
-        v = self.value(src, tuple(inner), valid, loop)
+        v, _ = self.value(src, tuple(inner), valid, loop)
         self.flops += size
         if rop is ReduceOp.SUM:
             update = f"{acc} = {acc} || {v};" if dt is bool_ else f"{acc} += {v};"
@@ -246,8 +261,8 @@ class _Renderer:
             update = f"{acc} = {self.binary(bop, acc, v, dt, loop)};"
         loop.lines.append(update)
         loop.before_loop.append(f"{ctype(dt)} {acc} = {identity};")
-        block.lines.append(loop)
-        return acc
+        at.lines.append(loop)
+        return acc, at
 
     def cast(self, x: str, src: DType, dst: DType, block: _Block) -> str:
         if dst is bool_:
@@ -308,10 +323,10 @@ class _Renderer:
         total = prod(shape)
         gid = sym.Var("gid", 0, total - 1)
         idx = tuple(sym.ZERO if d == 1 else sym.mod(sym.div(gid, s), d) for d, s in zip(shape, _strides(shape)))
-        body = _Block(None)
+        body = self.root
         stores = []
         for i, o in enumerate(self.k.outputs):
-            v = self.value(o, idx, frozenset(), body)
+            v, _ = self.value(o, idx, frozenset(), body)
             if o.dtype is float16:
                 stores.append(f"vstore_half({v}, gid, out{i});")
             else:

@@ -72,9 +72,11 @@ def add(*es: Expr | int) -> Expr:
             terms[t] = terms.get(t, 0) + c
     # (x / c) * c + (x % c) == x: what a reshape of a contiguous view leaves behind
     for t, k in list(terms.items()):
-        if isinstance(t, Mod) and k and terms.get(Div(t.x, t.c), 0) == k * t.c:
-            del terms[t], terms[Div(t.x, t.c)]
-            return add(_norm(terms, const), mul(t.x, k))
+        if isinstance(t, Mod) and k:
+            q = div(t.x, t.c)
+            if not isinstance(q, Sum) and terms.get(q, 0) == k * t.c:
+                del terms[t], terms[q]
+                return add(_norm(terms, const), mul(t.x, k))
     return _norm(terms, const)
 
 
@@ -105,7 +107,8 @@ def bounds(e: Expr) -> tuple[int, int]:
 
 
 def _split(e: Expr, c: int) -> tuple[Expr, Expr]:
-    """e = q*c + r where q collects the terms whose coefficients are multiples of c."""
+    """e = q*c + r where q collects the terms whose coefficients are multiples of c, and r keeps the rest
+    with a constant chosen so that r >= 0: then C's truncating `/` and `%` on r agree with floor division."""
     s = _as_sum(e)
     q: dict = {}
     r: dict = {}
@@ -114,7 +117,9 @@ def _split(e: Expr, c: int) -> tuple[Expr, Expr]:
             q[t] = k // c
         else:
             r[t] = k
-    return _norm(q, s.const // c), _norm(r, s.const % c)
+    lo, _ = bounds(_norm(r, 0))
+    m = (lo + s.const) // c
+    return _norm(q, m), _norm(r, s.const - m * c)
 
 
 def div(e: Expr, c: int) -> Expr:

@@ -30,6 +30,7 @@ from ..protocol import (
     Free,
     Launch,
     Recv,
+    Reload,
     Result,
     Send,
     Spill,
@@ -54,11 +55,15 @@ def _open_backend(device: str) -> Any:
         raise DeviceError(f"unknown device {device!r}: backends are {', '.join(BACKENDS)} (e.g. 'opencl:0')")
     from .opencl import OpenCLBackend, list_opencl_devices
 
-    try:
-        index = int(idx) if idx else 0
-    except ValueError:
-        index = -1
     devices = list_opencl_devices()
+    if idx in ("cpu", "auto"):  # a node's first CPU device, or its first GPU else its first device
+        kinds = ("cpu",) if idx == "cpu" else ("gpu", "cpu", "accelerator", "other")
+        ranked = [d for k in kinds for d in devices if d["type"] == k] or devices
+        if not ranked or (idx == "cpu" and ranked[0]["type"] != "cpu"):
+            raise DeviceError(f"no OpenCL {'CPU ' if idx == 'cpu' else ''}device on this node for {device!r} "
+                              f"(pip install pocl-binary-distribution)")
+        return OpenCLBackend(ranked[0]["index"])
+    index = int(idx) if idx.isdigit() else -1
     if not 0 <= index < len(devices):
         names = ", ".join(f"opencl:{d['index']} ({d['name']})" for d in devices) or "none"
         raise DeviceError(f"no device {device!r}; available OpenCL devices: {names}")
@@ -90,13 +95,17 @@ class Worker:
         self._progs: dict[int, Any] = {}
         # Host arrays of non-blocking copies in flight: they must outlive the copy.
         self._inflight: list[tuple[Any, np.ndarray]] = []
+        self._spilled: dict[int, np.ndarray] = {}  # buffer id -> its bytes in host memory
+        self._resolve: Any = None
         self._closed = False
 
     # -- public ------------------------------------------------------------------------------
 
-    def run(self, batch: Sequence[Command]) -> BatchResult:
-        """Execute `batch` in order; after the first failure only its remaining Free commands run."""
+    def run(self, batch: Sequence[Command], resolve: Any = None) -> BatchResult:
+        """Execute `batch` in order; after the first failure only its remaining Free commands run.
+        `resolve` maps a CopyIn's data to an array when it is a transport reference (a Ray ObjectRef)."""
         self._check_open()
+        self._resolve = resolve
         self._inflight = [(e, a) for e, a in self._inflight if not self.backend.is_done(e)]
         results: list[Result] = []
         launches: list[Any] = []
@@ -104,7 +113,7 @@ class Worker:
         for i, cmd in enumerate(batch):
             if failed and not isinstance(cmd, Free):
                 continue
-            if failed and cmd.buf not in self._bufs:
+            if failed and cmd.buf not in self._bufs and cmd.buf not in self._spilled:
                 # Its Alloc was skipped (or failed): nothing to free, and not a second error.
                 results.append(Done(i))
                 continue
@@ -144,6 +153,7 @@ class Worker:
             "bytes_in_use": self.pool.bytes_in_use,
             "bytes_reserved": self.pool.bytes_reserved,
             "buffers": len(self._bufs),
+            "spilled_bytes": sum(h.nbytes for h in self._spilled.values()),
         }
 
     def close(self) -> None:
@@ -155,6 +165,7 @@ class Worker:
         self._inflight.clear()
         self.events.clear()
         self._bufs.clear()
+        self._spilled.clear()
         self._progs.clear()
         self.pool.close()
         self.backend.close()
@@ -190,6 +201,8 @@ class Worker:
             self._bufs[cmd.buf] = block
             return None
         if isinstance(cmd, Free):
+            if self._spilled.pop(cmd.buf, None) is not None:
+                return None
             block = self._block(cmd.buf)
             del self._bufs[cmd.buf]
             self.pool.free(block, self.events.forget(cmd.buf))
@@ -213,12 +226,27 @@ class Worker:
                 f"{self.device} cannot send or receive directly"
             )
         if isinstance(cmd, Spill):
-            raise NotImplementedError(f"Spill is not implemented by the worker yet (buffer {cmd.buf} on {self.device})")
+            block = self._block(cmd.buf)
+            host = np.empty(block.nbytes, np.uint8)
+            if block.nbytes:
+                self.backend.copy_out(block.handle, host, self.events.wait_list((cmd.buf,), ()))
+            del self._bufs[cmd.buf]
+            self.pool.free(block, self.events.forget(cmd.buf))
+            self._spilled[cmd.buf] = host
+            return None
+        if isinstance(cmd, Reload):
+            host = self._spilled.pop(cmd.buf)
+            self._execute(Alloc(cmd.buf, host.nbytes), launches)
+            self._copy_in(CopyIn(cmd.buf, host))
+            return None
         raise TypeError(f"not a protocol command: {cmd!r}")
 
     def _copy_in(self, cmd: CopyIn) -> None:
         block = self._block(cmd.buf)
-        array = np.ascontiguousarray(cmd.data)
+        data = self._resolve(cmd.data) if self._resolve is not None else cmd.data
+        if data is None:
+            raise ValueError(f"{self.device}: no data for buffer {cmd.buf} (its transfer source failed)")
+        array = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         if array.nbytes > block.nbytes:
             raise ValueError(f"{self.device}: CopyIn of {array.nbytes} bytes into buffer {cmd.buf} of {block.nbytes}")
         if array.nbytes == 0:  # OpenCL rejects empty copies; there is nothing to order either
@@ -229,8 +257,12 @@ class Worker:
         return
 
     def _copy_out(self, cmd: CopyOut) -> np.ndarray:
-        block = self._block(cmd.buf)
         out = np.empty(tuple(cmd.shape), dtype=dtypes.dtype(cmd.dtype).np_dtype)
+        if cmd.buf in self._spilled:  # served from host memory, nothing moves back to the device
+            host = self._spilled[cmd.buf]
+            out.reshape(-1).view(np.uint8)[:] = host[: out.nbytes]
+            return out
+        block = self._block(cmd.buf)
         if out.nbytes > block.nbytes:
             raise ValueError(
                 f"{self.device}: CopyOut of {out.nbytes} bytes ({cmd.dtype}{tuple(cmd.shape)}) "

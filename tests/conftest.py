@@ -1,0 +1,26 @@
+"""Shared pytest set-up: one in-process zyx_dist session (no Ray) for the whole test run.
+
+The runtime tier talks to PoCL's OpenCL CPU device through the in-process backend. The session is
+started once (`zd.init(ray=False)`) and shut down at the end; tests that need a differently configured
+session (tests/runtime/test_memory.py) shut it down, re-init, and restore the default in a `finally`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+# tests/helpers.py is imported as `helpers` whatever pytest's import mode.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def zd_session():
+    import zyx_dist as zd
+
+    zd.shutdown()  # in case something started an implicit session at import time
+    session = zd.init(ray=False)
+    yield session
+    zd.shutdown()

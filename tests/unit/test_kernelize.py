@@ -1,0 +1,320 @@
+"""Unit tests of the kernelizer (`zyx_dist.kernelize`): how many kernels a graph becomes and what each
+holds (outputs, inputs, intermediates freed after their last consumer), the store-vs-recompute rules
+ported from zyx, multi-output kernels, and a valid launch order."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zyx_dist import dtypes as dt
+from zyx_dist import graph as g
+from zyx_dist.kernelize import Kernel, kernelize
+
+f32 = dt.float32
+
+
+def leaf(*shape, dtype=f32):
+    return g.leaf(np.zeros(shape, dtype.np_dtype), dtype)
+
+
+def ids(nodes) -> list[int]:
+    return [n.id for n in nodes]
+
+
+def add(a, b):
+    return g.binary(g.BinaryOp.ADD, a, b)
+
+
+def mul(a, b):
+    return g.binary(g.BinaryOp.MUL, a, b)
+
+
+def exp(a):
+    return g.unary(g.UnaryOp.EXP, a)
+
+
+def matmul(a: g.Node, b: g.Node) -> g.Node:
+    (m, k), (_, n) = a.shape, b.shape
+    ae = g.expand(g.reshape(a, (m, k, 1)), (m, k, n))
+    be = g.expand(g.reshape(b, (1, k, n)), (m, k, n))
+    return g.reshape(g.reduce(g.ReduceOp.SUM, mul(ae, be), (1,)), (m, n))
+
+
+def softmax(x: g.Node):
+    mx = g.reduce(g.ReduceOp.MAX, x, (1,))
+    e = exp(g.binary(g.BinaryOp.SUB, x, g.expand(mx, x.shape)))
+    s = g.reduce(g.ReduceOp.SUM, e, (1,))
+    return g.binary(g.BinaryOp.DIV, e, g.expand(s, x.shape)), mx, s
+
+
+def assert_launch_order(ks: list[Kernel]) -> None:
+    """Every input is a leaf or an output of an earlier kernel; no output is computed twice."""
+    produced: set[int] = set()
+    for k in ks:
+        for x in k.inputs:
+            assert x.op is g.Op.LEAF or x.id in produced, (x, k)
+        outs = set(ids(k.outputs))
+        assert not outs & produced
+        assert len({o.shape for o in k.outputs}) == 1
+        produced |= outs
+
+
+def computed(k: Kernel) -> set[int]:
+    """Ids of the nodes kernel k evaluates (between its inputs and outputs)."""
+    inputs = set(ids(k.inputs))
+    seen: set[int] = set()
+    stack = list(k.outputs)
+    while stack:
+        n = stack.pop()
+        if n.id in seen or n.id in inputs:
+            continue
+        seen.add(n.id)
+        stack.extend(n.srcs)
+    return seen
+
+
+# ---- fusion counts ----------------------------------------------------------------------------------------
+
+def test_nothing_to_do():
+    x = leaf(3)
+    assert kernelize([]) == []
+    assert kernelize([x]) == []  # already a leaf
+    assert kernelize([exp(leaf(0, 3))]) == []  # zero-size
+
+
+def test_elementwise_chain_is_one_kernel():
+    x = leaf(4, 4)
+    y = x
+    for i in range(12):
+        y = exp(y) if i % 2 else add(y, x)
+    y = g.cast(g.unary(g.UnaryOp.ISNAN, y), dt.int32)
+    (k,) = kernelize([y])
+    assert ids(k.outputs) == [y.id] and ids(k.inputs) == [x.id]
+    assert k.frees_after == [] and k.shape == (4, 4) and k.device is None
+
+
+def test_matmul_is_one_kernel():
+    a, b = leaf(3, 5), leaf(5, 7)
+    m = matmul(a, b)
+    (k,) = kernelize([m])
+    assert ids(k.outputs) == [m.id] and ids(k.inputs) == sorted([a.id, b.id])
+
+
+def test_matmul_with_elementwise_epilogue_is_one_kernel():
+    a, b, bias = leaf(3, 5), leaf(5, 7), leaf(3, 7)
+    y = exp(add(matmul(a, b), bias))
+    (k,) = kernelize([y])
+    assert set(ids(k.inputs)) == {a.id, b.id, bias.id}
+
+
+def test_softmax_is_three_kernels_and_frees_intermediates():
+    x = leaf(4, 8)
+    out, mx, s = softmax(x)
+    ks = kernelize([out])
+    assert_launch_order(ks)
+    assert [ids(k.outputs) for k in ks] == [[mx.id], [s.id], [out.id]]
+    assert ids(ks[0].inputs) == [x.id]
+    assert ids(ks[1].inputs) == sorted([x.id, mx.id])
+    assert ids(ks[2].inputs) == sorted([x.id, mx.id, s.id])
+    # both intermediates are last read by the final kernel, and the target is never freed
+    assert ks[0].frees_after == [] and ks[1].frees_after == []
+    assert set(ids(ks[2].frees_after)) == {mx.id, s.id}
+
+
+def test_intermediate_freed_by_its_last_consumer_not_the_first():
+    x = leaf(4, 8)
+    r = g.reduce(g.ReduceOp.SUM, x, (1,))  # stored: broadcast below
+    a = add(x, g.expand(r, (4, 8)))
+    b = g.reduce(g.ReduceOp.MAX, a, (1,))  # (4, 1): a different kernel reading a
+    c = mul(exp(b), r)  # reads r again, after b
+    ks = kernelize([c])
+    assert_launch_order(ks)
+    last = max(i for i, k in enumerate(ks) if r.id in ids(k.inputs))
+    for i, k in enumerate(ks):
+        assert (r.id in ids(k.frees_after)) == (i == last)
+
+
+# ---- multi-output kernels and shared work ----------------------------------------------------------------
+
+def test_two_same_shape_targets_sharing_a_subgraph_are_one_kernel():
+    x, y = leaf(4, 4), leaf(4, 4)
+    s = exp(add(x, y))
+    a, b = mul(s, x), g.binary(g.BinaryOp.SUB, s, y)
+    (k,) = kernelize([a, b])
+    assert ids(k.outputs) == [a.id, b.id]
+    assert ids(k.inputs) == sorted([x.id, y.id])
+
+
+def test_duplicate_targets_are_stored_once():
+    x = leaf(4)
+    a = exp(x)
+    (k,) = kernelize([a, a, x])
+    assert ids(k.outputs) == [a.id]
+
+
+def test_reduce_shared_by_targets_of_different_shapes_is_stored_once():
+    x = leaf(4, 8)
+    r = g.reduce(g.ReduceOp.SUM, x, (1,))  # (4, 1), never expanded
+    t1 = mul(r, r)  # (4, 1)
+    t2 = g.reshape(exp(r), (4,))  # (4,)
+    ks = kernelize([t1, t2])
+    assert_launch_order(ks)
+    assert len(ks) == 3
+    producers = [k for k in ks if r.id in ids(k.outputs)]
+    assert len(producers) == 1 and ids(producers[0].inputs) == [x.id]
+    for k in ks:
+        if k is not producers[0]:
+            assert ids(k.inputs) == [r.id]  # read, not recomputed
+    assert r.id in ids(ks[-1].frees_after)
+
+
+def test_reduce_shared_by_same_shape_targets_is_computed_in_their_kernel():
+    x = leaf(4, 8)
+    r = g.reduce(g.ReduceOp.SUM, x, (1,))
+    t1, t2 = mul(r, r), exp(r)
+    (k,) = kernelize([t1, t2])
+    assert ids(k.outputs) == [t1.id, t2.id] and ids(k.inputs) == [x.id]
+
+
+def test_elementwise_shared_by_different_shape_targets_is_recomputed():
+    x = leaf(4, 8)
+    e = exp(x)  # no reduce before it: cheaper to recompute than to store
+    t1 = g.reduce(g.ReduceOp.SUM, e, (1,))
+    t2 = add(e, x)
+    ks = kernelize([t1, t2])
+    assert len(ks) == 2
+    for k in ks:
+        assert ids(k.inputs) == [x.id] and e.id in computed(k)
+
+
+def test_dependent_targets_are_never_in_one_kernel():
+    x = leaf(4, 4)
+    a = exp(x)
+    b = add(a, x)  # same shape as a, but reads it
+    ks = kernelize([a, b])
+    assert_launch_order(ks)
+    assert [ids(k.outputs) for k in ks] == [[a.id], [b.id]]
+    assert ids(ks[1].inputs) == sorted([x.id, a.id])
+    assert ks[1].frees_after == []  # a is requested, so kept
+
+
+def test_dependent_targets_through_an_intermediate_of_another_shape():
+    x = leaf(4, 4)
+    a = exp(x)
+    r = g.reduce(g.ReduceOp.SUM, a, (1,))
+    b = add(x, g.expand(r, (4, 4)))  # depends on a through r
+    ks = kernelize([b, a])
+    assert_launch_order(ks)
+    for k in ks:
+        assert not {a.id, b.id} <= set(ids(k.outputs))
+    assert len(ks) == 3
+
+
+def test_independent_same_shape_targets_with_a_dependent_third():
+    x, y = leaf(4), leaf(4)
+    a, b = exp(x), exp(y)
+    c = add(a, b)
+    ks = kernelize([a, b, c])
+    assert_launch_order(ks)
+    assert [ids(k.outputs) for k in ks] == [[a.id, b.id], [c.id]]
+
+
+# ---- inputs ---------------------------------------------------------------------------------------------
+
+class FakeBuffer:
+    def __init__(self, device: str, id: int) -> None:
+        self.device, self.id = device, id
+
+
+def test_realized_leaf_is_an_input_never_recomputed():
+    x = leaf(4)
+    a = exp(add(x, x))
+    a.become_leaf(FakeBuffer("d0", 1))
+    b = mul(a, a)
+    (k,) = kernelize([b])
+    assert ids(k.inputs) == [a.id]
+    assert x.id not in computed(k) and a.id not in computed(k)
+
+
+def test_consts_are_inlined_not_inputs():
+    x = leaf(4)
+    y = add(x, g.const(2.0, (4,), f32))
+    (k,) = kernelize([y])
+    assert ids(k.inputs) == [x.id]
+    (k,) = kernelize([exp(g.const(1.0, (3,), f32))])
+    assert k.inputs == []
+
+
+def test_movement_ops_never_make_a_kernel():
+    x = leaf(4, 6)
+    y = g.pad(g.flip(g.permute(g.reshape(exp(x), (6, 4)), (1, 0)), (0,)), ((1, 1), (0, 0)))
+    (k,) = kernelize([y])
+    assert ids(k.inputs) == [x.id]
+
+
+# ---- store rules ---------------------------------------------------------------------------------------
+
+def test_pinned_nodes_are_stored():
+    x = leaf(4, 4)
+    a = exp(x)
+    a.device = "d1"
+    b = add(a, x)
+    ks = kernelize([b])
+    assert_launch_order(ks)
+    assert [ids(k.outputs) for k in ks] == [[a.id], [b.id]]
+    assert [k.device for k in ks] == ["d1", None]
+    assert ids(ks[1].frees_after) == [a.id]
+
+
+def test_pinned_and_unpinned_targets_are_not_grouped():
+    x = leaf(4)
+    a, b = exp(x), add(x, x)
+    a.device = "d1"
+    ks = kernelize([a, b])
+    assert len(ks) == 2 and {k.device for k in ks} == {"d1", None}
+
+
+def test_reduce_inside_a_reduce_is_stored():
+    x = leaf(4, 8)
+    r1 = g.reduce(g.ReduceOp.SUM, x, (1,))
+    r2 = g.reduce(g.ReduceOp.MAX, exp(r1), (0,))
+    ks = kernelize([r2])
+    assert_launch_order(ks)
+    assert len(ks) == 2
+    assert ids(ks[1].outputs) == [r2.id]
+    (inner,) = ks[0].outputs
+    assert inner.id in (r1.id, r2.srcs[0].id)
+    assert ids(ks[1].inputs) == [inner.id] and ids(ks[1].frees_after) == [inner.id]
+    assert r1.id not in computed(ks[1])  # the outer loop does not rerun the inner reduce
+
+
+def test_split_reduce_is_two_kernels():
+    x = leaf(g.SPLIT_REDUCE_AT * 2)
+    r = g.reduce(g.ReduceOp.SUM, x, (0,))
+    ks = kernelize([r])
+    assert_launch_order(ks)
+    assert len(ks) == 2
+    assert ks[0].shape == (1, g.SPLIT_PARTS, 1) and ids(ks[1].outputs) == [r.id]
+
+
+def test_broadcast_reduce_result_is_not_recomputed_per_element():
+    x = leaf(4, 8)
+    r = g.reduce(g.ReduceOp.MAX, x, (1,))
+    y = g.binary(g.BinaryOp.SUB, x, g.expand(r, (4, 8)))
+    ks = kernelize([y])
+    assert [ids(k.outputs) for k in ks] == [[r.id], [y.id]]
+    assert r.id not in computed(ks[1])
+
+
+def test_launch_order_on_a_wider_graph():
+    x, w1, w2 = leaf(4, 8), leaf(8, 8), leaf(8, 3)
+    h = g.unary(g.UnaryOp.TANH, matmul(x, w1))
+    p, mx, s = softmax(matmul(h, w2))
+    loss = g.reduce(g.ReduceOp.SUM, g.unary(g.UnaryOp.LOG, p), (0, 1))
+    ks = kernelize([loss, p, h])
+    assert_launch_order(ks)
+    outs = {o.id for k in ks for o in k.outputs}
+    assert {loss.id, p.id, h.id} <= outs
+    freed = {n.id for k in ks for n in k.frees_after}
+    assert not freed & {loss.id, p.id, h.id}
+    assert {mx.id, s.id} <= freed

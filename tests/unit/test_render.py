@@ -1,0 +1,431 @@
+"""Unit tests of the OpenCL C renderer (`zyx_dist.codegen.render`): the important substrings of the
+generated source (index arithmetic of movement ops, guarded loads for pads, reduce loops and their
+identities, hoisting of loop-invariant loads, half/bool/double storage, literals, the index type) and
+the structural kernel key. Every program rendered here is also built with PoCL through pyopencl, so
+the text is checked to be valid OpenCL C (no kernel is run except in the bug reproduction at the end).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from zyx_dist import dtypes as dt
+from zyx_dist import graph as g
+from zyx_dist.codegen.render import Program, kernel_key, literal, render_kernel
+from zyx_dist.kernelize import Kernel, kernelize
+
+f32 = dt.float32
+
+
+# ---- PoCL ----------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cl_ctx():
+    cl = pytest.importorskip("pyopencl")
+    try:
+        devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+    except cl.Error as e:  # no ICD at all
+        pytest.skip(f"no OpenCL platform: {e}")
+    if not devices:
+        pytest.skip("no OpenCL device")
+    dev = next((d for d in devices if "pthread" in d.name.lower() or "cpu" in d.name.lower()), devices[0])
+    return cl, cl.Context([dev])
+
+
+@pytest.fixture
+def build(cl_ctx):
+    """Render each kernel and build the source with OpenCL, returning the Program."""
+    cl, ctx = cl_ctx
+
+    def _build(k: Kernel) -> Program:
+        prog = render_kernel(k)
+        if prog.uses_fp64 and "cl_khr_fp64" not in ctx.devices[0].extensions:
+            return prog
+        try:
+            cl.Program(ctx, prog.source).build()
+        except cl.RuntimeError as e:  # pragma: no cover - the message is the point
+            pytest.fail(f"generated source does not build:\n{prog.source}\n{e}")
+        return prog
+
+    return _build
+
+
+def leaf(*shape, dtype=f32):
+    return g.leaf(np.zeros(shape, dtype.np_dtype), dtype)
+
+
+def one(n: g.Node) -> Kernel:
+    (k,) = kernelize([n])
+    return k
+
+
+def one_kernel(nodes: list[g.Node]) -> Kernel:
+    (k,) = kernelize(nodes)
+    return k
+
+
+def loads(src: str, arg: str = "in0") -> list[str]:
+    return re.findall(rf"{arg}\[[^\]]*\]|vload_half\([^;]*{arg}\)", src)
+
+
+# ---- index arithmetic ------------------------------------------------------------------------------------
+
+def test_contiguous_elementwise_indexes_by_gid(build):
+    x, y = leaf(4, 6), leaf(4, 6)
+    n = g.unary(g.UnaryOp.EXP, g.binary(g.BinaryOp.ADD, x, g.reshape(g.reshape(y, (24,)), (4, 6))))
+    p = build(one(n))
+    assert "in0[gid]" in p.source and "in1[gid]" in p.source
+    assert "out0[gid] = (float)(" in p.source
+    assert "/" not in p.source and "%" not in p.source
+    assert "__kernel void " + p.name + "(" in p.source
+    assert "__global const float* restrict in0" in p.source and "__global float* restrict out0" in p.source
+    assert p.gws == (32,) and p.lws == (32,) and "if (gid >= 24) return;" in p.source
+    assert p.flops == 2 * 24 and p.bytes == 3 * 24 * 4 and not p.uses_fp64
+
+
+def test_reshape_of_contiguous_data_is_free(build):
+    x = leaf(4, 6)
+    for shape in ((6, 4), (24,), (2, 12)):
+        p = build(one(g.unary(g.UnaryOp.NEG, g.reshape(x, shape))))
+        assert loads(p.source) == ["in0[gid]"], p.source
+
+
+def test_contiguous_3d_elementwise_indexes_by_gid(build):
+    x = leaf(2, 3, 4)
+    p = build(one(g.unary(g.UnaryOp.EXP, x)))
+    assert loads(p.source) == ["in0[gid]"], p.source
+
+
+def test_transpose_load_uses_div_and_mod(build):
+    x = leaf(4, 6)
+    p = build(one(g.permute(x, (1, 0))))
+    (ld,) = loads(p.source)
+    assert "gid/4" in ld and "gid%4" in ld and "*6" in ld
+
+
+def test_expand_load_drops_the_broadcast_dim(build):
+    x = leaf(4, 1)
+    p = build(one(g.unary(g.UnaryOp.EXP, g.expand(x, (4, 6)))))
+    assert loads(p.source) == ["in0[(gid/6)]"]
+
+
+def test_flip_load_mirrors(build):
+    p = build(one(g.flip(leaf(5), (0,))))
+    assert loads(p.source) == ["in0[(-gid+4)]"]
+
+
+def test_const_only_kernel_has_no_inputs(build):
+    n = g.binary(g.BinaryOp.MUL, g.const(2.0, (3,), f32), g.const(3.0, (3,), f32))
+    p = build(one(n))
+    assert "in0" not in p.source and "(2.0f * 3.0f)" in p.source
+
+
+# ---- pads -------------------------------------------------------------------------------------------
+
+def test_pad_load_is_guarded(build):
+    x = leaf(4, 6)
+    p = build(one(g.pad(x, ((1, 1), (0, 2)), 3.0)))
+    src = p.source
+    assert "? in0[" in src
+    for m in re.finditer(r"in0\[", src):  # every load of the padded input is behind a `?`
+        assert src[:m.start()].rstrip().endswith("?"), src
+    assert ": 3.0f)" in src  # the pad value is selected, not loaded
+
+
+def test_pad_of_an_expression_selects_the_value(build):
+    x = leaf(6)
+    p = build(one(g.pad(g.unary(g.UnaryOp.EXP, x), ((2, 0),), -1.0)))
+    assert "? in0[" in p.source and "exp(" in p.source and ": -1.0f)" in p.source
+
+
+def test_crop_needs_no_guard(build):
+    x = leaf(4, 6)
+    p = build(one(g.pad(x, ((-1, -1), (-2, 0)))))
+    assert "?" not in p.source
+    (ld,) = loads(p.source)
+    assert "+8" in ld  # offset of row 1, column 2
+
+
+def test_pad_fully_outside_is_the_literal(build):
+    x = leaf(2, 3)
+    crop = g.pad(g.pad(x, ((0, 0), (0, 3)), 5.0), ((0, 0), (-3, 0)))  # only padding survives
+    p = build(one(g.unary(g.UnaryOp.EXP, crop)))
+    assert "in0" not in p.source.split("{", 1)[1] and "exp(5.0f)" in p.source
+
+
+# ---- reduces --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op, dtype, identity, update", [
+    (g.ReduceOp.SUM, f32, "0.0f", "+="),
+    (g.ReduceOp.PROD, f32, "1.0f", "*="),
+    (g.ReduceOp.MAX, f32, "(-INFINITY)", ">"),
+    (g.ReduceOp.MIN, f32, "INFINITY", "<"),
+    (g.ReduceOp.MAX, dt.int32, "(-2147483647-1)", ">"),
+    (g.ReduceOp.MIN, dt.int32, "2147483647", "<"),
+    (g.ReduceOp.MAX, dt.int64, "(-9223372036854775807l-1l)", ">"),
+    (g.ReduceOp.MIN, dt.uint8, "255u", "<"),
+    (g.ReduceOp.MAX, dt.int8, "((char)-128)", ">"),
+    (g.ReduceOp.MIN, dt.uint64, "18446744073709551615ul", "<"),
+    (g.ReduceOp.SUM, dt.int16, "((short)0)", "+="),
+    (g.ReduceOp.MAX, dt.bool_, "false", "||"),
+    (g.ReduceOp.MIN, dt.bool_, "true", "&&"),
+    (g.ReduceOp.SUM, dt.float64, "0.0", "+="),
+])
+def test_reduce_loop_and_identity(build, op, dtype, identity, update):
+    x = leaf(4, 6, dtype=dtype)
+    p = build(one(g.reduce(op, x, (1,))))
+    src = p.source
+    m = re.search(r"(\w+) (acc\d+) = (.*);\n\s*for \(int (r\d+) = 0; \4 < 6; \4\+\+\) \{", src)
+    assert m, src
+    assert m.group(3) == identity
+    assert f"in0[(gid*6+{m.group(4)})]" in src
+    body = src[m.end():src.index("}", m.end())]
+    assert update in body and m.group(2) in body
+
+
+def test_float_max_reduce_propagates_nan(build):
+    p = build(one(g.reduce(g.ReduceOp.MAX, leaf(4, 6), (1,))))
+    assert re.search(r"acc\d+ != acc\d+", p.source)
+
+
+def test_reduce_over_several_axes_splits_the_loop_index(build):
+    x = leaf(3, 4, 5)
+    p = build(one(g.reduce(g.ReduceOp.SUM, x, (0, 2))))
+    assert "< 15;" in p.source
+    (ld,) = loads(p.source)
+    assert "/5" in ld and "%5" in ld and "gid*5" in ld
+
+
+def test_loop_invariant_load_is_hoisted(build):
+    x, y = leaf(4, 6), leaf(4, 1)
+    n = g.reduce(g.ReduceOp.SUM, g.binary(g.BinaryOp.MUL, x, g.expand(y, (4, 6))), (1,))
+    src = build(one(n)).source
+    loop = src.index("for (")
+    assert src.index("in1[gid]") < loop  # y[i] loaded once, before the loop
+    assert src.index("in0[") > loop  # x[i, k] inside it
+    assert src.count("in1[") == 1
+
+
+def test_loop_invariant_arithmetic_is_hoisted(build):
+    x, y = leaf(4, 6), leaf(4, 1)
+    ey = g.unary(g.UnaryOp.EXP, g.expand(y, (4, 6)))
+    n = g.reduce(g.ReduceOp.SUM, g.binary(g.BinaryOp.MUL, x, ey), (1,))
+    src = build(one(n)).source
+    assert src.index("exp(") < src.index("for (")
+
+
+def test_shared_subexpression_is_computed_once(build):
+    x = leaf(8)
+    e = g.unary(g.UnaryOp.EXP, x)
+    n = g.binary(g.BinaryOp.MUL, g.binary(g.BinaryOp.ADD, e, e), e)
+    src = build(one(n)).source
+    assert src.count("exp(") == 1 and src.count("in0[") == 1
+
+
+def test_matmul_kernel(build):
+    a, b = leaf(3, 5), leaf(5, 7)
+    ae = g.expand(g.reshape(a, (3, 5, 1)), (3, 5, 7))
+    be = g.expand(g.reshape(b, (1, 5, 7)), (3, 5, 7))
+    n = g.reduce(g.ReduceOp.SUM, g.binary(g.BinaryOp.MUL, ae, be), (1,))
+    src = build(one(n)).source
+    assert src.count("for (") == 1 and "< 5;" in src
+    assert "(gid/7)*5" in src and "*7+(gid%7)" in src
+
+
+# ---- dtypes -----------------------------------------------------------------------------------------------
+
+def test_float16_uses_vload_and_vstore_half(build):
+    h = leaf(8, dtype=dt.float16)
+    src = build(one(g.binary(g.BinaryOp.ADD, h, h))).source
+    assert "vload_half(gid, in0)" in src and re.search(r"vstore_half\(\w+, gid, out0\);", src)
+    assert "__global const half* restrict in0" in src
+    assert "half " not in src.split("{", 1)[1]  # no arithmetic in half: PoCL has no cl_khr_fp16
+    assert "cl_khr_fp16" not in src
+
+
+def test_cast_to_float16_rounds_through_half(build):
+    src = build(one(g.cast(leaf(8), dt.float16))).source
+    assert "vstore_half((float)(" in src and "vload_half(0," in src
+
+
+def test_bool_output_is_stored_as_uchar(build):
+    x = leaf(6)
+    src = build(one(g.binary(g.BinaryOp.LT, x, g.unary(g.UnaryOp.NEG, x)))).source
+    assert "__global uchar* restrict out0" in src and "out0[gid] = (uchar)(" in src
+
+
+def test_bool_input_is_read_as_uchar(build):
+    b = leaf(6, dtype=dt.bool_)
+    src = build(one(g.unary(g.UnaryOp.NOT, b))).source
+    assert "__global const uchar* restrict in0" in src and "(in0[gid] != 0)" in src
+
+
+def test_float64_kernel_enables_fp64(build):
+    p = build(one(g.unary(g.UnaryOp.EXP, leaf(5, dtype=dt.float64))))
+    assert p.uses_fp64 and p.source.startswith("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+    assert "__global double* restrict out0" in p.source
+    p = build(one(g.cast(leaf(5, dtype=dt.float64), f32)))  # a double input alone needs it too
+    assert p.uses_fp64 and "cl_khr_fp64" in p.source
+    p = build(one(g.unary(g.UnaryOp.EXP, leaf(5))))
+    assert not p.uses_fp64 and "cl_khr_fp64" not in p.source
+
+
+def test_integer_pow_helper_is_emitted(build):
+    x = leaf(4, dtype=dt.int32)
+    src = build(one(g.binary(g.BinaryOp.POW, x, x))).source
+    assert "int ipow_int(int a, int b)" in src and "ipow_int(" in src.split("__kernel", 1)[1]
+
+
+@pytest.mark.parametrize("dtype", [f32, dt.int32, dt.uint16, dt.int64, dt.float64, dt.int8])
+def test_binary_ops_build(build, dtype):
+    x, y = leaf(4, dtype=dtype), leaf(4, dtype=dtype)
+    ops = [op for op in g.BinaryOp if not (op is g.BinaryOp.DIV and not dtype.is_float)
+           and not (op in g.BITWISE and dtype.is_float)]
+    k = one_kernel([g.binary(op, x, y) for op in ops])
+    assert len(k.outputs) == len(ops)
+    src = build(k).source
+    assert ("fmod(" in src) == dtype.is_float
+
+
+def test_bool_binary_ops_build(build):
+    x, y = leaf(4, dtype=dt.bool_), leaf(4, dtype=dt.bool_)
+    ops = [g.BinaryOp.ADD, g.BinaryOp.MUL, g.BinaryOp.MAX, g.BinaryOp.MIN, g.BinaryOp.AND, g.BinaryOp.OR,
+           g.BinaryOp.XOR, g.BinaryOp.EQ, g.BinaryOp.LT]
+    build(one_kernel([g.binary(op, x, y) for op in ops]))
+
+
+@pytest.mark.parametrize("dtype", [f32, dt.float16, dt.int32, dt.uint8])
+def test_unary_ops_build(build, dtype):
+    x = leaf(4, dtype=dtype)
+    ops = [op for op in g.UnaryOp if not (op in g.FLOAT_ONLY_UNARY and not dtype.is_float)
+           and not (op is g.UnaryOp.NOT and dtype.is_float)]
+    build(one_kernel([g.unary(op, x) for op in ops]))
+
+
+def test_casts_build(build):
+    x = leaf(4, dtype=dt.float64)
+    outs = [g.reshape(g.cast(x, d), (2, 2)) for d in dt.ALL if d is not dt.float64]
+    build(one_kernel([*outs, g.reshape(g.where(g.cast(x, dt.bool_), x, x), (2, 2))]))
+
+
+# ---- literals ---------------------------------------------------------------------------------------------
+
+def test_literals():
+    assert literal(math.inf, f32) == "INFINITY"
+    assert literal(-math.inf, dt.float64) == "(-INFINITY)"
+    assert literal(math.nan, f32) == "NAN"
+    assert literal(1.5, f32) == "1.5f" and literal(1.5, dt.float64) == "1.5"
+    assert literal(1.5, dt.float16) == "1.5f"
+    assert literal(-(2**31), dt.int32) == "(-2147483647-1)"
+    assert literal(-(2**63), dt.int64) == "(-9223372036854775807l-1l)"
+    assert literal(7, dt.int64) == "7l"
+    assert literal(2**32 - 1, dt.uint32) == "4294967295u"
+    assert literal(True, dt.bool_) == "true" and literal(0, dt.bool_) == "false"
+
+
+def test_special_literals_build(build):
+    vals = [(math.inf, f32), (-math.inf, f32), (math.nan, f32), (1e-45, f32), (3.4028234663852886e38, f32),
+            (-(2**31), dt.int32), (-(2**63), dt.int64), (2**64 - 1, dt.uint64), (-128, dt.int8),
+            (math.nan, dt.float64), (5e-324, dt.float64), (65504.0, dt.float16)]
+    for v, dtype in vals:
+        x = leaf(3, dtype=dtype)
+        src = build(one(g.binary(g.BinaryOp.MAX, x, g.const(v, (3,), dtype)))).source
+        assert literal(g.const(v, (), dtype).arg, dtype) in src
+
+
+# ---- kernel key -------------------------------------------------------------------------------------------
+
+def _graph(a: g.Node, b: g.Node, op=g.BinaryOp.ADD) -> g.Node:
+    return g.reduce(g.ReduceOp.SUM, g.binary(op, g.unary(g.UnaryOp.EXP, a), g.permute(b, (1, 0))), (1,))
+
+
+def test_kernel_key_is_structural():
+    k1 = one(_graph(leaf(4, 4), leaf(4, 4)))
+    k2 = one(_graph(leaf(4, 4), leaf(4, 4)))
+    assert kernel_key(k1) == kernel_key(k2)
+    assert render_kernel(k1) == render_kernel(k2)
+    assert kernel_key(k1) != kernel_key(one(_graph(leaf(5, 5), leaf(5, 5))))  # shape
+    assert kernel_key(k1) != kernel_key(one(_graph(leaf(4, 4), leaf(4, 4), g.BinaryOp.MUL)))  # op
+    f64 = one(_graph(leaf(4, 4, dtype=dt.float64), leaf(4, 4, dtype=dt.float64)))
+    assert kernel_key(k1) != kernel_key(f64)  # dtype
+    p1, p2 = render_kernel(k1), render_kernel(one(_graph(leaf(5, 5), leaf(5, 5))))
+    assert p1.name != p2.name
+
+
+def test_kernel_key_distinguishes_input_positions_and_constants():
+    x, y = leaf(4), leaf(4)
+    a = one(g.binary(g.BinaryOp.SUB, x, y))
+    b = one(g.binary(g.BinaryOp.SUB, y, x))  # y is in0 there too: inputs are ordered by id
+    assert kernel_key(a) != kernel_key(b)
+    c1 = one(g.binary(g.BinaryOp.ADD, leaf(4), g.const(1.0, (4,), f32)))
+    c2 = one(g.binary(g.BinaryOp.ADD, leaf(4), g.const(2.0, (4,), f32)))
+    assert kernel_key(c1) != kernel_key(c2)
+    p1 = one(g.pad(leaf(4), ((1, 0),), 0.0))
+    p2 = one(g.pad(leaf(4), ((0, 1),), 0.0))
+    assert kernel_key(p1) != kernel_key(p2)
+
+
+# ---- index type -------------------------------------------------------------------------------------------
+
+def test_index_type_is_int_for_small_buffers(build):
+    src = build(one(g.unary(g.UnaryOp.EXP, leaf(8)))).source
+    assert "  int gid = get_global_id(0);" in src
+
+
+def test_index_type_is_long_for_a_huge_output(build):
+    x = leaf(1, 1)  # nothing large is allocated: the output is only rendered
+    n = g.cast(g.expand(x, (2**16, 2**15)), dt.float16)
+    p = build(one(n))
+    assert "  long gid = get_global_id(0);" in p.source
+    assert p.gws == (2**31,)
+
+
+def test_index_type_is_long_for_a_huge_input(build):
+    big = g.expand(leaf(1, 1), (2**16, 2**15))
+    k = Kernel([g.reduce(g.ReduceOp.SUM, big, (1,))], [big])  # pretend the expanded view is a stored buffer
+    p = build(k)
+    assert "  long gid = get_global_id(0);" in p.source
+    assert re.search(r"for \(long r\d+ = 0; r\d+ < 32768;", p.source)
+
+
+def test_index_type_accounts_for_huge_intermediates(build):
+    x = leaf(1, 1)
+    n = g.reduce(g.ReduceOp.SUM, g.expand(x, (20, 2**31 + 3)), (1,))  # 20 outputs: not split
+    src = build(one(n)).source
+    assert not re.search(r"for \(int r\d+ = 0; r\d+ < 2147483651;", src), src
+
+
+# ---- bug reproduction: C truncating division of a negative operand -----------------------------------------
+
+def run(cl_ctx, k: Kernel) -> list[np.ndarray]:
+    """Build and run a kernel whose inputs are host leaves; the outputs as arrays."""
+    cl, ctx = cl_ctx
+    p = render_kernel(k)
+    queue = cl.CommandQueue(ctx)
+    mf = cl.mem_flags
+    ins = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(x.host)) for x in k.inputs]
+    outs = [np.zeros(o.shape, o.dtype.np_dtype) for o in k.outputs]
+    bufs = [cl.Buffer(ctx, mf.WRITE_ONLY, o.nbytes) for o in outs]
+    getattr(cl.Program(ctx, p.source).build(), p.name)(queue, p.gws, p.lws, *ins, *bufs)
+    for o, b in zip(outs, bufs):
+        cl.enqueue_copy(queue, o, b)
+    queue.finish()
+    return outs
+
+
+def test_run_transpose_and_pad(cl_ctx):
+    xh = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = g.leaf(xh, f32)
+    (out,) = run(cl_ctx, one(g.pad(g.permute(x, (1, 0)), ((1, 0), (0, 2)), -1.0)))
+    np.testing.assert_array_equal(out, np.pad(xh.T, ((1, 0), (0, 2)), constant_values=-1.0))
+
+
+def test_run_flip_of_reshaped_transpose(cl_ctx):
+    xh = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = g.leaf(xh, f32)
+    (out,) = run(cl_ctx, one(g.flip(g.reshape(g.permute(x, (1, 0)), (12,)), (0,))))
+    np.testing.assert_array_equal(out, xh.T.reshape(-1)[::-1])

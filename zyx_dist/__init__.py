@@ -1,0 +1,54 @@
+"""zyx_dist: lazy NumPy-like tensors, fused into OpenCL/CUDA kernels and run on device workers.
+
+Driver side, the public API of API.md: `import zyx_dist as zd`. Nothing runs until a tensor is read
+or realized; the first op that needs a device starts the runtime with defaults (`zd.init()`).
+"""
+
+from __future__ import annotations
+
+from .dtypes import (
+    DType,
+    bool_ as bool,  # noqa: A004 -- API.md names it zd.bool
+    dtype,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from .errors import (
+    CompileError,
+    ConfigError,
+    DeviceError,
+    DTypeError,
+    OutOfMemoryError,
+    ShapeError,
+    WorkerLostError,
+    ZyxError,
+)
+from .ops import *  # noqa: F403 -- the functions of API.md sections 3 and 5
+from .ops import __all__ as _ops_all
+from .plan import Plan, explain, trace
+from .session import DeviceInfo, Session, devices, init, reset_stats, shutdown, stats
+from .tensor import Tensor
+
+
+def realize(*xs: Tensor) -> tuple[Tensor, ...]:
+    """Compute several tensors in one scheduling pass (shared work done once); blocks until all exist."""
+    from . import session
+
+    session.realize([x.node for x in xs])
+    return xs
+
+
+__all__ = ["DType", "Tensor", "Session", "DeviceInfo", "Plan", "init", "shutdown", "devices", "realize",
+           "explain", "trace", "stats", "reset_stats", "dtype", "bool", "int8", "int16", "int32", "int64",
+           "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64", "ZyxError", "ShapeError",
+           "DTypeError", "DeviceError", "OutOfMemoryError", "CompileError", "WorkerLostError", "ConfigError",
+           *_ops_all]

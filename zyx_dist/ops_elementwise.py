@@ -1,0 +1,320 @@
+"""Driver side: the elementwise ops of API.md section 5 (unary, binary, `where`, `clip`, `astype`).
+They take Tensors, Python scalars (weak), NumPy arrays or lists, broadcast and promote them at the call
+(`ops_common.operands`) and give a Tensor over one `graph.unary/binary/where` node, plus the casts and
+constants those need. Float-only math on integer or bool tensors computes in float32 (the default float).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+from . import dtypes, graph
+from .dtypes import DType
+from .errors import DTypeError
+from .graph import BinaryOp, UnaryOp
+from .ops_common import as_tensor, operands, to_node
+from .tensor import Tensor
+
+__all__ = [
+    "abs",
+    "add",
+    "astype",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "ceil",
+    "clip",
+    "cos",
+    "divide",
+    "equal",
+    "exp",
+    "exp2",
+    "floor",
+    "floor_divide",
+    "greater",
+    "greater_equal",
+    "invert",
+    "isinf",
+    "isnan",
+    "less",
+    "less_equal",
+    "log",
+    "log2",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "maximum",
+    "minimum",
+    "multiply",
+    "negative",
+    "not_equal",
+    "positive",
+    "pow",
+    "reciprocal",
+    "relu",
+    "remainder",
+    "round",
+    "rsqrt",
+    "sigmoid",
+    "sign",
+    "sin",
+    "sqrt",
+    "square",
+    "subtract",
+    "tan",
+    "tanh",
+    "where",
+]
+
+
+def astype(x: Any, dtype: Any) -> Tensor:
+    """`x` converted to `dtype` (a zd dtype, NumPy dtype or type, or a name), NumPy cast semantics."""
+    return Tensor(graph.cast(as_tensor(x).node, dtypes.dtype(dtype)))
+
+
+# ---- unary ---------------------------------------------------------------------------------------------
+
+def as_float(x: Any) -> Tensor:
+    """`x` as a float tensor: integer and bool tensors become float32."""
+    x = as_tensor(x)
+    return x if x.dtype.is_float else astype(x, dtypes.DEFAULT_FLOAT)
+
+
+def _unary(op: UnaryOp, x: Tensor) -> Tensor:
+    return Tensor(graph.unary(op, x.node))
+
+
+def _float_unary(op: UnaryOp):
+    def f(x: Any) -> Tensor:
+        return _unary(op, as_float(x))
+
+    f.__name__ = f.__qualname__ = op.value
+    f.__doc__ = f"Elementwise {op.value}; integer and bool tensors compute in float32."
+    return f
+
+
+exp = _float_unary(UnaryOp.EXP)
+exp2 = _float_unary(UnaryOp.EXP2)
+log = _float_unary(UnaryOp.LOG)
+log2 = _float_unary(UnaryOp.LOG2)
+sqrt = _float_unary(UnaryOp.SQRT)
+rsqrt = _float_unary(UnaryOp.RSQRT)
+reciprocal = _float_unary(UnaryOp.RECIP)
+sin = _float_unary(UnaryOp.SIN)
+cos = _float_unary(UnaryOp.COS)
+tan = _float_unary(UnaryOp.TAN)
+tanh = _float_unary(UnaryOp.TANH)
+
+
+def _rounding(op: UnaryOp):
+    def f(x: Any) -> Tensor:
+        x = as_tensor(x)
+        return _unary(op, x) if x.dtype.is_float else x  # integers are already whole
+
+    f.__name__ = f.__qualname__ = op.value
+    f.__doc__ = f"Elementwise {op.value} (round: half to even); integer tensors are returned unchanged."
+    return f
+
+
+floor = _rounding(UnaryOp.FLOOR)
+ceil = _rounding(UnaryOp.CEIL)
+round = _rounding(UnaryOp.ROUND)
+
+
+def _float_test(op: UnaryOp):
+    def f(x: Any) -> Tensor:
+        x = as_tensor(x)
+        if x.dtype.is_float:
+            return _unary(op, x)
+        return Tensor(graph.const(False, x.shape, dtypes.bool_))  # integers are never NaN or infinite
+
+    f.__name__ = f.__qualname__ = op.value
+    f.__doc__ = f"Elementwise {op.value} (a bool tensor; all False for integer tensors)."
+    return f
+
+
+isnan = _float_test(UnaryOp.ISNAN)
+isinf = _float_test(UnaryOp.ISINF)
+
+
+def abs(x: Any) -> Tensor:
+    x = as_tensor(x)
+    return x if x.dtype.is_bool or x.dtype.is_unsigned else _unary(UnaryOp.ABS, x)
+
+
+def negative(x: Any) -> Tensor:
+    return _unary(UnaryOp.NEG, as_tensor(x))
+
+
+def positive(x: Any) -> Tensor:
+    return as_tensor(x)
+
+
+def square(x: Any) -> Tensor:
+    return multiply(x, x)
+
+
+def sigmoid(x: Any) -> Tensor:
+    """1 / (1 + exp(-x)), in float."""
+    x = as_float(x)
+    return _unary(UnaryOp.RECIP, add(exp(negative(x)), 1))
+
+
+def relu(x: Any) -> Tensor:
+    return maximum(x, 0)
+
+
+def sign(x: Any) -> Tensor:
+    """-1, 0 or 1 by the sign of x; NaN stays NaN (as NumPy)."""
+    x = as_tensor(x)
+    if x.dtype.is_bool:
+        return x
+    s = subtract(astype(greater(x, 0), x.dtype), astype(less(x, 0), x.dtype))
+    return where(isnan(x), x, s) if x.dtype.is_float else s
+
+
+def _bool(x: Any) -> Tensor:
+    """x != 0 as bool (NaN counts as True, as NumPy's truth value)."""
+    x = as_tensor(x)
+    return x if x.dtype.is_bool else not_equal(x, 0)
+
+
+def logical_not(x: Any) -> Tensor:
+    return _unary(UnaryOp.NOT, _bool(x))
+
+
+def invert(x: Any) -> Tensor:
+    """`~x`: logical not on bool, bitwise not on integers; floats raise DTypeError."""
+    return _unary(UnaryOp.NOT, as_tensor(x))
+
+
+# ---- binary --------------------------------------------------------------------------------------------
+
+def _binary(op: BinaryOp, a: Any, b: Any, dtype: DType | Callable[[DType], DType] | None = None) -> Tensor:
+    x, y = operands(a, b, dtype=dtype)
+    if x.dtype.is_bool:  # NumPy: + is or, * is and, - is an error, //, % and ** compute in int8
+        if op is BinaryOp.SUB:
+            raise DTypeError("subtract of bool tensors is not supported (use logical_xor or ^)")
+        if op in (BinaryOp.FLOORDIV, BinaryOp.MOD, BinaryOp.POW):
+            return _binary(op, a, b, dtype=dtypes.int8)
+        op = {BinaryOp.ADD: BinaryOp.OR, BinaryOp.MUL: BinaryOp.AND}.get(op, op)
+    return Tensor(graph.binary(op, x, y))
+
+
+def _to_float(d: DType) -> DType:
+    return d if d.is_float else dtypes.DEFAULT_FLOAT
+
+
+def add(a: Any, b: Any) -> Tensor:
+    return _binary(BinaryOp.ADD, a, b)
+
+
+def subtract(a: Any, b: Any) -> Tensor:
+    return _binary(BinaryOp.SUB, a, b)
+
+
+def multiply(a: Any, b: Any) -> Tensor:
+    return _binary(BinaryOp.MUL, a, b)
+
+
+def divide(a: Any, b: Any) -> Tensor:
+    """True division: in the promoted dtype if it is a float, else in float32."""
+    return _binary(BinaryOp.DIV, a, b, dtype=_to_float)
+
+
+def floor_divide(a: Any, b: Any) -> Tensor:
+    """floor(a / b) as NumPy (integer division by zero gives 0)."""
+    return _binary(BinaryOp.FLOORDIV, a, b)
+
+
+def remainder(a: Any, b: Any) -> Tensor:
+    """a % b with the sign of b, as NumPy."""
+    return _binary(BinaryOp.MOD, a, b)
+
+
+def pow(a: Any, b: Any) -> Tensor:
+    """a ** b. An integer tensor to a negative integer constant raises DTypeError (NumPy raises too)."""
+    if isinstance(b, int) and not isinstance(b, builtins.bool) and b < 0:
+        base = as_tensor(a)
+        if not base.dtype.is_float:
+            raise DTypeError(f"integers to negative integer powers are not allowed (dtype {base.dtype}, exponent {b})")
+    return _binary(BinaryOp.POW, a, b)
+
+
+def maximum(a: Any, b: Any) -> Tensor:
+    """Elementwise maximum; NaN propagates (as NumPy)."""
+    return _binary(BinaryOp.MAX, a, b)
+
+
+def minimum(a: Any, b: Any) -> Tensor:
+    return _binary(BinaryOp.MIN, a, b)
+
+
+def equal(a: Any, b: Any) -> Tensor:
+    return _binary(BinaryOp.EQ, a, b)
+
+
+def not_equal(a: Any, b: Any) -> Tensor:
+    return _binary(BinaryOp.NE, a, b)
+
+
+def less(a: Any, b: Any) -> Tensor:
+    return _binary(BinaryOp.LT, a, b)
+
+
+def less_equal(a: Any, b: Any) -> Tensor:
+    return _binary(BinaryOp.LE, a, b)
+
+
+def greater(a: Any, b: Any) -> Tensor:
+    return _binary(BinaryOp.GT, a, b)
+
+
+def greater_equal(a: Any, b: Any) -> Tensor:
+    return _binary(BinaryOp.GE, a, b)
+
+
+def logical_and(a: Any, b: Any) -> Tensor:
+    return _binary(BinaryOp.AND, _bool(a), _bool(b))
+
+
+def logical_or(a: Any, b: Any) -> Tensor:
+    return _binary(BinaryOp.OR, _bool(a), _bool(b))
+
+
+def logical_xor(a: Any, b: Any) -> Tensor:
+    return _binary(BinaryOp.XOR, _bool(a), _bool(b))
+
+
+def bitwise_and(a: Any, b: Any) -> Tensor:
+    """& on bool or integer tensors (floats raise DTypeError)."""
+    return _binary(BinaryOp.AND, a, b)
+
+
+def bitwise_or(a: Any, b: Any) -> Tensor:
+    return _binary(BinaryOp.OR, a, b)
+
+
+def bitwise_xor(a: Any, b: Any) -> Tensor:
+    return _binary(BinaryOp.XOR, a, b)
+
+
+# ---- ternary -------------------------------------------------------------------------------------------
+
+def where(cond: Any, a: Any, b: Any) -> Tensor:
+    """a where cond is true, else b; cond is taken as bool, all three broadcast, a and b promote
+    (scalars weak). The branch not taken never leaks (no NaN from it)."""
+    c = _bool(cond)
+    x, y = operands(a, b, extra=c.shape)
+    return Tensor(graph.where(to_node(c.node, x.shape, dtypes.bool_), x, y))
+
+
+def clip(x: Any, lo: Any = None, hi: Any = None) -> Tensor:
+    """minimum(maximum(x, lo), hi); either bound may be None."""
+    x = as_tensor(x)
+    if lo is not None:
+        x = maximum(x, lo)
+    return x if hi is None else minimum(x, hi)

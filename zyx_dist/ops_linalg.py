@@ -1,0 +1,139 @@
+"""Driver side: linear algebra and NN helpers (API.md section 5): matmul, dot, tensordot, einsum,
+softmax, log_softmax, layer_norm. Contractions take tensors and give a Tensor built as
+reshape/expand -> multiply -> sum over the last axis, a (..., M, 1, K) * (..., 1, N, K) form that the
+kernelizer fuses into one kernel. Sums keep the promoted dtype (no int64 widening, unlike `zd.sum`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import graph
+from .errors import ShapeError
+from .graph import ReduceOp
+from .ops_common import Axis, as_tensor, broadcast_shapes, norm_axes
+from .ops_elementwise import as_float
+from .ops_movement import permute_dims
+from .ops_reduce import max as max_
+from .ops_reduce import mean, reduce_axes, var
+from .ops_reduce import sum as sum_
+from .tensor import Tensor
+
+__all__ = ["dot", "einsum", "layer_norm", "log_softmax", "matmul", "softmax", "tensordot"]
+
+
+def _contract_last(a: Tensor, b: Tensor) -> Tensor:
+    """sum(a * b) over the last axis after broadcasting, in the promoted dtype (bool: any of and)."""
+    prod = a * b
+    op, empty = (ReduceOp.MAX, False) if prod.dtype.is_bool else (ReduceOp.SUM, 0)
+    return reduce_axes(op, prod, (prod.ndim - 1,), False, empty)
+
+
+def matmul(a: Any, b: Any) -> Tensor:
+    """`a @ b` with NumPy's rules: 1-D operands gain (and lose) a dim, batch dims broadcast."""
+    a, b = as_tensor(a), as_tensor(b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul: operands must not be 0-d, got shapes {a.shape} and {b.shape}")
+    x = a.reshape(1, a.shape[0]) if a.ndim == 1 else a
+    y = b.reshape(b.shape[0], 1) if b.ndim == 1 else b
+    if x.shape[-1] != y.shape[-2]:
+        raise ShapeError(f"matmul: inner dimensions differ: shapes {a.shape} and {b.shape}")
+    try:
+        batch = broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    except ShapeError:
+        raise ShapeError(f"matmul: batch dimensions of shapes {a.shape} and {b.shape} do not broadcast") from None
+    (m, k), n = x.shape[-2:], y.shape[-1]
+    x = x.reshape(x.shape[:-1] + (1, k))  # (..., M, 1, K)
+    y = permute_dims(y, (*range(y.ndim - 2), y.ndim - 1, y.ndim - 2)).reshape(y.shape[:-2] + (1, n, k))
+    out = _contract_last(x, y)  # (batch..., M, N)
+    shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
+    return out.reshape(shape)
+
+
+def tensordot(a: Any, b: Any, axes: Any = 2) -> Tensor:
+    """NumPy's tensordot: an int n contracts the last n axes of a with the first n of b; a pair of axis
+    lists contracts those. The result has a's free axes, then b's."""
+    a, b = as_tensor(a), as_tensor(b)
+    if isinstance(axes, int):
+        if axes < 0 or axes > min(a.ndim, b.ndim):
+            raise ShapeError(f"tensordot: cannot contract {axes} axes of shapes {a.shape} and {b.shape}")
+        ax_a, ax_b = tuple(range(a.ndim - axes, a.ndim)), tuple(range(axes))
+    else:
+        ax_a, ax_b = ([x] if isinstance(x, int) else list(x) for x in axes)
+        if len(ax_a) != len(ax_b):
+            raise ShapeError(f"tensordot: axes {axes} pair different numbers of axes")
+        ax_a = tuple(norm_axes(a_, a.shape)[0] for a_ in ax_a)
+        ax_b = tuple(norm_axes(b_, b.shape)[0] for b_ in ax_b)
+    if any(a.shape[i] != b.shape[j] for i, j in zip(ax_a, ax_b)):
+        raise ShapeError(f"tensordot: contracted axes {ax_a} of shape {a.shape} and {ax_b} of shape {b.shape} differ")
+    free_a = [i for i in range(a.ndim) if i not in ax_a]
+    free_b = [i for i in range(b.ndim) if i not in ax_b]
+    k = graph.prod(a.shape[i] for i in ax_a)
+    fa, fb = tuple(a.shape[i] for i in free_a), tuple(b.shape[i] for i in free_b)
+    x = permute_dims(a, free_a + list(ax_a)).reshape(fa + (1,) * len(fb) + (k,))
+    y = permute_dims(b, free_b + list(ax_b)).reshape((1,) * len(fa) + fb + (k,))
+    return _contract_last(x, y)
+
+
+def dot(a: Any, b: Any) -> Tensor:
+    """NumPy's dot: scalars multiply; otherwise contract a's last axis with b's second-to-last (its only
+    axis when 1-D), so 2-D is matmul and higher ranks follow NumPy (not matmul's batching)."""
+    a, b = as_tensor(a), as_tensor(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    return tensordot(a, b, ([a.ndim - 1], [max(b.ndim - 2, 0)]))
+
+
+def einsum(subscripts: str, *xs: Any) -> Tensor:
+    """Einstein summation over explicit subscripts ("ij,jk->ik"; implicit output = sorted letters used
+    once). No ellipsis and no repeated letter within one operand (a diagonal)."""
+    ts = [as_tensor(x) for x in xs]
+    spec = subscripts.replace(" ", "")
+    ins, out = spec.split("->") if "->" in spec else (spec, None)
+    terms = ins.split(",")
+    if len(terms) != len(ts) or "." in spec or any(len(set(t)) != len(t) for t in terms):
+        raise ShapeError(f"einsum: unsupported or mismatched subscripts {subscripts!r} for {len(ts)} operands")
+    if out is None:
+        out = "".join(sorted(c for c in set(ins) - {","} if ins.count(c) == 1))
+    if len(set(out)) != len(out) or set(out) - set(ins):
+        raise ShapeError(f"einsum: bad output subscripts in {subscripts!r}")
+    letters = out + "".join(sorted(set(ins) - set(out) - {","}))
+    sizes: dict[str, int] = {}
+    for t, term in zip(ts, terms):
+        if len(term) != t.ndim:
+            raise ShapeError(f"einsum: subscripts {term!r} do not match shape {t.shape}")
+        for c, d in zip(term, t.shape):
+            if sizes.setdefault(c, d) != d:
+                raise ShapeError(f"einsum: letter {c!r} has sizes {sizes[c]} and {d} in {subscripts!r}")
+    # Each operand goes to the full letter order (permute + size-1 dims); then multiply and sum the rest.
+    aligned = []
+    for t, term in zip(ts, terms):
+        order = sorted(range(len(term)), key=lambda i: letters.index(term[i]))
+        p = permute_dims(t, order)
+        aligned.append(p.reshape(tuple(t.shape[term.index(c)] if c in term else 1 for c in letters)))
+    prod = aligned[0]
+    for t in aligned[1:]:
+        prod = prod * t
+    op, empty = (ReduceOp.MAX, False) if prod.dtype.is_bool else (ReduceOp.SUM, 0)
+    return reduce_axes(op, prod, tuple(range(len(out), len(letters))), False, empty)
+
+
+def softmax(x: Any, axis: Axis = -1) -> Tensor:
+    """exp(x - max) / sum(exp(x - max)) over `axis` (int or tuple), in float."""
+    x = as_float(x)
+    e = (x - max_(x, axis, keepdims=True)).exp()
+    return e / sum_(e, axis, keepdims=True)
+
+
+def log_softmax(x: Any, axis: Axis = -1) -> Tensor:
+    """x - max - log(sum(exp(x - max))) over `axis`, in float."""
+    x = as_float(x)
+    shifted = x - max_(x, axis, keepdims=True)
+    return shifted - sum_(shifted.exp(), axis, keepdims=True).log()
+
+
+def layer_norm(x: Any, axis: Axis = -1, eps: float = 1e-5) -> Tensor:
+    """(x - mean) / sqrt(var + eps) over `axis` (int or tuple); no affine weights."""
+    x = as_float(x)
+    return (x - mean(x, axis, keepdims=True)) * (var(x, axis, keepdims=True) + eps).rsqrt()
+

@@ -1,0 +1,373 @@
+"""Driver side: shape and movement ops and indexing (API.md section 5). They take a tensor and shape
+or axis arguments (validated at the call, raising `ShapeError` that names the shape) and give Tensors
+built only from the movement nodes (reshape, permute, expand, pad, flip): a slice is a crop (pad with
+negative widths), a strided slice a pad + reshape + crop, concat a sum of padded pieces, and an integer
+array index a one-hot `where` summed over the indexed axis. None of them copies data on the driver.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from typing import Any
+
+import numpy as np
+
+from . import dtypes, graph
+from .creation import arange, tensor
+from .errors import DeviceError, ShapeError
+from .graph import Node, ReduceOp
+from .ops_common import Axis, as_shape, as_tensor, norm_axes, norm_axis, to_node
+from .ops_elementwise import where
+from .ops_reduce import reduce_axes
+from .tensor import Tensor
+
+__all__ = [
+    "broadcast_to",
+    "cat",
+    "concat",
+    "expand_dims",
+    "flatten",
+    "flip",
+    "matrix_transpose",
+    "pad",
+    "permute_dims",
+    "repeat",
+    "reshape",
+    "split",
+    "squeeze",
+    "stack",
+    "tile",
+]
+
+
+def reshape(x: Any, shape: Any) -> Tensor:
+    """`x` with a new shape of the same size; one dim may be -1 (inferred)."""
+    x = as_tensor(x)
+    items = shape if isinstance(shape, (tuple, list)) else (shape,)
+    try:
+        dims = [operator.index(s) for s in items]
+    except TypeError:
+        raise ShapeError(f"cannot reshape a tensor of shape {x.shape} into shape {shape!r}: non-integer size") from None
+    if dims.count(-1) > 1 or any(d < -1 for d in dims):
+        raise ShapeError(f"cannot reshape a tensor of shape {x.shape} into shape {tuple(dims)}: "
+                         "only one dimension may be -1 and none may be otherwise negative")
+    if -1 in dims:
+        known = graph.prod(d for d in dims if d != -1)
+        if known == 0 or x.size % known:
+            raise ShapeError(f"cannot reshape a tensor of shape {x.shape} ({x.size} elements) into shape {tuple(dims)}")
+        dims[dims.index(-1)] = x.size // known
+    return Tensor(graph.reshape(x.node, tuple(dims)))
+
+
+def permute_dims(x: Any, axes: Any) -> Tensor:
+    """Reorder the axes (negatives allowed); `axes` must be a permutation of all of them."""
+    x = as_tensor(x)
+    axes = tuple(axes)
+    if len(axes) != x.ndim:
+        raise ShapeError(f"permutation {axes} does not have one entry per axis of shape {x.shape}")
+    return Tensor(graph.permute(x.node, tuple(norm_axis(a, x.ndim, x.shape) for a in axes)))
+
+
+def matrix_transpose(x: Any) -> Tensor:
+    """Swap the last two axes (`x.mT`)."""
+    x = as_tensor(x)
+    if x.ndim < 2:
+        raise ShapeError(f"matrix transpose needs at least 2 dims, got shape {x.shape}")
+    return permute_dims(x, (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2))
+
+
+def broadcast_to(x: Any, shape: Any) -> Tensor:
+    """Broadcast `x` to `shape` by NumPy rules (right-aligned; only size-1 dims stretch)."""
+    x = as_tensor(x)
+    shape = as_shape(shape)
+    lead = len(shape) - x.ndim
+    if lead < 0 or any(d != s and d != 1 for d, s in zip(x.shape, shape[lead:])):
+        raise ShapeError(f"cannot broadcast a tensor of shape {x.shape} to shape {shape}")
+    return Tensor(to_node(x.node, shape, x.dtype))
+
+
+def expand_dims(x: Any, axis: int | tuple[int, ...]) -> Tensor:
+    """Insert size-1 dims at `axis` (positions in the result)."""
+    x = as_tensor(x)
+    n_new = len(axis) if isinstance(axis, (tuple, list)) else 1
+    axes = norm_axes(axis, x.shape, ndim=x.ndim + n_new)
+    dims = iter(x.shape)
+    return reshape(x, tuple(1 if i in axes else next(dims) for i in range(x.ndim + n_new)))
+
+
+def squeeze(x: Any, axis: Axis = None) -> Tensor:
+    """Remove size-1 dims (all of them, or those at `axis`; squeezing a larger dim raises ShapeError)."""
+    x = as_tensor(x)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    else:
+        axes = norm_axes(axis, x.shape)
+        for a in axes:
+            if x.shape[a] != 1:
+                raise ShapeError(f"cannot squeeze axis {a} of size {x.shape[a]} (shape {x.shape})")
+    return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+
+def flatten(x: Any) -> Tensor:
+    x = as_tensor(x)
+    return reshape(x, (x.size,))
+
+
+def pad(x: Any, pad_width: Any, value: Any = 0) -> Tensor:
+    """Constant padding; `pad_width` as NumPy's: n, (before, after), or ((before, after), ...) per dim."""
+    x = as_tensor(x)
+    w = np.asarray(pad_width)
+    if w.size and w.dtype.kind not in "iu":
+        raise TypeError(f"pad_width must be integers, got {pad_width!r}")
+    try:
+        w = np.broadcast_to(w, (x.ndim, 2))
+    except ValueError:
+        raise ShapeError(f"pad_width {pad_width!r} does not fit shape {x.shape}") from None
+    if (w < 0).any():
+        raise ShapeError(f"pad_width {pad_width!r} has negative widths (shape {x.shape})")
+    return Tensor(graph.pad(x.node, tuple((int(lo), int(hi)) for lo, hi in w), value))
+
+
+def flip(x: Any, axis: Axis = None) -> Tensor:
+    """Reverse the order of elements along `axis` (all axes if None)."""
+    x = as_tensor(x)
+    return Tensor(graph.flip(x.node, norm_axes(axis, x.shape)))
+
+
+def _sum_nodes(nodes: list[Node]) -> Node:
+    """A balanced tree of adds (ors for bool) so long concats stay shallow."""
+    op = graph.BinaryOp.OR if nodes[0].dtype.is_bool else graph.BinaryOp.ADD
+    while len(nodes) > 1:
+        pairs = [graph.binary(op, a, b) for a, b in zip(nodes[::2], nodes[1::2])]
+        nodes = pairs + nodes[len(pairs) * 2:]
+    return nodes[0]
+
+
+def concat(xs: Any, axis: int = 0) -> Tensor:
+    """Join tensors along an existing axis; other dims must agree; dtypes promote. Each piece is padded
+    with zeros to the full shape and the pieces are added (or-ed for bool): one fusable expression."""
+    ts = [as_tensor(x) for x in xs]
+    if not ts:
+        raise ShapeError("concat needs at least one tensor")
+    shapes = [t.shape for t in ts]
+    if ts[0].ndim == 0:
+        raise ShapeError(f"zero-dimensional tensors cannot be concatenated (shapes {shapes})")
+    ax = norm_axis(axis, ts[0].ndim, ts[0].shape)
+    rest = [s[:ax] + s[ax + 1:] for s in shapes]
+    if any(len(s) != len(shapes[0]) or r != rest[0] for s, r in zip(shapes, rest)):
+        raise ShapeError(f"concat: shapes {shapes} must agree except along axis {axis}")
+    dtype = ts[0].dtype
+    for t in ts[1:]:
+        dtype = dtypes.promote(dtype, t.dtype)
+    total = sum(s[ax] for s in shapes)
+    out_shape = shapes[0][:ax] + (total,) + shapes[0][ax + 1:]
+    nodes, offset = [], 0
+    for t in ts:
+        n = t.shape[ax]
+        if n:
+            widths = tuple((offset, total - offset - n) if i == ax else (0, 0) for i in range(t.ndim))
+            nodes.append(graph.pad(graph.cast(t.node, dtype), widths, 0))
+        offset += n
+    return Tensor(_sum_nodes(nodes) if nodes else graph.const(0, out_shape, dtype))
+
+
+cat = concat
+
+
+def stack(xs: Any, axis: int = 0) -> Tensor:
+    """Join same-shaped tensors along a new axis."""
+    ts = [as_tensor(x) for x in xs]
+    if not ts:
+        raise ShapeError("stack needs at least one tensor")
+    shapes = [t.shape for t in ts]
+    if any(s != shapes[0] for s in shapes):
+        raise ShapeError(f"stack: all tensors must have the same shape, got {shapes}")
+    ax = norm_axis(axis, ts[0].ndim + 1, shapes[0])
+    return concat([expand_dims(t, ax) for t in ts], ax)
+
+
+def split(x: Any, n_or_sizes: int | list[int], axis: int = 0) -> list[Tensor]:
+    """NumPy's `split`: an int n gives n equal sections (the axis must divide evenly, else ShapeError);
+    a list gives the split *indices* along the axis (as `np.split`), e.g. [2, 5] -> [:2], [2:5], [5:]."""
+    x = as_tensor(x)
+    if x.ndim == 0:
+        raise ShapeError("cannot split a 0-d tensor")
+    ax = norm_axis(axis, x.ndim, x.shape)
+    n = x.shape[ax]
+    if isinstance(n_or_sizes, (int, np.integer)):
+        k = int(n_or_sizes)
+        if k <= 0 or n % k:
+            raise ShapeError(f"split of axis {axis} (size {n}, shape {x.shape}) into {k} equal sections is impossible")
+        bounds = [i * (n // k) for i in range(k + 1)]
+    else:
+        bounds = [0, *(operator.index(i) for i in n_or_sizes), n]
+    lead = (slice(None),) * ax
+    return [x[(*lead, slice(lo, hi))] for lo, hi in itertools.pairwise(bounds)]
+
+
+def tile(x: Any, reps: Any) -> Tensor:
+    """NumPy's `tile`: repeat the whole tensor `reps` times per dim (reps and shape aligned on the right)."""
+    x = as_tensor(x)
+    reps = as_shape(reps)
+    nd = max(len(reps), x.ndim)
+    reps = (1,) * (nd - len(reps)) + reps
+    shape = (1,) * (nd - x.ndim) + x.shape
+    inter = tuple(v for d in shape for v in (1, d))
+    big = tuple(v for r, d in zip(reps, shape) for v in (r, d))
+    node = to_node(graph.reshape(x.node, inter), big, x.dtype)
+    return Tensor(graph.reshape(node, tuple(r * d for r, d in zip(reps, shape))))
+
+
+def repeat(x: Any, repeats: int, axis: int | None = None) -> Tensor:
+    """Repeat each element `repeats` times along `axis` (flattened first if None). Int repeats only."""
+    x = as_tensor(x)
+    if not isinstance(repeats, (int, np.integer)) or isinstance(repeats, bool):
+        raise TypeError(f"repeat takes an int number of repeats, got {repeats!r} (per-element counts are not supported)")
+    if repeats < 0:
+        raise ShapeError(f"repeat count {repeats} is negative")
+    if axis is None:
+        x, axis = flatten(x), 0
+    ax = norm_axis(axis, x.ndim, x.shape)
+    s = x.shape
+    node = graph.reshape(x.node, s[:ax + 1] + (1,) + s[ax + 1:])
+    node = to_node(node, s[:ax + 1] + (int(repeats),) + s[ax + 1:], x.dtype)
+    return Tensor(graph.reshape(node, s[:ax] + (s[ax] * int(repeats),) + s[ax + 1:]))
+
+
+# ---- indexing ------------------------------------------------------------------------------------------
+
+def _crop(node: Node, axis: int, start: int, stop: int) -> Node:
+    widths = tuple((-start, stop - node.shape[axis]) if i == axis else (0, 0) for i in range(len(node.shape)))
+    return graph.pad(node, widths)
+
+
+def _slice(node: Node, axis: int, s: slice) -> Node:
+    """node[..., s, ...] on one axis: flip for a negative step, crop, and for |step| > 1 pad to a multiple
+    of the step, split the axis into (length, step) and keep index 0 of the step dim."""
+    n = node.shape[axis]
+    start, stop, step = s.indices(n)
+    length = len(range(start, stop, step))
+    if step < 0:
+        node, start, step = graph.flip(node, (axis,)), n - 1 - start, -step
+    if step == 1 or length == 0:
+        return _crop(node, axis, start, start + length)
+    node = _crop(node, axis, start, start + length * step)  # may pad past the end: that part is dropped
+    pre, post = node.shape[:axis], node.shape[axis + 1:]
+    node = graph.reshape(node, pre + (length, step) + post)
+    node = _crop(node, axis + 1, 0, 1)
+    return graph.reshape(node, pre + (length,) + post)
+
+
+def _index_tensor(item: Any, axis: int, n: int) -> Tensor:
+    """An integer index array as a tensor; bool masks are refused, array values are bounds-checked."""
+    if isinstance(item, Tensor):
+        if item.dtype.is_bool:
+            raise TypeError("boolean mask indexing is not supported (use zd.where)")
+        if not item.dtype.is_int:
+            raise IndexError(f"tensors used as indices must be of integer type, got {item.dtype}")
+        if n == 0 and item.size:
+            raise IndexError(f"index out of bounds for axis {axis} with size 0")
+        return item
+    arr = np.asarray(item)
+    if arr.dtype.kind == "b":
+        raise TypeError("boolean mask indexing is not supported (use zd.where)")
+    if arr.size == 0:
+        arr = arr.astype(np.int64)
+    if arr.dtype.kind not in "iu":
+        raise IndexError(f"arrays used as indices must be of integer type, got {arr.dtype}")
+    bad = arr[(arr >= n) | (arr < -n)]
+    if bad.size:
+        raise IndexError(f"index {bad.flat[0]} is out of bounds for axis {axis} with size {n}")
+    return tensor(arr.astype(np.int32 if n < 2**31 else np.int64))
+
+
+def _gather(x: Tensor, p: int, idx: Tensor) -> Tensor:
+    """x indexed on axis p by an integer tensor: where(one_hot(idx), x, 0) summed over the axis."""
+    n, k = x.shape[p], idx.ndim
+    idx = where(idx < 0, idx + n, idx)
+    hot = idx.reshape(idx.shape + (1,)) == arange(n, dtype=idx.dtype)
+    hot = hot.reshape((1,) * p + idx.shape + (n,) + (1,) * (x.ndim - p - 1))
+    zero = x.dtype.np_dtype.type(0)  # a zero of x's own dtype (a Python 0 would turn bool into int)
+    picked = where(hot, x.reshape(x.shape[:p] + (1,) * k + x.shape[p:]), zero)
+    op, empty = (ReduceOp.MAX, False) if x.dtype.is_bool else (ReduceOp.SUM, 0)
+    return reduce_axes(op, picked, (p + k,), False, empty)
+
+
+def _is_array_index(item: Any) -> bool:
+    return isinstance(item, (Tensor, np.ndarray, list, tuple))
+
+
+def _expand_key(key: Any, ndim: int) -> list[Any]:
+    key = list(key) if isinstance(key, tuple) else [key]
+    for item in key:
+        if isinstance(item, (bool, np.bool_)):
+            raise TypeError("boolean indices are not supported")
+    if sum(item is Ellipsis for item in key) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(item is not None and item is not Ellipsis for item in key)
+    if used > ndim:
+        raise IndexError(f"too many indices for tensor: tensor is {ndim}-dimensional, but {used} were indexed")
+    if not any(item is Ellipsis for item in key):  # not `in`: it would compare arrays elementwise
+        key.append(Ellipsis)
+    i = next(i for i, item in enumerate(key) if item is Ellipsis)
+    return key[:i] + [slice(None)] * (ndim - used) + key[i + 1:]
+
+
+def getitem(x: Tensor, key: Any) -> Tensor:
+    """`x[key]`: ints, slices (any step), None, Ellipsis and one integer array/tensor index (gather),
+    with NumPy's result layout (the gathered dims go first when ints and the array are not adjacent)."""
+    key = _expand_key(key, x.ndim)
+    arrays = [i for i, item in enumerate(key) if _is_array_index(item)]
+    if len(arrays) > 1:
+        raise IndexError("only one integer array/tensor index is supported per indexing operation")
+    node, dim, gather, drop = x.node, 0, None, []
+    for p, item in enumerate(key):
+        if item is None:
+            node = graph.reshape(node, node.shape[:p] + (1,) + node.shape[p:])
+        elif isinstance(item, slice):
+            node = _slice(node, p, item)
+        elif _is_array_index(item):
+            gather = (p, _index_tensor(item, dim, node.shape[p]))
+        else:
+            try:
+                i = operator.index(item)
+            except TypeError:
+                raise IndexError(f"invalid index {item!r}: only integers, slices, None, Ellipsis and integer "
+                                 "arrays are valid indices") from None
+            n = node.shape[p]
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {dim} with size {n}")
+            node = _crop(node, p, i % n, i % n + 1)
+            drop.append(p)
+        dim += item is not None
+    out = Tensor(graph.reshape(node, tuple(d for i, d in enumerate(node.shape) if i not in drop)))
+    if gather is None:
+        return out
+    pos = gather[0] - sum(d < gather[0] for d in drop)
+    out = _gather(out, pos, gather[1])
+    advanced = [i for i, item in enumerate(key) if item is not None and not isinstance(item, slice)]
+    if advanced[-1] - advanced[0] + 1 != len(advanced) and pos:  # NumPy: separated advanced indices go first
+        k = gather[1].ndim
+        out = permute_dims(out, (*range(pos, pos + k), *range(pos), *range(pos + k, out.ndim)))
+    return out
+
+
+# ---- placement -----------------------------------------------------------------------------------------
+
+def shard(x: Tensor, devices: list[str], axis: int = 0) -> Tensor:
+    """`x.shard(devices, axis)`: nearly equal pieces along `axis` (np.array_split sizes), each pinned to its
+    device, joined back. For now these are placement hints; per-shard execution comes with the scheduler."""
+    from . import session
+
+    if isinstance(devices, str) or not devices:
+        raise DeviceError(f"shard needs a non-empty list of device names, got {devices!r}")
+    devs = [session.resolve_device(d) for d in devices]
+    if x.ndim == 0:
+        raise ShapeError("cannot shard a 0-d tensor")
+    ax = norm_axis(axis, x.ndim, x.shape)
+    n, k = x.shape[ax], len(devs)
+    sizes = [n // k + (i < n % k) for i in range(k)]
+    lead = (slice(None),) * ax
+    starts = np.cumsum([0, *sizes])
+    return concat([x[(*lead, slice(int(a), int(b)))].to(d) for a, b, d in zip(starts[:-1], starts[1:], devs)], ax)

@@ -1,0 +1,115 @@
+"""Driver side: the Ray backend (the only driver-side module that imports ray). Takes logical device
+names bound to physical specs, the config and a Ray address; starts (or joins) Ray, creates one named
+actor per device (`zyx_dist/worker/<device>` in the config's namespace, one logical GPU each), and runs
+scheduler steps on them: one actor call per worker per step, all submitted at once. A transfer's array
+goes from the exporting call's extra return value straight into the destination's later call, so Ray
+orders the two workers by that data alone and the driver never blocks except to collect results.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import ray
+
+from .backend import exports_of, substitute
+from .errors import DeviceError, WorkerLostError
+from .protocol import BatchResult, Command
+
+
+class RayBackend:
+    def __init__(self, devices: list[tuple[str, str]], config: Any, address: str | None = None):
+        from .runtime.actor import WorkerActor
+
+        self.namespace = config.ray.namespace
+        self.started_ray = False
+        address = address or config.ray.address or os.environ.get("RAY_ADDRESS")
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {"namespace": self.namespace, "include_dashboard": False,
+                                      "log_to_driver": True}
+            if address:
+                kwargs["address"] = address
+            else:  # a local instance: one logical GPU per worker, so Ray places them as it would GPUs
+                kwargs["num_gpus"] = len(devices)
+                kwargs["num_cpus"] = max(2, os.cpu_count() or 1)
+            try:
+                ray.init(**kwargs)
+            except Exception as e:  # noqa: BLE001 -- every start failure is a DeviceError for the user
+                raise DeviceError(f"could not start or join Ray (address={address!r}): {e}") from e
+            self.started_ray = True
+        self.actors: dict[str, Any] = {}
+        try:
+            for name, spec in devices:
+                self.actors[name] = WorkerActor.options(
+                    name=f"zyx_dist/worker/{name}", namespace=self.namespace, num_gpus=1, num_cpus=0,
+                    max_restarts=config.ray.max_restarts, max_task_retries=0,
+                ).remote(spec, config.memory_limit, name)
+            self.infos = dict(zip(self.actors, self._get([a.info.remote() for a in self.actors.values()])))
+        except Exception:
+            self.close()
+            raise
+
+    def _get(self, refs: list) -> list:
+        try:
+            return ray.get(refs)
+        except ray.exceptions.RayActorError as e:
+            raise WorkerLostError(f"a worker died: {e}") from e
+        except ray.exceptions.RayTaskError as e:
+            cause = e.cause if hasattr(e, "cause") else e
+            if isinstance(cause, Exception) and cause.__class__.__module__.startswith("zyx_dist"):
+                raise cause from None
+            raise
+
+    def info(self, name: str) -> dict:
+        return self.infos[name]
+
+    def run(self, batches: dict[str, list[Command]]) -> dict[str, BatchResult]:
+        return self.run_steps([batches])[0]
+
+    def run_timed(self, name: str, batch: list[Command]) -> BatchResult:
+        from .runtime.actor import batch_result
+
+        return batch_result(self._get([self.actors[name].run.remote(batch, True)])[0])
+
+    def run_steps(self, steps: list[dict[str, list[Command]]]) -> list[dict[str, BatchResult]]:
+        from .runtime.actor import batch_result
+
+        exported: dict[int, Any] = {}
+        pending: list[list[tuple[str, Any]]] = []
+        for batches in steps:
+            calls = []
+            for name, batch in batches.items():
+                if not batch:
+                    continue
+                exports = exports_of(batch)
+                method = self.actors[name].run
+                if exports:
+                    method = method.options(num_returns=1 + len(exports))
+                out = method.remote(substitute(batch, exported))
+                if exports:
+                    for (_, tid), ref in zip(exports, out[1:]):
+                        exported[tid] = ref
+                    out = out[0]
+                calls.append((name, out))
+            pending.append(calls)
+        flat = self._get([ref for calls in pending for _, ref in calls])
+        results, i = [], 0
+        for calls in pending:
+            step = {}
+            for name, _ in calls:
+                step[name] = batch_result(flat[i])
+                i += 1
+            results.append(step)
+        return results
+
+    def close(self) -> None:
+        for a in self.actors.values():
+            try:
+                ray.kill(a)
+            except Exception:  # noqa: BLE001 -- already gone is fine when shutting down
+                pass
+        self.actors = {}
+        if self.started_ray and ray.is_initialized():
+            ray.shutdown()
+        self.started_ray = False

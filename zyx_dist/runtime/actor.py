@@ -1,0 +1,59 @@
+"""Actor side: the Ray actor around one `Worker` (the only actor-side module that imports ray).
+Takes command batches from the driver, resolves the ObjectRefs of incoming transfers when a CopyIn
+needs them (so the batch's other work is not held up), and gives back the `BatchResult` followed by
+the arrays of the batch's exporting CopyOuts as separate return values, which Ray hands straight to
+the destination worker's next batch without passing through the driver.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import ray
+
+from ..protocol import BatchResult, Command, CopyOut, Done
+from .worker import Worker
+
+
+def _resolve(data):
+    return ray.get(data) if isinstance(data, ray.ObjectRef) else data
+
+
+@ray.remote
+class WorkerActor:
+    def __init__(self, spec: str, memory_limit: int | None, name: str):
+        self.name = name
+        self.worker = Worker(spec, memory_limit)
+
+    def run(self, batch: list[Command], timed: bool = False):
+        w = self.worker
+        old, w.profile = w.profile, (w.profile or timed)
+        try:
+            res = w.run(batch, resolve=_resolve)
+        finally:
+            w.profile = old
+        exports = [i for i, c in enumerate(batch) if isinstance(c, CopyOut) and c.export]
+        if not exports:
+            return res
+        results = list(res.results)
+        values = []
+        for i in exports:
+            r = results[i] if i < len(results) else None
+            values.append(r.value if isinstance(r, Done) else None)
+            if isinstance(r, Done):
+                results[i] = Done(i)  # the array travels as its own object, not inside the result
+        return (dataclasses.replace(res, results=tuple(results)), *values)
+
+    def info(self) -> dict:
+        return dict(self.worker.info(), name=self.name, node=ray.get_runtime_context().get_node_id())
+
+    def incarnation(self) -> str:
+        return self.worker.incarnation
+
+    def close(self) -> None:
+        self.worker.close()
+
+
+def batch_result(value) -> BatchResult:
+    """The BatchResult part of what `WorkerActor.run` returned."""
+    return value[0] if isinstance(value, tuple) else value

@@ -1,0 +1,290 @@
+"""Driver side: `Tensor`, the user-facing handle on one lazy graph node (API.md section 4).
+
+A Tensor holds `.node` and nothing else: every op builds new nodes through `zyx_dist.graph` (via the
+`ops_*` modules) and returns a new Tensor, so building costs no device work. Reading (`numpy()`,
+`item()`, `float()`, ...) and `realize()` go through `zyx_dist.session`, which kernelizes, schedules and
+runs the graph. Tensors are immutable: `__setitem__` raises. `__eq__` is elementwise, so the hash is
+identity-based.
+"""
+
+from __future__ import annotations
+
+import importlib
+import numbers
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .dtypes import DType
+from .graph import Node, Op
+
+
+class Tensor:
+    """A lazy n-dimensional array. Users get these from `zd.tensor`, `zd.zeros`, ... and ops on them."""
+
+    __slots__ = ("__weakref__", "node")
+    # NumPy defers to our reflected operators (`array + tensor` gives a Tensor) instead of realizing.
+    __array_ufunc__ = None
+
+    def __init__(self, node: Node):
+        self.node = node
+
+    # ---- attributes ----------------------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.node.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.node.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.node.shape)
+
+    @property
+    def size(self) -> int:
+        return self.node.size
+
+    @property
+    def nbytes(self) -> int:
+        return self.node.size * self.node.dtype.itemsize
+
+    @property
+    def device(self) -> str | None:
+        """The device holding the result once realized, else None."""
+        if self.node.buffer is None:  # not realized: no need to ask the session
+            return None
+        from . import session
+
+        return session.node_device(self.node)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d tensor)")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"Tensor(shape={self.shape}, dtype={self.dtype}, device={self.device})"
+
+    __hash__ = object.__hash__
+
+    # ---- computing and reading -----------------------------------------------------------------------
+
+    def realize(self) -> Tensor:
+        """Compute this tensor on its device; blocks until the result exists there."""
+        from . import session
+
+        session.realize([self.node])
+        return self
+
+    def numpy(self) -> np.ndarray:
+        """The value as a new NumPy array (realizes if needed)."""
+        from . import session
+
+        arr = session.read(self.node)
+        host = self.node.host
+        if host is not None and np.may_share_memory(arr, host):  # the user must not mutate our leaf data
+            arr = arr.copy()
+        return arr
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        # Reading always gives a fresh array, so copy=False is honoured without an extra copy.
+        arr = self.numpy()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def _scalar(self) -> Any:
+        if self.size != 1:
+            raise ValueError(f"can only convert a tensor of size 1 to a Python scalar, got shape {self.shape}")
+        return self.numpy().reshape(()).item()
+
+    def item(self) -> Any:
+        return self._scalar()
+
+    def tolist(self) -> Any:
+        return self.numpy().tolist()
+
+    def __float__(self) -> float:
+        return float(self._scalar())
+
+    def __int__(self) -> int:
+        return int(self._scalar())
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError("The truth value of a tensor with more than one element is ambiguous. "
+                             "Use x.any() or x.all()")
+        return bool(self._scalar())
+
+    # ---- indexing ------------------------------------------------------------------------------------
+
+    def __getitem__(self, key: Any) -> Tensor:
+        return movement.getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise TypeError("zyx_dist tensors are immutable and do not support item assignment; "
+                        "build a new tensor instead, e.g. with zd.where(mask, value, x) or zd.concat")
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    # ---- operators -----------------------------------------------------------------------------------
+
+    def __add__(self, o): return ew.add(self, o) if is_operand(o) else NotImplemented
+    def __radd__(self, o): return ew.add(o, self) if is_operand(o) else NotImplemented
+    def __sub__(self, o): return ew.subtract(self, o) if is_operand(o) else NotImplemented
+    def __rsub__(self, o): return ew.subtract(o, self) if is_operand(o) else NotImplemented
+    def __mul__(self, o): return ew.multiply(self, o) if is_operand(o) else NotImplemented
+    def __rmul__(self, o): return ew.multiply(o, self) if is_operand(o) else NotImplemented
+    def __truediv__(self, o): return ew.divide(self, o) if is_operand(o) else NotImplemented
+    def __rtruediv__(self, o): return ew.divide(o, self) if is_operand(o) else NotImplemented
+    def __floordiv__(self, o): return ew.floor_divide(self, o) if is_operand(o) else NotImplemented
+    def __rfloordiv__(self, o): return ew.floor_divide(o, self) if is_operand(o) else NotImplemented
+    def __mod__(self, o): return ew.remainder(self, o) if is_operand(o) else NotImplemented
+    def __rmod__(self, o): return ew.remainder(o, self) if is_operand(o) else NotImplemented
+    def __pow__(self, o): return ew.pow(self, o) if is_operand(o) else NotImplemented
+    def __rpow__(self, o): return ew.pow(o, self) if is_operand(o) else NotImplemented
+    def __matmul__(self, o): return linalg.matmul(self, o) if is_operand(o) else NotImplemented
+    def __rmatmul__(self, o): return linalg.matmul(o, self) if is_operand(o) else NotImplemented
+    def __and__(self, o): return ew.bitwise_and(self, o) if is_operand(o) else NotImplemented
+    def __rand__(self, o): return ew.bitwise_and(o, self) if is_operand(o) else NotImplemented
+    def __or__(self, o): return ew.bitwise_or(self, o) if is_operand(o) else NotImplemented
+    def __ror__(self, o): return ew.bitwise_or(o, self) if is_operand(o) else NotImplemented
+    def __xor__(self, o): return ew.bitwise_xor(self, o) if is_operand(o) else NotImplemented
+    def __rxor__(self, o): return ew.bitwise_xor(o, self) if is_operand(o) else NotImplemented
+    def __eq__(self, o): return ew.equal(self, o) if is_operand(o) else NotImplemented  # type: ignore[override]
+    def __ne__(self, o): return ew.not_equal(self, o) if is_operand(o) else NotImplemented  # type: ignore[override]
+    def __lt__(self, o): return ew.less(self, o) if is_operand(o) else NotImplemented
+    def __le__(self, o): return ew.less_equal(self, o) if is_operand(o) else NotImplemented
+    def __gt__(self, o): return ew.greater(self, o) if is_operand(o) else NotImplemented
+    def __ge__(self, o): return ew.greater_equal(self, o) if is_operand(o) else NotImplemented
+    def __neg__(self): return ew.negative(self)
+    def __pos__(self): return ew.positive(self)
+    def __abs__(self): return ew.abs(self)
+    def __invert__(self): return ew.invert(self)
+
+    # ---- methods (the functions of API.md section 5 with the tensor first) ---------------------------
+
+    def astype(self, dtype: Any) -> Tensor: return ew.astype(self, dtype)
+    cast = astype
+    def abs(self): return ew.abs(self)
+    def negative(self): return ew.negative(self)
+    def exp(self): return ew.exp(self)
+    def exp2(self): return ew.exp2(self)
+    def log(self): return ew.log(self)
+    def log2(self): return ew.log2(self)
+    def sqrt(self): return ew.sqrt(self)
+    def rsqrt(self): return ew.rsqrt(self)
+    def square(self): return ew.square(self)
+    def reciprocal(self): return ew.reciprocal(self)
+    def sin(self): return ew.sin(self)
+    def cos(self): return ew.cos(self)
+    def tan(self): return ew.tan(self)
+    def tanh(self): return ew.tanh(self)
+    def sigmoid(self): return ew.sigmoid(self)
+    def relu(self): return ew.relu(self)
+    def floor(self): return ew.floor(self)
+    def ceil(self): return ew.ceil(self)
+    def round(self): return ew.round(self)
+    def sign(self): return ew.sign(self)
+    def logical_not(self): return ew.logical_not(self)
+    def isnan(self): return ew.isnan(self)
+    def isinf(self): return ew.isinf(self)
+    def maximum(self, o): return ew.maximum(self, o)
+    def minimum(self, o): return ew.minimum(self, o)
+    def clip(self, lo=None, hi=None): return ew.clip(self, lo, hi)
+
+    def sum(self, axis=None, keepdims=False): return reduce.sum(self, axis, keepdims)
+    def prod(self, axis=None, keepdims=False): return reduce.prod(self, axis, keepdims)
+    def max(self, axis=None, keepdims=False): return reduce.max(self, axis, keepdims)
+    def min(self, axis=None, keepdims=False): return reduce.min(self, axis, keepdims)
+    def mean(self, axis=None, keepdims=False): return reduce.mean(self, axis, keepdims)
+    def var(self, axis=None, keepdims=False, correction=0): return reduce.var(self, axis, keepdims, correction)
+    def std(self, axis=None, keepdims=False, correction=0): return reduce.std(self, axis, keepdims, correction)
+    def argmax(self, axis=None, keepdims=False): return reduce.argmax(self, axis, keepdims)
+    def argmin(self, axis=None, keepdims=False): return reduce.argmin(self, axis, keepdims)
+    def any(self, axis=None, keepdims=False): return reduce.any(self, axis, keepdims)
+    def all(self, axis=None, keepdims=False): return reduce.all(self, axis, keepdims)
+    def logsumexp(self, axis=None, keepdims=False): return reduce.logsumexp(self, axis, keepdims)
+
+    def reshape(self, *shape) -> Tensor:
+        """`x.reshape(2, -1)` or `x.reshape((2, -1))`."""
+        return movement.reshape(self, shape[0] if len(shape) == 1 else shape)
+
+    def permute(self, *axes) -> Tensor:
+        return movement.permute_dims(self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes)
+
+    def transpose(self, *axes) -> Tensor:
+        """No arguments reverses the axes (NumPy); else as `permute`."""
+        return self.permute(*axes) if axes else movement.permute_dims(self, tuple(reversed(range(self.ndim))))
+
+    @property
+    def T(self) -> Tensor:
+        return self.transpose()
+
+    @property
+    def mT(self) -> Tensor:
+        return movement.matrix_transpose(self)
+
+    def expand(self, *shape) -> Tensor:
+        return movement.broadcast_to(self, shape[0] if len(shape) == 1 else shape)
+
+    def broadcast_to(self, shape) -> Tensor: return movement.broadcast_to(self, shape)
+    def expand_dims(self, axis) -> Tensor: return movement.expand_dims(self, axis)
+    def squeeze(self, axis=None) -> Tensor: return movement.squeeze(self, axis)
+    def flatten(self) -> Tensor: return movement.flatten(self)
+    def flip(self, axis=None) -> Tensor: return movement.flip(self, axis)
+    def pad(self, pad_width, value=0) -> Tensor: return movement.pad(self, pad_width, value)
+    def repeat(self, repeats, axis=None) -> Tensor: return movement.repeat(self, repeats, axis)
+    def tile(self, reps) -> Tensor: return movement.tile(self, reps)
+    def split(self, n_or_sizes, axis=0) -> list[Tensor]: return movement.split(self, n_or_sizes, axis)
+
+    def matmul(self, o) -> Tensor: return linalg.matmul(self, o)
+    def dot(self, o) -> Tensor: return linalg.dot(self, o)
+    def softmax(self, axis=-1) -> Tensor: return linalg.softmax(self, axis)
+    def log_softmax(self, axis=-1) -> Tensor: return linalg.log_softmax(self, axis)
+    def layer_norm(self, axis=-1, eps=1e-5) -> Tensor: return linalg.layer_norm(self, axis, eps)
+
+    # ---- placement -----------------------------------------------------------------------------------
+
+    def to(self, device: str | None) -> Tensor:
+        """A tensor whose buffer will live on `device` (a lazy transfer). An unknown name raises DeviceError."""
+        from . import session
+
+        dev = session.resolve_device(device)
+        if dev is None:
+            return self
+        # An identity RESHAPE carrying the device: graph.reshape would fold it away, so build it directly.
+        return Tensor(Node(Op.RESHAPE, (self.node,), self.shape, self.shape, self.dtype, device=dev))
+
+    def shard(self, devices: list[str], axis: int = 0) -> Tensor:
+        """Split along `axis` into len(devices) nearly equal pieces (np.array_split sizes), one per device.
+
+        For now the pieces are placement hints (each is pinned with `to`) and the result is their concat;
+        per-shard execution of later ops comes with the multi-device scheduler."""
+        return movement.shard(self, devices, axis)
+
+
+class _Lazy:
+    """An op module looked up at call time: the op modules import Tensor, so tensor.py cannot import them."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name, __package__), attr)
+
+
+ew = _Lazy(".ops_elementwise")
+linalg = _Lazy(".ops_linalg")
+movement = _Lazy(".ops_movement")
+reduce = _Lazy(".ops_reduce")
+
+
+def is_operand(x: Any) -> bool:
+    """What the operators accept; anything else gives NotImplemented (so `x == None` is False, not an error)."""
+    return isinstance(x, (Tensor, np.ndarray, list, tuple, numbers.Number, np.generic))
