@@ -68,7 +68,7 @@ class InProcessBackend:
         self.workers = {}
         try:
             for name, spec in devices:
-                self.workers[name] = Worker(spec, memory_limit)
+                self.workers[name] = Worker(spec, memory_limit, profile=True)
         except Exception:
             self.close()
             raise

@@ -99,18 +99,19 @@ def _group(order: list[Node], stored: set[int]) -> dict[int, int]:
         return False
 
     work: dict[int, set[int]] = {}  # group -> computed (not stored, not input) nodes its kernel evaluates
+    by_kind: dict[tuple, list[int]] = {}  # (shape, device pin) -> groups
     for n in order:
         if n.id not in stored:
             continue
         direct = {group_of[d] for d in deps[n.id]}
         mine = _computed(n, stored)
-        for gid, ms in members.items():
-            if ms[0].shape == n.shape and ms[0].device == n.device and not work[gid].isdisjoint(mine) \
-                    and not any(reaches(g, gid) for g in direct):
+        for gid in by_kind.get((n.shape, n.device), ()):
+            if not work[gid].isdisjoint(mine) and not any(reaches(g, gid) for g in direct):
                 break
         else:
             gid = n.id
             members[gid], needs[gid], work[gid] = [], set(), set()
+            by_kind.setdefault((n.shape, n.device), []).append(gid)
         members[gid].append(n)
         work[gid] |= mine
         group_of[n.id] = gid

@@ -16,7 +16,7 @@ by data dependencies alone.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 from dataclasses import dataclass, field
 
 from .errors import DTypeError, OutOfMemoryError
@@ -53,6 +53,9 @@ class SchedulerState:
     buffers: dict[int, BufferState] = field(default_factory=dict)
     used: dict[str, int] = field(default_factory=dict)  # pool bytes (bucketed) held on each device
     compiled: dict[str, dict[str, int]] = field(default_factory=dict)  # device -> program name -> id
+    # measured device seconds of each program on each device (a moving average), which replace the
+    # roofline estimate from the probed peaks once a kernel has run there
+    measured: dict[tuple[str, str], float] = field(default_factory=dict)
     policy: str = "heft"
     clock: int = 0
     rr: int = 0
@@ -70,6 +73,17 @@ class SchedulerState:
     def link_seconds(self, src: str, dst: str, nbytes: int) -> float:
         latency, bps = self.link.get((src, dst), (1e-3, 1e9))
         return latency + nbytes / bps
+
+    def fork(self) -> SchedulerState:
+        """A copy to plan on. Buffer records are shared: the planner replaces a record instead of
+        changing it (`touch`), so the copy costs a few dict copies, not one object per buffer."""
+        return dataclasses.replace(self, buffers=dict(self.buffers), used=dict(self.used),
+                                   compiled={d: dict(c) for d, c in self.compiled.items()})
+
+    def touch(self, buf: int) -> BufferState:
+        """The record of `buf`, private to this state (copy-on-write)."""
+        b = self.buffers[buf] = dataclasses.replace(self.buffers[buf])
+        return b
 
     def free(self, buf: int) -> None:
         """The mirror of a Free command."""
@@ -193,8 +207,14 @@ class _Planner:
             ready = max(ready, t)
             if here is None or (here.buf in self.st.buffers and self.st.buffers[here.buf].spilled):
                 need += bucket_size(_nbytes(x))
-        run = max(prog.bytes / (m.gbps * 1e9) if m.gbps else 0.0,
-                  prog.flops / (m.gflops * 1e9) if m.gflops else 0.0) + m.launch_seconds
+        run = self.st.measured.get((prog.name, dev))
+        if run is None:
+            run = max(prog.bytes / (m.gbps * 1e9) if m.gbps else 0.0,
+                      prog.flops / (m.gflops * 1e9) if m.gflops else 0.0)
+            # a model of this kernel measured on a device of the same kind beats the roofline
+            run = next((t for (name, d), t in self.st.measured.items() if name == prog.name
+                        and self.st.devices[d].gflops == m.gflops), run)
+        run += m.launch_seconds
         start = max(self.avail[dev], ready)
         return start, start + run, need
 
@@ -238,10 +258,12 @@ class _Planner:
 
     def make_room(self, dev: str, need: int, keep: set[int], step: int) -> None:
         free = self.st.devices[dev].memory - self.st.used[dev]
+        if free >= need:
+            return
         for buf in self.spillable(dev, keep, step):
             if free >= need:
                 break
-            b = self.st.buffers[buf]
+            b = self.st.touch(buf)
             self.sched.batch(step, dev).append(Spill(buf))
             b.spilled = True
             self.st.used[dev] -= bucket_size(b.nbytes)
@@ -261,6 +283,7 @@ class _Planner:
             b = self.st.buffers.get(here.buf)
             if b is not None and b.spilled:
                 self.sched.batch(step, dev).append(Reload(here.buf))
+                b = self.st.touch(here.buf)
                 b.spilled = False
                 self.st.used[dev] += bucket_size(b.nbytes)
             return here
@@ -320,7 +343,7 @@ class _Planner:
         for c in ins:
             self.use(c, step)
             if c.buf in self.st.buffers:
-                self.st.buffers[c.buf].last_use = self.st.clock
+                self.st.touch(c.buf).last_use = self.st.clock
         self.avail[dev] = finish
         self.sched.estimated_seconds = max(self.sched.estimated_seconds, finish)
         self.sched.placements.append(Placement(prog.name, dev, reason, finish - start, step))
@@ -344,7 +367,7 @@ class _Planner:
 
 def schedule(kernels: list[Kernel], programs: list, state: SchedulerState, default: str) -> Schedule:
     """Plan `kernels` on a copy of `state`; the caller keeps `Schedule.state` only if the run succeeds."""
-    planner = _Planner(copy.deepcopy(state), default)
+    planner = _Planner(state.fork(), default)
     for k, p in zip(kernels, programs):
         planner.add(k, p)
     return planner.finish()

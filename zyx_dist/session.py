@@ -196,6 +196,7 @@ class Session:
         t2 = time.perf_counter()
         self._check(sched, results)
         self.state = sched.state
+        self._measure(sched, results)
         self.counters["kernels_launched"] += sched.launches
         self.counters["kernel_cache_hits"] += sched.cache_hits
         self.counters["transfers"] += len(sched.transfers)
@@ -214,6 +215,16 @@ class Session:
         if self.debug & 2:
             print(f"zyx_dist: realize {len(kernels)} kernels in {len(sched.steps)} steps: plan "
                   f"{1e3 * (t1 - t0):.2f} ms, run {1e3 * (t2 - t1):.2f} ms")
+
+    def _measure(self, sched: Schedule, results: list[dict[str, BatchResult]]) -> None:
+        """Feed device-side kernel times back to the scheduler's cost model."""
+        measured = self.state.measured
+        for step, res in enumerate(results):
+            for dev, r in res.items():
+                names = [p.kernel for p in sched.placements if p.device == dev and p.step == step]
+                for name, secs in zip(names, r.kernel_seconds):
+                    old = measured.get((name, dev))
+                    measured[(name, dev)] = secs if old is None else 0.5 * (old + secs)
 
     def _trace(self, sched: Schedule, results: list[dict[str, BatchResult]], times: tuple) -> None:
         """Chrome trace events: driver phases, then each device's launches laid end to end from the run start."""
@@ -241,6 +252,7 @@ class Session:
                     b = self.state.buffers.get(getattr(cmd, "buf", None))
                     if isinstance(out, Done) and b is not None and isinstance(cmd, (Spill, Reload)):
                         if b.spilled != isinstance(cmd, Spill):
+                            b = self.state.touch(cmd.buf)
                             b.spilled = isinstance(cmd, Spill)
                             self.state.used[dev] += bucket_size(b.nbytes) * (-1 if b.spilled else 1)
         rollback: dict[str, list] = {}
@@ -316,9 +328,9 @@ def shutdown() -> None:
 
 
 def current() -> Session:
-    """The running session, started with defaults on first use (implicit init)."""
+    """The running session, started with defaults on first use (implicit init, as API.md section 1)."""
     if _session is None:
-        init(ray=False)
+        init()
     assert _session is not None
     return _session
 

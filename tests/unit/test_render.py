@@ -64,8 +64,10 @@ def one(n: g.Node) -> Kernel:
 
 
 def one_kernel(nodes: list[g.Node]) -> Kernel:
-    (k,) = kernelize(nodes)
-    return k
+    """A multi-output kernel over the leaves the nodes read (built directly: the kernelizer keeps
+    outputs that share no work in separate kernels)."""
+    leaves = {n.id: n for n in g.toposort(nodes) if n.op is g.Op.LEAF}
+    return Kernel(list(nodes), sorted(leaves.values(), key=lambda n: n.id))
 
 
 def loads(src: str, arg: str = "in0") -> list[str]:

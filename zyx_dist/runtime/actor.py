@@ -23,7 +23,7 @@ def _resolve(data):
 class WorkerActor:
     def __init__(self, spec: str, memory_limit: int | None, name: str):
         self.name = name
-        self.worker = Worker(spec, memory_limit)
+        self.worker = Worker(spec, memory_limit, profile=True)
 
     def run(self, batch: list[Command], timed: bool = False):
         w = self.worker
