@@ -15,6 +15,16 @@ from .errors import DeviceError
 from .protocol import BatchResult, Command, CopyIn, CopyOut, Done, TransferRef
 
 
+class LostWorkers(Exception):
+    """Raised by a backend's `run_steps` when workers died or came back empty (a new incarnation): the
+    driver recovers (`backend.recover`, then recomputation from lineage) and runs again."""
+
+    def __init__(self, devices: set[str], results: list | None = None):
+        super().__init__(f"lost workers: {', '.join(sorted(devices))}")
+        self.devices = devices
+        self.results = results or []  # what the surviving workers answered, step by step
+
+
 def exports_of(batch: list[Command]) -> list[tuple[int, int]]:
     """(command index, transfer id) of the exporting CopyOuts of a batch."""
     return [(i, c.export) for i, c in enumerate(batch) if isinstance(c, CopyOut) and c.export]

@@ -104,7 +104,8 @@ class Node:
     `buffer` the device buffer once realized (then `op` is LEAF), `host` the NumPy data of a leaf not
     uploaded yet, `device` a pinned device name or None."""
 
-    __slots__ = ("id", "op", "srcs", "arg", "shape", "dtype", "buffer", "host", "device", "__weakref__")
+    __slots__ = ("id", "op", "srcs", "arg", "shape", "dtype", "buffer", "host", "device", "lineage", "origin",
+                 "weight", "__weakref__")
 
     def __init__(self, op: Op, srcs: tuple[Node, ...], arg: Any, shape: Shape, dtype: DType,
                  host: np.ndarray | None = None, device: str | None = None):
@@ -112,6 +113,9 @@ class Node:
         self.op, self.srcs, self.arg, self.shape, self.dtype = op, srcs, arg, shape, dtype
         self.buffer: Any = None
         self.host, self.device = host, device
+        self.lineage: Node | None = None  # how to recompute the value once realized (see lineage.py)
+        self.origin: Any = None  # in a recipe: a weak reference to the live node it describes
+        self.weight = 1  # in a recipe: its size in nodes, counted with repeats
 
     @property
     def size(self) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 
 import ray
 
-from .backend import exports_of, substitute
+from .backend import LostWorkers, exports_of, substitute
 from .errors import DeviceError, WorkerLostError
 from .protocol import BatchResult, Command
 
@@ -46,6 +46,7 @@ class RayBackend:
                     max_restarts=config.ray.max_restarts, max_task_retries=0,
                 ).remote(spec, config.memory_limit, name)
             self.infos = dict(zip(self.actors, self._get([a.info.remote() for a in self.actors.values()])))
+            self.incarnations = {name: info["incarnation"] for name, info in self.infos.items()}
         except Exception:
             self.close()
             raise
@@ -73,6 +74,8 @@ class RayBackend:
         return batch_result(self._get([self.actors[name].run.remote(batch, True)])[0])
 
     def run_steps(self, steps: list[dict[str, list[Command]]]) -> list[dict[str, BatchResult]]:
+        """Submit every step's batches at once, then collect. Raises LostWorkers when a worker died
+        (its call failed) or answered from a new incarnation (Ray restarted it empty)."""
         from .runtime.actor import batch_result
 
         exported: dict[int, Any] = {}
@@ -93,15 +96,48 @@ class RayBackend:
                     out = out[0]
                 calls.append((name, out))
             pending.append(calls)
-        flat = self._get([ref for calls in pending for _, ref in calls])
-        results, i = [], 0
+        results: list[dict[str, BatchResult]] = []
+        lost: set[str] = set()
         for calls in pending:
             step = {}
-            for name, _ in calls:
-                step[name] = batch_result(flat[i])
-                i += 1
+            for name, ref in calls:
+                try:
+                    res = batch_result(ray.get(ref))
+                except (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError,
+                        ray.exceptions.OwnerDiedError):
+                    lost.add(name)
+                    continue
+                except ray.exceptions.RayTaskError as e:
+                    if isinstance(getattr(e, "cause", None), (ray.exceptions.RayActorError,
+                                                              ray.exceptions.ObjectLostError)):
+                        lost.add(name)  # a transfer source died: this worker only lost its input
+                        continue
+                    raise
+                if res.incarnation != self.incarnations[name]:
+                    lost.add(name)
+                step[name] = res
             results.append(step)
+        if lost:
+            raise LostWorkers(lost, results)
         return results
+
+    def recover(self, name: str, timeout: float = 60.0) -> bool:
+        """Wait for Ray to restart worker `name`; True when it is back (empty), False when it is gone."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.incarnations[name] = ray.get(self.actors[name].incarnation.remote(), timeout=timeout)
+                return True
+            except ray.exceptions.RayActorError as e:
+                if "restart" not in str(e).lower() and not isinstance(e, ray.exceptions.ActorUnavailableError):
+                    return False
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.2)
+            except ray.exceptions.GetTimeoutError:
+                return False
 
     def close(self) -> None:
         for a in self.actors.values():

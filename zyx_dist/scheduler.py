@@ -85,6 +85,16 @@ class SchedulerState:
         b = self.buffers[buf] = dataclasses.replace(self.buffers[buf])
         return b
 
+    def drop_device(self, dev: str, keep: bool) -> None:
+        """Forget everything a lost worker held; `keep` leaves the device usable (it restarted empty)."""
+        self.buffers = {i: b for i, b in self.buffers.items() if b.device != dev}
+        self.used[dev] = 0
+        self.compiled[dev] = {}
+        self.measured = {k: v for k, v in self.measured.items() if k[1] != dev or keep}
+        if not keep:
+            self.devices = {n: m for n, m in self.devices.items() if n != dev}
+            del self.used[dev], self.compiled[dev]
+
     def free(self, buf: int) -> None:
         """The mirror of a Free command."""
         b = self.buffers.pop(buf, None)

@@ -7,6 +7,7 @@ counters of `zd.stats()` and the debug output of `ZYX_DIST_DEBUG`.
 
 from __future__ import annotations
 
+import os
 import time
 import weakref
 from dataclasses import dataclass
@@ -14,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from . import debug, probe
-from .backend import InProcessBackend, resolve_devices
+from . import debug, lineage, probe
+from .backend import InProcessBackend, LostWorkers, resolve_devices
 from .codegen.render import Program, kernel_key, render_kernel
 from .config import Config, load_config
-from .errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, ZyxError
+from .errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
 from .graph import Node, Op
 from .kernelize import kernelize
 from .protocol import Alloc, BatchResult, CopyIn, CopyOut, Done, Failed, Free, Reload, Spill, Sync
@@ -53,6 +54,9 @@ class BufferRef:
         fin.atexit = False
 
 
+# host copies of uploaded data kept so that tensors lost with a worker can be recomputed
+HOST_COPY_BUDGET = int(os.environ.get("ZYX_DIST_HOST_COPY_BYTES", 2 << 30))
+
 _STAT_KEYS = ("kernels_launched", "kernel_cache_hits", "bytes_transferred", "transfers", "spills", "recoveries")
 
 
@@ -85,6 +89,9 @@ class Session:
         self.bytes_in_use = {name: 0 for name in self.device_names}
         self.counters = dict.fromkeys(_STAT_KEYS, 0)
         self.trace_events: list[dict] | None = None  # set by zd.trace
+        self.holders: weakref.WeakValueDictionary[int, Node] = weakref.WeakValueDictionary()  # buffer -> node
+        # lineage is kept only where a worker can be lost (a Ray actor); in-process workers die with us
+        self.host_copies = lineage.HostCopies(HOST_COPY_BUDGET) if hasattr(self.backend, "recover") else None
         self.infos = {name: self.backend.info(name) for name in self.device_names}
         self.peaks = {}
         for name, info in self.infos.items():
@@ -130,6 +137,7 @@ class Session:
     def _run(self, steps: list[dict[str, list]]) -> list[dict[str, BatchResult]]:
         """Send the steps (with the frees queued by the garbage collector in front of the first)."""
         frees, self.pending_frees[:] = list(self.pending_frees), []
+        frees = [(dev, buf) for dev, buf in frees if buf in self.state.buffers]  # lost ones are gone already
         if frees:
             if not steps:
                 steps = [{}]
@@ -175,7 +183,49 @@ class Session:
                 sched.uploads[n.id] = (dev, buf, _nbytes(n))
         return kernels, programs, sched
 
+    def _ref(self, node: Node, dev: str, buf: int, nbytes: int) -> BufferRef:
+        self.holders[buf] = node
+        return BufferRef(self, dev, buf, nbytes)
+
     def realize(self, nodes: list[Node]) -> None:
+        """Compute `nodes`; when workers are lost on the way, recover and recompute from lineage."""
+        for _ in range(self.config.ray.max_restarts + 1):
+            try:
+                return self._realize(nodes)
+            except LostWorkers as e:
+                self.recover(e.devices)
+        raise WorkerLostError(f"workers kept failing while realizing {len(nodes)} tensors "
+                              f"(more than ray.max_restarts={self.config.ray.max_restarts} recoveries)")
+
+    def recover(self, devices: set[str]) -> None:
+        """Workers were lost: bring them back (or drop them), forget their buffers, and turn every live
+        tensor that lived there back into a computation from its lineage."""
+        self.counters["recoveries"] += 1
+        for dev in sorted(devices):
+            back = self.backend.recover(dev)
+            self.state.drop_device(dev, keep=back)
+            self.bytes_in_use[dev] = 0
+            if not back:
+                del self.bytes_in_use[dev]
+            if not back:
+                self.device_names.remove(dev)
+                if self.default_device == dev and self.device_names:
+                    self.default_device = self.device_names[0]
+        if not self.device_names:
+            raise WorkerLostError(f"every worker is gone (lost: {', '.join(sorted(devices))})")
+        lost = [n for n in list(self.holders.values()) if n.buffer is not None and n.buffer.device in devices]
+        memo: dict = {}
+
+        def alive(n: Node) -> bool:
+            return n.buffer.device not in devices
+
+        for n in lost:
+            self.holders.pop(n.buffer.id, None)
+            if n.device in devices and n.device not in self.device_names:
+                n.device = None  # its pinned device is gone for good
+            lineage.restore(n, alive, memo)
+
+    def _realize(self, nodes: list[Node]) -> None:
         t0 = time.perf_counter()
         kernels, programs, sched = self.plan(nodes)
         if not sched.steps:
@@ -192,7 +242,11 @@ class Session:
             last.update({dev: cmds for dev, cmds in step.items() if cmds})
         for cmds in last.values():  # realize() returns once the results exist on their devices
             cmds.append(Sync())
-        results = self._run(sched.steps)
+        try:
+            results = self._run(sched.steps)
+        except LostWorkers as e:
+            self._rollback(sched, e.results, e.devices)
+            raise
         t2 = time.perf_counter()
         self._check(sched, results)
         self.state = sched.state
@@ -206,9 +260,16 @@ class Session:
         leaves = {x.id: x for k in kernels for x in k.inputs}
         leaves.update({n.id: n for n in nodes})
         for nid, (dev, buf, nbytes) in sched.uploads.items():
-            leaves[nid].buffer, leaves[nid].host = BufferRef(self, dev, buf, nbytes), None
+            leaf = leaves[nid]
+            if self.host_copies is not None and leaf.lineage is None:
+                leaf.lineage = self.host_copies.keep(leaf)
+            leaf.buffer, leaf.host = self._ref(leaf, dev, buf, nbytes), None
+        memo: dict = {}
+        if self.host_copies is not None:  # recipes first: they read the history become_leaf drops
+            for nid in sched.outputs:
+                by_id[nid].lineage = lineage.recipe(by_id[nid], memo)
         for nid, (dev, buf, nbytes) in sched.outputs.items():
-            by_id[nid].become_leaf(BufferRef(self, dev, buf, nbytes))
+            by_id[nid].become_leaf(self._ref(by_id[nid], dev, buf, nbytes))
         t3 = time.perf_counter()
         if self.trace_events is not None:
             self._trace(sched, results, (t0, t1, t2, t3))
@@ -243,9 +304,14 @@ class Session:
     def _check(self, sched: Schedule, results: list[dict[str, BatchResult]]) -> None:
         failures = [(dev, r) for step in results for dev, res in step.items()
                     for r in res.results if isinstance(r, Failed)]
-        if not failures:
-            return
-        # Keep the mirror true: spills and reloads that ran stay done; everything allocated is freed.
+        if failures:
+            self._rollback(sched, results, set())
+            dev, f = failures[0]
+            raise _error(dev, f)
+
+    def _rollback(self, sched: Schedule, results: list[dict[str, BatchResult]], lost: set[str]) -> None:
+        """A schedule failed: keep the mirror true (spills and reloads that ran stay done) and free
+        everything it allocated on the workers still alive, so nothing leaks."""
         for step, res in zip(sched.steps, results):
             for dev, r in res.items():
                 for cmd, out in zip(step[dev], r.results):
@@ -257,16 +323,28 @@ class Session:
                             self.state.used[dev] += bucket_size(b.nbytes) * (-1 if b.spilled else 1)
         rollback: dict[str, list] = {}
         for dev, buf in sched.allocated:
-            rollback.setdefault(dev, []).append(Free(buf))
-        self.backend.run_steps([rollback])  # frees of buffers a failed batch never made fail harmlessly
-        dev, f = failures[0]
-        raise _error(dev, f)
+            if dev not in lost:
+                rollback.setdefault(dev, []).append(Free(buf))
+        try:  # frees of buffers that a failed batch never made fail harmlessly
+            for step in self.backend.run_steps([rollback]):
+                for dev, res in step.items():
+                    self.bytes_in_use[dev] = res.bytes_in_use
+        except LostWorkers:
+            pass  # the next run notices and recovers
 
     def read(self, node: Node) -> np.ndarray:
+        for _ in range(self.config.ray.max_restarts + 1):
+            try:
+                return self._read(node)
+            except LostWorkers as e:
+                self.recover(e.devices)
+        raise WorkerLostError(f"workers kept failing while reading tensor #{node.id} {node.shape}")
+
+    def _read(self, node: Node) -> np.ndarray:
         if node.op is Op.LEAF and node.buffer is None and node.host is not None:
             return node.host.copy()
         if not node.realized:
-            self.realize([node])
+            self._realize([node])
         if node.size == 0:
             return np.zeros(node.shape, node.dtype.np_dtype)
         ref = node.buffer

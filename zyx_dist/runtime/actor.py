@@ -53,6 +53,12 @@ class WorkerActor:
     def close(self) -> None:
         self.worker.close()
 
+    def crash(self) -> None:
+        """Fault injection for tests: the process dies at once, as if its GPU or host failed."""
+        import os
+
+        os._exit(1)
+
 
 def batch_result(value) -> BatchResult:
     """The BatchResult part of what `WorkerActor.run` returned."""

@@ -1,0 +1,103 @@
+"""Driver side: lineage, so that the data of a lost worker can be recomputed. Takes the nodes a realize
+computed (and the leaves it uploaded); gives each a *recipe*: a small graph of nodes that holds no
+device buffer and ends in host copies of uploaded data (kept within a byte budget, oldest dropped
+first) or constants. When a worker dies, `rebuild` turns a lost node back into a computation from
+its recipe, reusing every source that is still realized on a surviving worker, so exactly the lost
+tensors that are needed get recomputed.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+
+from .errors import WorkerLostError
+from .graph import Node, Op
+
+MAX_RECIPE_NODES = 20_000  # a deeper history (e.g. a long training loop) is not kept: it would grow forever
+
+
+class HostCopies:
+    """Host copies of uploaded leaves that recipes may need, bounded by `budget` bytes (LRU)."""
+
+    def __init__(self, budget: int):
+        self.budget, self.total = budget, 0
+        self.leaves: OrderedDict[int, weakref.ref] = OrderedDict()
+
+    def keep(self, node: Node) -> Node | None:
+        """A recipe leaf sharing `node`'s host array, or None when it does not fit the budget."""
+        data = node.host
+        if data is None or data.nbytes > self.budget:
+            return None
+        leaf = Node(Op.LEAF, (), None, node.shape, node.dtype, host=data)
+        leaf.origin = weakref.ref(node)
+        self.total += data.nbytes
+        self.leaves[leaf.id] = weakref.ref(leaf, lambda _r, i=leaf.id, n=data.nbytes: self._gone(i, n))
+        while self.total > self.budget and self.leaves:
+            _, ref = self.leaves.popitem(last=False)
+            old = ref()
+            if old is not None and old.host is not None:
+                self.total -= old.host.nbytes
+                old.host = None  # recipes through it can no longer be rebuilt
+        return leaf
+
+    def _gone(self, leaf_id: int, nbytes: int) -> None:
+        if self.leaves.pop(leaf_id, None) is not None:
+            self.total -= nbytes
+
+
+def recipe(n: Node, memo: dict[int, Node]) -> Node | None:
+    """The recipe of `n` (called before `n` becomes a leaf); None when some source has no lineage."""
+    if n.id in memo:
+        return memo[n.id]
+    if n.op is Op.CONST:
+        r: Node | None = n
+    elif n.op is Op.LEAF:
+        r = n.lineage
+    else:
+        srcs = [recipe(s, memo) for s in n.srcs]
+        if any(s is None for s in srcs) or 1 + sum(s.weight for s in srcs) > MAX_RECIPE_NODES:  # type: ignore[union-attr]
+            r = None
+        else:
+            r = Node(n.op, tuple(srcs), n.arg, n.shape, n.dtype, device=n.device)  # type: ignore[arg-type]
+            r.weight = 1 + sum(s.weight for s in srcs)  # type: ignore[union-attr]
+            r.origin = weakref.ref(n)
+    memo[n.id] = r
+    return r
+
+
+def rebuild(r: Node, alive, memo: dict[int, Node]) -> Node:
+    """A graph computing the value described by recipe `r`: sources still realized where `alive(node)`
+    holds are used as they are; the rest is recomputed. Raises KeyError when a needed host copy is gone."""
+    if r.id in memo:
+        return memo[r.id]
+    live = r.origin() if r.origin is not None else None
+    if live is not None and live.realized and live.buffer is not None and alive(live):
+        out = live
+    elif r.op is Op.CONST:
+        out = r
+    elif r.op is Op.LEAF:
+        if r.host is None:
+            raise KeyError(r.id)
+        out = Node(Op.LEAF, (), None, r.shape, r.dtype, host=r.host)
+        out.lineage = r
+    else:
+        out = Node(r.op, tuple(rebuild(s, alive, memo) for s in r.srcs), r.arg, r.shape, r.dtype)
+    memo[r.id] = out
+    return out
+
+
+def restore(node: Node, alive, memo: dict[int, Node]) -> None:
+    """Turn a node whose buffer was lost back into a computation (or a host leaf to upload again)."""
+    if node.lineage is None:
+        raise WorkerLostError(f"tensor #{node.id} {node.shape} {node.dtype} was lost with its worker and "
+                              f"cannot be recomputed (no lineage: its history or host copy was not kept)")
+    try:
+        src = rebuild(node.lineage, alive, memo)
+    except KeyError:
+        raise WorkerLostError(f"tensor #{node.id} {node.shape} {node.dtype} was lost with its worker and cannot "
+                              f"be recomputed: a host copy it depends on was dropped (host copy budget)") from None
+    if src is node:
+        return
+    node.op, node.srcs, node.arg, node.buffer = src.op, src.srcs, src.arg, None
+    node.host = src.host if src.op is Op.LEAF else None
