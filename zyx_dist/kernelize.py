@@ -180,20 +180,22 @@ def _kernels(order: list[Node], stored: set[int], groups: dict[int, int], target
 
 
 def _launch_order(kernels: list[Kernel]) -> list[Kernel]:
-    """Topological order of kernels (a kernel after every kernel whose outputs it reads)."""
+    """Topological order of kernels (a kernel after every kernel whose outputs it reads). Iterative, so
+    no recursive closure makes a reference cycle that would keep realized buffers alive until the next gc."""
     producer = {o.id: i for i, k in enumerate(kernels) for o in k.outputs}
     done: set[int] = set()
     out: list[Kernel] = []
-
-    def visit(i: int) -> None:
-        if i in done:
-            return
-        done.add(i)
-        for x in kernels[i].inputs:
-            if x.id in producer:
-                visit(producer[x.id])
-        out.append(kernels[i])
-
-    for i in range(len(kernels)):
-        visit(i)
+    for root in range(len(kernels)):
+        stack = [(root, False)]
+        while stack:
+            i, expanded = stack.pop()
+            if expanded:
+                out.append(kernels[i])
+                continue
+            if i in done:
+                continue
+            done.add(i)
+            stack.append((i, True))
+            stack.extend((producer[x.id], False) for x in reversed(kernels[i].inputs)
+                         if x.id in producer and producer[x.id] not in done)
     return out

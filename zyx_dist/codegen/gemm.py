@@ -1,0 +1,173 @@
+"""Driver side: register- and local-memory-tiled code for matmul-shaped kernels. Takes a kernel from
+the kernelizer; `match` recognises a sum over one axis of the product of two inputs seen through
+movement ops only, where each operand's address is affine in (row, k) and (k, column) (so `A @ B`,
+`A @ B.T`, batched-free 2-D products and their epilogues such as `relu(A @ B + b)` all qualify), and
+`render` gives the tiled kernel: each work-group computes a TILE_M x TILE_N block of the output through
+`__local`/`__shared__` tiles of A and B, each work-item an 8x8 register block, and the rest of the
+kernel (bias, activation, casts) is evaluated on each accumulator before its store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..graph import Node, Op, ReduceOp, prod
+from . import symbolic as sym
+
+TILE_M = TILE_N = 128
+TILE_K = 8
+THREADS = 256  # 16 x 16 work-items, each an 8 x 8 block, strided by 16 so local reads hit distinct banks
+ELEMENTWISE = (Op.UNARY, Op.BINARY, Op.CAST, Op.WHERE)
+
+
+@dataclass(frozen=True)
+class GemmSpec:
+    reduce: Node
+    a: int  # input position of the left operand
+    b: int
+    M: int
+    N: int
+    K: int
+    a_off: tuple[int, int, int]  # offset = row * a_off[0] + k * a_off[1] + a_off[2]
+    b_off: tuple[int, int, int]  # offset = k * b_off[0] + col * b_off[1] + b_off[2]
+    out_strides: tuple[int, int]  # flat output index = row * s0 + col * s1
+
+
+def _operand(x: Node, pos: dict[int, int], idx: tuple) -> tuple[int, sym.Expr] | None:
+    """(input position, offset expression) when x is an input seen through index-only movement ops."""
+    from .render import _move, _strides
+
+    while x.id not in pos:
+        if x.op not in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.FLIP):
+            return None
+        idx = _move(x, idx)
+        x = x.srcs[0]
+    off = sym.add(*[sym.mul(e, s) for e, s in zip(idx, _strides(x.shape)) if s])
+    return pos[x.id], off
+
+
+def _affine(e: sym.Expr, names: list[str]) -> tuple[int, ...] | None:
+    """Coefficients of `names` and the constant, when e is affine in those variables only."""
+    s = e if isinstance(e, sym.Sum) else sym.Sum(((e, 1),), 0)
+    coef = dict.fromkeys(names, 0)
+    for t, c in s.terms:
+        if not isinstance(t, sym.Var) or t.name not in coef:
+            return None
+        coef[t.name] += c
+    return (*[coef[n] for n in names], s.const)
+
+
+def match(kernel) -> GemmSpec | None:
+    if len(kernel.outputs) != 1 or kernel.outputs[0].dtype.name != "float32":
+        return None
+    out = kernel.outputs[0]
+    pos = {n.id: i for i, n in enumerate(kernel.inputs)}
+    reduces: list[Node] = []
+    stack, seen = [(out, True)], set()
+    while stack:  # the reduce must be reached through elementwise ops and reshapes only
+        n, direct = stack.pop()
+        if n.id in seen or n.id in pos:
+            continue
+        seen.add(n.id)
+        if n.op is Op.REDUCE:
+            if not direct:
+                return None
+            reduces.append(n)
+            continue
+        keep = direct and (n.op in ELEMENTWISE or n.op is Op.RESHAPE)
+        stack.extend((s, keep) for s in n.srcs)
+    if len(reduces) != 1:
+        return None
+    r = reduces[0]
+    rop, axes = r.arg
+    src = r.srcs[0]
+    if rop is not ReduceOp.SUM or len(axes) != 1 or not r.dtype.is_float or r.dtype.itemsize != 4:
+        return None
+    if src.op is not Op.BINARY or src.arg.value != "mul":
+        return None
+    shape = src.shape
+    names = [f"d{i}" for i in range(len(shape))]
+    idx = tuple(sym.Var(nm, 0, d - 1) if d > 1 else sym.ZERO for nm, d in zip(names, shape))
+    ops = [_operand(s, pos, idx) for s in src.srcs]
+    if any(o is None for o in ops):
+        return None
+    (ia, ea), (ib, eb) = ops  # type: ignore[misc]
+    ca, cb = _affine(ea, names), _affine(eb, names)
+    if ca is None or cb is None:
+        return None
+    k = axes[0]
+    free = [d for d in range(len(shape)) if d != k and shape[d] > 1]
+    if len(free) != 2:
+        return None
+    rows = [d for d in free if ca[d] and not cb[d]]
+    cols = [d for d in free if cb[d] and not ca[d]]
+    if len(rows) != 1 or len(cols) != 1:
+        return None
+    i, j = rows[0], cols[0]
+    if any(ca[d] or cb[d] for d in range(len(shape)) if d not in (i, j, k)):
+        return None
+    ostrides = [prod(r.shape[d + 1:]) for d in range(len(r.shape))]
+    return GemmSpec(r, ia, ib, shape[i], shape[j], shape[k], (ca[i], ca[k], ca[-1]), (cb[k], cb[j], cb[-1]),
+                    (ostrides[i], ostrides[j]))
+
+
+def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, index_type: str) -> tuple[str, tuple, tuple]:
+    """Source and (gws, lws) of the tiled kernel. `epilogue(gid, acc)` gives (C lines, value expr)."""
+    cuda = dialect.name == "cuda"
+    shared = "__shared__" if cuda else "__local"
+    barrier = "__syncthreads();" if cuda else "barrier(CLK_LOCAL_MEM_FENCE);"
+    lid = "threadIdx.x" if cuda else "get_local_id(0)"
+    grp = "blockIdx.x" if cuda else "get_group_id(0)"
+    M, N, K = spec.M, spec.N, spec.K
+    nbx = -(-N // TILE_N)
+    nby = -(-M // TILE_M)
+    ai, ak, a0 = spec.a_off
+    bk, bj, b0 = spec.b_off
+    s0, s1 = spec.out_strides
+    T = index_type
+    lines, value = epilogue("gid", "acc")
+    body = "\n".join("          " + ln for ln in lines)
+    src = f"""{dialect.kernel_prefix} {name}({', '.join(params)}) {{
+  {shared} float As[{TILE_K}][{TILE_M}];
+  {shared} float Bs[{TILE_K}][{TILE_N}];
+  const int tid = {lid};
+  const int tx = tid % 16, ty = tid / 16;
+  const {T} bi = ({T})({grp} / {nbx}) * {TILE_M}, bj = ({T})({grp} % {nbx}) * {TILE_N};
+  float c[8][8];
+  for (int m = 0; m < 8; m++) for (int n = 0; n < 8; n++) c[m][n] = 0.0f;
+  for ({T} k0 = 0; k0 < {K}; k0 += {TILE_K}) {{
+    for (int r = 0; r < {TILE_M * TILE_K // THREADS}; r++) {{
+      const int e = tid + r * {THREADS};
+      const int ii = e / {TILE_K}, kk = e % {TILE_K};
+      const {T} gi = bi + ii, gk = k0 + kk;
+      As[kk][ii] = (gi < {M} && gk < {K}) ? in{spec.a}[gi * {ai} + gk * {ak} + {a0}] : 0.0f;
+    }}
+    for (int r = 0; r < {TILE_N * TILE_K // THREADS}; r++) {{
+      const int e = tid + r * {THREADS};
+      const int kk = e / {TILE_N}, jj = e % {TILE_N};
+      const {T} gj = bj + jj, gk = k0 + kk;
+      Bs[kk][jj] = (gj < {N} && gk < {K}) ? in{spec.b}[gk * {bk} + gj * {bj} + {b0}] : 0.0f;
+    }}
+    {barrier}
+    for (int kk = 0; kk < {TILE_K}; kk++) {{
+      float ra[8], rb[8];
+      for (int m = 0; m < 8; m++) ra[m] = As[kk][ty + 16 * m];
+      for (int n = 0; n < 8; n++) rb[n] = Bs[kk][tx + 16 * n];
+      for (int m = 0; m < 8; m++) for (int n = 0; n < 8; n++) c[m][n] += ra[m] * rb[n];
+    }}
+    {barrier}
+  }}
+  for (int m = 0; m < 8; m++) {{
+    for (int n = 0; n < 8; n++) {{
+      const {T} gi = bi + ty + 16 * m, gj = bj + tx + 16 * n;
+      if (gi < {M} && gj < {N}) {{
+          const {T} gid = gi * {s0} + gj * {s1};
+          const float acc = c[m][n];
+{body}
+          out0[gid] = {value};
+      }}
+    }}
+  }}
+}}
+"""
+    return src, (nbx * nby * THREADS,), (THREADS,)
