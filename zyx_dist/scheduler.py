@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from .errors import DTypeError, OutOfMemoryError
 from .graph import Node
 from .kernelize import Kernel
-from .protocol import Alloc, Command, Compile, CopyIn, CopyOut, Free, Launch, Reload, Spill, TransferRef
+from .protocol import Alloc, Command, Compile, CopyIn, CopyOut, Free, Launch, Recv, Reload, Send, Spill, TransferRef
 from .runtime.pool import bucket_size
 
 POLICIES = ("heft", "round_robin", "single")
@@ -36,6 +36,8 @@ class DeviceModel:
     gbps: float
     memory: int  # the pool's limit in bytes
     launch_seconds: float = 10e-6
+    dialect: str = "opencl"  # of the programs this device runs ("opencl" or "cuda")
+    nccl_rank: int | None = None  # rank in the NCCL communicator of the CUDA workers, None without one
 
 
 @dataclass
@@ -108,7 +110,8 @@ class Transfer:
     src: str
     dst: str
     nbytes: int
-    step: int  # the step whose batch on `src` exports it; `dst` reads it one step later
+    step: int  # the step whose batch on `src` exports it; `dst` reads it one step later (NCCL: the same step)
+    via: str = "host"  # "host": CopyOut, the object store, CopyIn; "nccl": Send/Recv in the two batches
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,11 @@ def _nbytes(n: Node) -> int:
     return n.size * n.dtype.itemsize
 
 
+def _program(progs, m: DeviceModel):
+    """A kernel's program for device m: `progs` is one Program, or a dict dialect -> Program."""
+    return progs[m.dialect] if isinstance(progs, dict) else progs
+
+
 @dataclass
 class _Copy:
     """Where one value lives during this schedule: a buffer on a device, usable from `step` on."""
@@ -163,6 +171,7 @@ class _Planner:
         self.sched = Schedule(state)
         self.copies: dict[int, list[_Copy]] = {}  # node id -> its copies
         self.avail = dict.fromkeys(state.devices, 0.0)
+        self.dev_step: dict[str, int] = {}  # the step of the last kernel planned on each device
         self.last_step: dict[int, int] = {}  # buffer -> the last step of a command that uses it
         self.order = list(state.devices)
 
@@ -186,13 +195,24 @@ class _Planner:
             return _nbytes(x) / 10e9, None  # upload from the host
         return min(c.ready + self.st.link_seconds(c.device, dev, _nbytes(x)) for c in cs), None
 
+    def lag(self, c: _Copy, dev: str) -> int:
+        """Steps between a copy being usable on its device and on dev: 0 over NCCL (Send and Recv run in
+        the same step), 1 through the host (exported in one step, copied in the next)."""
+        if c.device == dev:
+            return 0
+        a, b = self.st.devices[c.device], self.st.devices[dev]
+        buf = self.st.buffers.get(c.buf)
+        if a.nccl_rank is None or b.nccl_rank is None or (buf is not None and buf.spilled):
+            return 1
+        return 0
+
     def input_step(self, x: Node, dev: str) -> int:
         """The first step in which x can be read on dev."""
         cs = self.copies_of(x)
         here = [c.step for c in cs if c.device == dev]
         if here:
             return min(here)
-        return min(c.step for c in cs) + 1 if cs else 0
+        return min(c.step + self.lag(c, dev) for c in cs) if cs else 0
 
     # ---- placement -----------------------------------------------------------------------------------
 
@@ -210,6 +230,7 @@ class _Planner:
     def cost(self, k: Kernel, prog, dev: str) -> tuple[float, float, int]:
         """(start, finish, bytes that must be free on dev) of kernel k on dev."""
         m = self.st.devices[dev]
+        prog = _program(prog, m)
         ready = 0.0
         need = sum(bucket_size(_nbytes(o)) for o in k.outputs)
         for x in k.inputs:
@@ -236,7 +257,10 @@ class _Planner:
         return [i for _, i in sorted(out)]
 
     def kernel_step(self, k: Kernel, dev: str) -> int:
-        return max([self.input_step(x, dev) for x in k.inputs] + [0])
+        """The step of a kernel on dev: after its inputs arrive, and never before a command already
+        planned on dev, so each worker's commands run in planning order (spills, reloads and frees
+        placed now can never overtake a use planned earlier)."""
+        return max([self.input_step(x, dev) for x in k.inputs] + [self.dev_step.get(dev, 0)])
 
     def choose(self, k: Kernel, prog) -> tuple[str, str, float, float]:
         devs, why = self.candidates(k)
@@ -258,7 +282,8 @@ class _Planner:
             d = max(devs, key=lambda d: self.st.devices[d].memory - self.st.used[d])
             need = self.cost(k, prog, d)[2]
             free = self.st.devices[d].memory - self.st.used[d]
-            raise OutOfMemoryError(f"out of memory on {d}: kernel {prog.name} needs {need} bytes, {free} bytes are "
+            name = _program(prog, self.st.devices[d]).name
+            raise OutOfMemoryError(f"out of memory on {d}: kernel {name} needs {need} bytes, {free} bytes are "
                                    f"free and nothing more can be spilled", d, need, free)
         finish, d, start = chosen
         reason = why if why != "earliest finish" else f"earliest finish {finish * 1e6:.1f} us of {len(devs)}"
@@ -306,14 +331,27 @@ class _Planner:
             self.sched.uploads[x.id] = (dev, buf, nbytes)
             c = _Copy(dev, buf, 0, nbytes / 10e9, False)
         else:
-            src = min(cs, key=lambda c: c.ready + self.st.link_seconds(c.device, dev, nbytes))
-            t = Transfer(self.st.new_id(), src.device, dev, nbytes, src.step)
-            self.sched.batch(src.step, src.device).append(CopyOut(src.buf, "uint8", (nbytes,), export=t.id))
-            self.use(src, src.step)
-            self.alloc(dev, buf, nbytes, src.step + 1)
-            self.sched.batch(src.step + 1, dev).append(CopyIn(buf, TransferRef(t.id)))
+            usable = [c for c in cs if c.step + self.lag(c, dev) <= step] or cs
+            src = min(usable, key=lambda c: c.ready + self.st.link_seconds(c.device, dev, nbytes))
+            arrives = src.ready + self.st.link_seconds(src.device, dev, nbytes)
+            if self.lag(src, dev) == 0:
+                # NCCL: Send on the source and Recv here, both in the kernel's step (after the Spills that
+                # make room) and appended in planning order on both workers, so every worker posts its
+                # Send/Recvs in one global order (step, then transfer id) and no pair can deadlock.
+                t = Transfer(self.st.new_id(), src.device, dev, nbytes, step, "nccl")
+                self.sched.batch(step, src.device).append(Send(src.buf, self.st.devices[dev].nccl_rank, nbytes))
+                self.use(src, step)
+                self.alloc(dev, buf, nbytes, step)
+                self.sched.batch(step, dev).append(Recv(buf, self.st.devices[src.device].nccl_rank, nbytes))
+                c = _Copy(dev, buf, step, arrives, True)
+            else:
+                t = Transfer(self.st.new_id(), src.device, dev, nbytes, src.step)
+                self.sched.batch(src.step, src.device).append(CopyOut(src.buf, "uint8", (nbytes,), export=t.id))
+                self.use(src, src.step)
+                self.alloc(dev, buf, nbytes, src.step + 1)
+                self.sched.batch(src.step + 1, dev).append(CopyIn(buf, TransferRef(t.id)))
+                c = _Copy(dev, buf, src.step + 1, arrives, True)
             self.sched.transfers.append(t)
-            c = _Copy(dev, buf, src.step + 1, src.ready + self.st.link_seconds(src.device, dev, nbytes), True)
         self.use(c, c.step)
         cs.append(c)
         return c
@@ -322,8 +360,9 @@ class _Planner:
         c.last_step = max(c.last_step, step)
         self.last_step[c.buf] = c.last_step
 
-    def add(self, k: Kernel, prog) -> None:
-        dev, reason, start, finish = self.choose(k, prog)
+    def add(self, k: Kernel, progs) -> None:
+        dev, reason, start, finish = self.choose(k, progs)
+        prog = _program(progs, self.st.devices[dev])
         if prog.uses_fp64 and not self.st.devices[dev].fp64:
             raise DTypeError(f"float64 is not supported on {dev} (the device has no fp64); cast to float32 first")
         self.st.clock += 1
@@ -355,6 +394,7 @@ class _Planner:
             if c.buf in self.st.buffers:
                 self.st.touch(c.buf).last_use = self.st.clock
         self.avail[dev] = finish
+        self.dev_step[dev] = step
         self.sched.estimated_seconds = max(self.sched.estimated_seconds, finish)
         self.sched.placements.append(Placement(prog.name, dev, reason, finish - start, step))
         for x in k.frees_after:  # intermediates: every copy freed after its last use
@@ -363,7 +403,8 @@ class _Planner:
             self.sched.outputs.pop(x.id, None)
 
     def free(self, c: _Copy) -> None:
-        self.sched.batch(c.last_step, c.device).append(Free(c.buf))
+        # the latest batch of that device: after every use, export and spill planned so far
+        self.sched.batch(max(c.last_step, self.dev_step.get(c.device, 0)), c.device).append(Free(c.buf))
         self.st.free(c.buf)
 
     def finish(self) -> Schedule:

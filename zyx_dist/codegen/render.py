@@ -1,6 +1,8 @@
 """Driver side: lowers one kernel (output nodes over input nodes, from the kernelizer) to C source.
-Takes a `Kernel`; gives a `Program` (source, entry name, work sizes, cost figures) for a dialect
-(`opencl` now; the CUDA dialect shares everything but the spellings in `Dialect`).
+Takes a `Kernel`; gives a `Program` (source, entry name, work sizes, cost figures) for a dialect:
+`OPENCL` (OpenCL C) or `CUDA` (CUDA C for NVRTC). Both share all of the renderer; a `Dialect` holds
+only the spellings that differ (qualifiers, type names, the global id, float16 loads and stores,
+the preamble), and the program name carries the dialect (`k_<hash>` / `kc_<hash>`).
 
 Each work-item computes one element of the kernel's output shape. A node is evaluated at a symbolic
 index (one expression per dim): movement ops only rewrite the index (permute reorders, expand zeroes,
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from ..dtypes import DType, bool_, float16, float64
 from ..graph import BinaryOp, Node, Op, ReduceOp, UnaryOp, prod
 from ..kernelize import Kernel
+from . import gemm
 from . import symbolic as sym
 
 
@@ -32,25 +35,94 @@ class Program:
     uses_fp64: bool
     flops: int
     bytes: int
+    dialect: str = "opencl"
 
 
 @dataclass(frozen=True)
 class Dialect:
+    """Everything the OpenCL C and CUDA C renderings of one kernel differ in. Type names are given in
+    OpenCL C spelling (`DType.cname`) and mapped through `types`; templates use `str.format` fields."""
+
     name: str
+    prefix: str  # of program names: the dialect is part of the name, so compiled-program caches never mix
     kernel_prefix: str
-    global_ptr: str
-    global_id: str
+    global_ptr: str  # address space of buffer parameters ("" in CUDA), with its trailing space
+    restrict: str
+    global_id: dict  # index type -> expression of the work-item's global id
+    types: dict  # OpenCL C type name -> this dialect's spelling, where they differ
+    int_suffix: dict  # (itemsize, unsigned) -> literal suffix for 64-bit integers
+    half_ptr: str  # element type of float16 buffers
+    load_half: str  # {arg}, {off}: a float16 element as float
+    store_half: str  # {arg}, {v}: store float {v} as float16 at gid
+    round_half: tuple  # (statement or "", expression): {x} rounded to float16 precision, {tmp} a fresh name
+    round_half_double: tuple | None  # the same from double, where it differs
+    func_prefix: str  # of helper functions
+    preamble: tuple[str, ...] = ()
+    fp64_preamble: tuple[str, ...] = ()
+    half_preamble: tuple[str, ...] = ()
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def type(self, cname: str) -> str:
+        return self.types.get(cname, cname)
 
 
-OPENCL = Dialect("opencl", "__kernel void", "__global", "get_global_id(0)")
+OPENCL = Dialect(
+    name="opencl",
+    prefix="k_",
+    kernel_prefix="__kernel void",
+    global_ptr="__global ",
+    restrict="restrict",
+    global_id={"int": "get_global_id(0)", "long": "get_global_id(0)"},
+    types={},
+    int_suffix={(8, False): "l", (8, True): "ul"},
+    half_ptr="half",
+    load_half="vload_half({off}, {arg})",
+    store_half="vstore_half({v}, gid, {arg});",
+    round_half=("ushort {tmp}; vstore_half((float)({x}), 0, (__private half*)&{tmp});",
+                "vload_half(0, (__private half*)&{tmp})"),
+    round_half_double=None,
+    func_prefix="",
+    fp64_preamble=("#pragma OPENCL EXTENSION cl_khr_fp64 : enable",),
+)
+
+CUDA = Dialect(
+    name="cuda",
+    prefix="kc_",
+    kernel_prefix='extern "C" __global__ void',
+    global_ptr="",
+    restrict="__restrict__",
+    # 32-bit unsigned arithmetic is exact below 2**31 work-items; above, widen before multiplying
+    global_id={"int": "(int)(blockIdx.x * blockDim.x + threadIdx.x)",
+               "long": "(long long)blockIdx.x * blockDim.x + threadIdx.x"},
+    # spelled out rather than typedef'd: nvcc's host headers already typedef `uint`/`ulong` (ulong as a
+    # 32-bit-on-some-hosts `unsigned long`); `long` is 64-bit on LP64 hosts only and `char` is unsigned on
+    # ARM hosts (Grace), so those two are spelled out as well
+    types={"uchar": "unsigned char", "ushort": "unsigned short", "uint": "unsigned int",
+           "long": "long long", "ulong": "unsigned long long", "char": "signed char", "half": "__half"},
+    int_suffix={(8, False): "ll", (8, True): "ull"},
+    half_ptr="__half",
+    load_half="__half2float({arg}[{off}])",
+    store_half="{arg}[gid] = __float2half_rn({v});",
+    round_half=("", "__half2float(__float2half_rn((float)({x})))"),
+    round_half_double=("", "__half2float(__double2half({x}))"),
+    func_prefix="__device__ ",
+    # NVRTC compiles without system headers: no <math.h> macros unless defined here
+    preamble=("#ifndef INFINITY", "#define INFINITY __int_as_float(0x7f800000)", "#endif",
+              "#ifndef NAN", "#define NAN __int_as_float(0x7fc00000)", "#endif"),
+    half_preamble=("#include <cuda_fp16.h>",),
+)
+
+DIALECTS = {d.name: d for d in (OPENCL, CUDA)}
 
 
-def ctype(dt: DType) -> str:
+def ctype(dt: DType, dialect: Dialect = OPENCL) -> str:
     """C type used for computing in registers (half is computed in float, as PoCL lacks cl_khr_fp16)."""
-    return "float" if dt is float16 else "bool" if dt is bool_ else dt.cname
+    return "float" if dt is float16 else "bool" if dt is bool_ else dialect.type(dt.cname)
 
 
-def literal(value, dt: DType) -> str:
+def literal(value, dt: DType, dialect: Dialect = OPENCL) -> str:
     if dt is bool_:
         return "true" if value else "false"
     if dt.is_float:
@@ -62,21 +134,22 @@ def literal(value, dt: DType) -> str:
         return repr(v) + ("" if dt is float64 else "f")
     v = int(value)
     if dt.is_unsigned:
-        return f"{v}u" if dt.itemsize <= 4 else f"{v}ul"
+        return f"{v}u" if dt.itemsize <= 4 else f"{v}{dialect.int_suffix[(8, True)]}"
     if dt.itemsize == 8:
-        return f"{v}l" if v != -(2**63) else "(-9223372036854775807l-1l)"
+        sfx = dialect.int_suffix[(8, False)]
+        return f"{v}{sfx}" if v != -(2**63) else f"(-9223372036854775807{sfx}-1{sfx})"
     if dt.itemsize == 4:
         return str(v) if v != -(2**31) else "(-2147483647-1)"
-    return f"(({dt.cname}){v})"
+    return f"(({dialect.type(dt.cname)}){v})"
 
 
-def _limit(dt: DType, low: bool) -> str:
+def _limit(dt: DType, low: bool, dialect: Dialect = OPENCL) -> str:
     if dt is bool_:
         return "false" if low else "true"
     if dt.is_float:
         return "(-INFINITY)" if low else "INFINITY"
     info = __import__("numpy").iinfo(dt.np_dtype)
-    return literal(info.min if low else info.max, dt)
+    return literal(info.min if low else info.max, dt, dialect)
 
 
 def kernel_key(k: Kernel) -> tuple:
@@ -137,13 +210,15 @@ class _Renderer:
         self.uses_fp64 = any(n.dtype is float64 for n in kernel.inputs + kernel.outputs)
         # every index (loop counters over expanded intermediates too) must fit the index type
         biggest = max([n.size for n in kernel.inputs + _all_nodes(kernel)] + [1])
-        self.index_type = "int" if biggest < 2**31 - 1 else "long"
+        self.index = "int" if biggest < 2**31 - 1 else "long"
+        self.index_type = dialect.type(self.index)
         self.root = _Block(None)
+        self.overrides: dict[int, str] = {}  # node id -> a C expression that stands for its value
 
     def var(self, block: _Block, dt: DType, expr: str, prefix: str = "v") -> str:
         name = f"{prefix}{self.count}"
         self.count += 1
-        block.lines.append(f"{ctype(dt)} {name} = {expr};")
+        block.lines.append(f"{ctype(dt, self.d)} {name} = {expr};")
         return name
 
     # ---- evaluation of a node at a symbolic index ----------------------------------------------------
@@ -173,11 +248,13 @@ class _Renderer:
         return out
 
     def compute(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> tuple[str, _Block]:
+        if n.id in self.overrides:
+            return self.overrides[n.id], self.root
         if n.id in self.inputs:
             return self.load(n, idx, valid, block)
         op = n.op
         if op is Op.CONST:
-            return literal(n.arg, n.dtype), self.root
+            return literal(n.arg, n.dtype, self.d), self.root
         if op in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.FLIP):
             return self.value(n.srcs[0], _move(n, idx), valid, block)
         if op is Op.PAD:
@@ -193,7 +270,7 @@ class _Renderer:
         elif op is Op.WHERE:
             expr = f"({srcs[0]} ? {srcs[1]} : {srcs[2]})"
         elif op is Op.UNARY:
-            expr = _unary(n.arg, srcs[0], n.srcs[0].dtype)
+            expr = _unary(n.arg, srcs[0], n.srcs[0].dtype, self.d)
         else:
             expr = self.binary(n.arg, srcs[0], srcs[1], n.srcs[0].dtype, at)
         return self.var(at, n.dtype, expr), at
@@ -203,13 +280,13 @@ class _Renderer:
         off = sym.render(sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides) if s]))
         arg = f"in{self.inputs[n.id]}"
         if n.dtype is float16:
-            expr = f"vload_half({off}, {arg})"
+            expr = self.d.load_half.format(off=off, arg=arg)
         elif n.dtype is bool_:
             expr = f"({arg}[{off}] != 0)"
         else:
             expr = f"{arg}[{off}]"
         if valid:
-            expr = f"({_conds(valid)} ? {expr} : {literal(0, n.dtype)})"
+            expr = f"({_conds(valid)} ? {expr} : {literal(0, n.dtype, self.d)})"
         at = self.home(block, idx, valid)
         return self.var(at, n.dtype, expr, "ld"), at
 
@@ -223,14 +300,14 @@ class _Renderer:
             inner.append(e2)
             c = sym.cond(e2, 0, d - 1)
             if c is False:
-                return literal(value, n.dtype), self.root
+                return literal(value, n.dtype, self.d), self.root
             if c is not True:
                 conds.add(c)
         if not conds:
             return self.value(src, tuple(inner), valid, block)
         v, vat = self.value(src, tuple(inner), valid | frozenset(conds), block)
         at = max((vat, self.home(block, (), frozenset(conds))), key=lambda b: b.depth)
-        return self.var(at, n.dtype, f"({_conds(conds)} ? {v} : {literal(value, n.dtype)})"), at
+        return self.var(at, n.dtype, f"({_conds(conds)} ? {v} : {literal(value, n.dtype, self.d)})"), at
 
     def reduce(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> tuple[str, _Block]:
         rop, axes = n.arg
@@ -248,8 +325,8 @@ class _Renderer:
         dt = n.dtype
         acc = f"acc{self.count}"
         self.count += 1
-        identity = {ReduceOp.SUM: literal(0, dt), ReduceOp.PROD: literal(1, dt),
-                    ReduceOp.MAX: _limit(dt, True), ReduceOp.MIN: _limit(dt, False)}[rop]
+        identity = {ReduceOp.SUM: literal(0, dt, self.d), ReduceOp.PROD: literal(1, dt, self.d),
+                    ReduceOp.MAX: _limit(dt, True, self.d), ReduceOp.MIN: _limit(dt, False, self.d)}[rop]
         v, _ = self.value(src, tuple(inner), valid, loop)
         self.flops += size
         if rop is ReduceOp.SUM:
@@ -260,22 +337,24 @@ class _Renderer:
             bop = BinaryOp.MAX if rop is ReduceOp.MAX else BinaryOp.MIN
             update = f"{acc} = {self.binary(bop, acc, v, dt, loop)};"
         loop.lines.append(update)
-        loop.before_loop.append(f"{ctype(dt)} {acc} = {identity};")
+        loop.before_loop.append(f"{ctype(dt, self.d)} {acc} = {identity};")
         at.lines.append(loop)
         return acc, at
 
     def cast(self, x: str, src: DType, dst: DType, block: _Block) -> str:
         if dst is bool_:
             return f"({x} != 0)"
-        if dst is float16:  # round to half precision through a private half slot
+        if dst is float16:  # round to half precision (OpenCL: through a private half slot)
+            stmt, expr = self.d.round_half_double if src is float64 and self.d.round_half_double else self.d.round_half
             tmp = f"h{self.count}"
-            self.count += 1
-            block.lines.append(f"ushort {tmp}; vstore_half((float)({x}), 0, (__private half*)&{tmp});")
-            return f"vload_half(0, (__private half*)&{tmp})"
-        return f"(({ctype(dst)})({x}))"
+            if stmt:
+                self.count += 1
+                block.lines.append(stmt.format(x=x, tmp=tmp))
+            return expr.format(x=x, tmp=tmp)
+        return f"(({ctype(dst, self.d)})({x}))"
 
     def binary(self, op: BinaryOp, a: str, b: str, dt: DType, block: _Block) -> str:
-        f, t = dt.is_float, ctype(dt)
+        f, t = dt.is_float, ctype(dt, self.d)
         if dt is bool_ and op in (BinaryOp.ADD, BinaryOp.MAX, BinaryOp.OR):
             return f"({a} || {b})"
         if dt is bool_ and op in (BinaryOp.MUL, BinaryOp.MIN, BinaryOp.AND):
@@ -293,7 +372,7 @@ class _Renderer:
             if f:
                 return f"pow({a}, {b})"
             self.flops += 8
-            return f"ipow_{t}({a}, {b})"
+            return f"ipow_{ctype(dt)}({a}, {b})"
         if op is BinaryOp.MOD:
             if f:
                 r = self.var(block, dt, f"fmod({a}, {b})")
@@ -318,47 +397,91 @@ class _Renderer:
 
     # ---- the kernel ------------------------------------------------------------------------------------
 
-    def render(self) -> Program:
+    def params(self) -> list[str]:
+        d = self.d
+        params = [f"{d.global_ptr}const {d.type(n.dtype.cname)}* {d.restrict} in{i}" for i, n in enumerate(self.k.inputs)]
+        params += [f"{d.global_ptr}{d.type(o.dtype.cname)}* {d.restrict} out{i}" for i, o in enumerate(self.k.outputs)]
+        return params
+
+    def store(self, i: int, o: Node, v: str) -> str:
+        if o.dtype is float16:
+            return self.d.store_half.format(v=v, arg=f"out{i}")
+        return f"out{i}[gid] = ({self.d.type(o.dtype.cname)})({v});"
+
+    def elementwise_body(self) -> tuple[list[str], int]:
+        """The per-element code (at index `gid`) and the number of reduce loops it opened."""
         shape = self.k.shape
-        total = prod(shape)
-        gid = sym.Var("gid", 0, total - 1)
+        gid = sym.Var("gid", 0, prod(shape) - 1)
         idx = tuple(sym.ZERO if d == 1 else sym.mod(sym.div(gid, s), d) for d, s in zip(shape, _strides(shape)))
-        body = self.root
-        stores = []
-        for i, o in enumerate(self.k.outputs):
-            v, _ = self.value(o, idx, frozenset(), body)
-            if o.dtype is float16:
-                stores.append(f"vstore_half({v}, gid, out{i});")
-            else:
-                stores.append(f"out{i}[gid] = ({o.dtype.cname})({v});")
-        body.lines += stores
+        stores = [self.store(i, o, self.value(o, idx, frozenset(), self.root)[0]) for i, o in enumerate(self.k.outputs)]
+        loops = sum(isinstance(item, _Block) for item in self.root.lines)
+        self.root.lines += stores
+        return self.root.emit(0, self.index_type), loops
+
+    def render(self) -> Program:
+        spec = gemm.match(self.k)
+        if spec is not None:
+            return self.render_gemm(spec)
+        total = prod(self.k.shape)
+        body, loops = self.elementwise_body()
         lws = _local_size(total)
-        gws = -(-total // lws) * lws
-        params = [f"{self.d.global_ptr} const {n.dtype.cname}* restrict in{i}" for i, n in enumerate(self.k.inputs)]
-        params += [f"{self.d.global_ptr} {o.dtype.cname}* restrict out{i}" for i, o in enumerate(self.k.outputs)]
+        # Loop-free kernels handle ELEMS elements per work-item, a grid apart: more loads in flight per
+        # work-item and fewer work-items, with every access still coalesced across the group.
+        elems = ELEMS if loops == 0 and total >= ELEMS * lws * 64 and self.d.name == "cuda" else 1
+        threads = -(-total // (lws * elems)) * lws
         src = self.preamble()
-        src.append(f"{self.d.kernel_prefix} {self.name}({', '.join(params)}) {{")
-        src.append(f"  {self.index_type} gid = {self.d.global_id};")
-        if gws != total:
-            src.append(f"  if (gid >= {total}) return;")
-        src += body.emit(1, self.index_type)
+        src.append(f"{self.d.kernel_prefix} {self.name}({', '.join(self.params())}) {{")
+        if elems == 1:
+            src.append(f"  {self.index_type} gid = {self.d.global_id[self.index]};")
+            if threads != total:
+                src.append(f"  if (gid >= {total}) return;")
+            src += ["  " + ln for ln in body]
+        else:
+            src.append(f"  {self.index_type} base = {self.d.global_id[self.index]};")
+            src.append(f"  for (int u = 0; u < {elems}; u++) {{")
+            src.append(f"    {self.index_type} gid = base + u * {threads};")
+            src.append(f"    if (gid < {total}) {{")
+            src += ["      " + ln for ln in body]
+            src += ["    }", "  }"]
         src.append("}")
         nbytes = sum(n.size * n.dtype.itemsize for n in self.k.inputs + self.k.outputs)
-        return Program(self.name, "\n".join(src) + "\n", (gws,), (lws,), self.uses_fp64, self.flops * total, nbytes)
+        return Program(self.name, "\n".join(src) + "\n", (threads,), (lws,), self.uses_fp64, self.flops * total,
+                       nbytes, self.d.name)
+
+    def render_gemm(self, spec: gemm.GemmSpec) -> Program:
+        def epilogue(gid: str, acc: str) -> tuple[list[str], str]:
+            self.overrides[spec.reduce.id] = acc
+            out = self.k.outputs[0]
+            total = prod(out.shape)
+            g = sym.Var(gid, 0, total - 1)
+            idx = tuple(sym.ZERO if d == 1 else sym.mod(sym.div(g, s), d) for d, s in zip(out.shape, _strides(out.shape)))
+            v, _ = self.value(out, idx, frozenset(), self.root)
+            return self.root.emit(0, self.index_type), f"({self.d.type(out.dtype.cname)})({v})"
+
+        body, gws, lws = gemm.render(spec, self.name, self.d, self.params(), epilogue, self.index_type)
+        src = self.preamble() + [body]
+        nbytes = sum(n.size * n.dtype.itemsize for n in self.k.inputs + self.k.outputs)
+        return Program(self.name, "\n".join(src), gws, lws, self.uses_fp64, 2 * spec.M * spec.N * spec.K, nbytes,
+                       self.d.name)
 
     def preamble(self) -> list[str]:
+        d = self.d
         lines = []
+        if any(n.dtype is float16 for n in self.k.inputs + self.k.outputs) or any(
+                n.op is Op.CAST and n.dtype is float16 for n in _all_nodes(self.k)):
+            lines += d.half_preamble
+        lines += d.preamble
         if self.uses_fp64:
-            lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+            lines += d.fp64_preamble
         used = {o.dtype for o in _all_nodes(self.k) if o.op is Op.BINARY and o.arg is BinaryOp.POW}
         for dt in sorted(used, key=lambda d: d.name):
             src_dt = dt
             if src_dt.is_float:
                 continue
-            t = ctype(src_dt)
+            name, t = ctype(src_dt), ctype(src_dt, d)
             neg = "" if src_dt.is_unsigned else (f"  if (b < 0) return a == 1 ? ({t})1 : a == -1 ? "
                                                  f"((b & 1) ? ({t})-1 : ({t})1) : ({t})0;\n")
-            lines.append(f"{t} ipow_{t}({t} a, {t} b) {{\n{neg}  {t} r = 1;\n"
+            lines.append(f"{d.func_prefix}{t} ipow_{name}({t} a, {t} b) {{\n{neg}  {t} r = 1;\n"
                          f"  while (b) {{ if (b & 1) r *= a; a *= a; b >>= 1; }}\n  return r;\n}}")
         return lines
 
@@ -413,7 +536,7 @@ _FLOAT_FN = {UnaryOp.EXP: "exp", UnaryOp.EXP2: "exp2", UnaryOp.LOG: "log", Unary
              UnaryOp.ROUND: "rint"}
 
 
-def _unary(op: UnaryOp, x: str, dt: DType) -> str:
+def _unary(op: UnaryOp, x: str, dt: DType, dialect: Dialect = OPENCL) -> str:
     if op is UnaryOp.NEG:
         return f"(-{x})"
     if op is UnaryOp.NOT:
@@ -421,7 +544,7 @@ def _unary(op: UnaryOp, x: str, dt: DType) -> str:
     if op is UnaryOp.ABS:
         return f"fabs({x})" if dt.is_float else x if (dt.is_unsigned or dt is bool_) else f"({x} < 0 ? -{x} : {x})"
     if op is UnaryOp.RECIP:
-        return f"(({ctype(dt)})1 / {x})"
+        return f"(({ctype(dt, dialect)})1 / {x})"
     if op is UnaryOp.ISNAN:
         return f"(isnan({x}) != 0)" if dt.is_float else "false"
     if op is UnaryOp.ISINF:
@@ -431,6 +554,9 @@ def _unary(op: UnaryOp, x: str, dt: DType) -> str:
     return f"{_FLOAT_FN[op]}({x})"
 
 
+ELEMS = 4  # elements per CUDA thread of a loop-free kernel (PoCL vectorises across work-items instead)
+
+
 def _local_size(total: int) -> int:
     size = 256
     while size > 32 and size > total:
@@ -438,7 +564,10 @@ def _local_size(total: int) -> int:
     return size
 
 
-def render_kernel(kernel: Kernel, dialect: Dialect = OPENCL) -> Program:
+def render_kernel(kernel: Kernel, dialect: Dialect | str = OPENCL) -> Program:
+    """The kernel rendered in `dialect` (a `Dialect` or its name, "opencl" or "cuda")."""
+    if isinstance(dialect, str):
+        dialect = DIALECTS[dialect]
     key = kernel_key(kernel)
-    name = "k_" + hashlib.sha1(repr(key).encode()).hexdigest()[:12]
+    name = dialect.prefix + hashlib.sha1(repr(key).encode()).hexdigest()[:12]
     return _Renderer(kernel, dialect, name).render()

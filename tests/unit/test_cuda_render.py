@@ -1,0 +1,344 @@
+"""Unit tests of the CUDA dialect of the renderer (`zyx_dist.codegen.render.CUDA`): the spellings that
+differ from OpenCL C (entry point, qualifiers, global id, type names, float16 through cuda_fp16.h, the
+preamble), that both dialects of a kernel share everything else (work sizes, cost figures, the name's
+hash), and that `nvcc --ptx -arch=sm_90` accepts every kernel of a broad set of graphs: every unary,
+binary, reduce and cast op over float32/float16/float64/int8/uint8/int32/int64/uint32/bool (and the
+other dtypes), movement ops, pads, long reductions, matmul, softmax, huge index spaces and kernels from
+the public API. The nvcc checks skip cleanly where nvcc is absent. NVRTC compiles without host headers,
+so the sources may use nothing but CUDA built-ins and cuda_fp16.h, which these tests also check.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import zyx_dist as zd
+from zyx_dist import dtypes as dt
+from zyx_dist import graph as g
+from zyx_dist.codegen.render import CUDA, OPENCL, Program, literal, render_kernel
+from zyx_dist.kernelize import Kernel, kernelize
+
+f32 = dt.float32
+# the dtypes of the sweep (the brief's nine), and every dtype for casts and literals
+SWEEP = [dt.float32, dt.float16, dt.float64, dt.int8, dt.uint8, dt.int32, dt.int64, dt.uint32, dt.bool_]
+NVCC = shutil.which("nvcc")
+NVCC_ARGS = ["--ptx", "-arch=sm_90", "-x", "cu"]
+
+
+def leaf(*shape, dtype=f32):
+    return g.leaf(np.zeros(shape, dtype.np_dtype), dtype)
+
+
+def one(n: g.Node) -> Kernel:
+    (k,) = kernelize([n])
+    return k
+
+
+def one_kernel(nodes: list[g.Node]) -> Kernel:
+    leaves = {n.id: n for n in g.toposort(nodes) if n.op is g.Op.LEAF}
+    return Kernel(list(nodes), sorted(leaves.values(), key=lambda n: n.id))
+
+
+def cuda(k: Kernel) -> Program:
+    return render_kernel(k, CUDA)
+
+
+def body(src: str) -> str:
+    return src[src.index('extern "C"'):]
+
+
+# ---- the graphs ----------------------------------------------------------------------------------------
+
+def _valid(build, ops) -> list[g.Node]:
+    """The nodes `build(op)` makes for every op the graph allows on the dtype (it raises DTypeError else)."""
+    out = []
+    for op in ops:
+        try:
+            out.append(build(op))
+        except zd.DTypeError:
+            pass
+    return out
+
+
+def _unary_all(a: g.Node) -> list[g.Node]:
+    return _valid(lambda op: g.unary(op, a), g.UnaryOp)
+
+
+def _binary_all(a: g.Node, b: g.Node) -> list[g.Node]:
+    return _valid(lambda op: g.binary(op, a, b), g.BinaryOp)
+
+
+def _matmul(a: g.Node, b: g.Node) -> g.Node:
+    (m, k), (_, n) = a.shape, b.shape
+    ae = g.expand(g.reshape(a, (m, k, 1)), (m, k, n))
+    be = g.expand(g.reshape(b, (1, k, n)), (m, k, n))
+    return g.reshape(g.reduce(g.ReduceOp.SUM, g.binary(g.BinaryOp.MUL, ae, be), (1,)), (m, n))
+
+
+def _softmax(x: g.Node) -> g.Node:
+    mx = g.reduce(g.ReduceOp.MAX, x, (1,))
+    e = g.unary(g.UnaryOp.EXP, g.binary(g.BinaryOp.SUB, x, g.expand(mx, x.shape)))
+    s = g.reduce(g.ReduceOp.SUM, e, (1,))
+    return g.binary(g.BinaryOp.DIV, e, g.expand(s, x.shape))
+
+
+def _api_kernels() -> list[Kernel]:
+    """Kernels of public API ops (built lazily: nothing runs)."""
+    rng = np.random.default_rng(0)
+    x = zd.tensor(rng.standard_normal((8, 16)).astype(np.float32))
+    h = zd.tensor(rng.standard_normal((8, 16)).astype(np.float16))
+    w = zd.tensor(rng.standard_normal((16, 4)).astype(np.float32))
+    i = zd.tensor(rng.integers(-5, 5, (8, 16)).astype(np.int32))
+    outs = [
+        zd.softmax(x, axis=1), zd.log_softmax(x, axis=1), zd.logsumexp(x, axis=1), x @ w, zd.relu(x @ w + 1.0),
+        zd.sigmoid(x) * zd.relu(x * 2 + 1), zd.mean(x, axis=0), zd.var(x, axis=1), zd.std(x),
+        zd.argmax(x, axis=1), zd.argmin(i, axis=0), zd.clip(i, -2, 2), zd.where(x > 0, x, h), zd.softmax(h, axis=1),
+        h @ zd.astype(w, zd.float16), zd.pad(x, ((1, 2), (3, 0)), float("nan")),
+        zd.concat([x, x * 2], axis=0), zd.flip(x, axis=1), zd.tile(x, (2, 1)), zd.sum(i, axis=1), zd.prod(x, axis=0),
+        zd.any(x > 1), zd.all(i != 0), zd.layer_norm(x, 1), zd.matrix_transpose(x) @ x, x[2:6, ::3],
+        zd.floor_divide(i, 3), zd.remainder(x, 0.75), zd.pow(i, 2), zd.sign(x), zd.round(x), zd.isnan(x / x),
+    ]
+    return kernelize([t.node for t in outs])
+
+
+def all_kernels() -> list[tuple[str, Kernel]]:
+    """(label, kernel) over a broad set of graphs."""
+    out: list[tuple[str, Kernel]] = []
+
+    def add(label, nodes):
+        nodes = nodes if isinstance(nodes, list) else [nodes]
+        out.extend((label, k) for k in kernelize(nodes))
+
+    x, y = leaf(4, 6), leaf(4, 6)
+    add("elementwise", g.unary(g.UnaryOp.EXP, g.binary(g.BinaryOp.ADD, x, y)))
+    add("transpose", g.permute(x, (1, 0)))
+    add("expand", g.unary(g.UnaryOp.EXP, g.expand(leaf(4, 1), (4, 6))))
+    add("flip", g.flip(g.reshape(g.permute(x, (1, 0)), (24,)), (0,)))
+    add("pad", g.pad(x, ((1, 1), (0, 2)), 3.0))
+    add("pad_nan", g.pad(g.unary(g.UnaryOp.EXP, leaf(6)), ((2, 0),), math.nan))
+    add("crop", g.pad(x, ((-1, -1), (-2, 0))))
+    add("pad_outside", g.unary(g.UnaryOp.EXP, g.pad(g.pad(leaf(2, 3), ((0, 0), (0, 3)), 5.0), ((0, 0), (-3, 0)))))
+    add("const", g.binary(g.BinaryOp.MUL, g.const(2.0, (3,), f32), g.const(3.0, (3,), f32)))
+    add("multi_axis_reduce", g.reduce(g.ReduceOp.SUM, leaf(3, 4, 5), (0, 2)))
+    add("hoist", g.reduce(g.ReduceOp.SUM, g.binary(g.BinaryOp.MUL, x, g.unary(g.UnaryOp.EXP, g.expand(leaf(4, 1),
+                                                                                               (4, 6)))), (1,)))
+    add("long_reduce", g.reduce(g.ReduceOp.SUM, leaf(1 << 20), (0,)))
+    add("softmax", _softmax(leaf(8, 32)))
+    add("softmax_f16", _softmax(leaf(8, 32, dtype=dt.float16)))
+    add("multi_output", [g.reduce(g.ReduceOp.MAX, x, (1,)), g.reduce(g.ReduceOp.SUM, x, (1,))])
+    for dtype in SWEEP:
+        a, b = leaf(4, 6, dtype=dtype), leaf(4, 6, dtype=dtype)
+        out.append((f"unary_{dtype.name}", one_kernel(_unary_all(a))))
+        out.append((f"binary_{dtype.name}", one_kernel(_binary_all(a, b))))
+        for rop in g.ReduceOp:
+            add(f"reduce_{rop.name}_{dtype.name}", g.reduce(rop, a, (1,)))
+        out.append((f"where_{dtype.name}", one(g.where(g.cast(a, dt.bool_), a, b))))
+        if dtype is not dt.bool_:
+            add(f"matmul_{dtype.name}", _matmul(leaf(3, 5, dtype=dtype), leaf(5, 7, dtype=dtype)))
+    for src in dt.ALL:  # every cast, from every dtype
+        s = leaf(4, dtype=src)
+        out.append((f"casts_from_{src.name}", one_kernel([g.cast(s, d) for d in dt.ALL if d is not src])))
+    for dtype in dt.ALL:  # other dtypes' arithmetic too
+        if dtype not in SWEEP:
+            a, b = leaf(4, dtype=dtype), leaf(4, dtype=dtype)
+            out.append((f"binary_{dtype.name}", one_kernel(_binary_all(a, b))))
+            out.append((f"unary_{dtype.name}", one_kernel(_unary_all(a))))
+    specials = [(math.inf, f32), (-math.inf, f32), (math.nan, f32), (1e-45, f32), (3.4028234663852886e38, f32),
+                (-(2**31), dt.int32), (-(2**63), dt.int64), (2**64 - 1, dt.uint64), (2**32 - 1, dt.uint32),
+                (-128, dt.int8), (255, dt.uint8), (math.nan, dt.float64), (-math.inf, dt.float64),
+                (5e-324, dt.float64), (65504.0, dt.float16), (-math.inf, dt.float16), (True, dt.bool_)]
+    for v, dtype in specials:
+        out.append((f"literal_{dtype.name}_{v}", one(g.binary(g.BinaryOp.MAX, leaf(3, dtype=dtype),
+                                                                g.const(v, (3,), dtype)))))
+    big = g.expand(leaf(1, 1), (2**16, 2**15))
+    out.append(("huge_output", one(g.cast(big, dt.float16))))
+    out.append(("huge_input", Kernel([g.reduce(g.ReduceOp.SUM, big, (1,))], [big])))
+    out.extend(("api", k) for k in _api_kernels())
+    return out
+
+
+@pytest.fixture(scope="module")
+def kernels() -> list[tuple[str, Kernel]]:
+    return all_kernels()
+
+
+# ---- the CUDA spellings ----------------------------------------------------------------------------------
+
+def test_entry_point_and_parameters():
+    p = cuda(one(g.unary(g.UnaryOp.EXP, g.binary(g.BinaryOp.ADD, leaf(4, 6), leaf(4, 6)))))
+    assert p.dialect == "cuda" and p.name.startswith("kc_")
+    assert f'extern "C" __global__ void {p.name}(const float* __restrict__ in0, const float* __restrict__ in1, ' \
+           f"float* __restrict__ out0) {{" in p.source
+    assert "  int gid = (int)(blockIdx.x * blockDim.x + threadIdx.x);" in p.source
+    assert "out0[gid] = (float)(" in p.source and "exp(" in p.source
+    for opencl_only in ("__kernel", "__global ", "get_global_id", "vload_half", "vstore_half", "#pragma", "__private",
+                        " restrict "):
+        assert opencl_only not in p.source
+
+
+def test_both_dialects_share_everything_but_spelling(kernels):
+    for label, k in kernels[::7]:
+        a, b = render_kernel(k, OPENCL), render_kernel(k, CUDA)
+        assert a.name[len("k_"):] == b.name[len("kc_"):], label
+        assert (a.gws, a.lws, a.uses_fp64, a.flops, a.bytes) == (b.gws, b.lws, b.uses_fp64, b.flops, b.bytes), label
+        assert a.dialect == "opencl" and b.dialect == "cuda"
+        assert render_kernel(k, "cuda") == b
+
+
+def test_huge_index_space_uses_long_long():
+    big = g.expand(leaf(1, 1), (2**16, 2**15))
+    p = cuda(one(g.cast(big, dt.float16)))
+    # loop-free CUDA kernels take several elements per thread, from `base`
+    assert "  long long base = (long long)blockIdx.x * blockDim.x + threadIdx.x;" in p.source
+    p = cuda(Kernel([g.reduce(g.ReduceOp.SUM, big, (1,))], [big]))
+    assert re.search(r"for \(long long r\d+ = 0; r\d+ < 32768;", p.source)
+
+
+def test_type_names_are_spelled_out():
+    p = cuda(one_kernel([g.cast(leaf(4, dtype=dt.float64), d) for d in dt.ALL if d is not dt.float64]))
+    src = body(p.source)
+    for t in ("signed char*", "unsigned char*", "unsigned short*", "unsigned int*", "long long*",
+              "unsigned long long*", "__half*", "short*", "int*", "float*"):
+        assert t in src, t
+    # no OpenCL or host typedef names, and no `long`/`char` whose width or sign depends on the host
+    assert not re.search(r"\b(uchar|ushort|uint|ulong|half)\b", src)
+    assert not re.search(r"(?<!long )\blong\b(?! long)", src)
+    assert not re.search(r"(?<!signed )(?<!unsigned )\bchar\b", src)
+
+
+def test_float16_goes_through_cuda_fp16():
+    h = leaf(8, dtype=dt.float16)
+    p = cuda(one(g.binary(g.BinaryOp.ADD, h, h)))
+    assert p.source.startswith("#include <cuda_fp16.h>\n")
+    assert "const __half* __restrict__ in0" in p.source and "__half* __restrict__ out0" in p.source
+    assert "__half2float(in0[gid])" in p.source and re.search(r"out0\[gid\] = __float2half_rn\(\w+\);", p.source)
+    assert "float ld" in p.source  # computed in float
+    p = cuda(one(g.cast(leaf(8), dt.float16)))  # rounding of a float cast to half
+    assert "__half2float(__float2half_rn((float)(" in p.source
+    p = cuda(one(g.cast(leaf(8, dtype=dt.float64), dt.float16)))  # from double: rounded once, as NumPy does
+    assert "__half2float(__double2half(" in p.source
+    p = cuda(one(g.unary(g.UnaryOp.EXP, leaf(8))))
+    assert "cuda_fp16" not in p.source
+
+
+def test_preamble_defines_infinity_and_nan_for_nvrtc():
+    p = cuda(one(g.reduce(g.ReduceOp.MAX, leaf(4, 6), (1,))))
+    assert "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif" in p.source
+    assert "#ifndef NAN\n#define NAN __int_as_float(0x7fc00000)\n#endif" in p.source
+    assert "(-INFINITY)" in p.source
+
+
+def test_integer_pow_helper_is_a_device_function():
+    x = leaf(4, dtype=dt.int64)
+    src = cuda(one(g.binary(g.BinaryOp.POW, x, x))).source
+    assert "__device__ long long ipow_long(long long a, long long b)" in src
+    assert "ipow_long(" in body(src)
+    src = cuda(one(g.binary(g.BinaryOp.POW, leaf(4, dtype=dt.int8), leaf(4, dtype=dt.int8)))).source
+    assert "__device__ signed char ipow_char(signed char a, signed char b)" in src
+
+
+def test_cuda_literals():
+    assert literal(7, dt.int64, CUDA) == "7ll" and literal(7, dt.int64) == "7l"
+    assert literal(-(2**63), dt.int64, CUDA) == "(-9223372036854775807ll-1ll)"
+    assert literal(2**64 - 1, dt.uint64, CUDA) == "18446744073709551615ull"
+    assert literal(-128, dt.int8, CUDA) == "((signed char)-128)"
+    assert literal(2**32 - 1, dt.uint32, CUDA) == "4294967295u"
+    assert literal(math.inf, f32, CUDA) == "INFINITY" and literal(1.5, dt.float16, CUDA) == "1.5f"
+
+
+def test_no_headers_but_cuda_fp16(kernels):
+    for label, k in kernels:
+        src = cuda(k).source
+        assert set(re.findall(r"#include\s*(\S+)", src)) <= {"<cuda_fp16.h>"}, label
+        assert "std::" not in src and "printf" not in src, label
+
+
+# ---- nvcc accepts every kernel --------------------------------------------------------------------------
+
+def _translation_unit(progs: list[Program]) -> tuple[str, list[tuple[int, str]]]:
+    """One source of many kernels (distinct names) and where each starts. Helper functions and preamble
+    lines that several kernels share are kept once; nothing is added that the renderer does not emit."""
+    seen: set[str] = set()
+    parts, starts, line = [], [], 1
+    for p in progs:
+        head, kernel = p.source[:p.source.index('extern "C"')], body(p.source)
+        chunks = re.split(r"(?m)^(?=__device__ |#ifndef |#include )", head)
+        keep = "".join(c for c in chunks if c and c not in seen)
+        seen.update(chunks)
+        text = keep + kernel
+        starts.append((line, p.name))
+        parts.append(text)
+        line += text.count("\n")
+    return "".join(parts), starts
+
+
+def _nvcc(sources: dict[str, str], tmp: str) -> dict[str, str]:
+    """Compile each named source with nvcc (in parallel); the error output of those that fail."""
+    def run(item):
+        name, text = item
+        path = os.path.join(tmp, f"{name}.cu")
+        with open(path, "w") as f:
+            f.write(text)
+        r = subprocess.run([NVCC, *NVCC_ARGS, path, "-o", os.path.join(tmp, f"{name}.ptx")],
+                           check=False, capture_output=True, text=True, timeout=600)
+        return name, (r.stdout + r.stderr) if r.returncode else None
+
+    with ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as ex:
+        return {n: err for n, err in ex.map(run, sources.items()) if err is not None}
+
+
+def _explain(err: str, starts: list[tuple[int, str]], progs: dict[str, Program]) -> str:
+    """The failing kernels' sources with nvcc's messages."""
+    out = [err[:4000]]
+    names = []
+    for m in re.finditer(r"\.cu\((\d+)\): error", err):
+        line = int(m.group(1))
+        name = max((s for s in starts if s[0] <= line), default=starts[0])[1]
+        if name not in names:
+            names.append(name)
+    for name in names[:3]:
+        out.append(f"--- {name} ---\n{progs[name].source}")
+    return "\n".join(out)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_nvcc_accepts_every_kernel(kernels):
+    progs: dict[str, Program] = {}
+    for _, k in kernels:
+        p = cuda(k)
+        progs.setdefault(p.name, p)
+    assert len(progs) > 150
+    names = list(progs)
+    chunks = max(1, min(4, os.cpu_count() or 1))
+    units = {f"unit{i}": _translation_unit([progs[n] for n in names[i::chunks]]) for i in range(chunks)}
+    with tempfile.TemporaryDirectory() as tmp:
+        errors = _nvcc({u: text for u, (text, _) in units.items()}, tmp)
+    assert not errors, "\n".join(_explain(err, units[u][1], progs) for u, err in errors.items())
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_nvcc_accepts_kernels_on_their_own():
+    """Each kernel's own preamble suffices (a shared translation unit could hide a missing one)."""
+    h = leaf(8, dtype=dt.float16)
+    cases = {
+        "half_io": one(g.binary(g.BinaryOp.ADD, h, h)),
+        "half_cast_only": one(g.cast(g.cast(leaf(8), dt.float16), f32)),
+        "double_to_half": one(g.cast(leaf(8, dtype=dt.float64), dt.float16)),
+        "inf_nan": one(g.pad(g.reduce(g.ReduceOp.MAX, leaf(4, 6), (1,)), ((1, 1), (0, 0)), math.nan)),
+        "ipow": one_kernel([g.binary(g.BinaryOp.POW, leaf(4, dtype=d), leaf(4, dtype=d))
+                            for d in (dt.int8, dt.uint8, dt.int64, dt.uint32)]),
+        "huge": one(g.cast(g.expand(leaf(1, 1), (2**16, 2**15)), dt.float16)),
+    }
+    sources = {name: cuda(k).source for name, k in cases.items()}
+    with tempfile.TemporaryDirectory() as tmp:
+        errors = _nvcc(sources, tmp)
+    assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in errors.items())
