@@ -20,12 +20,17 @@ import yaml
 from .errors import ConfigError
 
 __all__ = [
+    "BENCHMARK_BASELINES",
+    "BENCHMARK_DTYPES",
+    "BENCHMARK_WORKLOADS",
     "DEFAULT_CACHE_DIR",
     "POLICIES",
     "AutotuneConfig",
+    "BenchmarkConfig",
     "Config",
     "RayConfig",
     "SchedulerConfig",
+    "WorkloadConfig",
     "load_config",
     "parse_devices",
     "parse_devices_string",
@@ -33,6 +38,11 @@ __all__ = [
 ]
 
 POLICIES = ("heft", "round_robin", "single")
+# The workloads of `zyx-dist bench` (zyx_dist/bench.py holds what each computes; a unit test keeps the two
+# lists equal), the dtypes they take and the baselines that can run beside them.
+BENCHMARK_WORKLOADS = ("ew_chain", "softmax", "layernorm", "sum", "matmul", "mlp", "attention", "branches")
+BENCHMARK_DTYPES = ("float32", "float16", "float64")
+BENCHMARK_BASELINES = ("numpy", "cupy", "torch")
 DEFAULT_CACHE_DIR = "~/.cache/zyx_dist"
 DEVICE_NAME = re.compile(r"^(cuda|opencl):(\d+)$")
 DEVICE_COUNT_KEYS = ("opencl-cpu",)
@@ -69,10 +79,39 @@ class RayConfig:
 
 
 @dataclass(frozen=True)
+class WorkloadConfig:
+    name: str  # one of BENCHMARK_WORKLOADS
+    sizes: tuple[int, ...]  # the size parameter of the workload (see configs/README.md), each >= 1
+    dtypes: tuple[str, ...] = ("float32",)  # each one of BENCHMARK_DTYPES
+
+
+@dataclass(frozen=True)
+class BenchmarkConfig:
+    """The `benchmark:` section of a config (schema in configs/README.md)."""
+
+    workloads: tuple[WorkloadConfig, ...]
+    warmup: int = 1  # untimed runs per case before timing (compiles kernels, fills caches)
+    repeats: int = 5  # timed runs per case; the best one is reported
+    ray: bool = False  # run the workers as Ray actors (join ray.address / RAY_ADDRESS or start Ray)
+    baselines: tuple[str, ...] = ("numpy",)  # default for `zyx-dist bench --baseline`
+    check: bool = True  # compare each workload's result with NumPy before timing it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workloads": [{"name": w.name, "sizes": list(w.sizes), "dtypes": list(w.dtypes)} for w in self.workloads],
+            "warmup": self.warmup,
+            "repeats": self.repeats,
+            "ray": self.ray,
+            "baselines": list(self.baselines),
+            "check": self.check,
+        }
+
+
+@dataclass(frozen=True)
 class Config:
     """The validated configuration. `devices` is "auto", a tuple of names like ("cuda:0", "opencl:1"),
     or {"opencl-cpu": N}; `memory_limit` is a per-device byte cap or None (90% of free memory);
-    `benchmark` is the raw `benchmark:` section (a dict) or None."""
+    `benchmark` is the validated `benchmark:` section (used by `zyx-dist bench`) or None."""
 
     devices: Devices = "auto"
     memory_limit: int | None = None
@@ -80,7 +119,7 @@ class Config:
     autotune: AutotuneConfig = field(default_factory=AutotuneConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     debug: int = 0
-    benchmark: dict | None = None
+    benchmark: BenchmarkConfig | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict with the keys of the YAML file; `load_config(c.to_dict()) == c`."""
@@ -102,7 +141,7 @@ class Config:
             "debug": self.debug,
         }
         if self.benchmark is not None:
-            out["benchmark"] = copy.deepcopy(self.benchmark)
+            out["benchmark"] = self.benchmark.to_dict()
         return out
 
 
@@ -111,7 +150,9 @@ _SECTION_KEYS = {
     "scheduler": ("policy",),
     "autotune": ("enabled", "budget", "cache_dir"),
     "ray": ("address", "namespace", "max_restarts"),
+    "benchmark": ("workloads", "warmup", "repeats", "ray", "baselines", "check"),
 }
+_WORKLOAD_KEYS = ("name", "sizes", "dtypes")
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -317,12 +358,82 @@ def _build(data: Any) -> Config:
         ray_kwargs["max_restarts"] = _int(ray["max_restarts"], "ray.max_restarts", 0)
     kwargs["ray"] = RayConfig(**ray_kwargs)
 
-    bench = data.get("benchmark")
-    if bench is not None:
-        if not isinstance(bench, Mapping):
-            raise ConfigError(f"benchmark: {_show(bench)} is not a mapping (see configs/README.md for its keys)")
-        kwargs["benchmark"] = copy.deepcopy(dict(bench))
+    if data.get("benchmark") is not None:
+        kwargs["benchmark"] = _benchmark(data["benchmark"])
     return Config(**kwargs)
+
+
+def _bool(value: Any, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}: {_show(value)} is not a boolean (use true or false)")
+    return value
+
+
+def _choices(value: Any, key: str, allowed: tuple[str, ...], default: tuple[str, ...] | None = None) -> tuple:
+    """A non-empty list (or one string) of names from `allowed`, without duplicates, as a tuple."""
+    if value is None and default is not None:
+        return default
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not items:
+        raise ConfigError(f"{key}: {_show(value)} is not allowed (use a non-empty list of {', '.join(allowed)})")
+    out: list[str] = []
+    for i, item in enumerate(items):
+        if item not in allowed:
+            raise ConfigError(f"{key}[{i}]: {_show(item)} is not one of {', '.join(allowed)}")
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
+def _benchmark(bench: Any) -> BenchmarkConfig:
+    if not isinstance(bench, Mapping):
+        raise ConfigError(
+            f"benchmark: {_show(bench)} is not a mapping (use a mapping with keys {', '.join(_SECTION_KEYS['benchmark'])};"
+            " see configs/README.md)"
+        )
+    if "policy" in bench:
+        raise ConfigError(f"unknown key 'benchmark.policy' (the placement policy is scheduler.policy: {', '.join(POLICIES)})")
+    _check_keys(bench, _SECTION_KEYS["benchmark"], "benchmark")
+    workloads = bench.get("workloads")
+    if not isinstance(workloads, (list, tuple)) or not workloads:
+        raise ConfigError(
+            f"benchmark.workloads: {'missing' if workloads is None else _show(workloads) + ' is not allowed'} (use a "
+            f"non-empty list of {{name, sizes, dtypes}} with name one of {', '.join(BENCHMARK_WORKLOADS)})"
+        )
+    parsed = []
+    for i, w in enumerate(workloads):
+        key = f"benchmark.workloads[{i}]"
+        if isinstance(w, str):  # a bare name is not enough: sizes are required
+            w = {"name": w}
+        if not isinstance(w, Mapping):
+            raise ConfigError(f"{key}: {_show(w)} is not a mapping (use {{name, sizes, dtypes}})")
+        _check_keys(w, _WORKLOAD_KEYS, key)
+        name = w.get("name")
+        if name is None:
+            raise ConfigError(f"{key}.name: missing (use one of {', '.join(BENCHMARK_WORKLOADS)})")
+        if name not in BENCHMARK_WORKLOADS:
+            raise ConfigError(f"{key}.name: {_show(name)} is not one of {', '.join(BENCHMARK_WORKLOADS)}")
+        sizes = w.get("sizes")
+        if isinstance(sizes, int) and not isinstance(sizes, bool):
+            sizes = [sizes]
+        if not isinstance(sizes, (list, tuple)) or not sizes:
+            what = "missing" if sizes is None else f"{_show(sizes)} is not allowed"
+            raise ConfigError(f"{key}.sizes: {what} (use a non-empty list of integers >= 1)")
+        sizes = tuple(_int(n, f"{key}.sizes[{j}]", 1) for j, n in enumerate(sizes))
+        dtypes = _choices(w.get("dtypes"), f"{key}.dtypes", BENCHMARK_DTYPES, ("float32",))
+        parsed.append(WorkloadConfig(name, sizes, dtypes))
+    kwargs: dict[str, Any] = {"workloads": tuple(parsed)}
+    if bench.get("warmup") is not None:
+        kwargs["warmup"] = _int(bench["warmup"], "benchmark.warmup", 0)
+    if bench.get("repeats") is not None:
+        kwargs["repeats"] = _int(bench["repeats"], "benchmark.repeats", 1)
+    for flag in ("ray", "check"):
+        if bench.get(flag) is not None:
+            kwargs[flag] = _bool(bench[flag], f"benchmark.{flag}")
+    if "baselines" in bench:
+        base = bench["baselines"]
+        kwargs["baselines"] = () if base in (None, [], ()) else _choices(base, "benchmark.baselines", BENCHMARK_BASELINES)
+    return BenchmarkConfig(**kwargs)
 
 
 def load_config(config: str | os.PathLike | Mapping | Config | None = None) -> Config:

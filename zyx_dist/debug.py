@@ -8,10 +8,12 @@ from .codegen.render import kernel_key
 
 
 def print_kernels(kernels, programs) -> None:
-    for k, p in zip(kernels, programs):
+    for k, ps in zip(kernels, programs):
+        p = next(iter(ps.values())) if isinstance(ps, dict) else ps  # the dialects share work sizes
+        names = "/".join(q.name for q in ps.values()) if isinstance(ps, dict) else p.name
         outs = ", ".join(f"#{o.id}{o.shape}:{o.dtype.name}" for o in k.outputs)
         ins = ", ".join(f"#{x.id}{x.shape}:{x.dtype.name}" for x in k.inputs)
-        print(f"zyx_dist: kernel {p.name} -> [{outs}] from [{ins}] gws={p.gws} lws={p.lws}")
+        print(f"zyx_dist: kernel {names} -> [{outs}] from [{ins}] gws={p.gws} lws={p.lws}")
 
 
 def print_ir(kernels) -> None:

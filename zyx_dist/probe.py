@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from .protocol import Alloc, BatchResult, Compile, CopyIn, CopyOut, Free, Launch, Sync, TransferRef
+from .protocol import Alloc, BatchResult, Compile, CopyIn, CopyOut, Free, Launch, Recv, Send, Sync, TransferRef
 
 _BW_N = 1 << 22  # floats per buffer: 16 MiB in, 16 MiB out
 _FL_N = 1 << 16  # work-items of the compute probe
@@ -30,6 +30,21 @@ _FL_SRC = f"""__kernel void probe_flops(__global float* restrict out) {{
   for (int k = 0; k < {_FL_ITERS}; k++) {{ x = x * m + c; y = y * m + c; }}
   out[i] = x.x + x.y + x.z + x.w + y.x + y.y + y.z + y.w;
 }}"""
+_BW_SRC_CUDA = """extern "C" __global__ void probe_bw(const float4* __restrict__ a, float4* __restrict__ b) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x; float4 v = a[i];
+  b[i] = make_float4(v.x * 2.0f + 1.0f, v.y * 2.0f + 1.0f, v.z * 2.0f + 1.0f, v.w * 2.0f + 1.0f);
+}"""
+_FL_SRC_CUDA = f"""extern "C" __global__ void probe_flops(float* __restrict__ out) {{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float x0 = i * 1e-6f, x1 = (i + 1) * 1e-6f, x2 = (i + 2) * 1e-6f, x3 = (i + 3) * 1e-6f;
+  float y0 = x0 + 0.5f, y1 = x1 + 0.5f, y2 = x2 + 0.5f, y3 = x3 + 0.5f;
+  for (int k = 0; k < {_FL_ITERS}; k++) {{
+    x0 = x0 * 0.999f + 1e-3f; x1 = x1 * 0.999f + 1e-3f; x2 = x2 * 0.999f + 1e-3f; x3 = x3 * 0.999f + 1e-3f;
+    y0 = y0 * 0.999f + 1e-3f; y1 = y1 * 0.999f + 1e-3f; y2 = y2 * 0.999f + 1e-3f; y3 = y3 * 0.999f + 1e-3f;
+  }}
+  out[i] = x0 + x1 + x2 + x3 + y0 + y1 + y2 + y3;
+}}"""
+_SOURCES = {"opencl": (_BW_SRC, _FL_SRC), "cuda": (_BW_SRC_CUDA, _FL_SRC_CUDA)}
 _memory: dict[str, tuple[float, float]] = {}
 
 
@@ -37,8 +52,10 @@ def _cache_file(cache_dir: str) -> Path:
     return Path(os.path.expanduser(cache_dir)) / "probe.json"
 
 
-def measure(run: Callable[[list], BatchResult], key: str, cache_dir: str | None) -> tuple[float, float]:
-    """(peak_gflops, peak_gbps) of the device behind `run`, measured once per device model `key`."""
+def measure(run: Callable[[list], BatchResult], key: str, cache_dir: str | None,
+            dialect: str = "opencl") -> tuple[float, float]:
+    """(peak_gflops, peak_gbps) of the device behind `run`, measured once per device model `key`, with
+    kernels in the device's `dialect` ("opencl" or "cuda")."""
     if key in _memory:
         return _memory[key]
     disk: dict = {}
@@ -52,8 +69,9 @@ def measure(run: Callable[[list], BatchResult], key: str, cache_dir: str | None)
             disk = {}
     ids = range(-10, 0)  # negative ids never collide with the driver's
     a, b, c, p_bw, p_fl = ids[:5]
+    bw_src, fl_src = _SOURCES[dialect]
     setup = [Alloc(a, _BW_N * 4), Alloc(b, _BW_N * 4), Alloc(c, _FL_N * 4),
-             Compile(p_bw, _BW_SRC, "probe_bw"), Compile(p_fl, _FL_SRC, "probe_flops")]
+             Compile(p_bw, bw_src, "probe_bw"), Compile(p_fl, fl_src, "probe_flops")]
     bw = Launch(p_bw, (a, b), (_BW_N // 4,), (64,), (a,), (b,))
     fl = Launch(p_fl, (c,), (_FL_N,), (64,), (), (c,))
     res = run(setup + [bw, fl, bw, fl, bw, fl, Sync(), Free(a), Free(b), Free(c)])
@@ -74,27 +92,38 @@ def measure(run: Callable[[list], BatchResult], key: str, cache_dir: str | None)
     return _memory[key]
 
 
-def links(backend, devices: list[str], new_id: Callable[[], int]) -> dict[tuple[str, str], tuple[float, float]]:
+def links(backend, devices: list[str], new_id: Callable[[], int],
+          nccl: dict[str, int | None] | None = None) -> dict[tuple[str, str], tuple[float, float]]:
     """(latency seconds, bytes per second) of the transfer path between every ordered pair of workers,
-    measured by moving a small and a 4 MiB buffer through the same steps the scheduler emits."""
+    measured by moving a small and a large buffer through the same steps the scheduler emits: through
+    the host (4 MiB), or by NCCL Send/Recv in one step (64 MiB) where both workers have an NCCL rank."""
+    nccl = nccl or {}
     out = {}
     for src in devices:
         for dst in devices:
             if src == dst:
                 continue
+            ranks = nccl.get(src), nccl.get(dst)
+            peer = ranks[0] is not None and ranks[1] is not None
+            big = 1 << 26 if peer else 1 << 22
             times = {}
-            for nbytes in (1 << 12, 1 << 22):
+            for nbytes in (1 << 12, big):
                 best = float("inf")
-                for _ in range(2):
+                for _ in range(3 if peer else 2):  # NCCL connects a pair on its first transfer
                     a, b, t = new_id(), new_id(), new_id()
-                    steps = [{src: [Alloc(a, nbytes), CopyIn(a, np.zeros(nbytes, np.uint8)), Sync()]},
-                             {src: [CopyOut(a, "uint8", (nbytes,), export=t), Free(a)]},
-                             {dst: [Alloc(b, nbytes), CopyIn(b, TransferRef(t)), Sync(), Free(b)]}]
+                    if peer:
+                        steps = [{src: [Alloc(a, nbytes)], dst: [Alloc(b, nbytes)]},  # contents do not matter
+                                 {src: [Send(a, ranks[1], nbytes), Sync(), Free(a)],
+                                  dst: [Recv(b, ranks[0], nbytes), Sync(), Free(b)]}]
+                    else:
+                        steps = [{src: [Alloc(a, nbytes), CopyIn(a, np.zeros(nbytes, np.uint8)), Sync()]},
+                                 {src: [CopyOut(a, "uint8", (nbytes,), export=t), Free(a)]},
+                                 {dst: [Alloc(b, nbytes), CopyIn(b, TransferRef(t)), Sync(), Free(b)]}]
                     backend.run_steps(steps[:1])
                     start = time.perf_counter()
                     backend.run_steps(steps[1:])
                     best = min(best, time.perf_counter() - start)
                 times[nbytes] = best
-            bps = ((1 << 22) - (1 << 12)) / max(times[1 << 22] - times[1 << 12], 1e-9)
+            bps = (big - (1 << 12)) / max(times[big] - times[1 << 12], 1e-9)
             out[(src, dst)] = (times[1 << 12], bps)
     return out

@@ -45,11 +45,41 @@ class RayBackend:
                     name=f"zyx_dist/worker/{name}", namespace=self.namespace, num_gpus=1, num_cpus=0,
                     max_restarts=config.ray.max_restarts, max_task_retries=0,
                 ).remote(spec, config.memory_limit, name)
+            self.nccl_ranks = self._init_nccl([name for name, spec in devices if spec.startswith("cuda:")])
             self.infos = dict(zip(self.actors, self._get([a.info.remote() for a in self.actors.values()])))
             self.incarnations = {name: info["incarnation"] for name, info in self.infos.items()}
         except Exception:
             self.close()
             raise
+
+    def _init_nccl(self, names: list[str]) -> dict[str, int]:
+        """One NCCL communicator over the CUDA workers `names` (rank = position), when there are two or
+        more, every one of them can load NCCL, and ZYX_DIST_NCCL is not 0; else none (transfers between
+        them then go through the object store). The unique id is made here when cupy is importable,
+        else by the first worker; every rank joins concurrently (ncclCommInitRank blocks until all do)."""
+        if len(names) < 2 or os.environ.get("ZYX_DIST_NCCL", "1").strip() in ("0", "false", "off"):
+            return {}
+        actors = [self.actors[n] for n in names]
+        if not all(self._get([a.nccl_available.remote() for a in actors])):
+            return {}
+        try:
+            from cupy.cuda import nccl
+
+            uid = nccl.get_unique_id()
+        except Exception:  # noqa: BLE001 -- no cupy or no NCCL on the driver: ask a worker
+            uid = self._get([actors[0].nccl_unique_id.remote()])[0]
+        if uid is None:
+            return {}
+        refs = [a.init_nccl.remote(uid, len(names), rank) for rank, a in enumerate(actors)]
+        try:
+            ray.get(refs, timeout=float(os.environ.get("ZYX_DIST_NCCL_TIMEOUT", "300")))
+        except ray.exceptions.GetTimeoutError as e:
+            raise DeviceError(f"NCCL communicator over {', '.join(names)} did not form in time; "
+                              "set ZYX_DIST_NCCL=0 to move data between GPUs through the object store") from e
+        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as e:
+            raise DeviceError(f"NCCL communicator over {', '.join(names)} failed ({e}); "
+                              "set ZYX_DIST_NCCL=0 to move data between GPUs through the object store") from e
+        return {n: rank for rank, n in enumerate(names)}
 
     def _get(self, refs: list) -> list:
         try:

@@ -7,6 +7,7 @@ counters of `zd.stats()` and the debug output of `ZYX_DIST_DEBUG`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import weakref
@@ -85,7 +86,7 @@ class Session:
         self.device_names = [name for name, _ in pairs]
         self.default_device = self.device_names[0]
         self.pending_frees: list[tuple[str, int]] = []
-        self.programs: dict[tuple, Program] = {}
+        self.programs: dict[tuple, Program] = {}  # (kernel key, dialect) -> program
         self.bytes_in_use = {name: 0 for name in self.device_names}
         self.counters = dict.fromkeys(_STAT_KEYS, 0)
         self.trace_events: list[dict] | None = None  # set by zd.trace
@@ -97,12 +98,15 @@ class Session:
         for name, info in self.infos.items():
             key = f"{info['backend']}:{info['device_name']}:{info['vendor']}"
             self.peaks[name] = probe.measure(lambda b, n=name: self.backend.run_timed(n, b), key,
-                                             self.config.autotune.cache_dir)
+                                             self.config.autotune.cache_dir, info["backend"])
         models = {name: DeviceModel(name, bool(i["fp64"]), self.peaks[name][0], self.peaks[name][1],
-                                    int(i["memory_bytes"])) for name, i in self.infos.items()}
+                                    int(i["memory_bytes"]), dialect=i["backend"], nccl_rank=i.get("nccl_rank"))
+                  for name, i in self.infos.items()}
+        self.dialects = sorted({m.dialect for m in models.values()})
         self.state = SchedulerState(models, policy=self.config.scheduler.policy)
         if len(self.device_names) > 1:
-            self.state.link = probe.links(self.backend, self.device_names, self.state.new_id)
+            self.state.link = probe.links(self.backend, self.device_names, self.state.new_id,
+                                          {n: m.nccl_rank for n, m in models.items()})
         if self.debug & 1:
             for d in self.devices():
                 print(f"zyx_dist: {d.name} ({d.backend}, {d.device_name}, node {d.node}) "
@@ -154,23 +158,31 @@ class Session:
         if self.pending_frees:
             self._run([])
 
-    def program(self, kernel) -> Program:
+    def program(self, kernel) -> dict[str, Program]:
+        """The kernel rendered once for each dialect of this session's devices: dialect -> Program."""
         key = kernel_key(kernel)
-        prog = self.programs.get(key)
-        if prog is None:
-            prog = self.programs[key] = render_kernel(kernel)
-            if self.debug & 16:
-                print(f"zyx_dist: source of {prog.name}\n{prog.source}")
-        return prog
+        out = {}
+        for dialect in self.dialects:
+            prog = self.programs.get((key, dialect))
+            if prog is None:
+                prog = self.programs[(key, dialect)] = render_kernel(kernel, dialect)
+                if self.debug & 16:
+                    print(f"zyx_dist: source of {prog.name}\n{prog.source}")
+            out[dialect] = prog
+        return out
 
-    def plan(self, nodes: list[Node]) -> tuple[list, list[Program], Schedule]:
+    def plan(self, nodes: list[Node]) -> tuple[list, list[dict[str, Program]], Schedule]:
         """Kernelize, render and schedule `nodes` (nothing runs; the session state does not change)."""
         for n in nodes:
             if n.size == 0 and not n.realized:
                 n.become_leaf(None)
+        ta = time.perf_counter()
         kernels = kernelize([n for n in nodes if not n.realized])
+        tb = time.perf_counter()
         programs = [self.program(k) for k in kernels]
+        tc = time.perf_counter()
         sched = schedule(kernels, programs, self.state, self.default_device)
+        self.plan_phases = (ta, tb, tc, time.perf_counter())  # for zd.trace
         # leaves realized directly (zd.tensor(a).realize()) are uploads without a kernel
         for n in nodes:
             if n.op is Op.LEAF and n.buffer is None and n.size and n.id not in sched.uploads:
@@ -201,6 +213,9 @@ class Session:
         """Workers were lost: bring them back (or drop them), forget their buffers, and turn every live
         tensor that lived there back into a computation from its lineage."""
         self.counters["recoveries"] += 1
+        if any(m.nccl_rank is not None for n, m in self.state.devices.items() if n in devices):
+            # the NCCL communicator lost a rank: from now on data moves between GPUs through the host
+            self.state.devices = {n: dataclasses.replace(m, nccl_rank=None) for n, m in self.state.devices.items()}
         for dev in sorted(devices):
             back = self.backend.recover(dev)
             self.state.drop_device(dev, keep=back)
@@ -288,18 +303,10 @@ class Session:
                     measured[(name, dev)] = secs if old is None else 0.5 * (old + secs)
 
     def _trace(self, sched: Schedule, results: list[dict[str, BatchResult]], times: tuple) -> None:
-        """Chrome trace events: driver phases, then each device's launches laid end to end from the run start."""
-        ev = self.trace_events
-        assert ev is not None
-        for name, a, b in (("plan", times[0], times[1]), ("run", times[1], times[2]), ("finish", times[2], times[3])):
-            ev.append({"name": name, "ph": "X", "pid": 1, "tid": "driver", "ts": a, "dur": (b - a) * 1e6})
-        t = dict.fromkeys(self.device_names, times[1])
-        for step, res in enumerate(results):
-            for dev, r in res.items():
-                names = [p.kernel for p in sched.placements if p.device == dev and p.step == step]
-                for name, secs in zip(names, r.kernel_seconds):
-                    ev.append({"name": name, "ph": "X", "pid": 1, "tid": dev, "ts": t[dev], "dur": secs * 1e6})
-                    t[dev] += secs
+        """Chrome trace events of this run (driver phases, every worker's commands): see plan.record_realize."""
+        from .plan import record_realize
+
+        record_realize(self, sched, results, times)
 
     def _check(self, sched: Schedule, results: list[dict[str, BatchResult]]) -> None:
         failures = [(dev, r) for step in results for dev, res in step.items()

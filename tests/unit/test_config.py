@@ -15,6 +15,7 @@ from zyx_dist.config import (
     Config,
     RayConfig,
     SchedulerConfig,
+    WorkloadConfig,
     load_config,
     parse_devices,
     parse_devices_string,
@@ -37,8 +38,8 @@ ray:
   max_restarts: 0
 debug: 5
 benchmark:
-  name: matmul
-  sizes: [256, 512]
+  workloads:
+    - {name: matmul, sizes: [256, 512]}
 """
 
 
@@ -116,7 +117,7 @@ def test_full_yaml_file(tmp_path):
     assert cfg.autotune == AutotuneConfig(enabled=False, budget=7, cache_dir=os.path.expanduser("~/zyx-cache"))
     assert cfg.ray == RayConfig(address="ray://head:10001", namespace="mine", max_restarts=0)
     assert cfg.debug == 5
-    assert cfg.benchmark == {"name": "matmul", "sizes": [256, 512]}
+    assert cfg.benchmark.workloads == (WorkloadConfig("matmul", (256, 512), ("float32",)),)
 
 
 def test_path_as_str_and_pathlike(tmp_path):
@@ -164,11 +165,12 @@ def test_null_sections_are_defaults(tmp_path):
 
 
 def test_dict_is_not_mutated():
-    data = {"devices": ["opencl:0"], "benchmark": {"sizes": [1, 2]}}
+    data = {"devices": ["opencl:0"], "benchmark": {"workloads": [{"name": "sum", "sizes": [1, 2]}]}}
     cfg = load_config(data)
-    assert data == {"devices": ["opencl:0"], "benchmark": {"sizes": [1, 2]}}
-    cfg.benchmark["sizes"].append(3)
-    assert data["benchmark"]["sizes"] == [1, 2]
+    assert data == {"devices": ["opencl:0"], "benchmark": {"workloads": [{"name": "sum", "sizes": [1, 2]}]}}
+    cfg.to_dict()["benchmark"]["workloads"][0]["sizes"].append(3)
+    assert data["benchmark"]["workloads"][0]["sizes"] == [1, 2]
+    assert cfg.benchmark.workloads[0].sizes == (1, 2)
 
 
 def test_devices_forms():
@@ -297,9 +299,10 @@ def test_unknown_key_in_file_names_file(tmp_path):
     assert str(path) in msg
 
 
-def test_benchmark_section_is_free_form():
-    cfg = load_config({"benchmark": {"anything": {"goes": [1, 2]}, "here": None}})
-    assert cfg.benchmark == {"anything": {"goes": [1, 2]}, "here": None}
+def test_benchmark_section_is_validated():
+    # its schema (configs/README.md) is tested in tests/unit/test_bench_config.py
+    with pytest.raises(ConfigError, match=r"^unknown key 'benchmark\.anything'"):
+        load_config({"benchmark": {"anything": {"goes": [1, 2]}, "here": None}})
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ the destination worker's next batch without passing through the driver.
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import ray
 
@@ -19,11 +20,27 @@ def _resolve(data):
     return ray.get(data) if isinstance(data, ray.ObjectRef) else data
 
 
+def local_spec(spec: str) -> str:
+    """The device spec as this actor's process sees it. Ray gives a CUDA worker one GPU and narrows
+    CUDA_VISIBLE_DEVICES to it, so it is cuda:0 there; where Ray left every GPU visible, it is the GPU
+    Ray assigned; elsewhere (no GPU from Ray) the spec stands."""
+    if spec.partition(":")[0] != "cuda":
+        return spec
+    ids = ray.get_gpu_ids()
+    if not ids:
+        return spec
+    visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    if visible:  # our GPU is at its position in the visible list (position 0 when Ray narrowed it)
+        mine = str(ids[0])
+        return f"cuda:{visible.index(mine)}" if mine in visible else "cuda:0"
+    return f"cuda:{int(ids[0])}"
+
+
 @ray.remote
 class WorkerActor:
     def __init__(self, spec: str, memory_limit: int | None, name: str):
         self.name = name
-        self.worker = Worker(spec, memory_limit, profile=True)
+        self.worker = Worker(local_spec(spec), memory_limit, profile=True)
 
     def run(self, batch: list[Command], timed: bool = False):
         w = self.worker
@@ -49,6 +66,24 @@ class WorkerActor:
 
     def incarnation(self) -> str:
         return self.worker.incarnation
+
+    def nccl_available(self) -> bool:
+        """Whether this worker can join an NCCL communicator (a CUDA worker with NCCL loadable)."""
+        if getattr(self.worker.backend, "kind", "") != "cuda":
+            return False
+        from .cuda import nccl_available
+
+        return nccl_available()
+
+    def nccl_unique_id(self):
+        from .cuda import nccl_unique_id
+
+        return nccl_unique_id()
+
+    def init_nccl(self, unique_id, world_size: int, rank: int) -> int:
+        """Join the communicator of all CUDA workers (every rank must be called concurrently)."""
+        self.worker.backend.init_nccl(unique_id, world_size, rank)
+        return rank
 
     def close(self) -> None:
         self.worker.close()

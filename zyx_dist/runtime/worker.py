@@ -39,7 +39,7 @@ from ..protocol import (
 from .events import EventTracker
 from .pool import Block, MemoryPool
 
-BACKENDS = ("opencl",)
+BACKENDS = ("opencl", "cuda")
 
 
 def _debug_flags() -> int:
@@ -51,6 +51,12 @@ def _debug_flags() -> int:
 
 def _open_backend(device: str) -> Any:
     kind, _, idx = device.partition(":")
+    if kind == "cuda":
+        if not idx.isdigit():
+            raise DeviceError(f"unknown device {device!r}: CUDA devices look like 'cuda:0'")
+        from .cuda import CudaBackend
+
+        return CudaBackend(int(idx))
     if kind != "opencl":
         raise DeviceError(f"unknown device {device!r}: backends are {', '.join(BACKENDS)} (e.g. 'opencl:0')")
     from .opencl import OpenCLBackend, list_opencl_devices
@@ -90,6 +96,8 @@ class Worker:
         device_mem = self.backend.memory_bytes
         limit = device_mem if memory_limit is None else min(int(memory_limit), device_mem)
         self.pool = MemoryPool(self.backend, limit, device=self.device)
+        if hasattr(self.backend, "set_limit"):  # a backend with its own allocator pool (CUDA) caps it too
+            self.backend.set_limit(limit)
         self.events = EventTracker()
         self._bufs: dict[int, Block] = {}
         self._progs: dict[int, Any] = {}
@@ -135,7 +143,7 @@ class Worker:
         d = self.backend.info()
         return {
             "name": self.device,
-            "backend": "opencl",
+            "backend": getattr(self.backend, "kind", "opencl"),
             "device_name": d["name"],
             "vendor": d["vendor"],
             "type": d["type"],
@@ -146,6 +154,7 @@ class Worker:
             "fp16": d["fp16"],
             "fp64": d["fp64"],
             "incarnation": self.incarnation,
+            "nccl_rank": getattr(self.backend, "nccl_rank", None),
         }
 
     def stats(self) -> dict:
@@ -221,10 +230,24 @@ class Worker:
             self._inflight.clear()
             return None
         if isinstance(cmd, (Send, Recv)):
-            raise NotImplementedError(
-                f"{type(cmd).__name__}: peer transfers need NCCL (CUDA workers); "
-                f"{self.device} cannot send or receive directly"
-            )
+            if not hasattr(self.backend, "send"):
+                raise NotImplementedError(
+                    f"{type(cmd).__name__}: peer transfers need NCCL (CUDA workers); "
+                    f"{self.device} cannot send or receive directly"
+                )
+            if cmd.nbytes == 0:  # both ends skip it alike
+                return None
+            block = self._block(cmd.buf)
+            if cmd.nbytes > block.nbytes:
+                raise ValueError(f"{self.device}: {type(cmd).__name__} of {cmd.nbytes} bytes with buffer {cmd.buf} "
+                                 f"of {block.nbytes}")
+            if isinstance(cmd, Send):
+                event = self.backend.send(block.handle, cmd.peer, cmd.nbytes, self.events.wait_list((cmd.buf,), ()))
+                self.events.record((cmd.buf,), (), event)
+            else:
+                event = self.backend.recv(block.handle, cmd.peer, cmd.nbytes, self.events.wait_list((), (cmd.buf,)))
+                self.events.record((), (cmd.buf,), event)
+            return None
         if isinstance(cmd, Spill):
             block = self._block(cmd.buf)
             host = np.empty(block.nbytes, np.uint8)

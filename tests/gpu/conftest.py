@@ -1,0 +1,46 @@
+"""Set-up of the GPU tier (marker `gpu`): CUDA workers through CuPy, NCCL between them, and the NVIDIA
+OpenCL platform. Every test here is marked `gpu` and skips cleanly where cupy, a CUDA GPU, a second GPU,
+Ray or an NVIDIA OpenCL device is missing, so `python3 -m pytest -m gpu tests/gpu -q` runs everything the
+machine can run. The root conftest's in-process PoCL session (`zd_session`) is overridden: each module
+starts the session it needs (`zd.init(ray=False, devices=["cuda:0"])`, Ray with two CUDA workers, ...)
+and shuts it down at its end.
+
+ZYX_DIST_GPU_SUITE=0 leaves out the runs of the whole runtime suite on each GPU backend (subprocesses,
+the slowest part: a few minutes each).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+for p in (str(HERE), str(ROOT / "tests"), str(ROOT)):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if Path(str(item.fspath)).resolve().parent == HERE:
+            item.add_marker(pytest.mark.gpu)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def zd_session():
+    """Overrides the root conftest's in-process PoCL session: each GPU module starts its own. An
+    in-process session that was running before the module is started again after it, so tests outside
+    tests/gpu that run later in the same pytest run still find one."""
+    import zyx_dist as zd
+    from zyx_dist import session as zsession
+
+    running = zsession._session
+    restore = running is not None and type(running.backend).__name__ == "InProcessBackend"
+    zd.shutdown()
+    yield None
+    zd.shutdown()
+    if restore:
+        zd.init(ray=False)

@@ -1,0 +1,248 @@
+"""Runtime tests of shape/movement ops and indexing (API.md section 5): reshape, permute/transpose/T/mT,
+broadcast_to/expand, expand_dims, squeeze, flatten, pad, flip, concat/cat/stack/split/tile/repeat, and
+`x[...]` with ints, slices, None, Ellipsis and integer-array gathers, against NumPy on PoCL."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import assert_close, data, ids
+
+import zyx_dist as zd
+
+MOVE_DTYPES = [np.float32, np.bool_, np.float16]
+
+
+@pytest.fixture(params=MOVE_DTYPES, ids=ids(MOVE_DTYPES))
+def dtype(request):
+    return request.param
+
+
+def test_reshape(dtype):
+    a = data((2, 3, 4), dtype)
+    x = zd.tensor(a)
+    for shape in ((24,), (4, 6), (2, -1), (-1, 3, 2), (1, 24, 1), (4, 3, 2)):
+        assert_close(zd.reshape(x, shape), a.reshape(shape), dtype)
+    assert_close(x.reshape(4, -1), a.reshape(4, -1), dtype)
+    assert_close(x.reshape((3, 8)), a.reshape(3, 8), dtype)
+    assert_close(x.reshape(-1), a.reshape(-1), dtype)
+    assert_close(x.T.reshape(6, 4), a.T.reshape(6, 4), dtype)  # not mergeable into one strided view
+    assert_close(x[:, 1:].reshape(-1), a[:, 1:].reshape(-1), dtype)
+    assert_close(zd.tensor(np.array(5, dtype)).reshape(1, 1), np.array(5, dtype).reshape(1, 1), dtype)
+    assert_close(zd.zeros((0, 3)).reshape(3, 0, 2), np.zeros((3, 0, 2)), zd.float32)
+
+
+def test_permute_transpose(dtype):
+    a = data((2, 3, 4), dtype)
+    x = zd.tensor(a)
+    assert_close(zd.permute_dims(x, (2, 0, 1)), a.transpose(2, 0, 1), dtype)
+    assert_close(zd.permute_dims(x, (-1, 0, -2)), a.transpose(2, 0, 1), dtype)
+    assert_close(x.permute(1, 2, 0), a.transpose(1, 2, 0), dtype)
+    assert_close(x.permute((1, 0, 2)), a.transpose(1, 0, 2), dtype)
+    assert_close(x.transpose(), a.transpose(), dtype)
+    assert_close(x.transpose(0, 2, 1), a.transpose(0, 2, 1), dtype)
+    assert_close(x.T, a.T, dtype)
+    assert_close(x.mT, np.swapaxes(a, -1, -2), dtype)
+    assert_close(x.T.T, a, dtype)
+    v = zd.tensor(a[0, 0])
+    assert_close(v.T, a[0, 0], dtype)
+
+
+def test_broadcast_expand(dtype):
+    a = data((3, 1), dtype)
+    x = zd.tensor(a)
+    assert_close(zd.broadcast_to(x, (3, 4)), np.broadcast_to(a, (3, 4)), dtype)
+    assert_close(zd.broadcast_to(x, (2, 3, 5)), np.broadcast_to(a, (2, 3, 5)), dtype)
+    assert_close(x.expand(2, 3, 4), np.broadcast_to(a, (2, 3, 4)), dtype)
+    assert_close(x.expand((3, 2)), np.broadcast_to(a, (3, 2)), dtype)
+    assert_close(x.broadcast_to((3, 0)), np.broadcast_to(a, (3, 0)), dtype)
+    s = zd.tensor(np.array(1, dtype))
+    assert_close(s.expand(2, 2), np.ones((2, 2), dtype), dtype)
+
+
+def test_expand_dims_squeeze_flatten(dtype):
+    a = data((3, 1, 4), dtype)
+    x = zd.tensor(a)
+    for axis in (0, 1, -1, 3, (0, 2), (-1, 0)):
+        assert_close(zd.expand_dims(x, axis), np.expand_dims(a, axis), dtype)
+    assert_close(x.expand_dims(2), np.expand_dims(a, 2), dtype)
+    assert_close(zd.squeeze(x), np.squeeze(a), dtype)
+    assert_close(x.squeeze(1), np.squeeze(a, 1), dtype)
+    assert_close(x.squeeze(-2), np.squeeze(a, -2), dtype)
+    assert_close(zd.squeeze(zd.tensor(a[:1, :, :1])), np.squeeze(a[:1, :, :1]), dtype)
+    assert_close(x.flatten(), a.flatten(), dtype)
+    assert_close(x.T.flatten(), a.T.flatten(), dtype)
+    assert_close(zd.tensor(np.array(3, dtype)).flatten(), np.array([3], dtype), dtype)
+
+
+@pytest.mark.parametrize("width", [1, (1, 2), ((1, 0), (2, 1), (0, 3)), ((2,),), ((0, 0), (0, 0), (1, 1)), 0,
+                                   [[1, 2], [0, 0], [3, 0]]], ids=str)
+def test_pad_forms(width, dtype):
+    a = data((2, 3, 2), dtype)
+    x = zd.tensor(a)
+    assert_close(zd.pad(x, width), np.pad(a, width), dtype)
+    if np.dtype(dtype).kind != "b":
+        assert_close(x.pad(width, value=7), np.pad(a, width, constant_values=7), dtype)
+    else:
+        assert_close(zd.pad(x, width, value=True), np.pad(a, width, constant_values=True), dtype)
+
+
+def test_pad_float_value_and_views():
+    a = data((3, 4), np.float32)
+    x = zd.tensor(a)
+    assert_close(zd.pad(x, 2, value=-1.5), np.pad(a, 2, constant_values=-1.5), zd.float32)
+    assert_close(zd.pad(x.T, ((1, 0), (0, 2))), np.pad(a.T, ((1, 0), (0, 2))), zd.float32)
+    assert_close(zd.pad(x[::2, ::-1], 1) * 2, np.pad(a[::2, ::-1], 1) * 2, zd.float32)
+    assert_close(zd.pad(zd.pad(x, 1), ((0, 1), (2, 0))), np.pad(np.pad(a, 1), ((0, 1), (2, 0))), zd.float32)
+    assert_close(zd.pad(zd.zeros((0, 2)), 1), np.pad(np.zeros((0, 2)), 1), zd.float32)
+
+
+def test_flip(dtype):
+    a = data((3, 4, 2), dtype)
+    x = zd.tensor(a)
+    for axis in (0, 1, -1, (0, 2), None):
+        assert_close(zd.flip(x, axis), np.flip(a, axis), dtype)
+    assert_close(x.flip(1), np.flip(a, 1), dtype)
+    assert_close(x.flip(), np.flip(a), dtype)
+    assert_close(zd.flip(zd.flip(x, 0), 0), a, dtype)
+
+
+def test_concat_stack(dtype):
+    a = data((2, 3), dtype, seed=1)
+    b = data((4, 3), dtype, seed=2)
+    c = data((2, 5), dtype, seed=3)
+    x, y, z = zd.tensor(a), zd.tensor(b), zd.tensor(c)
+    assert_close(zd.concat([x, y]), np.concatenate([a, b]), dtype)
+    assert_close(zd.concat([x, z], axis=1), np.concatenate([a, c], axis=1), dtype)
+    assert_close(zd.cat((x, z, x), axis=-1), np.concatenate([a, c, a], axis=-1), dtype)
+    assert_close(zd.concat([x]), a, dtype)
+    assert_close(zd.concat([x, zd.tensor(a[:0]), y], axis=0), np.concatenate([a, a[:0], b]), dtype)
+    assert_close(zd.stack([x, x.flip(0)]), np.stack([a, a[::-1]]), dtype)
+    assert_close(zd.stack([x, x, x], axis=1), np.stack([a, a, a], axis=1), dtype)
+    assert_close(zd.stack([x, x], axis=-1), np.stack([a, a], axis=-1), dtype)
+
+
+def test_concat_promotes_and_many_pieces():
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    b = np.linspace(0, 1, 6, dtype=np.float32).reshape(2, 3)
+    got = zd.concat([zd.tensor(a), zd.tensor(b)], axis=0)
+    want = np.concatenate([a, b])
+    assert_close(got, want, want.dtype)
+    pieces = [data((1, 3), np.float32, seed=i) for i in range(9)]
+    assert_close(zd.concat([zd.tensor(p) for p in pieces]), np.concatenate(pieces), zd.float32)
+    nan = np.array([np.nan, 1.0], np.float32)
+    assert_close(zd.concat([zd.tensor(nan), zd.tensor(nan)]), np.concatenate([nan, nan]), zd.float32)
+
+
+def test_split():
+    a = data((6, 4), np.float32)
+    x = zd.tensor(a)
+    for args in ((3,), (2, 1), ([1, 4],), ([2, 2, 5], 0), ([1], 1), ([0, 6],)):
+        got = zd.split(x, *args)
+        want = np.split(a, *args)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_close(g, w, zd.float32)
+    parts = x.split(2, axis=-1)
+    for g, w in zip(parts, np.split(a, 2, axis=-1)):
+        assert_close(g, w, zd.float32)
+
+
+@pytest.mark.parametrize("reps", [2, (2, 1), (1, 3), (2, 2, 2), (0, 2)], ids=str)
+def test_tile(reps):
+    a = data((2, 3), np.int32)
+    assert_close(zd.tile(zd.tensor(a), reps), np.tile(a, reps), zd.int32)
+    assert_close(zd.tensor(a).tile(reps), np.tile(a, reps), zd.int32)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1], ids=str)
+def test_repeat(axis):
+    a = data((2, 3), np.float32)
+    x = zd.tensor(a)
+    assert_close(zd.repeat(x, 3, axis=axis), np.repeat(a, 3, axis=axis), zd.float32)
+    assert_close(x.repeat(2, axis), np.repeat(a, 2, axis=axis), zd.float32)
+    assert_close(zd.repeat(x, 0, axis=axis), np.repeat(a, 0, axis=axis), zd.float32)
+
+
+# ---- indexing ---------------------------------------------------------------------------------------------------
+
+BASE = (4, 5, 6)
+KEYS = [
+    1, -1, (2, 3), (-1, -2, -3), slice(1, 3), slice(None, None, 2), slice(None, None, -1), slice(3, 0, -2),
+    slice(-3, None), slice(10, 20), (slice(None), 2), (Ellipsis, 0), (Ellipsis, slice(None, None, -3)),
+    (None,), (slice(None), None, slice(1, 4)), (1, Ellipsis, None), (slice(None, None, 3), slice(4, 0, -1), -2),
+    (0, slice(None), slice(1, 6, 2)), Ellipsis, (None, Ellipsis, None), (2, None, 1, slice(5, None, -2)),
+    slice(1, 1),
+]
+
+
+@pytest.mark.parametrize("key", KEYS, ids=str)
+def test_basic_indexing(key):
+    a = data(BASE, np.float32)
+    x = zd.tensor(a)
+    assert_close(x[key], a[key], zd.float32)
+
+
+def test_basic_indexing_dtypes(dtype):
+    a = data(BASE, dtype)
+    x = zd.tensor(a)
+    for key in ((1, slice(None, None, -2)), (Ellipsis, 3), (slice(1, None, 2), None, -1)):
+        assert_close(x[key], a[key], dtype)
+
+
+GATHER_KEYS = [
+    [0, 2, 3], [-1, 0, -4], np.array([[0, 1], [3, -2]]), (slice(None), [4, 0, -1]), (Ellipsis, [5, 5, 0]),
+    (1, [0, -1]), (slice(1, 3), [2]), ([2], 1), (slice(None), 1, [0, 3]), np.array(2), ([], ),
+    (slice(None, None, -1), np.array([1, 3, 1])),
+]
+
+
+@pytest.mark.parametrize("key", GATHER_KEYS, ids=str)
+def test_gather_indexing(key):
+    a = data(BASE, np.float32)
+    x = zd.tensor(a)
+    assert_close(x[key], a[key], zd.float32)
+
+
+def test_gather_with_tensor_indices():
+    a = data(BASE, np.int32)
+    x = zd.tensor(a)
+    idx = np.array([3, -1, 0, 0], np.int64)
+    assert_close(x[zd.tensor(idx)], a[idx], zd.int32)
+    assert_close(x[:, zd.tensor(idx)], a[:, idx], zd.int32)
+    computed = zd.tensor(np.array([0, 1, 2], np.int32)) * 2 - 1  # -1, 1, 3, lazy
+    assert_close(x[..., computed], a[..., np.array([-1, 1, 3])], zd.int32)
+    b = data((5,), np.bool_)
+    assert_close(zd.tensor(b)[[4, 0, 2]], b[[4, 0, 2]], zd.bool)
+    f = data((7,), np.float16)
+    assert_close(zd.tensor(f)[np.array([6, -7])], f[[6, -7]], zd.float16)
+
+
+def test_indexing_errors():
+    x = zd.ones((3, 4))
+    with pytest.raises(IndexError):
+        x[3]
+    with pytest.raises(IndexError):
+        x[0, 0, 0]
+    with pytest.raises(IndexError):
+        x[[0, 3]]
+    with pytest.raises(IndexError):
+        x[:, -5]
+
+
+def test_setitem_raises_type_error():
+    x = zd.ones((3, 4))
+    with pytest.raises(TypeError, match="(?i)immutable|not support"):
+        x[0] = 1
+    with pytest.raises(TypeError):
+        x[:, 1] = zd.zeros(3)
+    assert_close(x, np.ones((3, 4)), zd.float32)
+
+
+def test_indexing_of_computed_and_realized():
+    a = data((6, 8), np.float32)
+    x = zd.tensor(a)
+    y = (x * 2 + 1).realize()
+    assert_close(y[::-1, 2:7:2], (a * 2 + 1)[::-1, 2:7:2], zd.float32)
+    assert_close((x * 2)[1:, [0, 7]] + 1, (a * 2)[1:, [0, 7]] + 1, zd.float32)
+    assert_close(x.T[3][::2], a.T[3][::2], zd.float32)

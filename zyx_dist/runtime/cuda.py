@@ -1,0 +1,355 @@
+"""Actor side: the CUDA backend of a worker, and the only module that imports cupy. It takes a CUDA
+device index (as this process sees it: a Ray actor with one GPU sees its GPU as index 0) and gives the
+interface a `Worker` drives, the same as `OpenCLBackend`'s: alloc/free device memory from a per-backend
+CuPy memory pool capped at the worker's limit, non-blocking copy in through pinned staging buffers,
+blocking copy out, compile (NVRTC through `cupy.RawModule`, cached by source), launch, and the events
+that order them on one non-blocking compute stream, plus NCCL point-to-point send/recv once
+`init_nccl` has joined the communicator. CuPy errors become zyx_dist errors: allocation failures
+`OutOfMemoryError`, NVRTC failures `CompileError` (numbered source and log), others `DeviceError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import CompileError, DeviceError, OutOfMemoryError, numbered
+
+try:
+    import cupy as cp
+except ImportError:  # reported when a device is opened, so importing zyx_dist never needs CUDA
+    cp = None
+
+COMPILE_OPTIONS = ("-std=c++17",)
+
+
+def _require_cupy(device: str = "cuda") -> Any:
+    if cp is None:
+        raise DeviceError(f"{device}: cupy is not installed: `pip install cupy-cuda13x` "
+                          "(or cupy-cuda12x for CUDA 12 drivers)")
+    return cp
+
+
+def _device_count() -> int:
+    _require_cupy()
+    try:
+        return int(cp.cuda.runtime.getDeviceCount())
+    except cp.cuda.runtime.CUDARuntimeError:  # no driver, or no device
+        return 0
+
+
+def _text(v: Any) -> str:
+    return v.decode(errors="replace").strip("\0 ") if isinstance(v, bytes) else str(v)
+
+
+def _describe(index: int) -> dict:
+    p = cp.cuda.runtime.getDeviceProperties(index)
+    total = int(p.get("totalGlobalMem", 0))
+    return {
+        "index": index,
+        "name": _text(p.get("name", b"")),
+        "vendor": "NVIDIA",
+        "platform": "CUDA",
+        "type": "gpu",
+        "global_mem_size": total,
+        "max_mem_alloc_size": total,
+        "max_compute_units": int(p.get("multiProcessorCount", 0)),
+        "max_work_group_size": int(p.get("maxThreadsPerBlock", 1024)),
+        "compute_capability": f"{p.get('major', 0)}.{p.get('minor', 0)}",
+        "l2_bytes": int(p.get("l2CacheSize", 0)),
+        "fp16": True,
+        "fp64": True,
+        "driver_version": str(cp.cuda.runtime.driverGetVersion()),
+        "runtime_version": str(cp.cuda.runtime.runtimeGetVersion()),
+    }
+
+
+def list_cuda_devices() -> list[dict]:
+    """Every CUDA device this process can see (after CUDA_VISIBLE_DEVICES), in CUDA's order."""
+    return [_describe(i) for i in range(_device_count())]
+
+
+def nccl_available() -> bool:
+    """Whether cupy can load NCCL here."""
+    if cp is None:
+        return False
+    try:
+        from cupy.cuda import nccl
+
+        nccl.get_version()
+    except Exception:  # noqa: BLE001 -- no libnccl, or a cupy built without it
+        return False
+    return True
+
+
+def nccl_unique_id() -> Any:
+    """A fresh NCCL unique id (opaque, picklable) for a new communicator, or None without NCCL."""
+    if not nccl_available():
+        return None
+    from cupy.cuda import nccl
+
+    return nccl.get_unique_id()
+
+
+class _Event:
+    """One command on the stream: the CUDA event recorded after it (and before it, for timed launches)."""
+
+    __slots__ = ("end", "start", "stream")
+
+    def __init__(self, stream: Any, start: Any = None) -> None:
+        self.stream, self.start = stream, start
+        self.end = cp.cuda.Event(block=False, disable_timing=start is None)
+        self.end.record(stream)
+
+
+class _Kernel:
+    """A compiled module and its function (fetched once)."""
+
+    __slots__ = ("function", "module", "name")
+
+    def __init__(self, module: Any, function: Any, name: str) -> None:
+        self.module, self.function, self.name = module, function, name
+
+
+class CudaBackend:
+    """One CUDA device: a CuPy memory pool, one non-blocking stream, NVRTC modules and (optionally) NCCL."""
+
+    kind = "cuda"
+
+    def __init__(self, index: int) -> None:
+        _require_cupy(f"cuda:{index}")
+        count = _device_count()
+        if not 0 <= index < count:
+            raise DeviceError(f"no CUDA device cuda:{index}; this process sees {count} CUDA device(s)")
+        self.index = index
+        self.name = f"cuda:{index}"
+        self._dev = cp.cuda.Device(index)
+        self._info = _describe(index)
+        with self._dev:
+            self.pool = cp.cuda.MemoryPool()
+            self.stream = cp.cuda.Stream(non_blocking=True)
+        self._modules: dict[str, Any] = {}  # source -> RawModule
+        self._kernels: dict[tuple[str, str], _Kernel] = {}
+        self._staging: list[tuple[_Event, Any]] = []  # pinned buffers of copies in flight
+        self.comm: Any = None
+        self.nccl_rank: int | None = None
+
+    # -- description and memory -------------------------------------------------------------
+
+    def info(self) -> dict:
+        return dict(self._info)
+
+    @property
+    def memory_bytes(self) -> int:
+        return self._info["global_mem_size"]
+
+    def set_limit(self, nbytes: int | None) -> None:
+        """Cap the CuPy pool at the worker's memory limit (None lifts the cap). The worker's own pool keeps
+        the exact limit; this cap is the backstop, with a little slack for CuPy rounding every chunk up to
+        512 bytes (the worker's smallest buckets are 256)."""
+        self.pool.set_limit(size=int(nbytes) + int(nbytes) // 16 + (1 << 20) if nbytes else 0)
+
+    def alloc(self, nbytes: int) -> Any:
+        """Device memory of `nbytes` (at least 1): a `cupy.cuda.MemoryPointer` of this backend's pool."""
+        nbytes = max(int(nbytes), 1)
+        try:
+            with self._dev, self.stream:  # chunks belong to the stream they are allocated on
+                return self.pool.malloc(nbytes)
+        except cp.cuda.memory.OutOfMemoryError as e:
+            raise OutOfMemoryError(f"{self.name}: allocating {nbytes} bytes failed: {e}", self.name, nbytes) from e
+        except cp.cuda.runtime.CUDARuntimeError as e:
+            raise DeviceError(f"{self.name}: allocating {nbytes} bytes failed: {e}") from e
+
+    def free(self, handle: Any) -> None:
+        """Nothing to do here: the memory returns to the pool when the worker drops its last reference to
+        `handle`. It returns to the pool of this backend's stream, so a later allocation from it is used
+        only by commands queued after the ones still using it: this never races them."""
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def _after(self, wait_for: Sequence[_Event]) -> None:
+        """Make the stream wait for events recorded on other streams (its own are ordered already)."""
+        for e in wait_for:
+            if e.stream is not self.stream:
+                self.stream.wait_event(e.end)
+
+    def _prune(self) -> None:
+        self._staging = [(e, m) for e, m in self._staging if not e.end.done]
+
+    def copy_in(self, handle: Any, array: np.ndarray, wait_for: Sequence[_Event] = ()) -> _Event:
+        """Start copying `array` (C-contiguous bytes) into `handle` through a pinned staging buffer."""
+        nbytes = array.nbytes
+        try:
+            with self._dev:
+                self._prune()
+                pinned = cp.cuda.alloc_pinned_memory(nbytes)
+                np.frombuffer(pinned, np.uint8, nbytes)[:] = array.reshape(-1).view(np.uint8)
+                self._after(wait_for)
+                cp.cuda.runtime.memcpyAsync(handle.ptr, pinned.ptr, nbytes, cp.cuda.runtime.memcpyHostToDevice,
+                                            self.stream.ptr)
+                event = _Event(self.stream)
+        except cp.cuda.runtime.CUDARuntimeError as e:
+            raise self._error("copy in", e) from e
+        self._staging.append((event, pinned))  # the staging buffer lives until the copy is done
+        return event
+
+    def copy_out(self, handle: Any, out: np.ndarray, wait_for: Sequence[_Event] = ()) -> None:
+        """Copy `out.nbytes` from `handle` into `out`, returning when it is there."""
+        nbytes = out.nbytes
+        try:
+            with self._dev:
+                pinned = cp.cuda.alloc_pinned_memory(nbytes)
+                self._after(wait_for)
+                cp.cuda.runtime.memcpyAsync(pinned.ptr, handle.ptr, nbytes, cp.cuda.runtime.memcpyDeviceToHost,
+                                            self.stream.ptr)
+                _Event(self.stream).end.synchronize()
+                out.reshape(-1).view(np.uint8)[:] = np.frombuffer(pinned, np.uint8, nbytes)
+        except cp.cuda.runtime.CUDARuntimeError as e:
+            raise self._error("copy out", e) from e
+
+    def compile(self, source: str, name: str, options: str = "") -> _Kernel:
+        """Compile `source` with NVRTC and return its kernel `name` (an `extern "C"` function); modules
+        are cached by source text (and options)."""
+        key = source if not options else f"{options}\0{source}"
+        kernel = self._kernels.get((key, name))
+        if kernel is not None:
+            return kernel
+        opts = COMPILE_OPTIONS + tuple(options.split())
+        from cupy.cuda import compiler
+
+        with self._dev:
+            module = self._modules.get(key)
+            if module is None:
+                module = cp.RawModule(code=source, options=opts)
+            try:
+                module.compile()  # NVRTC runs here (RawModule is lazy); errors name the source
+            except compiler.CompileException as e:
+                log = _compile_log(e)
+                raise CompileError(
+                    f"{self.name}: NVRTC build of kernel {name!r} failed\n{numbered(source)}\n--- build log ---\n{log}",
+                    source=source,
+                    log=log,
+                ) from e
+            self._modules[key] = module
+            try:
+                function = module.get_function(name)
+            except cp.cuda.driver.CUDADriverError as e:
+                raise CompileError(
+                    f"{self.name}: module has no kernel {name!r} ({e})\n{numbered(source)}", source=source, log=str(e)
+                ) from e
+        kernel = self._kernels[(key, name)] = _Kernel(module, function, name)
+        return kernel
+
+    def launch(
+        self,
+        prog: _Kernel,
+        handles: Sequence[Any],
+        gws: Sequence[int],
+        lws: Sequence[int] | None,
+        wait_for: Sequence[_Event] = (),
+    ) -> _Event:
+        """Launch `prog` over `gws[0]` threads in blocks of `lws[0]` (256 when None) and return its event.
+        Buffers are passed as explicitly typed 64-bit pointers (numpy.uint64), never as bare ints."""
+        block = int(lws[0]) if lws else 256
+        grid = -(-int(gws[0]) // block)
+        args = tuple(np.uint64(h.ptr) for h in handles)
+        try:
+            with self._dev, self.stream:  # RawKernel launches on the current stream
+                self._after(wait_for)
+                start = cp.cuda.Event(block=False, disable_timing=False)
+                start.record(self.stream)
+                prog.function((grid,), (block,), args)
+                return _Event(self.stream, start)
+        except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as e:
+            raise self._error(f"launch of {prog.name} (gws={tuple(gws)}, lws={lws})", e) from e
+
+    # -- NCCL --------------------------------------------------------------------------------
+
+    def init_nccl(self, unique_id: Any, world_size: int, rank: int) -> None:
+        """Join the communicator `unique_id` as `rank` of `world_size` (blocks until every rank joins)."""
+        from cupy.cuda import nccl
+
+        with self._dev:
+            self.comm = nccl.NcclCommunicator(int(world_size), unique_id, int(rank))
+        self.nccl_rank = int(rank)
+
+    def _nccl(self, what: str) -> Any:
+        if self.comm is None:
+            raise DeviceError(f"{self.name}: {what} needs NCCL, and this worker has joined no communicator")
+        from cupy.cuda import nccl
+
+        return nccl
+
+    def send(self, handle: Any, peer: int, nbytes: int, wait_for: Sequence[_Event] = ()) -> _Event:
+        """Send `nbytes` of `handle` to rank `peer`, on the compute stream (ordered with the kernels)."""
+        nccl = self._nccl("Send")
+        try:
+            with self._dev:
+                self._after(wait_for)
+                self.comm.send(handle.ptr, int(nbytes), nccl.NCCL_INT8, int(peer), self.stream.ptr)
+                return _Event(self.stream)
+        except Exception as e:  # NcclError and CUDA errors alike
+            raise DeviceError(f"{self.name}: NCCL send of {nbytes} bytes to rank {peer} failed: {e}") from e
+
+    def recv(self, handle: Any, peer: int, nbytes: int, wait_for: Sequence[_Event] = ()) -> _Event:
+        """Receive `nbytes` from rank `peer` into `handle`, on the compute stream."""
+        nccl = self._nccl("Recv")
+        try:
+            with self._dev:
+                self._after(wait_for)
+                self.comm.recv(handle.ptr, int(nbytes), nccl.NCCL_INT8, int(peer), self.stream.ptr)
+                return _Event(self.stream)
+        except Exception as e:
+            raise DeviceError(f"{self.name}: NCCL receive of {nbytes} bytes from rank {peer} failed: {e}") from e
+
+    # -- events ------------------------------------------------------------------------------
+
+    def event_seconds(self, event: _Event) -> float:
+        """Device-side duration of a completed launch (between the events recorded around it)."""
+        if event.start is None:
+            return 0.0
+        with self._dev:
+            return cp.cuda.get_elapsed_time(event.start, event.end) * 1e-3
+
+    def is_done(self, event: _Event) -> bool:
+        with self._dev:
+            return bool(event.end.done)
+
+    def wait(self, events: Sequence[_Event]) -> None:
+        with self._dev:
+            for e in events:
+                e.end.synchronize()
+
+    def synchronize(self) -> None:
+        with self._dev:
+            self.stream.synchronize()
+        self._staging.clear()
+
+    def close(self) -> None:
+        with self._dev:
+            self.stream.synchronize()
+            self._staging.clear()
+            self._kernels.clear()
+            self._modules.clear()
+            if self.comm is not None:
+                with contextlib.suppress(Exception):  # closing anyway
+                    self.comm.destroy()
+                self.comm, self.nccl_rank = None, None
+            self.pool.free_all_blocks()
+
+    def _error(self, what: str, e: Exception) -> Exception:
+        text = str(e)
+        if "out of memory" in text.lower() or "OUT_OF_MEMORY" in text:
+            return OutOfMemoryError(f"{self.name}: {what} failed, device memory exhausted: {e}", device=self.name)
+        return DeviceError(f"{self.name}: {what} failed: {e}")
+
+
+def _compile_log(e: Exception) -> str:
+    get = getattr(e, "get_message", None)
+    try:
+        return str(get()) if get is not None else str(e)
+    except Exception:  # noqa: BLE001
+        return str(e)
