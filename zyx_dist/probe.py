@@ -46,6 +46,7 @@ _FL_SRC_CUDA = f"""extern "C" __global__ void probe_flops(float* __restrict__ ou
 }}"""
 _SOURCES = {"opencl": (_BW_SRC, _FL_SRC), "cuda": (_BW_SRC_CUDA, _FL_SRC_CUDA)}
 _memory: dict[str, tuple[float, float]] = {}
+_NOMINAL = {"opencl": (10.0, 5.0), "cuda": (10_000.0, 1_000.0)}  # (GFLOP/s, GB/s) when nothing is measured
 
 
 def _cache_file(cache_dir: str) -> Path:
@@ -53,7 +54,7 @@ def _cache_file(cache_dir: str) -> Path:
 
 
 def measure(run: Callable[[list], BatchResult], key: str, cache_dir: str | None,
-            dialect: str = "opencl") -> tuple[float, float]:
+            dialect: str = "opencl", memory: int = 1 << 40) -> tuple[float, float]:
     """(peak_gflops, peak_gbps) of the device behind `run`, measured once per device model `key`, with
     kernels in the device's `dialect` ("opencl" or "cuda")."""
     if key in _memory:
@@ -70,15 +71,19 @@ def measure(run: Callable[[list], BatchResult], key: str, cache_dir: str | None,
     ids = range(-10, 0)  # negative ids never collide with the driver's
     a, b, c, p_bw, p_fl = ids[:5]
     bw_src, fl_src = _SOURCES[dialect]
-    setup = [Alloc(a, _BW_N * 4), Alloc(b, _BW_N * 4), Alloc(c, _FL_N * 4),
+    # GPUs: larger than their L2 cache, so the figure is memory bandwidth; always within the pool limit
+    n = _BW_N * (16 if dialect == "cuda" else 1)
+    while n > 4096 and 8 * n + 4 * _FL_N > memory // 2:
+        n //= 2
+    setup = [Alloc(a, n * 4), Alloc(b, n * 4), Alloc(c, _FL_N * 4),
              Compile(p_bw, bw_src, "probe_bw"), Compile(p_fl, fl_src, "probe_flops")]
-    bw = Launch(p_bw, (a, b), (_BW_N // 4,), (64,), (a,), (b,))
+    bw = Launch(p_bw, (a, b), (n // 4,), (64,), (a,), (b,))
     fl = Launch(p_fl, (c,), (_FL_N,), (64,), (), (c,))
     res = run(setup + [bw, fl, bw, fl, bw, fl, Sync(), Free(a), Free(b), Free(c)])
     secs = res.kernel_seconds
-    if len(secs) < 6 or min(secs) <= 0:
-        return (0.0, 0.0)
-    gbps = 2 * _BW_N * 4 / min(secs[0::2]) / 1e9
+    if len(secs) < 6 or min(secs) <= 0:  # the probe could not run: nominal figures, not cached
+        return _NOMINAL[dialect]
+    gbps = 2 * n * 4 / min(secs[0::2]) / 1e9
     gflops = _FL_N * _FL_ITERS * 16 / min(secs[1::2]) / 1e9
     _memory[key] = (gflops, gbps)
     if cache_dir:

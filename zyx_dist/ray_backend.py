@@ -30,7 +30,8 @@ class RayBackend:
                                       "log_to_driver": True}
             if address:
                 kwargs["address"] = address
-            else:  # a local instance: one logical GPU per worker, so Ray places them as it would GPUs
+            else:  # a new local instance (never a cluster that happens to run here): one logical GPU
+                kwargs["address"] = "local"  # per worker, so Ray places them as it would GPUs
                 kwargs["num_gpus"] = len(devices)
                 kwargs["num_cpus"] = max(2, os.cpu_count() or 1)
             try:

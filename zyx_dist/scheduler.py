@@ -191,8 +191,9 @@ class _Planner:
         for c in cs:
             if c.device == dev:
                 return c.ready, c
-        if not cs:
-            return _nbytes(x) / 10e9, None  # upload from the host
+        if not cs:  # upload from the host: to its pinned device, then moved on, if it is pinned elsewhere
+            pin = x.device if x.device in self.st.devices and x.device != dev else None
+            return _nbytes(x) / 10e9 + (self.st.link_seconds(pin, dev, _nbytes(x)) if pin else 0.0), None
         return min(c.ready + self.st.link_seconds(c.device, dev, _nbytes(x)) for c in cs), None
 
     def lag(self, c: _Copy, dev: str) -> int:
@@ -212,6 +213,8 @@ class _Planner:
         here = [c.step for c in cs if c.device == dev]
         if here:
             return min(here)
+        if not cs and x.device in self.st.devices and x.device != dev:  # uploaded to its pin in step 0
+            return self.lag(_Copy(x.device, -1, 0, 0.0, False), dev)
         return min(c.step + self.lag(c, dev) for c in cs) if cs else 0
 
     # ---- placement -----------------------------------------------------------------------------------
@@ -323,35 +326,38 @@ class _Planner:
                 self.st.used[dev] += bucket_size(b.nbytes)
             return here
         nbytes = _nbytes(x)
-        buf = self.st.new_id()
         cs = self.copies_of(x)
-        if not cs:  # host leaf
-            self.alloc(dev, buf, nbytes, 0)
-            self.sched.batch(0, dev).append(CopyIn(buf, x.host))
-            self.sched.uploads[x.id] = (dev, buf, nbytes)
-            c = _Copy(dev, buf, 0, nbytes / 10e9, False)
+        if not cs:  # a host leaf: uploaded where it is pinned, else where it is needed
+            home = x.device if x.device in self.st.devices else dev
+            buf = self.st.new_id()
+            self.alloc(home, buf, nbytes, 0)
+            self.sched.batch(0, home).append(CopyIn(buf, x.host))
+            self.sched.uploads[x.id] = (home, buf, nbytes)
+            cs.append(_Copy(home, buf, 0, nbytes / 10e9, False))
+            if home == dev:
+                return cs[0]
+        buf = self.st.new_id()
+        usable = [c for c in cs if c.step + self.lag(c, dev) <= step] or cs
+        src = min(usable, key=lambda c: c.ready + self.st.link_seconds(c.device, dev, nbytes))
+        arrives = src.ready + self.st.link_seconds(src.device, dev, nbytes)
+        if self.lag(src, dev) == 0:
+            # NCCL: Send on the source and Recv here, both in the kernel's step (after the Spills that
+            # make room) and appended in planning order on both workers, so every worker posts its
+            # Send/Recvs in one global order (step, then transfer id) and no pair can deadlock.
+            t = Transfer(self.st.new_id(), src.device, dev, nbytes, step, "nccl")
+            self.sched.batch(step, src.device).append(Send(src.buf, self.st.devices[dev].nccl_rank, nbytes))
+            self.use(src, step)
+            self.alloc(dev, buf, nbytes, step)
+            self.sched.batch(step, dev).append(Recv(buf, self.st.devices[src.device].nccl_rank, nbytes))
+            c = _Copy(dev, buf, step, arrives, True)
         else:
-            usable = [c for c in cs if c.step + self.lag(c, dev) <= step] or cs
-            src = min(usable, key=lambda c: c.ready + self.st.link_seconds(c.device, dev, nbytes))
-            arrives = src.ready + self.st.link_seconds(src.device, dev, nbytes)
-            if self.lag(src, dev) == 0:
-                # NCCL: Send on the source and Recv here, both in the kernel's step (after the Spills that
-                # make room) and appended in planning order on both workers, so every worker posts its
-                # Send/Recvs in one global order (step, then transfer id) and no pair can deadlock.
-                t = Transfer(self.st.new_id(), src.device, dev, nbytes, step, "nccl")
-                self.sched.batch(step, src.device).append(Send(src.buf, self.st.devices[dev].nccl_rank, nbytes))
-                self.use(src, step)
-                self.alloc(dev, buf, nbytes, step)
-                self.sched.batch(step, dev).append(Recv(buf, self.st.devices[src.device].nccl_rank, nbytes))
-                c = _Copy(dev, buf, step, arrives, True)
-            else:
-                t = Transfer(self.st.new_id(), src.device, dev, nbytes, src.step)
-                self.sched.batch(src.step, src.device).append(CopyOut(src.buf, "uint8", (nbytes,), export=t.id))
-                self.use(src, src.step)
-                self.alloc(dev, buf, nbytes, src.step + 1)
-                self.sched.batch(src.step + 1, dev).append(CopyIn(buf, TransferRef(t.id)))
-                c = _Copy(dev, buf, src.step + 1, arrives, True)
-            self.sched.transfers.append(t)
+            t = Transfer(self.st.new_id(), src.device, dev, nbytes, src.step)
+            self.sched.batch(src.step, src.device).append(CopyOut(src.buf, "uint8", (nbytes,), export=t.id))
+            self.use(src, src.step)
+            self.alloc(dev, buf, nbytes, src.step + 1)
+            self.sched.batch(src.step + 1, dev).append(CopyIn(buf, TransferRef(t.id)))
+            c = _Copy(dev, buf, src.step + 1, arrives, True)
+        self.sched.transfers.append(t)
         self.use(c, c.step)
         cs.append(c)
         return c

@@ -85,7 +85,8 @@ class Session:
     def _start(self, pairs: list[tuple[str, str]]) -> None:
         self.device_names = [name for name, _ in pairs]
         self.default_device = self.device_names[0]
-        self.pending_frees: list[tuple[str, int]] = []
+        self.pending_frees: list[tuple[str, int]] = []  # appended to by BufferRef finalizers
+        self.free_queue: list[tuple[str, int]] = []  # applied to the mirror, not yet sent
         self.programs: dict[tuple, Program] = {}  # (kernel key, dialect) -> program
         self.bytes_in_use = {name: 0 for name in self.device_names}
         self.counters = dict.fromkeys(_STAT_KEYS, 0)
@@ -98,7 +99,8 @@ class Session:
         for name, info in self.infos.items():
             key = f"{info['backend']}:{info['device_name']}:{info['vendor']}"
             self.peaks[name] = probe.measure(lambda b, n=name: self.backend.run_timed(n, b), key,
-                                             self.config.autotune.cache_dir, info["backend"])
+                                             self.config.autotune.cache_dir, info["backend"],
+                                             int(info["memory_bytes"]))
         models = {name: DeviceModel(name, bool(i["fp64"]), self.peaks[name][0], self.peaks[name][1],
                                     int(i["memory_bytes"]), dialect=i["backend"], nccl_rank=i.get("nccl_rank"))
                   for name, i in self.infos.items()}
@@ -128,6 +130,7 @@ class Session:
             self.backend.close()
 
     def devices(self) -> list[DeviceInfo]:
+        self._take_frees()  # free memory as it is now, counting tensors just dropped
         out = []
         for name in self.device_names:
             i = self.infos[name]
@@ -138,16 +141,27 @@ class Session:
 
     # ---- running ---------------------------------------------------------------------------------------
 
-    def _run(self, steps: list[dict[str, list]]) -> list[dict[str, BatchResult]]:
-        """Send the steps (with the frees queued by the garbage collector in front of the first)."""
+    def _take_frees(self, *states: SchedulerState) -> None:
+        """Move the frees queued by the garbage collector into the mirror (of `self.state` and of any
+        schedule being planned or run), so placement sees the memory as free; they are sent with the
+        next batch."""
         frees, self.pending_frees[:] = list(self.pending_frees), []
-        frees = [(dev, buf) for dev, buf in frees if buf in self.state.buffers]  # lost ones are gone already
-        if frees:
+        for dev, buf in frees:
+            if buf in self.state.buffers or any(buf in st.buffers for st in states):
+                self.state.free(buf)
+                for st in states:
+                    st.free(buf)
+                self.free_queue.append((dev, buf))
+
+    def _run(self, steps: list[dict[str, list]], planned: SchedulerState | None = None) -> list[dict[str, BatchResult]]:
+        """Send the steps, with the queued frees in front of the first."""
+        self._take_frees(*([planned] if planned is not None else []))
+        if self.free_queue:
             if not steps:
                 steps = [{}]
-            for dev, buf in frees:
+            for dev, buf in self.free_queue:
                 steps[0].setdefault(dev, []).insert(0, Free(buf))
-                self.state.free(buf)
+            self.free_queue = []
         results = self.backend.run_steps(steps)
         for step in results:
             for dev, res in step.items():
@@ -155,7 +169,7 @@ class Session:
         return results
 
     def flush(self) -> None:
-        if self.pending_frees:
+        if self.pending_frees or self.free_queue:
             self._run([])
 
     def program(self, kernel) -> dict[str, Program]:
@@ -173,6 +187,7 @@ class Session:
 
     def plan(self, nodes: list[Node]) -> tuple[list, list[dict[str, Program]], Schedule]:
         """Kernelize, render and schedule `nodes` (nothing runs; the session state does not change)."""
+        self._take_frees()
         for n in nodes:
             if n.size == 0 and not n.realized:
                 n.become_leaf(None)
@@ -258,7 +273,7 @@ class Session:
         for cmds in last.values():  # realize() returns once the results exist on their devices
             cmds.append(Sync())
         try:
-            results = self._run(sched.steps)
+            results = self._run(sched.steps, sched.state)
         except LostWorkers as e:
             self._rollback(sched, e.results, e.devices)
             raise
@@ -361,7 +376,8 @@ class Session:
         last = res.results[-1]
         if isinstance(last, Failed):
             raise _error(ref.device, last)
-        return last.value
+        value = last.value
+        return value if value.flags.writeable else value.copy()  # Ray hands out read-only views
 
     def stats(self) -> dict:
         self.flush()

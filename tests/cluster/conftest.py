@@ -62,11 +62,7 @@ RUNTIME_EXCLUDED_TESTS = {
 }
 
 # runtime tests that fail through Ray because of a library bug: (module file, test name) -> reason
-RUNTIME_XFAIL = {
-    ("test_creation.py", "test_tensor_copies_its_input"): (
-        "library bug: on Ray, x.numpy() of a realized tensor returns the read-only array Ray's object store "
-        "hands back (zero-copy), not a new writable array as API.md section 4 says"),
-}
+RUNTIME_XFAIL: dict = {}  # (module, test) -> reason, for runtime tests that fail only on Ray (none now)
 
 RAY_DEVICES = {"opencl-cpu": 3}
 WORKERS = [f"opencl:{i}" for i in range(3)]

@@ -135,14 +135,6 @@ def test_working_set_larger_than_the_limit_completes_by_spilling():
         assert in_use()["opencl:0"] == 0
 
 
-FREE_BEFORE_PLAN_BUG = (
-    "library bug: the Frees of garbage-collected tensors are queued (Session.pending_frees) and applied to the "
-    "scheduler's mirror only in Session._run, after plan() has copied it: the planner still sees the dead buffers, "
-    "may Spill one after its Free in the same batch (worker KeyError 'no buffer N', the realize fails), and "
-    "`self.state = sched.state` then brings the freed buffers back into the mirror for good")
-
-
-@pytest.mark.xfail(strict=True, reason=FREE_BEFORE_PLAN_BUG)
 def test_working_set_of_temporaries_larger_than_the_limit():
     with session({"memory_limit": "8MiB"}, devices={"opencl-cpu": 1}):
         arrs = [rnd((512, 512), 30 + i) for i in range(10)]
@@ -151,7 +143,6 @@ def test_working_set_of_temporaries_larger_than_the_limit():
             np.testing.assert_allclose(o.numpy(), a * 2, rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason=FREE_BEFORE_PLAN_BUG)
 def test_free_bytes_of_devices_follow_freed_tensors():
     with session(devices={"opencl-cpu": 1}):
         x = zd.tensor(rnd((512, 512), 35)).realize()
@@ -201,10 +192,6 @@ def test_tensor_larger_than_the_limit_raises_and_leaves_everything_usable(worker
         np.testing.assert_allclose((zd.ones((1024, 1024)) * x[1, 1]).numpy(), np.full((1024, 1024), a[1, 1]))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "library bug: the device probe (zyx_dist/probe.py) allocates 2 x 16 MiB, so with a memory_limit below ~33 MiB "
-    "and no cached probe result (a fresh machine) its Alloc fails, probe.measure returns (0.0, 0.0) silently, and "
-    "zd.devices() reports peak_gflops = peak_gbps = 0 (the cost model then estimates every kernel at 0 s)"))
 def test_peaks_are_measured_under_a_small_memory_limit(monkeypatch):
     monkeypatch.setattr(probe, "_memory", {})  # as in a new process: no probe result in memory
     with tempfile.TemporaryDirectory() as cache, \
@@ -230,7 +217,7 @@ def test_ray_single_policy_session_and_shutdown():
         assert [y.device for y in ys] == ["opencl:0"] * 3
         # spilling on a Ray worker: 12 MiB kept alive on opencl:0, with 3 MiB of ys
         arrs = [rnd((512, 512), 80 + i) for i in range(6)]
-        leaves = [zd.tensor(b) for b in arrs]  # kept alive: see FREE_BEFORE_PLAN_BUG
+        leaves = [zd.tensor(b) for b in arrs]  # kept alive, so the working set outgrows the pool
         outs = [(t - 1).realize() for t in leaves]
         assert zd.stats()["spills"] > 0
         assert all(o.device == "opencl:0" for o in outs)

@@ -243,10 +243,6 @@ def test_creation_device_pins_where_a_realized_leaf_lives(ray_session):
             assert t.realize().device == dev
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "library bug: a host leaf pinned with `device=` (zd.tensor/zd.rand/zd.asarray) that is consumed by an "
-    "unpinned kernel before being realized itself is uploaded to wherever the scheduler puts the kernel "
-    "(scheduler._Planner.bring ignores the leaf's `device`), so the leaf ends up on the wrong device"))
 def test_creation_device_pins_a_leaf_read_by_a_kernel(ray_session):
     a = rnd((24, 40), 62)
     t = zd.tensor(a, device="opencl:2")
