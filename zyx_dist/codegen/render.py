@@ -184,6 +184,8 @@ class _Block:
         self.lines: list = []  # str or _Block (a nested loop)
         self.memo: dict = {}
         self.before_loop: list[str] = []  # accumulator declarations, placed before this loop
+        self.reduce: tuple | None = None  # (accumulator, dtype, ReduceOp) of a reduce loop
+        self.group: tuple[str, int, list[str]] | None = None  # in-group reduce: (local id, size, combine code)
 
     def emit(self, indent: int, index_type: str) -> list[str]:
         out: list[str] = []
@@ -193,9 +195,16 @@ class _Block:
                 out += [pad + s for s in item.before_loop]
                 v = item.var
                 assert v is not None
-                out.append(f"{pad}for ({index_type} {v.name} = 0; {v.name} < {v.hi + 1}; {v.name}++) {{")
+                if item.group is None:
+                    out.append(f"{pad}for ({index_type} {v.name} = 0; {v.name} < {v.hi + 1}; {v.name}++) {{")
+                else:  # the work-group shares the loop, then combines its partial results in local memory
+                    lid, size, combine = item.group
+                    out.append(f"{pad}for ({index_type} {v.name} = {lid}; {v.name} < {v.hi + 1}; "
+                               f"{v.name} += {size}) {{")
                 out += item.emit(indent + 1, index_type)
                 out.append(pad + "}")
+                if item.group is not None:
+                    out += [pad + ln for ln in item.group[2]]
             else:
                 out.append("  " * indent + item)
         return out
@@ -338,6 +347,7 @@ class _Renderer:
             update = f"{acc} = {self.binary(bop, acc, v, dt, loop)};"
         loop.lines.append(update)
         loop.before_loop.append(f"{ctype(dt, self.d)} {acc} = {identity};")
+        loop.reduce = (acc, dt, rop)
         at.lines.append(loop)
         return acc, at
 
@@ -408,40 +418,74 @@ class _Renderer:
             return self.d.store_half.format(v=v, arg=f"out{i}")
         return f"out{i}[gid] = ({self.d.type(o.dtype.cname)})({v});"
 
-    def elementwise_body(self) -> tuple[list[str], int]:
-        """The per-element code (at index `gid`) and the number of reduce loops it opened."""
+    def elementwise_body(self) -> list[_Block]:
+        """Build the per-element code at index `gid` (stores last); gives the loops at the top level."""
         shape = self.k.shape
         gid = sym.Var("gid", 0, prod(shape) - 1)
         idx = tuple(sym.ZERO if d == 1 else sym.mod(sym.div(gid, s), d) for d, s in zip(shape, _strides(shape)))
         stores = [self.store(i, o, self.value(o, idx, frozenset(), self.root)[0]) for i, o in enumerate(self.k.outputs)]
-        loops = sum(isinstance(item, _Block) for item in self.root.lines)
+        loops = [item for item in self.root.lines if isinstance(item, _Block)]
         self.root.lines += stores
-        return self.root.emit(0, self.index_type), loops
+        self.stores = stores
+        return loops
+
+    def group_reduce(self, loops: list[_Block]) -> None:
+        """One work-group per output element: its work-items stride through each top-level reduce loop
+        (neighbours read neighbouring elements) and combine their accumulators by a tree in local memory;
+        work-item 0 stores. `lid` must be defined by the caller."""
+        cuda = self.d.name == "cuda"
+        shared, barrier = ("__shared__", "__syncthreads();") if cuda else ("__local", "barrier(CLK_LOCAL_MEM_FENCE);")
+        for i, loop in enumerate(loops):
+            acc, dt, rop = loop.reduce
+            t, red = ctype(dt, self.d), f"red{i}"
+            if rop is ReduceOp.SUM:
+                both = f"{red}[lid] || {red}[lid + s]" if dt is bool_ else f"{red}[lid] + {red}[lid + s]"
+            elif rop is ReduceOp.PROD:
+                both = f"{red}[lid] && {red}[lid + s]" if dt is bool_ else f"{red}[lid] * {red}[lid + s]"
+            else:
+                bop = BinaryOp.MAX if rop is ReduceOp.MAX else BinaryOp.MIN
+                both = self.binary(bop, f"{red}[lid]", f"{red}[lid + s]", dt, self.root)
+            loop.before_loop.insert(0, f"{shared} {t} {red}[{GROUP}];")
+            loop.group = ("lid", GROUP, [
+                f"{red}[lid] = {acc};", barrier,
+                f"for (int s = {GROUP // 2}; s > 0; s >>= 1) {{ if (lid < s) {red}[lid] = {both}; {barrier} }}",
+                f"{acc} = {red}[0];"])
+        del self.root.lines[-len(self.stores):]
+        self.root.lines += ["if (lid == 0) {", *["  " + ln for ln in self.stores], "}"]
 
     def render(self) -> Program:
         spec = gemm.match(self.k)
         if spec is not None:
             return self.render_gemm(spec)
         total = prod(self.k.shape)
-        body, loops = self.elementwise_body()
+        loops = self.elementwise_body()
         lws = _local_size(total)
         # Loop-free kernels handle ELEMS elements per work-item, a grid apart: more loads in flight per
         # work-item and fewer work-items, with every access still coalesced across the group.
-        elems = ELEMS if loops == 0 and total >= ELEMS * lws * 64 and self.d.name == "cuda" else 1
-        threads = -(-total // (lws * elems)) * lws
+        elems = ELEMS if not loops and total >= ELEMS * lws * 64 and self.d.name == "cuda" else 1
+        # Long reduce loops into few outputs: one work-group per output (GPUs; PoCL's work-item loops
+        # already read whole rows from cache, and barriers cost it more than they give)
+        group = bool(loops) and self.d.name in GROUP_DIALECTS and min(lp.var.hi + 1 for lp in loops) >= GROUP
+        threads = total * GROUP if group else -(-total // (lws * elems)) * lws
         src = self.preamble()
         src.append(f"{self.d.kernel_prefix} {self.name}({', '.join(self.params())}) {{")
-        if elems == 1:
+        if group:
+            self.group_reduce(loops)
+            src.append(f"  {self.index_type} gid = {'blockIdx.x' if self.d.name == 'cuda' else 'get_group_id(0)'};")
+            src.append(f"  int lid = {'threadIdx.x' if self.d.name == 'cuda' else 'get_local_id(0)'};")
+            src += ["  " + ln for ln in self.root.emit(0, self.index_type)]
+            lws = GROUP
+        elif elems == 1:
             src.append(f"  {self.index_type} gid = {self.d.global_id[self.index]};")
             if threads != total:
                 src.append(f"  if (gid >= {total}) return;")
-            src += ["  " + ln for ln in body]
+            src += ["  " + ln for ln in self.root.emit(0, self.index_type)]
         else:
             src.append(f"  {self.index_type} base = {self.d.global_id[self.index]};")
             src.append(f"  for (int u = 0; u < {elems}; u++) {{")
             src.append(f"    {self.index_type} gid = base + u * {threads};")
             src.append(f"    if (gid < {total}) {{")
-            src += ["      " + ln for ln in body]
+            src += ["      " + ln for ln in self.root.emit(0, self.index_type)]
             src += ["    }", "  }"]
         src.append("}")
         nbytes = sum(n.size * n.dtype.itemsize for n in self.k.inputs + self.k.outputs)
@@ -554,6 +598,8 @@ def _unary(op: UnaryOp, x: str, dt: DType, dialect: Dialect = OPENCL) -> str:
     return f"{_FLOAT_FN[op]}({x})"
 
 
+GROUP = 256  # work-items sharing one output's reduce loops (in-group reduction)
+GROUP_DIALECTS = ("cuda",)  # where in-group reduction is used (tests add "opencl" to run it on PoCL)
 ELEMS = 4  # elements per CUDA thread of a loop-free kernel (PoCL vectorises across work-items instead)
 
 
