@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from .dtypes import (
     DType,
-    bool_ as bool,  # noqa: A004 -- API.md names it zd.bool
     dtype,
     float16,
     float32,
@@ -22,6 +21,9 @@ from .dtypes import (
     uint32,
     uint64,
 )
+from .dtypes import (
+    bool_ as bool,
+)
 from .errors import (
     CompileError,
     ConfigError,
@@ -32,7 +34,7 @@ from .errors import (
     WorkerLostError,
     ZyxError,
 )
-from .ops import *  # noqa: F403 -- the functions of API.md sections 3 and 5
+from .ops import *
 from .ops import __all__ as _ops_all
 from .plan import Plan, explain, trace
 from .session import DeviceInfo, Session, devices, init, reset_stats, shutdown, stats
@@ -43,8 +45,14 @@ def realize(*xs: Tensor) -> tuple[Tensor, ...]:
     """Compute several tensors in one scheduling pass (shared work done once); blocks until all exist."""
     from . import session
 
-    session.realize([x.node for x in xs])
+    session.realize([_node(x, "realize") for x in xs])
     return xs
+
+
+def _node(x: object, what: str):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"zd.{what} takes tensors, got {type(x).__name__} {x!r:.60}")
+    return x.node
 
 
 __all__ = ["DType", "Tensor", "Session", "DeviceInfo", "Plan", "init", "shutdown", "devices", "realize",

@@ -7,9 +7,8 @@ config (`"auto"`, a list of names, or `{"opencl-cpu": N}`) into (logical name, p
 
 from __future__ import annotations
 
-from typing import Any
-
 import dataclasses
+from typing import Any
 
 from .errors import DeviceError
 from .protocol import BatchResult, Command, CopyIn, CopyOut, Done, TransferRef

@@ -75,10 +75,17 @@ def tensor(data: Any, dtype: Any = None, device: str | None = None) -> Tensor:
         out = data if dtype is None else data.astype(dtype)
         return _place(out, device)
     want = None if dtype is None else dtypes.dtype(dtype)
-    if isinstance(data, np.ndarray) or want is None:
-        arr = np.array(data, copy=True, order="C")
-    else:  # Python data with a dtype: convert directly, no detour through the default dtypes
-        arr = np.array(data, dtype=want.np_dtype, order="C")
+    try:
+        if isinstance(data, np.ndarray) or want is None:
+            arr = np.array(data, copy=True, order="C")
+        else:  # Python data with a dtype: convert directly, no detour through the default dtypes
+            arr = np.array(data, dtype=want.np_dtype, order="C")
+    except (ValueError, OverflowError) as e:  # ragged nesting, or an int no dtype holds
+        raise ShapeError(f"cannot make a tensor of {type(data).__name__} data: {e}") from None
+    if arr.dtype == object and not isinstance(data, np.ndarray):
+        big = [v for v in np.ravel(arr) if isinstance(v, int) and not -(2**63) <= v < 2**64]
+        if big:
+            raise DTypeError(f"integer {big[0]} does not fit any zyx_dist dtype (int64/uint64)")
     dt = want or _infer(arr, data)
     if arr.dtype != dt.np_dtype:
         with np.errstate(all="ignore"):
@@ -148,6 +155,9 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, devic
     if step == 0:
         raise ShapeError("arange step must not be zero")
     ints = all(_is_int(v) for v in args)
+    count = math.ceil((stop - start) / step)
+    if count > 2**40:
+        raise ShapeError(f"arange({start}, {stop}, {step}) would have {count} elements: too many")
     vals = np.arange(start, stop, step, dtype=np.int64 if ints else np.float64)
     if dtype is not None:
         dt = dtypes.dtype(dtype)

@@ -104,8 +104,21 @@ class Node:
     `buffer` the device buffer once realized (then `op` is LEAF), `host` the NumPy data of a leaf not
     uploaded yet, `device` a pinned device name or None."""
 
-    __slots__ = ("id", "op", "srcs", "arg", "shape", "dtype", "buffer", "host", "device", "lineage", "origin",
-                 "weight", "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "arg",
+        "buffer",
+        "device",
+        "dtype",
+        "host",
+        "id",
+        "lineage",
+        "op",
+        "origin",
+        "shape",
+        "srcs",
+        "weight",
+    )
 
     def __init__(self, op: Op, srcs: tuple[Node, ...], arg: Any, shape: Shape, dtype: DType,
                  host: np.ndarray | None = None, device: str | None = None):

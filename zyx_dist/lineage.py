@@ -11,9 +11,9 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 
-from .errors import WorkerLostError
 from .graph import Node, Op
 
+LOST = "lost"  # the `arg` of a leaf whose data went with its worker and cannot be recomputed
 MAX_RECIPE_NODES = 20_000  # a deeper history (e.g. a long training loop) is not kept: it would grow forever
 
 
@@ -88,15 +88,15 @@ def rebuild(r: Node, alive, memo: dict[int, Node]) -> Node:
 
 
 def restore(node: Node, alive, memo: dict[int, Node]) -> None:
-    """Turn a node whose buffer was lost back into a computation (or a host leaf to upload again)."""
-    if node.lineage is None:
-        raise WorkerLostError(f"tensor #{node.id} {node.shape} {node.dtype} was lost with its worker and "
-                              f"cannot be recomputed (no lineage: its history or host copy was not kept)")
+    """Turn a node whose buffer was lost back into a computation (or a host leaf to upload again); when
+    that is impossible, into a LOST leaf, which raises WorkerLostError naming it whenever it is needed."""
     try:
+        if node.lineage is None:
+            raise KeyError(node.id)
         src = rebuild(node.lineage, alive, memo)
     except KeyError:
-        raise WorkerLostError(f"tensor #{node.id} {node.shape} {node.dtype} was lost with its worker and cannot "
-                              f"be recomputed: a host copy it depends on was dropped (host copy budget)") from None
+        node.op, node.srcs, node.arg, node.buffer, node.host = Op.LEAF, (), LOST, None, None
+        return
     if src is node:
         return
     node.op, node.srcs, node.arg, node.buffer = src.op, src.srcs, src.arg, None

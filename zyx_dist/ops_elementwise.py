@@ -10,6 +10,8 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from . import dtypes, graph
 from .dtypes import DType
 from .errors import DTypeError
@@ -289,17 +291,25 @@ def logical_xor(a: Any, b: Any) -> Tensor:
     return _binary(BinaryOp.XOR, _bool(a), _bool(b))
 
 
+def _bitwise(op: BinaryOp, a: Any, b: Any) -> Tensor:
+    for v in (a, b):  # name the float operand itself, not the dtype both would promote to
+        dt = v.dtype if isinstance(v, Tensor) else getattr(v, "dtype", None)
+        if (dt is not None and np.dtype(dt).kind == "f") or isinstance(v, float):
+            raise DTypeError(f"bitwise {op.value} needs bool or integer operands, got {getattr(dt, 'name', 'float')}")
+    return _binary(op, a, b)
+
+
 def bitwise_and(a: Any, b: Any) -> Tensor:
     """& on bool or integer tensors (floats raise DTypeError)."""
-    return _binary(BinaryOp.AND, a, b)
+    return _bitwise(BinaryOp.AND, a, b)
 
 
 def bitwise_or(a: Any, b: Any) -> Tensor:
-    return _binary(BinaryOp.OR, a, b)
+    return _bitwise(BinaryOp.OR, a, b)
 
 
 def bitwise_xor(a: Any, b: Any) -> Tensor:
-    return _binary(BinaryOp.XOR, a, b)
+    return _bitwise(BinaryOp.XOR, a, b)
 
 
 # ---- ternary -------------------------------------------------------------------------------------------

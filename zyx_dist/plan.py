@@ -55,8 +55,10 @@ class Plan:
 
 def explain(*xs) -> Plan:
     """The plan for realizing `xs`, without running it."""
+    from . import _node
+
     s = _session.current()
-    _kernels, programs, sched = s.plan([x.node for x in xs])
+    _kernels, programs, sched = s.plan([_node(x, "explain") for x in xs])
     # each kernel's programs: one per dialect of the session's devices
     by_name = {p.name: p for ps in programs for p in (ps.values() if isinstance(ps, dict) else [ps])}
     plan = Plan(estimated_seconds=sched.estimated_seconds)

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
-from typing import Callable
-
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 

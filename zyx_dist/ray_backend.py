@@ -36,7 +36,7 @@ class RayBackend:
                 kwargs["num_cpus"] = max(2, os.cpu_count() or 1)
             try:
                 ray.init(**kwargs)
-            except Exception as e:  # noqa: BLE001 -- every start failure is a DeviceError for the user
+            except Exception as e:
                 raise DeviceError(f"could not start or join Ray (address={address!r}): {e}") from e
             self.started_ray = True
         self.actors: dict[str, Any] = {}
@@ -159,7 +159,8 @@ class RayBackend:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                self.incarnations[name] = ray.get(self.actors[name].incarnation.remote(), timeout=timeout)
+                # empty it: a batch of the failed run may have allocated on the new incarnation already
+                self.incarnations[name] = ray.get(self.actors[name].reset.remote(), timeout=timeout)
                 return True
             except ray.exceptions.RayActorError as e:
                 if "restart" not in str(e).lower() and not isinstance(e, ray.exceptions.ActorUnavailableError):

@@ -17,6 +17,8 @@ by data dependencies alone.
 from __future__ import annotations
 
 import dataclasses
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .errors import DTypeError, OutOfMemoryError
@@ -61,7 +63,9 @@ class SchedulerState:
     policy: str = "heft"
     clock: int = 0
     rr: int = 0
-    next_id: int = 1
+    # ids of buffers, programs and transfers: one counter shared by every fork, so an attempt that fails
+    # and is dropped can never make a retry reuse an id that a worker may still hold
+    ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     def __post_init__(self) -> None:
         for d in self.devices:
@@ -69,8 +73,7 @@ class SchedulerState:
             self.compiled.setdefault(d, {})
 
     def new_id(self) -> int:
-        self.next_id += 1
-        return self.next_id - 1
+        return next(self.ids)
 
     def link_seconds(self, src: str, dst: str, nbytes: int) -> float:
         latency, bps = self.link.get((src, dst), (1e-3, 1e9))
@@ -329,11 +332,12 @@ class _Planner:
         cs = self.copies_of(x)
         if not cs:  # a host leaf: uploaded where it is pinned, else where it is needed
             home = x.device if x.device in self.st.devices else dev
+            at = step if home == dev else 0  # in the kernel's step, after the spills that make room
             buf = self.st.new_id()
-            self.alloc(home, buf, nbytes, 0)
-            self.sched.batch(0, home).append(CopyIn(buf, x.host))
+            self.alloc(home, buf, nbytes, at)
+            self.sched.batch(at, home).append(CopyIn(buf, x.host))
             self.sched.uploads[x.id] = (home, buf, nbytes)
-            cs.append(_Copy(home, buf, 0, nbytes / 10e9, False))
+            cs.append(_Copy(home, buf, at, nbytes / 10e9, False))
             if home == dev:
                 return cs[0]
         buf = self.st.new_id()
@@ -361,6 +365,20 @@ class _Planner:
         self.use(c, c.step)
         cs.append(c)
         return c
+
+    def upload(self, x: Node) -> None:
+        """Realize a host leaf by itself: onto its pinned device (or the default), making room first."""
+        if x.id in self.sched.uploads:
+            return
+        dev = x.device if x.device in self.st.devices else self.default
+        need = bucket_size(_nbytes(x))
+        free = self.st.devices[dev].memory - self.st.used[dev]
+        step = self.dev_step.get(dev, 0)
+        if need > free + sum(bucket_size(self.st.buffers[i].nbytes) for i in self.spillable(dev, set(), step)):
+            raise OutOfMemoryError(f"out of memory on {dev}: a tensor of {_nbytes(x)} bytes does not fit "
+                                   f"({free} bytes free, nothing more can be spilled)", dev, need, free)
+        self.make_room(dev, need, set(), step)
+        self.bring(x, dev, step)
 
     def use(self, c: _Copy, step: int) -> None:
         c.last_step = max(c.last_step, step)
@@ -422,9 +440,13 @@ class _Planner:
         return self.sched
 
 
-def schedule(kernels: list[Kernel], programs: list, state: SchedulerState, default: str) -> Schedule:
-    """Plan `kernels` on a copy of `state`; the caller keeps `Schedule.state` only if the run succeeds."""
+def schedule(kernels: list[Kernel], programs: list, state: SchedulerState, default: str,
+             uploads: list[Node] = ()) -> Schedule:
+    """Plan `kernels` (and the upload of host leaves realized on their own) on a copy of `state`; the
+    caller keeps `Schedule.state` only if the run succeeds."""
     planner = _Planner(state.fork(), default)
     for k, p in zip(kernels, programs):
         planner.add(k, p)
+    for x in uploads:
+        planner.upload(x)
     return planner.finish()

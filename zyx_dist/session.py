@@ -23,9 +23,10 @@ from .config import Config, load_config
 from .errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
 from .graph import Node, Op
 from .kernelize import kernelize
-from .protocol import Alloc, BatchResult, CopyIn, CopyOut, Done, Failed, Free, Reload, Spill, Sync
+from .lineage import LOST
+from .protocol import BatchResult, CopyOut, Done, Failed, Free, Reload, Spill, Sync
 from .runtime.pool import bucket_size
-from .scheduler import BufferState, DeviceModel, Schedule, SchedulerState, schedule
+from .scheduler import DeviceModel, Schedule, SchedulerState, schedule
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class DeviceInfo:
 class BufferRef:
     """The driver's handle of one device buffer; freed on the worker when garbage collected."""
 
-    __slots__ = ("id", "device", "nbytes", "session", "__weakref__")
+    __slots__ = ("__weakref__", "device", "id", "nbytes", "session")
 
     def __init__(self, session: Session, device: str, buf: int, nbytes: int):
         self.id, self.device, self.nbytes = buf, device, nbytes
@@ -162,15 +163,25 @@ class Session:
             for dev, buf in self.free_queue:
                 steps[0].setdefault(dev, []).insert(0, Free(buf))
             self.free_queue = []
-        results = self.backend.run_steps(steps)
+        try:
+            results = self.backend.run_steps(steps)
+        except LostWorkers as e:
+            self._note_usage(e.results)
+            raise
+        self._note_usage(results)
+        return results
+
+    def _note_usage(self, results: list[dict[str, BatchResult]]) -> None:
         for step in results:
             for dev, res in step.items():
                 self.bytes_in_use[dev] = res.bytes_in_use
-        return results
 
     def flush(self) -> None:
         if self.pending_frees or self.free_queue:
-            self._run([])
+            try:
+                self._run([])
+            except LostWorkers as e:  # the frees went with the dead worker's memory anyway
+                self.recover(e.devices)
 
     def program(self, kernel) -> dict[str, Program]:
         """The kernel rendered once for each dialect of this session's devices: dialect -> Program."""
@@ -196,18 +207,14 @@ class Session:
         tb = time.perf_counter()
         programs = [self.program(k) for k in kernels]
         tc = time.perf_counter()
-        sched = schedule(kernels, programs, self.state, self.default_device)
-        self.plan_phases = (ta, tb, tc, time.perf_counter())  # for zd.trace
+        lost = [x for x in [*nodes, *(x for k in kernels for x in k.inputs)] if x.op is Op.LEAF and x.arg is LOST]
+        if lost:
+            raise WorkerLostError("lost with their worker and impossible to recompute: " + ", ".join(
+                f"tensor #{x.id} {x.shape} {x.dtype}" for x in {x.id: x for x in lost}.values()))
         # leaves realized directly (zd.tensor(a).realize()) are uploads without a kernel
-        for n in nodes:
-            if n.op is Op.LEAF and n.buffer is None and n.size and n.id not in sched.uploads:
-                dev = n.device or self.default_device
-                buf = sched.state.new_id()
-                sched.batch(0, dev).extend([Alloc(buf, _nbytes(n)), CopyIn(buf, n.host)])
-                sched.state.buffers[buf] = BufferState(dev, _nbytes(n))
-                sched.state.used[dev] += bucket_size(_nbytes(n))
-                sched.allocated.append((dev, buf))
-                sched.uploads[n.id] = (dev, buf, _nbytes(n))
+        uploads = [n for n in nodes if n.op is Op.LEAF and n.buffer is None and n.size and n.host is not None]
+        sched = schedule(kernels, programs, self.state, self.default_device, uploads)
+        self.plan_phases = (ta, tb, tc, time.perf_counter())  # for zd.trace
         return kernels, programs, sched
 
     def _ref(self, node: Node, dev: str, buf: int, nbytes: int) -> BufferRef:
@@ -249,7 +256,7 @@ class Session:
         def alive(n: Node) -> bool:
             return n.buffer.device not in devices
 
-        for n in lost:
+        for n in lost:  # every lost tensor becomes a computation again, or is marked LOST (read -> error)
             self.holders.pop(n.buffer.id, None)
             if n.device in devices and n.device not in self.device_names:
                 n.device = None  # its pinned device is gone for good

@@ -38,8 +38,6 @@ def setitem():
     x[0] = 1
 
 
-def xfail(reason: str):
-    return pytest.mark.xfail(strict=True, reason="library bug: " + reason)
 
 
 def row(id_, fn, exc, text, marks=()):
@@ -61,9 +59,7 @@ ROWS = [
     row("arange-step-0", lambda: zd.arange(0, 10, 0), zd.ShapeError, "step"),
     row("arange-nan", lambda: zd.arange(0, NAN), zd.ShapeError, "nan"),
     row("arange-inf", lambda: zd.arange(0, INF), zd.ShapeError, "inf"),
-    row("arange-1e30", lambda: zd.arange(0, 1e30), zd.ShapeError, "1e+30",
-        marks=xfail("zd.arange(0, 1e30) raises NumPy's plain ValueError 'Maximum allowed size exceeded' (not a "
-                    "zd.ZyxError) without naming the size")),
+    row("arange-1e30", lambda: zd.arange(0, 1e30), zd.ShapeError, "1e+30"),
     row("eye-negative", lambda: zd.eye(-1), zd.ShapeError, "-1"),
     row("eye-m-negative", lambda: zd.eye(2, -3), zd.ShapeError, "-3"),
     row("eye-float", lambda: zd.eye(2.5), zd.ShapeError, "2.5"),
@@ -81,11 +77,8 @@ ROWS = [
     row("rand-int-dtype", lambda: zd.rand(3, dtype=zd.int32), zd.DTypeError, "int32"),
     row("full-str-value", lambda: zd.full((2,), "a"), zd.DTypeError, "'a'"),
     row("rand-float-seed", lambda: zd.rand(3, seed=1.5), TypeError, "1.5"),
-    row("tensor-ragged", lambda: zd.tensor([[1, 2], [3]]), zd.ShapeError, "inhomogeneous",
-        marks=xfail("zd.tensor of a ragged nested list raises NumPy's plain ValueError, not zd.ShapeError")),
-    row("tensor-int-beyond-uint64", lambda: zd.tensor([2 ** 70]), zd.DTypeError, str(2 ** 70),
-        marks=xfail("zd.tensor([2**70]) says 'unsupported data of dtype object (zyx_dist has no complex, "
-                    "string or object tensors)': it does not name the integer that fits no dtype")),
+    row("tensor-ragged", lambda: zd.tensor([[1, 2], [3]]), zd.ShapeError, "inhomogeneous"),
+    row("tensor-int-beyond-uint64", lambda: zd.tensor([2 ** 70]), zd.DTypeError, str(2 ** 70)),
     # ---- operator and function arguments of the wrong type (API.md 5) -----------------------------------
     row("add-str", lambda: x34() + "s", TypeError, "str"),
     row("radd-str", lambda: "s" + x34(), TypeError, "str"),
@@ -97,16 +90,12 @@ ROWS = [
     row("astype-complex", lambda: x34().astype(np.complex64), zd.DTypeError, "complex64"),
     row("astype-object", lambda: x34().astype(object), zd.DTypeError, "object"),
     row("dtype-bogus", lambda: zd.dtype("bogus"), zd.DTypeError, "bogus"),
-    row("realize-non-tensor", lambda: zd.realize(3), TypeError, "int",
-        marks=xfail("zd.realize(3) raises AttributeError \"'int' object has no attribute 'node'\"")),
-    row("explain-non-tensor", lambda: zd.explain("a"), TypeError, "str",
-        marks=xfail("zd.explain('a') raises AttributeError \"'str' object has no attribute 'node'\"")),
+    row("realize-non-tensor", lambda: zd.realize(3), TypeError, "int"),
+    row("explain-non-tensor", lambda: zd.explain("a"), TypeError, "str"),
     # ---- dtypes an op does not support (API.md 8: DTypeError at the call) -------------------------------
     row("bitwise-and-float", lambda: x34() & x34(), zd.DTypeError, "float32"),
     row("bitwise-or-float16", lambda: x34(zd.float16) | x34(zd.float16), zd.DTypeError, "float16"),
-    row("bitwise-or-float16-int", lambda: x34(zd.float16) | x34(zd.int32), zd.DTypeError, "float16",
-        marks=xfail("float16 | int32 says 'bitwise or needs bool or integer tensors, got zd.float64': it names "
-                    "the promoted dtype, which neither operand has, instead of the float16 operand")),
+    row("bitwise-or-float16-int", lambda: x34(zd.float16) | x34(zd.int32), zd.DTypeError, "float16"),
     row("bitwise-xor-float-scalar", lambda: zd.bitwise_xor(x34(), 3), zd.DTypeError, "float32"),
     row("invert-float", lambda: ~x34(), zd.DTypeError, "float32"),
     row("subtract-bool", lambda: zd.tensor([True]) - zd.tensor([False]), zd.DTypeError, "bool"),

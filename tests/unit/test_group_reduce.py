@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import zyx_dist as zd
-import zyx_dist.codegen.render as render
+from zyx_dist.codegen import render
 from zyx_dist.codegen.render import CUDA, OPENCL, render_kernel
 from zyx_dist.kernelize import kernelize
 

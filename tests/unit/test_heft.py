@@ -12,6 +12,7 @@ than its CopyIn.
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import numpy as np
@@ -67,7 +68,7 @@ def realized(st: SchedulerState, device: str, *shape, buf: int, last_use: int = 
     st.buffers[buf] = BufferState(device, x.size * 4, spilled=spilled, last_use=last_use)
     if not spilled:
         st.used[device] += bucket_size(x.size * 4)
-    st.next_id = max(st.next_id, buf + 1)
+    st.ids = itertools.count(max(buf + 1, next(st.ids)))
     return x
 
 

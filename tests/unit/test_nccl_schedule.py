@@ -10,6 +10,7 @@ never deadlocks, and every Launch finds its inputs.
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import numpy as np
@@ -50,7 +51,7 @@ def realized(st: SchedulerState, device: str, *shape, buf: int, spilled: bool = 
     st.buffers[buf] = BufferState(device, x.size * 4, spilled=spilled)
     if not spilled:
         st.used[device] += bucket_size(x.size * 4)
-    st.next_id = max(st.next_id, buf + 1)
+    st.ids = itertools.count(max(buf + 1, next(st.ids)))
     return x
 
 

@@ -134,7 +134,10 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
   const int tx = tid % 16, ty = tid / 16;
   const {T} bi = ({T})({grp} / {nbx}) * {TILE_M}, bj = ({T})({grp} % {nbx}) * {TILE_N};
   float c[8][8];
-  for (int m = 0; m < 8; m++) for (int n = 0; n < 8; n++) c[m][n] = 0.0f;
+  #pragma unroll
+  for (int m = 0; m < 8; m++)
+    #pragma unroll
+    for (int n = 0; n < 8; n++) c[m][n] = 0.0f;
   for ({T} k0 = 0; k0 < {K}; k0 += {TILE_K}) {{
     for (int r = 0; r < {TILE_M * TILE_K // THREADS}; r++) {{
       const int e = tid + r * {THREADS};
@@ -149,16 +152,24 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
       Bs[kk][jj] = (gj < {N} && gk < {K}) ? in{spec.b}[gk * {bk} + gj * {bj} + {b0}] : 0.0f;
     }}
     {barrier}
+    #pragma unroll
     for (int kk = 0; kk < {TILE_K}; kk++) {{
       float ra[8], rb[8];
+      #pragma unroll
       for (int m = 0; m < 8; m++) ra[m] = As[kk][ty + 16 * m];
+      #pragma unroll
       for (int n = 0; n < 8; n++) rb[n] = Bs[kk][tx + 16 * n];
-      for (int m = 0; m < 8; m++) for (int n = 0; n < 8; n++) c[m][n] += ra[m] * rb[n];
+      #pragma unroll
+      for (int m = 0; m < 8; m++)
+        #pragma unroll
+        for (int n = 0; n < 8; n++) c[m][n] += ra[m] * rb[n];
     }}
     {barrier}
   }}
+  #pragma unroll
   for (int m = 0; m < 8; m++) {{
-    for (int n = 0; n < 8; n++) {{
+    #pragma unroll
+    for (int n = 0; n < 8; n++) {{  // unrolled, so c stays in registers whatever the epilogue does
       const {T} gi = bi + ty + 16 * m, gj = bj + tx + 16 * n;
       if (gi < {M} && gj < {N}) {{
           const {T} gid = gi * {s0} + gj * {s1};

@@ -67,6 +67,9 @@ class WorkerActor:
     def incarnation(self) -> str:
         return self.worker.incarnation
 
+    def reset(self) -> str:
+        return self.worker.reset()
+
     def nccl_available(self) -> bool:
         """Whether this worker can join an NCCL communicator (a CUDA worker with NCCL loadable)."""
         if getattr(self.worker.backend, "kind", "") != "cuda":

@@ -165,6 +165,19 @@ class Worker:
             "spilled_bytes": sum(h.nbytes for h in self._spilled.values()),
         }
 
+    def reset(self) -> str:
+        """Free every buffer and forget every program (the driver lost track of this worker's state, e.g.
+        after Ray restarted it under a batch); gives the incarnation the driver should expect from now on."""
+        self.backend.synchronize()
+        for block in self._bufs.values():
+            self.pool.free(block, ())
+        self._bufs.clear()
+        self._spilled.clear()
+        self._progs.clear()
+        self._inflight.clear()
+        self.events.clear()
+        return self.incarnation
+
     def close(self) -> None:
         """Wait for the queue, then free every buffer and program. Safe to call twice."""
         if self._closed:
