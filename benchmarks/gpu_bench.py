@@ -106,7 +106,7 @@ def two_gpus(repeats: int) -> None:
             if ndev == 2:
                 x = zd.rand(64 << 20, seed=5, device="cuda:0").realize()  # 256 MiB
                 zd.reset_stats()
-                t = best(lambda: x.to("cuda:1").realize(), repeats)
+                t = best(lambda x=x: x.to("cuda:1").realize(), repeats)
                 st = zd.stats()
                 record("zyx_dist-cuda (Ray, 2 GPUs)", "nccl_256MiB", x.nbytes / t / 1e9, "GB/s")
                 print("transfers", st["transfers"], "bytes", st["bytes_transferred"], flush=True)

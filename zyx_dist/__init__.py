@@ -58,5 +58,4 @@ def _node(x: object, what: str):
 __all__ = ["DType", "Tensor", "Session", "DeviceInfo", "Plan", "init", "shutdown", "devices", "realize",
            "explain", "trace", "stats", "reset_stats", "dtype", "bool", "int8", "int16", "int32", "int64",
            "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64", "ZyxError", "ShapeError",
-           "DTypeError", "DeviceError", "OutOfMemoryError", "CompileError", "WorkerLostError", "ConfigError",
-           *_ops_all]
+           "DTypeError", "DeviceError", "OutOfMemoryError", "CompileError", "WorkerLostError", "ConfigError"] + list(_ops_all)

@@ -243,7 +243,7 @@ def _same(a: Any, b: Any) -> bool:
 def flip(x: Node, axes: tuple[int, ...]) -> Node:
     if any(int(a) < 0 or int(a) >= len(x.shape) for a in axes):
         raise ShapeError(f"flip axes {tuple(axes)} out of range for shape {x.shape}")
-    axes = tuple(sorted(set(int(a) for a in axes if x.shape[int(a)] > 1)))
+    axes = tuple(sorted({int(a) for a in axes if x.shape[int(a)] > 1}))
     if not axes:
         return x
     if x.op is Op.CONST:
@@ -301,7 +301,7 @@ def where(cond: Node, x: Node, y: Node) -> Node:
 
 def reduce(op: ReduceOp, x: Node, axes: tuple[int, ...]) -> Node:
     """Reduce over `axes` (non-negative, sorted, unique); the reduced dims stay as size 1."""
-    axes = tuple(sorted(set(int(a) for a in axes)))
+    axes = tuple(sorted({int(a) for a in axes}))
     if any(a < 0 or a >= len(x.shape) for a in axes):
         raise ShapeError(f"reduce axes {axes} out of range for shape {x.shape}")
     shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))

@@ -8,7 +8,7 @@ programs are named by integer ids that the driver allocates; the worker maps the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ class Sync:
     """Wait until every command queued so far on this worker has finished."""
 
 
-Command = Union[Alloc, Free, CopyIn, CopyOut, Compile, Launch, Send, Recv, Spill, Reload, Sync]
+Command = Alloc | Free | CopyIn | CopyOut | Compile | Launch | Send | Recv | Spill | Reload | Sync
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ class Failed:
     data: dict = field(default_factory=dict)
 
 
-Result = Union[Done, Failed]
+Result = Done | Failed
 
 
 @dataclass(frozen=True)

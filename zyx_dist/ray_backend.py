@@ -175,7 +175,7 @@ class RayBackend:
         for a in self.actors.values():
             try:
                 ray.kill(a)
-            except Exception:  # noqa: BLE001 -- already gone is fine when shutting down
+            except Exception:  # noqa: BLE001, S110 -- already gone is fine when shutting down
                 pass
         self.actors = {}
         if self.started_ray and ray.is_initialized():

@@ -57,7 +57,7 @@ class BufferRef:
 
 
 # host copies of uploaded data kept so that tensors lost with a worker can be recomputed
-HOST_COPY_BUDGET = int(os.environ.get("ZYX_DIST_HOST_COPY_BYTES", 2 << 30))
+HOST_COPY_BUDGET = int(os.environ.get("ZYX_DIST_HOST_COPY_BYTES", str(2 << 30)))
 
 _STAT_KEYS = ("kernels_launched", "kernel_cache_hits", "bytes_transferred", "transfers", "spills", "recoveries")
 
@@ -118,7 +118,7 @@ class Session:
 
     # ---- lifecycle -------------------------------------------------------------------------------------
 
-    def __enter__(self) -> Session:
+    def __enter__(self) -> Session:  # noqa: PYI034 -- typing.Self needs Python 3.11
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -345,8 +345,8 @@ class Session:
             for dev, r in res.items():
                 for cmd, out in zip(step[dev], r.results):
                     b = self.state.buffers.get(getattr(cmd, "buf", None))
-                    if isinstance(out, Done) and b is not None and isinstance(cmd, (Spill, Reload)):
-                        if b.spilled != isinstance(cmd, Spill):
+                    if isinstance(out, Done) and b is not None and isinstance(cmd, (Spill, Reload)) \
+                            and b.spilled != isinstance(cmd, Spill):
                             b = self.state.touch(cmd.buf)
                             b.spilled = isinstance(cmd, Spill)
                             self.state.used[dev] += bucket_size(b.nbytes) * (-1 if b.spilled else 1)

@@ -198,7 +198,7 @@ class _Block:
                 if item.group is None:
                     out.append(f"{pad}for ({index_type} {v.name} = 0; {v.name} < {v.hi + 1}; {v.name}++) {{")
                 else:  # the work-group shares the loop, then combines its partial results in local memory
-                    lid, size, combine = item.group
+                    lid, size, _ = item.group
                     out.append(f"{pad}for ({index_type} {v.name} = {lid}; {v.name} < {v.hi + 1}; "
                                f"{v.name} += {size}) {{")
                 out += item.emit(indent + 1, index_type)

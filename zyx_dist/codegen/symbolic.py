@@ -8,7 +8,6 @@ reshape of a contiguous view cost nothing (`(i*4 + j) / 4` with `0 <= j < 4` is 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,7 @@ class Mod:
     c: int  # > 1
 
 
-Expr = Union[Var, Sum, Div, Mod]
+Expr = Var | Sum | Div | Mod
 
 
 def num(v: int) -> Sum:
