@@ -98,24 +98,25 @@ def _group(order: list[Node], stored: set[int]) -> dict[int, int]:
                 stack.extend(needs[g])
         return False
 
-    work: dict[int, set[int]] = {}  # group -> computed (not stored, not input) nodes its kernel evaluates
-    by_kind: dict[tuple, list[int]] = {}  # (shape, device pin) -> groups
+    owners: dict[int, set[int]] = {}  # computed (not stored, not input) node -> groups whose kernels evaluate it
+    kind: dict[int, tuple] = {}  # group -> (shape, device pin)
     for n in order:
         if n.id not in stored:
             continue
         direct = {group_of[d] for d in deps[n.id]}
         mine = _computed(n, stored)
-        for gid in by_kind.get((n.shape, n.device), ()):
-            if not work[gid].isdisjoint(mine) and not any(reaches(g, gid) for g in direct):
+        sharing = sorted({g for nid in mine for g in owners.get(nid, ())})  # groups computing some of it
+        for gid in sharing:
+            if kind[gid] == (n.shape, n.device) and not any(reaches(g, gid) for g in direct):
                 break
         else:
             gid = n.id
-            members[gid], needs[gid], work[gid] = [], set(), set()
-            by_kind.setdefault((n.shape, n.device), []).append(gid)
+            members[gid], needs[gid], kind[gid] = [], set(), (n.shape, n.device)
         members[gid].append(n)
-        work[gid] |= mine
         group_of[n.id] = gid
         needs[gid] |= direct
+        for nid in mine:
+            owners.setdefault(nid, set()).add(gid)
     return group_of
 
 

@@ -3,8 +3,9 @@ the kernelizer; `match` recognises a sum over one axis of the product of two inp
 movement ops only, where each operand's address is affine in (row, k) and (k, column) (so `A @ B`,
 `A @ B.T`, batched-free 2-D products and their epilogues such as `relu(A @ B + b)` all qualify), and
 `render` gives the tiled kernel: each work-group computes a TILE_M x TILE_N block of the output through
-`__local`/`__shared__` tiles of A and B, each work-item an 8x8 register block, and the rest of the
-kernel (bias, activation, casts) is evaluated on each accumulator before its store.
+`__local`/`__shared__` tiles of A and B, each work-item an 8x8 register block read from the tiles as
+float4 pairs, and the rest of the kernel (bias, activation, casts) is evaluated on each accumulator
+before its store.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from . import symbolic as sym
 
 TILE_M = TILE_N = 128
 TILE_K = 8
-THREADS = 256  # 16 x 16 work-items, each an 8 x 8 block, strided by 16 so local reads hit distinct banks
+THREADS = 256  # 16 x 16 work-items, each an 8 x 8 block of contiguous rows and columns
 ELEMENTWISE = (Op.UNARY, Op.BINARY, Op.CAST, Op.WHERE)
 
 
@@ -112,12 +113,22 @@ def match(kernel) -> GemmSpec | None:
 
 
 def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, index_type: str) -> tuple[str, tuple, tuple]:
-    """Source and (gws, lws) of the tiled kernel. `epilogue(gid, acc)` gives (C lines, value expr)."""
+    """Source and (gws, lws) of the tiled kernel. `epilogue(gid, acc)` gives (C lines, value expr).
+    Each work-item owns an 8x8 block of contiguous rows and columns and reads its A and B slices from
+    local memory as float4 pairs; tiles come from global memory as float4 where the layout allows it."""
     cuda = dialect.name == "cuda"
-    shared = "__shared__" if cuda else "__local"
+    shared = "__shared__ __align__(16)" if cuda else "__local"
     barrier = "__syncthreads();" if cuda else "barrier(CLK_LOCAL_MEM_FENCE);"
     lid = "threadIdx.x" if cuda else "get_local_id(0)"
     grp = "blockIdx.x" if cuda else "get_group_id(0)"
+    f4 = "float4"
+
+    def load4(ptr: str) -> str:
+        return f"*reinterpret_cast<const float4*>({ptr})" if cuda else f"vload4(0, {ptr})"
+
+    def store4(ptr: str, v: str) -> str:
+        return f"*reinterpret_cast<float4*>({ptr}) = {v};" if cuda else f"vstore4({v}, 0, {ptr});"
+
     M, N, K = spec.M, spec.N, spec.K
     nbx = -(-N // TILE_N)
     nby = -(-M // TILE_M)
@@ -125,6 +136,38 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
     bk, bj, b0 = spec.b_off
     s0, s1 = spec.out_strides
     T = index_type
+    zero4 = "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" if cuda else "(float4)(0.0f)"
+    # float4 tile loads need 16-byte aligned rows: A with k contiguous, B with columns contiguous
+    a_vec = ak == 1 and ai % 4 == 0 and a0 % 4 == 0 and K % 4 == 0
+    b_vec = bj == 1 and bk % 4 == 0 and b0 % 4 == 0 and N % 4 == 0
+    if a_vec:  # 128 rows x 2 float4 of k: one per work-item
+        load_a = f"""    {{
+      const int ii = tid / 2, kq = (tid % 2) * 4;
+      const {T} gi = bi + ii, gk = k0 + kq;
+      const {f4} v = (gi < {M} && gk < {K}) ? {load4(f"in{spec.a} + gi * {ai} + gk + {a0}")} : {zero4};
+      As[kq][ii] = v.x; As[kq + 1][ii] = v.y; As[kq + 2][ii] = v.z; As[kq + 3][ii] = v.w;
+    }}"""
+    else:
+        load_a = f"""    for (int r = 0; r < {TILE_M * TILE_K // THREADS}; r++) {{
+      const int e = tid + r * {THREADS};
+      const int ii = e / {TILE_K}, kk = e % {TILE_K};
+      const {T} gi = bi + ii, gk = k0 + kk;
+      As[kk][ii] = (gi < {M} && gk < {K}) ? in{spec.a}[gi * {ai} + gk * {ak} + {a0}] : 0.0f;
+    }}"""
+    if b_vec:  # 8 rows of k x 32 float4 of columns: one per work-item
+        load_b = f"""    {{
+      const int kk = tid / 32, jq = (tid % 32) * 4;
+      const {T} gj = bj + jq, gk = k0 + kk;
+      const {f4} v = (gj < {N} && gk < {K}) ? {load4(f"in{spec.b} + gk * {bk} + gj + {b0}")} : {zero4};
+      {store4("&Bs[kk][jq]", "v")}
+    }}"""
+    else:
+        load_b = f"""    for (int r = 0; r < {TILE_N * TILE_K // THREADS}; r++) {{
+      const int e = tid + r * {THREADS};
+      const int kk = e / {TILE_N}, jj = e % {TILE_N};
+      const {T} gj = bj + jj, gk = k0 + kk;
+      Bs[kk][jj] = (gj < {N} && gk < {K}) ? in{spec.b}[gk * {bk} + gj * {bj} + {b0}] : 0.0f;
+    }}"""
     lines, value = epilogue("gid", "acc")
     body = "\n".join("          " + ln for ln in lines)
     src = f"""{dialect.kernel_prefix} {name}({', '.join(params)}) {{
@@ -139,26 +182,15 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
     #pragma unroll
     for (int n = 0; n < 8; n++) c[m][n] = 0.0f;
   for ({T} k0 = 0; k0 < {K}; k0 += {TILE_K}) {{
-    for (int r = 0; r < {TILE_M * TILE_K // THREADS}; r++) {{
-      const int e = tid + r * {THREADS};
-      const int ii = e / {TILE_K}, kk = e % {TILE_K};
-      const {T} gi = bi + ii, gk = k0 + kk;
-      As[kk][ii] = (gi < {M} && gk < {K}) ? in{spec.a}[gi * {ai} + gk * {ak} + {a0}] : 0.0f;
-    }}
-    for (int r = 0; r < {TILE_N * TILE_K // THREADS}; r++) {{
-      const int e = tid + r * {THREADS};
-      const int kk = e / {TILE_N}, jj = e % {TILE_N};
-      const {T} gj = bj + jj, gk = k0 + kk;
-      Bs[kk][jj] = (gj < {N} && gk < {K}) ? in{spec.b}[gk * {bk} + gj * {bj} + {b0}] : 0.0f;
-    }}
+{load_a}
+{load_b}
     {barrier}
     #pragma unroll
     for (int kk = 0; kk < {TILE_K}; kk++) {{
-      float ra[8], rb[8];
-      #pragma unroll
-      for (int m = 0; m < 8; m++) ra[m] = As[kk][ty + 16 * m];
-      #pragma unroll
-      for (int n = 0; n < 8; n++) rb[n] = Bs[kk][tx + 16 * n];
+      const {f4} a0 = {load4("&As[kk][ty * 8]")}, a1 = {load4("&As[kk][ty * 8 + 4]")};
+      const {f4} b0 = {load4("&Bs[kk][tx * 8]")}, b1 = {load4("&Bs[kk][tx * 8 + 4]")};
+      const float ra[8] = {{a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w}};
+      const float rb[8] = {{b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w}};
       #pragma unroll
       for (int m = 0; m < 8; m++)
         #pragma unroll
@@ -170,7 +202,7 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
   for (int m = 0; m < 8; m++) {{
     #pragma unroll
     for (int n = 0; n < 8; n++) {{  // unrolled, so c stays in registers whatever the epilogue does
-      const {T} gi = bi + ty + 16 * m, gj = bj + tx + 16 * n;
+      const {T} gi = bi + ty * 8 + m, gj = bj + tx * 8 + n;
       if (gi < {M} && gj < {N}) {{
           const {T} gid = gi * {s0} + gj * {s1};
           const float acc = c[m][n];
