@@ -244,13 +244,15 @@ class _Planner:
             ready = max(ready, t)
             if here is None or (here.buf in self.st.buffers and self.st.buffers[here.buf].spilled):
                 need += bucket_size(_nbytes(x))
-        run = self.st.measured.get((prog.name, dev))
-        if run is None:
+        # the kernel's measured time, averaged over the devices of the same kind (identical devices must
+        # not look different because of noise, or work would wander between them), else the roofline
+        same = [t for d, dm in self.st.devices.items() if (dm.gflops, dm.gbps) == (m.gflops, m.gbps)
+                and (t := self.st.measured.get((prog.name, d))) is not None]
+        if same:
+            run = sum(same) / len(same)
+        else:
             run = max(prog.bytes / (m.gbps * 1e9) if m.gbps else 0.0,
                       prog.flops / (m.gflops * 1e9) if m.gflops else 0.0)
-            # a model of this kernel measured on a device of the same kind beats the roofline
-            run = next((t for (name, d), t in self.st.measured.items() if name == prog.name
-                        and self.st.devices[d].gflops == m.gflops), run)
         run += m.launch_seconds
         start = max(self.avail[dev], ready)
         return start, start + run, need
