@@ -14,21 +14,11 @@ import argparse
 import datetime
 import json
 import platform
-import time
 
 import numpy as np
 
 import zyx_dist as zd
-
-
-def best(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+from zyx_dist.bench import best_seconds
 
 
 def main() -> None:
@@ -64,7 +54,7 @@ def main() -> None:
     print(f"device {dev.name} ({dev.device_name}); NumPy {np.__version__}; {platform.processor() or platform.machine()}")
     print(f"{'workload':10s} {'zyx_dist':>14s} {'numpy':>14s} {'ratio':>7s}")
     for name, nbytes, flops, ours, theirs in workloads:
-        t_ours, t_np = best(ours, args.repeats), best(theirs, args.repeats)
+        t_ours, t_np = best_seconds(ours, 1, args.repeats), best_seconds(theirs, 1, args.repeats)
         unit, scale = ("GB/s", nbytes) if nbytes else ("GFLOP/s", flops)
         v_ours, v_np = scale / t_ours / 1e9, scale / t_np / 1e9
         print(f"{name:10s} {v_ours:9.2f} {unit:4s} {v_np:9.2f} {unit:4s} {t_np / t_ours:6.2f}x")

@@ -17,11 +17,11 @@ import argparse
 import datetime
 import json
 import os
-import time
 
 import numpy as np
 
 import zyx_dist as zd
+from zyx_dist.bench import best_seconds
 
 ROWS: list[dict] = []
 
@@ -30,16 +30,6 @@ def record(system: str, workload: str, value: float, unit: str) -> None:
     ROWS.append({"date": datetime.date.today().isoformat(), "machine": "nvidia-h200", "system": system,
                  "workload": workload, "value": round(value, 3), "unit": unit})
     print(f"{system:28s} {workload:14s} {value:10.2f} {unit}", flush=True)
-
-
-def best(fn, repeats: int) -> float:
-    fn()
-    out = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return min(out)
 
 
 def single(device: str, system: str, repeats: int) -> None:
@@ -60,7 +50,7 @@ def single(device: str, system: str, repeats: int) -> None:
         ]
         for name, fn, nbytes, flops in cases:
             try:
-                t = best(fn, repeats)
+                t = best_seconds(fn, 1, repeats)
             except Exception as e:  # noqa: BLE001 -- report and go on with the other workloads
                 print(f"{system} {name} failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
                 continue
@@ -102,11 +92,11 @@ def two_gpus(repeats: int) -> None:
         zd.init(devices=devs)
         try:
             params = make(devs if ndev == 2 else devs * 2)
-            times[ndev] = best(lambda p=params: forward(p), repeats)
+            times[ndev] = best_seconds(lambda p=params: forward(p), 1, repeats)
             if ndev == 2:
                 x = zd.rand(64 << 20, seed=5, device="cuda:0").realize()  # 256 MiB
                 zd.reset_stats()
-                t = best(lambda x=x: x.to("cuda:1").realize(), repeats)
+                t = best_seconds(lambda x=x: x.to("cuda:1").realize(), 1, repeats)
                 st = zd.stats()
                 record("zyx_dist-cuda (Ray, 2 GPUs)", "nccl_256MiB", x.nbytes / t / 1e9, "GB/s")
                 print("transfers", st["transfers"], "bytes", st["bytes_transferred"], flush=True)

@@ -52,11 +52,11 @@ def main() -> None:
             per = collections.Counter(k.device for k in plan.kernels)
             got = branches_graph(inputs, weights).numpy()
             err = float(np.abs(got - want).max() / np.abs(want).max())
-            best = min(_time(lambda: branches_graph(inputs, weights).realize()) for _ in range(3))
+            best = min(_time(lambda i=inputs, w=weights: branches_graph(i, w).realize()) for _ in range(3))
             small = [zd.tensor(rng.random(64, dtype=np.float32), device=names[i % count]).realize()
                      for i in range(200)]
             zd.realize(*[s * 2 + 1 for s in small])
-            disp = min(_time(lambda: zd.realize(*[s * 2 + 1 for s in small])) for _ in range(5)) / 200
+            disp = min(_time(lambda sm=small: zd.realize(*[s * 2 + 1 for s in sm])) for _ in range(5)) / 200
             print(f"{count} workers: 8 branches + reduction: {len(plan.kernels)} kernels "
                   f"({', '.join(f'{d}: {c}' for d, c in sorted(per.items()))}), {len(plan.transfers)} transfers "
                   f"({sum(t.nbytes for t in plan.transfers)} bytes), rel err {err:.1e}, {best * 1e3:.1f} ms; "

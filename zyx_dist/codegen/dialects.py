@@ -1,0 +1,86 @@
+"""Driver side: the spellings in which the OpenCL C and CUDA C renderings of one kernel differ (kernel
+and pointer qualifiers, work-item ids, type names, half-precision loads and stores, preambles). Takes
+nothing; gives the `OPENCL` and `CUDA` dialect objects the renderer is parametrised by."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """Everything the OpenCL C and CUDA C renderings of one kernel differ in. Type names are given in
+    OpenCL C spelling (`DType.cname`) and mapped through `types`; templates use `str.format` fields."""
+
+    name: str
+    prefix: str  # of program names: the dialect is part of the name, so compiled-program caches never mix
+    kernel_prefix: str
+    global_ptr: str  # address space of buffer parameters ("" in CUDA), with its trailing space
+    restrict: str
+    global_id: dict  # index type -> expression of the work-item's global id
+    types: dict  # OpenCL C type name -> this dialect's spelling, where they differ
+    int_suffix: dict  # (itemsize, unsigned) -> literal suffix for 64-bit integers
+    half_ptr: str  # element type of float16 buffers
+    load_half: str  # {arg}, {off}: a float16 element as float
+    store_half: str  # {arg}, {v}: store float {v} as float16 at gid
+    round_half: tuple  # (statement or "", expression): {x} rounded to float16 precision, {tmp} a fresh name
+    round_half_double: tuple | None  # the same from double, where it differs
+    func_prefix: str  # of helper functions
+    preamble: tuple[str, ...] = ()
+    fp64_preamble: tuple[str, ...] = ()
+    half_preamble: tuple[str, ...] = ()
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def type(self, cname: str) -> str:
+        return self.types.get(cname, cname)
+
+
+OPENCL = Dialect(
+    name="opencl",
+    prefix="k_",
+    kernel_prefix="__kernel void",
+    global_ptr="__global ",
+    restrict="restrict",
+    global_id={"int": "get_global_id(0)", "long": "get_global_id(0)"},
+    types={},
+    int_suffix={(8, False): "l", (8, True): "ul"},
+    half_ptr="half",
+    load_half="vload_half({off}, {arg})",
+    store_half="vstore_half({v}, gid, {arg});",
+    round_half=("ushort {tmp}; vstore_half((float)({x}), 0, (__private half*)&{tmp});",
+                "vload_half(0, (__private half*)&{tmp})"),
+    round_half_double=None,
+    func_prefix="",
+    fp64_preamble=("#pragma OPENCL EXTENSION cl_khr_fp64 : enable",),
+)
+
+CUDA = Dialect(
+    name="cuda",
+    prefix="kc_",
+    kernel_prefix='extern "C" __global__ void',
+    global_ptr="",
+    restrict="__restrict__",
+    # 32-bit unsigned arithmetic is exact below 2**31 work-items; above, widen before multiplying
+    global_id={"int": "(int)(blockIdx.x * blockDim.x + threadIdx.x)",
+               "long": "(long long)blockIdx.x * blockDim.x + threadIdx.x"},
+    # spelled out rather than typedef'd: nvcc's host headers already typedef `uint`/`ulong` (ulong as a
+    # 32-bit-on-some-hosts `unsigned long`); `long` is 64-bit on LP64 hosts only and `char` is unsigned on
+    # ARM hosts (Grace), so those two are spelled out as well
+    types={"uchar": "unsigned char", "ushort": "unsigned short", "uint": "unsigned int",
+           "long": "long long", "ulong": "unsigned long long", "char": "signed char", "half": "__half"},
+    int_suffix={(8, False): "ll", (8, True): "ull"},
+    half_ptr="__half",
+    load_half="__half2float({arg}[{off}])",
+    store_half="{arg}[gid] = __float2half_rn({v});",
+    round_half=("", "__half2float(__float2half_rn((float)({x})))"),
+    round_half_double=("", "__half2float(__double2half({x}))"),
+    func_prefix="__device__ ",
+    # NVRTC compiles without system headers: no <math.h> macros unless defined here
+    preamble=("#ifndef INFINITY", "#define INFINITY __int_as_float(0x7f800000)", "#endif",
+              "#ifndef NAN", "#define NAN __int_as_float(0x7fc00000)", "#endif"),
+    half_preamble=("#include <cuda_fp16.h>",),
+)
+
+DIALECTS = {d.name: d for d in (OPENCL, CUDA)}
