@@ -270,21 +270,21 @@ class _Planner:
         placed now can never overtake a use planned earlier)."""
         return max([self.input_step(x, dev) for x in k.inputs] + [self.dev_step.get(dev, 0)])
 
-    def choose(self, k: Kernel, prog) -> tuple[str, str, float, float]:
+    def choose(self, k: Kernel, prog, keep: set[int]) -> tuple[str, str, float, float, int]:
+        """(device, reason, start, finish, bytes needed there) of the best placement of k."""
         devs, why = self.candidates(k)
-        keep = {c.buf for x in k.inputs for c in self.copies_of(x)}
         best_fit, best_spill = None, None
         for d in devs:
             start, finish, need = self.cost(k, prog, d)
             free = self.st.devices[d].memory - self.st.used[d]
             if need <= free:
                 if best_fit is None or finish < best_fit[0]:
-                    best_fit = (finish, d, start)
+                    best_fit = (finish, d, start, need)
             else:
                 spill = self.spillable(d, keep, self.kernel_step(k, d))
                 room = free + sum(bucket_size(self.st.buffers[i].nbytes) for i in spill)
                 if need <= room and (best_spill is None or finish < best_spill[0]):
-                    best_spill = (finish, d, start)
+                    best_spill = (finish, d, start, need)
         chosen = best_fit or best_spill
         if chosen is None:
             d = max(devs, key=lambda d: self.st.devices[d].memory - self.st.used[d])
@@ -293,9 +293,9 @@ class _Planner:
             name = _program(prog, self.st.devices[d]).name
             raise OutOfMemoryError(f"out of memory on {d}: kernel {name} needs {need} bytes, {free} bytes are "
                                    f"free and nothing more can be spilled", d, need, free)
-        finish, d, start = chosen
+        finish, d, start, need = chosen
         reason = why if why != "earliest finish" else f"earliest finish {finish * 1e6:.1f} us of {len(devs)}"
-        return d, reason + ("" if best_fit else " (after spilling)"), start, finish
+        return d, reason + ("" if best_fit else " (after spilling)"), start, finish, need
 
     # ---- commands ------------------------------------------------------------------------------------
 
@@ -387,14 +387,14 @@ class _Planner:
         self.last_step[c.buf] = c.last_step
 
     def add(self, k: Kernel, progs) -> None:
-        dev, reason, start, finish = self.choose(k, progs)
+        keep = {c.buf for x in k.inputs for c in self.copies_of(x)}
+        dev, reason, start, finish, need = self.choose(k, progs, keep)
         prog = _program(progs, self.st.devices[dev])
         if prog.uses_fp64 and not self.st.devices[dev].fp64:
             raise DTypeError(f"float64 is not supported on {dev} (the device has no fp64); cast to float32 first")
         self.st.clock += 1
-        keep = {c.buf for x in k.inputs for c in self.copies_of(x)}
         step = self.kernel_step(k, dev)
-        self.make_room(dev, self.cost(k, prog, dev)[2], keep, step)
+        self.make_room(dev, need, keep, step)
         ins = [self.bring(x, dev, step) for x in k.inputs]
         outs = []
         for o in k.outputs:

@@ -22,7 +22,7 @@ from .codegen.render import Program, kernel_key, render_kernel
 from .config import Config, load_config
 from .errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
 from .graph import Node, Op
-from .kernelize import kernelize
+from .plan_cache import PlanCache
 from .lineage import LOST
 from .protocol import BatchResult, CopyOut, Done, Failed, Free, Reload, Spill, Sync
 from .runtime.pool import bucket_size
@@ -89,6 +89,7 @@ class Session:
         self.pending_frees: list[tuple[str, int]] = []  # appended to by BufferRef finalizers
         self.free_queue: list[tuple[str, int]] = []  # applied to the mirror, not yet sent
         self.programs: dict[tuple, Program] = {}  # (kernel key, dialect) -> program
+        self.plans = PlanCache()  # graph structure -> kernels and their programs
         self.bytes_in_use = {name: 0 for name in self.device_names}
         self.counters = dict.fromkeys(_STAT_KEYS, 0)
         self.trace_events: list[dict] | None = None  # set by zd.trace
@@ -203,10 +204,8 @@ class Session:
             if n.size == 0 and not n.realized:
                 n.become_leaf(None)
         ta = time.perf_counter()
-        kernels = kernelize([n for n in nodes if not n.realized])
-        tb = time.perf_counter()
-        programs = [self.program(k) for k in kernels]
-        tc = time.perf_counter()
+        kernels, programs = self.plans.kernels([n for n in nodes if not n.realized], self.program)
+        tb = tc = time.perf_counter()
         lost = [x for x in [*nodes, *(x for k in kernels for x in k.inputs)] if x.op is Op.LEAF and x.arg is LOST]
         if lost:
             raise WorkerLostError("lost with their worker and impossible to recompute: " + ", ".join(

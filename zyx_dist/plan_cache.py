@@ -1,0 +1,82 @@
+"""Driver side: the cache that lets a repeated graph (a training step, a benchmark loop) skip the
+kernelizer and the renderer. Takes the nodes to realize; gives their kernels and rendered programs, from
+the cache when a graph of the same structure was planned before. The key is the graph's structure from
+the targets down to the inputs (ops, arguments, shapes, dtypes, pins, which sources feed which node);
+the kernelizer's decisions depend on nothing else, so a hit maps the stored kernels (node positions in
+that structure) onto the new nodes. Placement is not cached: the scheduler still places every kernel,
+since where the inputs live and how full the devices are change from run to run.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+
+from .graph import Node, Op
+from .kernelize import Kernel, kernelize
+
+MAX_ENTRIES = 256
+
+
+def structure(targets: list[Node]) -> tuple[tuple, list[Node]]:
+    """(the key, the nodes in key order): a depth-first walk that stops at leaves."""
+    index: dict[int, int] = {}
+    order: list[Node] = []
+    rows: list[tuple] = []
+    stack: list[tuple[Node, bool]] = [(t, False) for t in reversed(targets)]
+    while stack:
+        n, done = stack.pop()
+        if done:
+            if n.id not in index:
+                index[n.id] = len(order)
+                order.append(n)
+                if n.op is Op.LEAF:
+                    rows.append((n.shape, n.dtype.name, n.device))
+                else:
+                    rows.append((n.op, _arg(n), n.shape, n.dtype.name, n.device, tuple(index[s.id] for s in n.srcs)))
+            continue
+        if n.id in index:
+            continue
+        stack.append((n, True))
+        if n.op is not Op.LEAF:
+            stack.extend((s, False) for s in reversed(n.srcs) if s.id not in index)
+    return (tuple(rows), tuple(index[t.id] for t in targets)), order
+
+
+def _arg(n: Node):
+    if n.op is Op.CAST:
+        return n.arg.name
+    if n.op in (Op.CONST, Op.PAD):  # repr tells -0.0 from 0.0 and matches NaN with NaN: values are baked in
+        return repr(n.arg)
+    return n.arg
+
+
+class PlanCache:
+    def __init__(self) -> None:
+        self.entries: OrderedDict[tuple, list[tuple]] = OrderedDict()
+        self.hits = 0
+
+    def kernels(self, targets: list[Node], render: Callable[[Kernel], dict]) -> tuple[list[Kernel], list[dict]]:
+        """The kernels for `targets` (unrealized, non-empty nodes) and each kernel's programs."""
+        try:
+            key, order = structure(targets)
+            hash(key)
+        except TypeError:  # an argument that cannot be hashed: plan without the cache
+            kernels = kernelize(targets)
+            return kernels, [render(k) for k in kernels]
+        entry = self.entries.get(key)
+        if entry is None:
+            kernels = kernelize(targets)
+            pos = {n.id: i for i, n in enumerate(order)}
+            programs = [render(k) for k in kernels]
+            entry = [(tuple(pos[o.id] for o in k.outputs), tuple(pos[x.id] for x in k.inputs), k.device,
+                      tuple(pos[x.id] for x in k.frees_after), p) for k, p in zip(kernels, programs)]
+            self.entries[key] = entry
+            if len(self.entries) > MAX_ENTRIES:
+                self.entries.popitem(last=False)
+        else:
+            self.entries.move_to_end(key)
+            self.hits += 1
+        kernels = [Kernel([order[i] for i in outs], [order[i] for i in ins], dev, [order[i] for i in frees])
+                   for outs, ins, dev, frees, _ in entry]
+        return kernels, [p for *_, p in entry]
