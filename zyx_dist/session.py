@@ -22,8 +22,8 @@ from .codegen.render import Program, kernel_key, render_kernel
 from .config import Config, load_config
 from .errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
 from .graph import Node, Op
-from .plan_cache import PlanCache
 from .lineage import LOST
+from .plan_cache import PlanCache
 from .protocol import BatchResult, CopyOut, Done, Failed, Free, Reload, Spill, Sync
 from .runtime.pool import bucket_size
 from .scheduler import DeviceModel, Schedule, SchedulerState, schedule
