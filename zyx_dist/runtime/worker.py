@@ -94,7 +94,9 @@ class Worker:
         self.incarnation = uuid.uuid4().hex
         self.profile = bool(_debug_flags() & 2) if profile is None else profile
         device_mem = self.backend.memory_bytes
-        limit = device_mem if memory_limit is None else min(int(memory_limit), device_mem)
+        # no configured limit: 90% of the device's memory (API.md section 9), leaving room for the driver
+        # and other processes; a configured one never exceeds the device
+        limit = int(device_mem * 0.9) if memory_limit is None else min(int(memory_limit), device_mem)
         self.pool = MemoryPool(self.backend, limit, device=self.device)
         if hasattr(self.backend, "set_limit"):  # a backend with its own allocator pool (CUDA) caps it too
             self.backend.set_limit(limit)
