@@ -45,6 +45,9 @@ def resolve_devices(devices: Any, local: bool = True) -> list[tuple[str, str]]:
             raise DeviceError(f"devices: {devices!r} asks for no worker")
         return [(f"opencl:{i}", "opencl:cpu") for i in range(n)]
     if devices in (None, "auto"):
+        cuda = _visible_cuda_devices()
+        if cuda:  # API.md: every CUDA GPU if any is visible, else OpenCL GPUs, else one OpenCL CPU
+            return [(f"cuda:{i}", f"cuda:{i}") for i in range(cuda)]
         if not local:
             return [("opencl:0", "opencl:auto")]
         from .runtime.opencl import list_opencl_devices
@@ -64,6 +67,16 @@ def resolve_devices(devices: Any, local: bool = True) -> list[tuple[str, str]]:
     if len(set(out)) != len(out):
         raise DeviceError(f"devices: {list(devices)!r} names a device twice")
     return out
+
+
+def _visible_cuda_devices() -> int:
+    """How many CUDA GPUs CuPy sees in this process (0 without CuPy or a driver)."""
+    try:
+        from .runtime.cuda import list_cuda_devices
+
+        return len(list_cuda_devices())
+    except Exception:  # noqa: BLE001 -- no cupy, no driver, no device: not a CUDA machine
+        return 0
 
 
 class InProcessBackend:

@@ -20,7 +20,6 @@ class Dialect:
     global_id: dict  # index type -> expression of the work-item's global id
     types: dict  # OpenCL C type name -> this dialect's spelling, where they differ
     int_suffix: dict  # (itemsize, unsigned) -> literal suffix for 64-bit integers
-    half_ptr: str  # element type of float16 buffers
     load_half: str  # {arg}, {off}: a float16 element as float
     store_half: str  # {arg}, {v}: store float {v} as float16 at gid
     round_half: tuple  # (statement or "", expression): {x} rounded to float16 precision, {tmp} a fresh name
@@ -46,7 +45,6 @@ OPENCL = Dialect(
     global_id={"int": "get_global_id(0)", "long": "get_global_id(0)"},
     types={},
     int_suffix={(8, False): "l", (8, True): "ul"},
-    half_ptr="half",
     load_half="vload_half({off}, {arg})",
     store_half="vstore_half({v}, gid, {arg});",
     round_half=("ushort {tmp}; vstore_half((float)({x}), 0, (__private half*)&{tmp});",
@@ -71,7 +69,6 @@ CUDA = Dialect(
     types={"uchar": "unsigned char", "ushort": "unsigned short", "uint": "unsigned int",
            "long": "long long", "ulong": "unsigned long long", "char": "signed char", "half": "__half"},
     int_suffix={(8, False): "ll", (8, True): "ull"},
-    half_ptr="__half",
     load_half="__half2float({arg}[{off}])",
     store_half="{arg}[gid] = __float2half_rn({v});",
     round_half=("", "__half2float(__float2half_rn((float)({x})))"),
