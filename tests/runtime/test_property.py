@@ -190,4 +190,6 @@ def test_random_programs_match_numpy(outs):
         assert v.t.shape == want.shape, (v, v.t.shape, want.shape)
         assert got.dtype == want.dtype, (v, got.dtype, want.dtype)
         scale = float(np.max(np.abs(want))) if want.size else 0.0
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * (1 + scale), err_msg=repr(v))
+        # float16 results: kernels compute in float and round once, NumPy rounds after every op (1-2 ulp apart)
+        rtol = 2e-3 if want.dtype == np.float16 else 1e-4
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol / 10 * (1 + scale), err_msg=repr(v))
