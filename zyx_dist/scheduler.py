@@ -27,8 +27,6 @@ from .kernelize import Kernel
 from .protocol import Alloc, Command, Compile, CopyIn, CopyOut, Free, Launch, Recv, Reload, Send, Spill, TransferRef
 from .runtime.pool import bucket_size
 
-POLICIES = ("heft", "round_robin", "single")
-
 
 @dataclass(frozen=True)
 class DeviceModel:
