@@ -174,7 +174,8 @@ def test_zd_realize_several():
     p, q, r = c + 1, c * 2, c.sum(0)
     out = zd.realize(p, q, r)
     assert tuple(out) == (p, q, r)
-    assert all(t.device == "opencl:0" for t in (p, q, r))
+    names = [d.name for d in zd.devices()]  # with several workers the scheduler may place r elsewhere
+    assert all(t.device in names for t in (p, q, r)) and (len(names) > 1 or p.device == q.device == r.device)
     cw = a @ a.T
     assert_close(p, cw + 1, zd.float32, loose=4)
     assert_close(q, cw * 2, zd.float32, loose=4)
