@@ -101,3 +101,30 @@ def data(shape: tuple[int, ...], dtype: Any, kind: str = "any", seed: int = 0) -
     if kind == "nonzero":
         v = np.where(v == 0, 3, v)
     return v.astype(dt)
+
+
+# ---- graph-level builders for the codegen unit tests ------------------------------------------------------
+
+def leaf(*shape, dtype=zd.float32):
+    """A host leaf of zeros (its values do not matter to rendered source)."""
+    from zyx_dist import graph as g
+
+    return g.leaf(np.zeros(shape, dtype.np_dtype), dtype)
+
+
+def one(n):
+    """The single kernel the kernelizer makes for node n."""
+    from zyx_dist.kernelize import kernelize
+
+    (k,) = kernelize([n])
+    return k
+
+
+def one_kernel(nodes: list):
+    """A multi-output kernel over the leaves the nodes read (built directly: the kernelizer keeps
+    outputs that share no work in separate kernels)."""
+    from zyx_dist import graph as g
+    from zyx_dist.kernelize import Kernel
+
+    leaves = {n.id: n for n in g.toposort(nodes) if n.op is g.Op.LEAF}
+    return Kernel(list(nodes), sorted(leaves.values(), key=lambda n: n.id))

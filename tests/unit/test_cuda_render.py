@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from helpers import leaf, one, one_kernel
 
 import zyx_dist as zd
 from zyx_dist import dtypes as dt
@@ -34,18 +35,6 @@ NVCC = shutil.which("nvcc")
 NVCC_ARGS = ["--ptx", "-arch=sm_90", "-x", "cu"]
 
 
-def leaf(*shape, dtype=f32):
-    return g.leaf(np.zeros(shape, dtype.np_dtype), dtype)
-
-
-def one(n: g.Node) -> Kernel:
-    (k,) = kernelize([n])
-    return k
-
-
-def one_kernel(nodes: list[g.Node]) -> Kernel:
-    leaves = {n.id: n for n in g.toposort(nodes) if n.op is g.Op.LEAF}
-    return Kernel(list(nodes), sorted(leaves.values(), key=lambda n: n.id))
 
 
 def cuda(k: Kernel) -> Program:

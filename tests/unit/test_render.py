@@ -12,11 +12,12 @@ import re
 
 import numpy as np
 import pytest
+from helpers import leaf, one, one_kernel
 
 from zyx_dist import dtypes as dt
 from zyx_dist import graph as g
 from zyx_dist.codegen.render import Program, kernel_key, literal, render_kernel
-from zyx_dist.kernelize import Kernel, kernelize
+from zyx_dist.kernelize import Kernel
 
 f32 = dt.float32
 
@@ -54,20 +55,6 @@ def build(cl_ctx):
     return _build
 
 
-def leaf(*shape, dtype=f32):
-    return g.leaf(np.zeros(shape, dtype.np_dtype), dtype)
-
-
-def one(n: g.Node) -> Kernel:
-    (k,) = kernelize([n])
-    return k
-
-
-def one_kernel(nodes: list[g.Node]) -> Kernel:
-    """A multi-output kernel over the leaves the nodes read (built directly: the kernelizer keeps
-    outputs that share no work in separate kernels)."""
-    leaves = {n.id: n for n in g.toposort(nodes) if n.op is g.Op.LEAF}
-    return Kernel(list(nodes), sorted(leaves.values(), key=lambda n: n.id))
 
 
 def loads(src: str, arg: str = "in0") -> list[str]:

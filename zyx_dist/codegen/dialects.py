@@ -25,6 +25,15 @@ class Dialect:
     round_half: tuple  # (statement or "", expression): {x} rounded to float16 precision, {tmp} a fresh name
     round_half_double: tuple | None  # the same from double, where it differs
     func_prefix: str  # of helper functions
+    # work-groups: local/shared memory (16-byte aligned, for float4), the barrier, ids, float4 access
+    shared: str = "__local"
+    barrier: str = "barrier(CLK_LOCAL_MEM_FENCE);"
+    local_id: str = "get_local_id(0)"
+    group_id: str = "get_group_id(0)"
+    load4: str = "vload4(0, {ptr})"
+    store4: str = "vstore4({v}, 0, {ptr});"
+    zero4: str = "(float4)(0.0f)"
+    elems: int = 1  # elements per work-item of a loop-free kernel (PoCL vectorises across work-items)
     preamble: tuple[str, ...] = ()
     fp64_preamble: tuple[str, ...] = ()
     half_preamble: tuple[str, ...] = ()
@@ -74,6 +83,14 @@ CUDA = Dialect(
     round_half=("", "__half2float(__float2half_rn((float)({x})))"),
     round_half_double=("", "__half2float(__double2half({x}))"),
     func_prefix="__device__ ",
+    shared="__shared__ __align__(16)",
+    barrier="__syncthreads();",
+    local_id="threadIdx.x",
+    group_id="blockIdx.x",
+    load4="*reinterpret_cast<const float4*>({ptr})",
+    store4="*reinterpret_cast<float4*>({ptr}) = {v};",
+    zero4="make_float4(0.0f, 0.0f, 0.0f, 0.0f)",
+    elems=4,  # more loads in flight per thread
     # NVRTC compiles without system headers: no <math.h> macros unless defined here
     preamble=("#ifndef INFINITY", "#define INFINITY __int_as_float(0x7f800000)", "#endif",
               "#ifndef NAN", "#define NAN __int_as_float(0x7fc00000)", "#endif"),

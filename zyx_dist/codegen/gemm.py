@@ -116,18 +116,14 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
     """Source and (gws, lws) of the tiled kernel. `epilogue(gid, acc)` gives (C lines, value expr).
     Each work-item owns an 8x8 block of contiguous rows and columns and reads its A and B slices from
     local memory as float4 pairs; tiles come from global memory as float4 where the layout allows it."""
-    cuda = dialect.name == "cuda"
-    shared = "__shared__ __align__(16)" if cuda else "__local"
-    barrier = "__syncthreads();" if cuda else "barrier(CLK_LOCAL_MEM_FENCE);"
-    lid = "threadIdx.x" if cuda else "get_local_id(0)"
-    grp = "blockIdx.x" if cuda else "get_group_id(0)"
-    f4 = "float4"
+    shared, barrier, lid, grp = dialect.shared, dialect.barrier, dialect.local_id, dialect.group_id
+    f4, zero4 = "float4", dialect.zero4
 
     def load4(ptr: str) -> str:
-        return f"*reinterpret_cast<const float4*>({ptr})" if cuda else f"vload4(0, {ptr})"
+        return dialect.load4.format(ptr=ptr)
 
     def store4(ptr: str, v: str) -> str:
-        return f"*reinterpret_cast<float4*>({ptr}) = {v};" if cuda else f"vstore4({v}, 0, {ptr});"
+        return dialect.store4.format(ptr=ptr, v=v)
 
     M, N, K = spec.M, spec.N, spec.K
     nbx = -(-N // TILE_N)
@@ -136,7 +132,6 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
     bk, bj, b0 = spec.b_off
     s0, s1 = spec.out_strides
     T = index_type
-    zero4 = "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" if cuda else "(float4)(0.0f)"
     # float4 tile loads need 16-byte aligned rows: A with k contiguous, B with columns contiguous
     a_vec = ak == 1 and ai % 4 == 0 and a0 % 4 == 0 and K % 4 == 0
     b_vec = bj == 1 and bk % 4 == 0 and b0 % 4 == 0 and N % 4 == 0

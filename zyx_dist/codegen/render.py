@@ -357,8 +357,7 @@ class _Renderer:
         """One work-group per output element: its work-items stride through each top-level reduce loop
         (neighbours read neighbouring elements) and combine their accumulators by a tree in local memory;
         work-item 0 stores. `lid` must be defined by the caller."""
-        cuda = self.d.name == "cuda"
-        shared, barrier = ("__shared__", "__syncthreads();") if cuda else ("__local", "barrier(CLK_LOCAL_MEM_FENCE);")
+        shared, barrier = self.d.shared, self.d.barrier
         for i, loop in enumerate(loops):
             acc, dt, rop = loop.reduce
             t, red = ctype(dt, self.d), f"red{i}"
@@ -384,9 +383,9 @@ class _Renderer:
         total = prod(self.k.shape)
         loops = self.elementwise_body()
         lws = _local_size(total)
-        # Loop-free kernels handle ELEMS elements per work-item, a grid apart: more loads in flight per
-        # work-item and fewer work-items, with every access still coalesced across the group.
-        elems = ELEMS if not loops and total >= ELEMS * lws * 64 and self.d.name == "cuda" else 1
+        # Loop-free kernels handle the dialect's `elems` elements per work-item, a grid apart: more loads in
+        # flight per work-item and fewer work-items, with every access still coalesced across the group.
+        elems = self.d.elems if not loops and total >= self.d.elems * lws * 64 else 1
         # Long reduce loops into few outputs: one work-group per output (GPUs; PoCL's work-item loops
         # already read whole rows from cache, and barriers cost it more than they give)
         group = bool(loops) and self.d.name in GROUP_DIALECTS and min(lp.var.hi + 1 for lp in loops) >= GROUP
@@ -395,8 +394,8 @@ class _Renderer:
         src.append(f"{self.d.kernel_prefix} {self.name}({', '.join(self.params())}) {{")
         if group:
             self.group_reduce(loops)
-            src.append(f"  {self.index_type} gid = {'blockIdx.x' if self.d.name == 'cuda' else 'get_group_id(0)'};")
-            src.append(f"  int lid = {'threadIdx.x' if self.d.name == 'cuda' else 'get_local_id(0)'};")
+            src.append(f"  {self.index_type} gid = {self.d.group_id};")
+            src.append(f"  int lid = {self.d.local_id};")
             src += ["  " + ln for ln in self.root.emit(0, self.index_type)]
             lws = GROUP
         elif elems == 1:
@@ -524,7 +523,6 @@ def _unary(op: UnaryOp, x: str, dt: DType, dialect: Dialect = OPENCL) -> str:
 
 GROUP = 256  # work-items sharing one output's reduce loops (in-group reduction)
 GROUP_DIALECTS = ("cuda",)  # where in-group reduction is used (tests add "opencl" to run it on PoCL)
-ELEMS = 4  # elements per CUDA thread of a loop-free kernel (PoCL vectorises across work-items instead)
 
 
 def _local_size(total: int) -> int:
