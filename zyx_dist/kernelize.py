@@ -7,7 +7,9 @@ The decisions, as in zyx: everything fuses by default; elementwise producers sha
 consumers are recomputed; a node is stored (ends a kernel) when it is requested, when it is pinned to
 a device, when a reduce precedes it and it is broadcast by an expand (so a row max is not recomputed
 per element) or reduced again (so the inner reduce runs in parallel rather than inside the outer
-loop), and when a reduce precedes it and more than one kernel needs it. Requested nodes of the same
+loop), and when a reduce precedes it and more than one kernel needs it. One exception keeps a row in
+one kernel: a per-row reduce broadcast back along trailing dims (softmax's max and sum, layer norm's
+mean) is fused into its consumers, which the renderer runs one work-group per row. Requested nodes of the same
 shape that do not depend on each other share one multi-output kernel, so `zd.realize(a, b)` computes
 their common subgraph once. Movement ops never make a kernel of their own: the renderer turns them
 into index arithmetic.
@@ -42,6 +44,26 @@ def _expands(n: Node) -> bool:
     return n.op is Op.EXPAND and prod(n.shape) > prod(n.srcs[0].shape)
 
 
+ROW_MAX = 1 << 15  # the longest row a softmax-like kernel keeps in one work-group
+ROW_OPS = (Op.UNARY, Op.BINARY, Op.CAST, Op.WHERE)  # ops that keep a row's layout
+
+
+def row_suffix(n: Node) -> tuple[int, ...] | None:
+    """The row of an expand that broadcasts a value along trailing dims only (a per-row max or sum
+    brought back to the row's shape), when the row is at most ROW_MAX long: its trailing dims."""
+    src = n.srcs[0].shape
+    k = len(n.shape)
+    while k > 0 and src[k - 1] == 1:
+        k -= 1
+    if any(a != b for a, b in zip(src[:k], n.shape[:k])) or prod(n.shape[k:]) <= 1 or prod(n.shape[k:]) > ROW_MAX:
+        return None
+    return n.shape[k:]
+
+
+def _suffix_axes(shape: tuple[int, ...], suffix: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(range(len(shape) - len(suffix), len(shape)))
+
+
 def kernelize(targets: list[Node]) -> list[Kernel]:
     targets = list({t.id: t for t in targets if not is_input(t) and t.size > 0}.values())
     if not targets:
@@ -50,14 +72,31 @@ def kernelize(targets: list[Node]) -> list[Kernel]:
     stored: set[int] = {t.id for t in targets}
     stored |= {n.id for n in order if n.device is not None and not is_input(n)}
 
-    # Expand after a reduce: store what is expanded (zyx's is_preceded_by_reduce), in one bottom-up pass.
+    # Expand after a reduce: store what is expanded (zyx's is_preceded_by_reduce), in one bottom-up pass,
+    # except a row broadcast (see `row_suffix`): softmax-like kernels then read each row once.
     has_reduce: dict[int, bool] = {}
+    row: dict[int, tuple[int, ...] | None] = {}  # the row (trailing dims) a node depends on through a row broadcast
     for n in order:
+        row[n.id] = None
         if is_input(n) or n.op is Op.CONST:
             has_reduce[n.id] = False
             continue
-        if (_expands(n) or n.op is Op.REDUCE) and has_reduce[n.srcs[0].id]:
-            stored.add(n.srcs[0].id)  # not recomputed per element, nor serialised inside another loop
+        live = [s for s in n.srcs if s.id not in stored]
+        rows = {row[s.id] for s in live} - {None}
+        src = n.srcs[0]
+        if _expands(n) and has_reduce[src.id] and src.id not in stored:
+            suffix = row_suffix(n)
+            if suffix is None or row[src.id] is not None:
+                stored.add(src.id)  # not recomputed per element
+            else:
+                row[n.id] = suffix
+        elif n.op is Op.REDUCE and has_reduce[src.id] and src.id not in stored:
+            if row[src.id] is None or n.arg[1] != _suffix_axes(src.shape, row[src.id]):
+                stored.add(src.id)  # the inner reduce runs in parallel rather than inside the outer loop
+        elif rows and (len(rows) > 1 or n.op not in ROW_OPS):
+            stored.update(s.id for s in live if row[s.id] is not None)  # rows that do not line up: stored
+        elif rows:
+            row[n.id] = rows.pop()
         has_reduce[n.id] = n.op is Op.REDUCE or any(has_reduce[s.id] and s.id not in stored for s in n.srcs)
 
     # A reduce-bearing node needed by several kernels is stored once; repeat until no new store appears.

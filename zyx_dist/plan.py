@@ -59,7 +59,7 @@ def explain(*xs) -> Plan:
 
     s = _session.current()
     _kernels, programs, sched = s.plan([_node(x, "explain") for x in xs])
-    # each kernel's programs: one per dialect of the session's devices
+    # each kernel's programs: one per device model of the session
     by_name = {p.name: p for ps in programs for p in (ps.values() if isinstance(ps, dict) else [ps])}
     plan = Plan(estimated_seconds=sched.estimated_seconds)
     for pl in sched.placements:

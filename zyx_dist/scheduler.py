@@ -38,6 +38,7 @@ class DeviceModel:
     launch_seconds: float = 10e-6
     dialect: str = "opencl"  # of the programs this device runs ("opencl" or "cuda")
     nccl_rank: int | None = None  # rank in the NCCL communicator of the CUDA workers, None without one
+    variant: str = ""  # the device model whose programs this device runs (default: by dialect)
 
 
 @dataclass
@@ -149,8 +150,8 @@ def _nbytes(n: Node) -> int:
 
 
 def _program(progs, m: DeviceModel):
-    """A kernel's program for device m: `progs` is one Program, or a dict dialect -> Program."""
-    return progs[m.dialect] if isinstance(progs, dict) else progs
+    """A kernel's program for device m: `progs` is one Program, or a dict device model (or dialect) -> Program."""
+    return progs[m.variant or m.dialect] if isinstance(progs, dict) else progs
 
 
 @dataclass

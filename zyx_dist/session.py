@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import debug, lineage, probe
+from .autotune import Target, Tuner
 from .backend import InProcessBackend, LostWorkers, resolve_devices
 from .codegen.render import Program, kernel_key, render_kernel
 from .config import Config, load_config
@@ -103,10 +104,18 @@ class Session:
             self.peaks[name] = probe.measure(lambda b, n=name: self.backend.run_timed(n, b), key,
                                              self.config.autotune.cache_dir, info["backend"],
                                              int(info["memory_bytes"]))
+        # one program per kernel per device model (and driver): tuned on the model's first device
+        self.targets: dict[str, Target] = {}
+        for name, i in self.infos.items():
+            key = _variant_key(i)
+            self.targets.setdefault(key, Target(key, i["backend"], i.get("type") == "gpu",
+                                                int(i.get("max_work_group_size") or 1024), name, *self.peaks[name]))
+        self.tuner = Tuner(self.config.autotune.enabled, self.config.autotune.budget, self.config.autotune.cache_dir,
+                           self.debug)
         models = {name: DeviceModel(name, bool(i["fp64"]), self.peaks[name][0], self.peaks[name][1],
-                                    int(i["memory_bytes"]), dialect=i["backend"], nccl_rank=i.get("nccl_rank"))
+                                    int(i["memory_bytes"]), dialect=i["backend"], nccl_rank=i.get("nccl_rank"),
+                                    variant=_variant_key(i))
                   for name, i in self.infos.items()}
-        self.dialects = sorted({m.dialect for m in models.values()})
         self.state = SchedulerState(models, policy=self.config.scheduler.policy)
         if len(self.device_names) > 1:
             self.state.link = probe.links(self.backend, self.device_names, self.state.new_id,
@@ -185,16 +194,21 @@ class Session:
                 self.recover(e.devices)
 
     def program(self, kernel) -> dict[str, Program]:
-        """The kernel rendered once for each dialect of this session's devices: dialect -> Program."""
+        """The kernel rendered once for each device model of this session (tuned there on first sight):
+        device model key -> Program."""
         key = kernel_key(kernel)
         out = {}
-        for dialect in self.dialects:
-            prog = self.programs.get((key, dialect))
+        for variant, target in self.targets.items():
+            prog = self.programs.get((key, variant))
             if prog is None:
-                prog = self.programs[(key, dialect)] = render_kernel(kernel, dialect)
+                dev = next((d for d, m in self.state.devices.items() if m.variant == variant), None)  # still alive
+                run = (lambda b, d=dev: self.backend.run_timed(d, b)) if dev is not None else None
+                free = self.state.devices[dev].memory - self.state.used[dev] if dev is not None else 0
+                opts = self.tuner.options(kernel, target, run, free, self.state.new_id)
+                prog = self.programs[(key, variant)] = render_kernel(kernel, target.dialect, opts, target.gpu)
                 if self.debug & 16:
                     print(f"zyx_dist: source of {prog.name}\n{prog.source}")
-            out[dialect] = prog
+            out[variant] = prog
         return out
 
     def plan(self, nodes: list[Node]) -> tuple[list, list[dict[str, Program]], Schedule]:
@@ -390,6 +404,10 @@ class Session:
         out: dict[str, Any] = dict(self.counters)
         out["bytes_in_use"] = dict(self.bytes_in_use)
         return out
+
+
+def _variant_key(info: dict) -> str:
+    return "|".join(str(info.get(f, "")) for f in ("backend", "device_name", "vendor", "driver_version"))
 
 
 def _nbytes(n: Node) -> int:

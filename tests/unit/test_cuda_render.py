@@ -176,7 +176,7 @@ def test_entry_point_and_parameters():
 
 def test_both_dialects_share_everything_but_spelling(kernels):
     for label, k in kernels[::7]:
-        a, b = render_kernel(k, OPENCL), render_kernel(k, CUDA)
+        a, b = render_kernel(k, OPENCL, gpu=True), render_kernel(k, CUDA)  # the same options for the same device
         assert a.name[len("k_"):] == b.name[len("kc_"):], label
         assert (a.gws, a.lws, a.uses_fp64, a.flops, a.bytes) == (b.gws, b.lws, b.uses_fp64, b.flops, b.bytes), label
         assert a.dialect == "opencl" and b.dialect == "cuda"

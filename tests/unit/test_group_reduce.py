@@ -1,7 +1,8 @@
-"""In-group reductions (one work-group per output, a tree in local memory): the CUDA renderer uses them
-for long reduce loops; here they are also switched on for OpenCL so PoCL runs them against NumPy, and the
-CUDA text is checked with nvcc where it is installed."""
+"""In-group reductions (one work-group per output, a tree in local memory): the cost model picks them on
+GPUs for long reduce loops into few outputs; here they are also picked for PoCL (as if it were a GPU) so
+it runs them against NumPy, and the CUDA text is checked with nvcc where it is installed."""
 
+import dataclasses
 import shutil
 import subprocess
 
@@ -9,14 +10,15 @@ import numpy as np
 import pytest
 
 import zyx_dist as zd
-from zyx_dist.codegen import render
+from zyx_dist.codegen import options
 from zyx_dist.codegen.render import CUDA, OPENCL, render_kernel
 from zyx_dist.kernelize import kernelize
 
 
 @pytest.fixture
 def grouped(monkeypatch):
-    monkeypatch.setattr(render, "GROUP_DIALECTS", ("cuda", "opencl"))
+    as_gpu = options.candidates
+    monkeypatch.setattr(options, "candidates", lambda s: as_gpu(dataclasses.replace(s, gpu=True)))
     zd.shutdown()
     zd.init(ray=False)
     yield

@@ -41,9 +41,10 @@ def matmul(a: g.Node, b: g.Node) -> g.Node:
 
 
 def softmax(x: g.Node):
-    mx = g.reduce(g.ReduceOp.MAX, x, (1,))
+    """Softmax down the columns (axis 0): three kernels (a row softmax is one, see below)."""
+    mx = g.reduce(g.ReduceOp.MAX, x, (0,))
     e = exp(g.binary(g.BinaryOp.SUB, x, g.expand(mx, x.shape)))
-    s = g.reduce(g.ReduceOp.SUM, e, (1,))
+    s = g.reduce(g.ReduceOp.SUM, e, (0,))
     return g.binary(g.BinaryOp.DIV, e, g.expand(s, x.shape)), mx, s
 
 
@@ -123,9 +124,9 @@ def test_softmax_is_three_kernels_and_frees_intermediates():
 
 def test_intermediate_freed_by_its_last_consumer_not_the_first():
     x = leaf(4, 8)
-    r = g.reduce(g.ReduceOp.SUM, x, (1,))  # stored: broadcast below
+    r = g.reduce(g.ReduceOp.SUM, x, (0,))  # stored: broadcast below (down the columns, so not a row kernel)
     a = add(x, g.expand(r, (4, 8)))
-    b = g.reduce(g.ReduceOp.MAX, a, (1,))  # (4, 1): a different kernel reading a
+    b = g.reduce(g.ReduceOp.MAX, a, (0,))  # (1, 8): a different kernel reading a
     c = mul(exp(b), r)  # reads r again, after b
     ks = kernelize([c])
     assert_launch_order(ks)
@@ -179,7 +180,7 @@ def test_reduce_shared_by_same_shape_targets_is_computed_in_their_kernel():
 def test_elementwise_shared_by_different_shape_targets_is_recomputed():
     x = leaf(4, 8)
     e = exp(x)  # no reduce before it: cheaper to recompute than to store
-    t1 = g.reduce(g.ReduceOp.SUM, e, (1,))
+    t1 = g.reduce(g.ReduceOp.SUM, e, (0,))
     t2 = add(e, x)
     ks = kernelize([t1, t2])
     assert len(ks) == 2
@@ -201,8 +202,8 @@ def test_dependent_targets_are_never_in_one_kernel():
 def test_dependent_targets_through_an_intermediate_of_another_shape():
     x = leaf(4, 4)
     a = exp(x)
-    r = g.reduce(g.ReduceOp.SUM, a, (1,))
-    b = add(x, g.expand(r, (4, 4)))  # depends on a through r
+    r = g.reduce(g.ReduceOp.SUM, a, (0,))
+    b = add(x, g.expand(r, (4, 4)))  # depends on a through r (a column sum: stored, not a row kernel)
     ks = kernelize([b, a])
     assert_launch_order(ks)
     for k in ks:
@@ -300,7 +301,7 @@ def test_split_reduce_is_two_kernels():
 
 def test_broadcast_reduce_result_is_not_recomputed_per_element():
     x = leaf(4, 8)
-    r = g.reduce(g.ReduceOp.MAX, x, (1,))
+    r = g.reduce(g.ReduceOp.MAX, x, (0,))
     y = g.binary(g.BinaryOp.SUB, x, g.expand(r, (4, 8)))
     ks = kernelize([y])
     assert [ids(k.outputs) for k in ks] == [[r.id], [y.id]]

@@ -14,9 +14,10 @@ def leaf(*shape):
 
 
 def softmax(x):
-    m = g.reduce(g.ReduceOp.MAX, x, (1,))
+    """Softmax down the columns (axis 0): three kernels."""
+    m = g.reduce(g.ReduceOp.MAX, x, (0,))
     e = g.unary(g.UnaryOp.EXP, g.binary(g.BinaryOp.SUB, x, g.expand(m, x.shape)))
-    return g.binary(g.BinaryOp.DIV, e, g.expand(g.reduce(g.ReduceOp.SUM, e, (1,)), x.shape))
+    return g.binary(g.BinaryOp.DIV, e, g.expand(g.reduce(g.ReduceOp.SUM, e, (0,)), x.shape))
 
 
 def scaled(x, c):

@@ -72,9 +72,10 @@ def exp(a):
 
 
 def softmax(x):
-    mx = g.reduce(g.ReduceOp.MAX, x, (1,))
+    """Softmax down the columns (axis 0): three kernels."""
+    mx = g.reduce(g.ReduceOp.MAX, x, (0,))
     e = exp(g.binary(g.BinaryOp.SUB, x, g.expand(mx, x.shape)))
-    s = g.reduce(g.ReduceOp.SUM, e, (1,))
+    s = g.reduce(g.ReduceOp.SUM, e, (0,))
     return g.binary(g.BinaryOp.DIV, e, g.expand(s, x.shape)), mx, s
 
 

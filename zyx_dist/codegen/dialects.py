@@ -33,7 +33,7 @@ class Dialect:
     load4: str = "vload4(0, {ptr})"
     store4: str = "vstore4({v}, 0, {ptr});"
     zero4: str = "(float4)(0.0f)"
-    elems: int = 1  # elements per work-item of a loop-free kernel (PoCL vectorises across work-items)
+    make4: str = "(float4)({}, {}, {}, {})"
     preamble: tuple[str, ...] = ()
     fp64_preamble: tuple[str, ...] = ()
     half_preamble: tuple[str, ...] = ()
@@ -90,7 +90,7 @@ CUDA = Dialect(
     load4="*reinterpret_cast<const float4*>({ptr})",
     store4="*reinterpret_cast<float4*>({ptr}) = {v};",
     zero4="make_float4(0.0f, 0.0f, 0.0f, 0.0f)",
-    elems=4,  # more loads in flight per thread
+    make4="make_float4({}, {}, {}, {})",
     # NVRTC compiles without system headers: no <math.h> macros unless defined here
     preamble=("#ifndef INFINITY", "#define INFINITY __int_as_float(0x7f800000)", "#endif",
               "#ifndef NAN", "#define NAN __int_as_float(0x7fc00000)", "#endif"),

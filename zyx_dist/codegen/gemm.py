@@ -16,7 +16,6 @@ from ..graph import Node, Op, ReduceOp, prod
 from . import symbolic as sym
 
 TILE_M = TILE_N = 128
-TILE_K = 8
 THREADS = 256  # 16 x 16 work-items, each an 8 x 8 block of contiguous rows and columns
 ELEMENTWISE = (Op.UNARY, Op.BINARY, Op.CAST, Op.WHERE)
 
@@ -112,7 +111,8 @@ def match(kernel) -> GemmSpec | None:
                     (ostrides[i], ostrides[j]))
 
 
-def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, index_type: str) -> tuple[str, tuple, tuple]:
+def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, index_type: str,
+           TILE_K: int = 8) -> tuple[str, tuple, tuple]:  # noqa: N803 -- a tile size, named like the others
     """Source and (gws, lws) of the tiled kernel. `epilogue(gid, acc)` gives (C lines, value expr).
     Each work-item owns an 8x8 block of contiguous rows and columns and reads its A and B slices from
     local memory as float4 pairs; tiles come from global memory as float4 where the layout allows it."""
@@ -135,9 +135,10 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
     # float4 tile loads need 16-byte aligned rows: A with k contiguous, B with columns contiguous
     a_vec = ak == 1 and ai % 4 == 0 and a0 % 4 == 0 and K % 4 == 0
     b_vec = bj == 1 and bk % 4 == 0 and b0 % 4 == 0 and N % 4 == 0
-    if a_vec:  # 128 rows x 2 float4 of k: one per work-item
-        load_a = f"""    {{
-      const int ii = tid / 2, kq = (tid % 2) * 4;
+    if a_vec:  # 128 rows x TILE_K / 4 float4 of k: TILE_K / 8 per work-item
+        load_a = f"""    for (int r = 0; r < {TILE_K // 8}; r++) {{
+      const int e = tid + r * {THREADS};
+      const int ii = e / {TILE_K // 4}, kq = (e % {TILE_K // 4}) * 4;
       const {T} gi = bi + ii, gk = k0 + kq;
       const {f4} v = (gi < {M} && gk < {K}) ? {load4(f"in{spec.a} + gi * {ai} + gk + {a0}")} : {zero4};
       As[kq][ii] = v.x; As[kq + 1][ii] = v.y; As[kq + 2][ii] = v.z; As[kq + 3][ii] = v.w;
@@ -149,9 +150,10 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
       const {T} gi = bi + ii, gk = k0 + kk;
       As[kk][ii] = (gi < {M} && gk < {K}) ? in{spec.a}[gi * {ai} + gk * {ak} + {a0}] : 0.0f;
     }}"""
-    if b_vec:  # 8 rows of k x 32 float4 of columns: one per work-item
-        load_b = f"""    {{
-      const int kk = tid / 32, jq = (tid % 32) * 4;
+    if b_vec:  # TILE_K rows of k x 32 float4 of columns: TILE_K / 8 per work-item
+        load_b = f"""    for (int r = 0; r < {TILE_K // 8}; r++) {{
+      const int e = tid + r * {THREADS};
+      const int kk = e / 32, jq = (e % 32) * 4;
       const {T} gj = bj + jq, gk = k0 + kk;
       const {f4} v = (gj < {N} && gk < {K}) ? {load4(f"in{spec.b} + gk * {bk} + gj + {b0}")} : {zero4};
       {store4("&Bs[kk][jq]", "v")}

@@ -21,10 +21,11 @@ from dataclasses import dataclass
 
 from ..dtypes import DType, bool_, float16, float64
 from ..graph import BinaryOp, Node, Op, ReduceOp, UnaryOp, prod
-from ..kernelize import Kernel
-from . import gemm
+from ..kernelize import Kernel, row_suffix
+from . import gemm, options
 from . import symbolic as sym
 from .dialects import CUDA, DIALECTS, OPENCL, Dialect  # noqa: F401 -- re-exported
+from .options import KernelOpts
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class Program:
     flops: int
     bytes: int
     dialect: str = "opencl"
+    opts: KernelOpts | None = None
 
 
 
@@ -111,7 +113,7 @@ class _Block:
         self.reduce: tuple | None = None  # (accumulator, dtype, ReduceOp) of a reduce loop
         self.group: tuple[str, int, list[str]] | None = None  # in-group reduce: (local id, size, combine code)
 
-    def emit(self, indent: int, index_type: str) -> list[str]:
+    def emit(self, indent: int, index_type: str, unroll: int = 1) -> list[str]:
         out: list[str] = []
         for item in self.lines:
             if isinstance(item, _Block):
@@ -119,13 +121,15 @@ class _Block:
                 out += [pad + s for s in item.before_loop]
                 v = item.var
                 assert v is not None
+                if unroll > 1 and item.reduce is not None:
+                    out.append(f"{pad}#pragma unroll {unroll}")
                 if item.group is None:
                     out.append(f"{pad}for ({index_type} {v.name} = 0; {v.name} < {v.hi + 1}; {v.name}++) {{")
                 else:  # the work-group shares the loop, then combines its partial results in local memory
                     lid, size, _ = item.group
                     out.append(f"{pad}for ({index_type} {v.name} = {lid}; {v.name} < {v.hi + 1}; "
                                f"{v.name} += {size}) {{")
-                out += item.emit(indent + 1, index_type)
+                out += item.emit(indent + 1, index_type, unroll)
                 out.append(pad + "}")
                 if item.group is not None:
                     out += [pad + ln for ln in item.group[2]]
@@ -135,8 +139,8 @@ class _Block:
 
 
 class _Renderer:
-    def __init__(self, kernel: Kernel, dialect: Dialect, name: str):
-        self.k, self.d, self.name = kernel, dialect, name
+    def __init__(self, kernel: Kernel, dialect: Dialect, name: str, opts: KernelOpts):
+        self.k, self.d, self.name, self.opts = kernel, dialect, name, opts
         self.inputs = {n.id: i for i, n in enumerate(kernel.inputs)}
         self.count = 0
         self.flops = 0
@@ -147,6 +151,8 @@ class _Renderer:
         self.index_type = dialect.type(self.index)
         self.root = _Block(None)
         self.overrides: dict[int, str] = {}  # node id -> a C expression that stands for its value
+        self.lanes: list[str] = []  # vector form: the index variable of each lane
+        self.vec_inputs: dict[int, str] = {}  # vector form: input position -> its float4 of the lanes
 
     def var(self, block: _Block, dt: DType, expr: str, prefix: str = "v") -> str:
         name = f"{prefix}{self.count}"
@@ -212,6 +218,10 @@ class _Renderer:
         strides = _strides(n.shape)
         off = sym.render(sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides) if s]))
         arg = f"in{self.inputs[n.id]}"
+        if off in self.lanes and not valid and n.dtype.name == "float32":  # one float4 load serves 4 lanes
+            pos = self.inputs[n.id]
+            vec = self.vec_inputs.setdefault(pos, f"vin{pos}")
+            return f"{vec}.{'xyzw'[self.lanes.index(off)]}", self.root
         if n.dtype is float16:
             expr = self.d.load_half.format(off=off, arg=arg)
         elif n.dtype is bool_:
@@ -342,21 +352,14 @@ class _Renderer:
             return self.d.store_half.format(v=v, arg=f"out{i}")
         return f"out{i}[gid] = ({self.d.type(o.dtype.cname)})({v});"
 
-    def elementwise_body(self) -> list[_Block]:
-        """Build the per-element code at index `gid` (stores last); gives the loops at the top level."""
-        shape = self.k.shape
-        gid = sym.Var("gid", 0, prod(shape) - 1)
-        idx = tuple(sym.ZERO if d == 1 else sym.mod(sym.div(gid, s), d) for d, s in zip(shape, _strides(shape)))
-        stores = [self.store(i, o, self.value(o, idx, frozenset(), self.root)[0]) for i, o in enumerate(self.k.outputs)]
-        loops = [item for item in self.root.lines if isinstance(item, _Block)]
-        self.root.lines += stores
-        self.stores = stores
-        return loops
+    def elementwise_body(self, block: _Block, idx: tuple) -> list[str]:
+        """Evaluate the outputs at `idx` in `block`; gives their stores (at `gid`)."""
+        return [self.store(i, o, self.value(o, idx, frozenset(), block)[0]) for i, o in enumerate(self.k.outputs)]
 
-    def group_reduce(self, loops: list[_Block]) -> None:
-        """One work-group per output element: its work-items stride through each top-level reduce loop
-        (neighbours read neighbouring elements) and combine their accumulators by a tree in local memory;
-        work-item 0 stores. `lid` must be defined by the caller."""
+    def group_loops(self, loops: list[_Block], size: int) -> None:
+        """The work-group's `size` work-items stride through each top-level reduce loop (neighbours read
+        neighbouring elements) and combine their accumulators by a tree in local memory, after which
+        every work-item holds the result. `lid` must be defined by the caller."""
         shared, barrier = self.d.shared, self.d.barrier
         for i, loop in enumerate(loops):
             acc, dt, rop = loop.reduce
@@ -368,52 +371,114 @@ class _Renderer:
             else:
                 bop = BinaryOp.MAX if rop is ReduceOp.MAX else BinaryOp.MIN
                 both = self.binary(bop, f"{red}[lid]", f"{red}[lid + s]", dt, self.root)
-            loop.before_loop.insert(0, f"{shared} {t} {red}[{GROUP}];")
-            loop.group = ("lid", GROUP, [
+            loop.before_loop.insert(0, f"{shared} {t} {red}[{size}];")
+            loop.group = ("lid", size, [
                 f"{red}[lid] = {acc};", barrier,
-                f"for (int s = {GROUP // 2}; s > 0; s >>= 1) {{ if (lid < s) {red}[lid] = {both}; {barrier} }}",
+                f"for (int s = {size // 2}; s > 0; s >>= 1) {{ if (lid < s) {red}[lid] = {both}; {barrier} }}",
                 f"{acc} = {red}[0];"])
-        del self.root.lines[-len(self.stores):]
-        self.root.lines += ["if (lid == 0) {", *["  " + ln for ln in self.stores], "}"]
+
+    def shape_facts(self, loops: int, shortest: int, row: int, gpu: bool, max_lws: int) -> options.Shape:
+        vectorisable = not loops and all(o.dtype.name == "float32" for o in self.k.outputs)
+        return options.Shape(prod(self.k.shape), loops, shortest, row, False, vectorisable, self.d.name, gpu, max_lws)
 
     def render(self) -> Program:
         spec = gemm.match(self.k)
         if spec is not None:
             return self.render_gemm(spec)
+        row = self.row_dims()
+        if row:
+            return self.render_rows(row)
         total = prod(self.k.shape)
-        loops = self.elementwise_body()
-        lws = _local_size(total)
-        # Loop-free kernels handle the dialect's `elems` elements per work-item, a grid apart: more loads in
-        # flight per work-item and fewer work-items, with every access still coalesced across the group.
-        elems = self.d.elems if not loops and total >= self.d.elems * lws * 64 else 1
-        # Long reduce loops into few outputs: one work-group per output (GPUs; PoCL's work-item loops
-        # already read whole rows from cache, and barriers cost it more than they give)
-        group = bool(loops) and self.d.name in GROUP_DIALECTS and min(lp.var.hi + 1 for lp in loops) >= GROUP
-        threads = total * GROUP if group else -(-total // (lws * elems)) * lws
+        gid = sym.Var("gid", 0, total - 1)
+        stores = self.elementwise_body(self.root, _flat_index(self.k.shape, gid))
+        loops = [item for item in self.root.lines if isinstance(item, _Block)]
+        o = self.opts
+        if loops and o.group:  # one work-group per output element, work-item 0 stores
+            self.group_loops(loops, o.group)
+            self.root.lines += ["if (lid == 0) {", *["  " + ln for ln in stores], "}"]
+            return self.program(total * o.group, o.group, [f"{self.index_type} gid = {self.d.group_id};",
+                                                          f"int lid = {self.d.local_id};"])
+        self.root.lines += stores
+        if loops or (o.vec == 1 and o.elems == 1):
+            threads = -(-total // o.lws) * o.lws
+            head = [f"{self.index_type} gid = {self.d.global_id[self.index]};"]
+            if threads != total:
+                head.append(f"if (gid >= {total}) return;")
+            return self.program(threads, o.lws, head)
+        if o.vec == 1 or not all(out.dtype.name == "float32" for out in self.k.outputs):
+            # `elems` elements per work-item, a grid apart: more loads in flight, still coalesced
+            threads = -(-total // (o.lws * o.elems)) * o.lws
+            body = [f"{self.index_type} base = {self.d.global_id[self.index]};",
+                    f"for (int u = 0; u < {o.elems}; u++) {{", f"  {self.index_type} gid = base + u * {threads};",
+                    f"  if (gid < {total}) {{", *["    " + ln for ln in self.root.emit(0, self.index_type)], "  }", "}"]
+            return self.program(threads, o.lws, body, emit=False)
+        return self.render_vector(total)
+
+    def render_vector(self, total: int) -> Program:
+        """Loop-free kernels, 4 adjacent elements per work-item (`elems` such quads, a grid apart): inputs
+        read at the output's own index come as one float4, outputs leave as one; a quad that runs past the
+        end falls back to the scalar code, element by element."""
+        o, T = self.opts, self.index_type
+        quads = -(-total // 4)
+        threads = -(-quads // (o.lws * o.elems)) * o.lws
+        lanes = _Renderer(self.k, self.d, self.name, o)
+        lanes.lanes = [f"g{u}" for u in range(4)]
+        values = [[lanes.value(out, _flat_index(self.k.shape, sym.Var(g, 0, total - 1)), frozenset(), lanes.root)[0]
+                   for g in lanes.lanes] for out in self.k.outputs]
+        body = [f"{T} g{u} = g0 + {u};" for u in range(4)]
+        body += [f"const float4 {v} = {self.d.load4.format(ptr=f'in{pos} + g0')};" for pos, v in lanes.vec_inputs.items()]
+        body += lanes.root.emit(0, T)
+        body += [self.d.store4.format(ptr=f"out{i} + g0", v=self.d.make4.format(*vs)) for i, vs in enumerate(values)]
+        scalar = self.root.emit(0, T)
+        src = [f"{T} base = {self.d.global_id[self.index]};",
+               f"for (int q = 0; q < {o.elems}; q++) {{",
+               f"  const {T} g0 = (base + q * {threads}) * 4;",
+               f"  if (g0 + 3 < {total}) {{", *["    " + ln for ln in body], "  } else {",
+               f"    for ({T} gid = g0; gid < {total} && gid < g0 + 4; gid++) {{",
+               *["      " + ln for ln in scalar], "    }", "  }", "}"]
+        return self.program(threads, o.lws, src, emit=False)
+
+    def row_dims(self) -> int:
+        """Row kernels (see kernelize): how many trailing output dims form the row that per-row reduces
+        broadcast back along; 0 when the kernel has no such broadcast (or only rows of one element)."""
+        inputs = set(self.inputs)
+        for n in _all_nodes(self.k):
+            if n.op is Op.EXPAND and n.srcs[0].id not in inputs and _has_reduce(n.srcs[0], inputs):
+                suffix = row_suffix(n)
+                if suffix is not None and self.k.shape[-len(suffix):] == suffix and prod(suffix) > 1:
+                    return len(suffix)
+        return 0
+
+    def render_rows(self, dims: int) -> Program:
+        """One work-group per row: the per-row reduces run as in-group reductions (every work-item gets the
+        result), then the work-items stride through the row's elements. The row is read once from memory
+        per pass, and the passes after the first find it in cache."""
+        shape, o = self.k.shape, self.opts
+        cols = prod(shape[-dims:])
+        rows = prod(shape) // cols
+        size = o.group or 256
+        r, j = sym.Var("row", 0, rows - 1), sym.Var("j", 0, cols - 1)
+        idx = _flat_index(shape[:-dims], r) + _flat_index(shape[-dims:], j)
+        col = _Block(self.root, j)
+        col.group = ("lid", size, [])
+        col.lines.append(f"{self.index_type} gid = row * {cols} + j;")
+        col.lines += self.elementwise_body(col, idx)
+        self.group_loops([b for b in self.root.lines if isinstance(b, _Block)], size)
+        self.root.lines.append(col)
+        return self.program(rows * size, size, [f"{self.index_type} row = {self.d.group_id};",
+                                                f"int lid = {self.d.local_id};"])
+
+    def program(self, threads: int, lws: int, head: list[str], emit: bool = True) -> Program:
+        """The kernel's source around `head` (and the emitted blocks, unless `head` already holds them)."""
         src = self.preamble()
         src.append(f"{self.d.kernel_prefix} {self.name}({', '.join(self.params())}) {{")
-        if group:
-            self.group_reduce(loops)
-            src.append(f"  {self.index_type} gid = {self.d.group_id};")
-            src.append(f"  int lid = {self.d.local_id};")
-            src += ["  " + ln for ln in self.root.emit(0, self.index_type)]
-            lws = GROUP
-        elif elems == 1:
-            src.append(f"  {self.index_type} gid = {self.d.global_id[self.index]};")
-            if threads != total:
-                src.append(f"  if (gid >= {total}) return;")
-            src += ["  " + ln for ln in self.root.emit(0, self.index_type)]
-        else:
-            src.append(f"  {self.index_type} base = {self.d.global_id[self.index]};")
-            src.append(f"  for (int u = 0; u < {elems}; u++) {{")
-            src.append(f"    {self.index_type} gid = base + u * {threads};")
-            src.append(f"    if (gid < {total}) {{")
-            src += ["      " + ln for ln in self.root.emit(0, self.index_type)]
-            src += ["    }", "  }"]
+        src += ["  " + ln for ln in head]
+        if emit:
+            src += ["  " + ln for ln in self.root.emit(0, self.index_type, self.opts.unroll)]
         src.append("}")
         nbytes = sum(n.size * n.dtype.itemsize for n in self.k.inputs + self.k.outputs)
-        return Program(self.name, "\n".join(src) + "\n", (threads,), (lws,), self.uses_fp64, self.flops * total,
-                       nbytes, self.d.name)
+        return Program(self.name, "\n".join(src) + "\n", (threads,), (lws,), self.uses_fp64,
+                       self.flops * prod(self.k.shape), nbytes, self.d.name, self.opts)
 
     def render_gemm(self, spec: gemm.GemmSpec) -> Program:
         def epilogue(gid: str, acc: str) -> tuple[list[str], str]:
@@ -425,11 +490,12 @@ class _Renderer:
             v, _ = self.value(out, idx, frozenset(), self.root)
             return self.root.emit(0, self.index_type), f"({self.d.type(out.dtype.cname)})({v})"
 
-        body, gws, lws = gemm.render(spec, self.name, self.d, self.params(), epilogue, self.index_type)
+        body, gws, lws = gemm.render(spec, self.name, self.d, self.params(), epilogue, self.index_type,
+                                     self.opts.tile_k)
         src = self.preamble() + [body]
         nbytes = sum(n.size * n.dtype.itemsize for n in self.k.inputs + self.k.outputs)
         return Program(self.name, "\n".join(src), gws, lws, self.uses_fp64, 2 * spec.M * spec.N * spec.K, nbytes,
-                       self.d.name)
+                       self.d.name, self.opts)
 
     def preamble(self) -> list[str]:
         d = self.d
@@ -492,6 +558,25 @@ def _move(n: Node, idx: tuple) -> tuple:
     return tuple(sym.ZERO if d == 1 else sym.mod(sym.div(flat, s), d) for d, s in zip(src.shape, _strides(src.shape)))
 
 
+def _flat_index(shape: tuple[int, ...], flat: sym.Expr) -> tuple:
+    """The index into `shape` of the element at row-major position `flat`."""
+    return tuple(sym.ZERO if d == 1 else sym.mod(sym.div(flat, s), d) for d, s in zip(shape, _strides(shape)))
+
+
+def _has_reduce(n: Node, inputs: set[int]) -> bool:
+    """Whether computing n (down to the kernel's inputs) runs a reduce."""
+    stack, seen = [n], set()
+    while stack:
+        x = stack.pop()
+        if x.id in seen or x.id in inputs:
+            continue
+        seen.add(x.id)
+        if x.op is Op.REDUCE:
+            return True
+        stack.extend(x.srcs)
+    return False
+
+
 def _conds(conds) -> str:
     parts = sorted(sym.render_cond(c) for c in conds)
     return parts[0] if len(parts) == 1 else "(" + " && ".join(parts) + ")"
@@ -521,21 +606,30 @@ def _unary(op: UnaryOp, x: str, dt: DType, dialect: Dialect = OPENCL) -> str:
     return f"{_FLOAT_FN[op]}({x})"
 
 
-GROUP = 256  # work-items sharing one output's reduce loops (in-group reduction)
-GROUP_DIALECTS = ("cuda",)  # where in-group reduction is used (tests add "opencl" to run it on PoCL)
+def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = None,
+          max_lws: int = 1024) -> options.Shape:
+    """What the kernel's candidate options depend on (`gpu` defaults to whether the dialect is CUDA)."""
+    d = DIALECTS[dialect] if isinstance(dialect, str) else dialect
+    gpu = d.name == "cuda" if gpu is None else gpu
+    r = _Renderer(kernel, d, "probe", KernelOpts())
+    if gemm.match(kernel) is not None:
+        return options.Shape(prod(kernel.shape), 1, 0, 0, True, False, d.name, gpu, max_lws)
+    dims = r.row_dims()
+    if dims:
+        return r.shape_facts(1, 0, prod(kernel.shape[-dims:]), gpu, max_lws)
+    r.elementwise_body(r.root, _flat_index(kernel.shape, sym.Var("gid", 0, max(prod(kernel.shape) - 1, 0))))
+    loops = [b.var.hi + 1 for b in r.root.lines if isinstance(b, _Block)]
+    return r.shape_facts(len(loops), min(loops, default=0), 0, gpu, max_lws)
 
 
-def _local_size(total: int) -> int:
-    size = 256
-    while size > 32 and size > total:
-        size //= 2
-    return size
-
-
-def render_kernel(kernel: Kernel, dialect: Dialect | str = OPENCL) -> Program:
-    """The kernel rendered in `dialect` (a `Dialect` or its name, "opencl" or "cuda")."""
+def render_kernel(kernel: Kernel, dialect: Dialect | str = OPENCL, opts: KernelOpts | None = None,
+                  gpu: bool | None = None) -> Program:
+    """The kernel rendered in `dialect` (a `Dialect` or its name, "opencl" or "cuda") with `opts` (default:
+    the cost model's first choice for a GPU or a CPU; `gpu` defaults to whether the dialect is CUDA)."""
     if isinstance(dialect, str):
         dialect = DIALECTS[dialect]
+    if opts is None:
+        opts = options.default(facts(kernel, dialect, gpu))
     key = kernel_key(kernel)
-    name = dialect.prefix + hashlib.sha1(repr(key).encode()).hexdigest()[:12]
-    return _Renderer(kernel, dialect, name).render()
+    name = dialect.prefix + hashlib.sha1((repr(key) + opts.tag()).encode()).hexdigest()[:12]
+    return _Renderer(kernel, dialect, name, opts).render()

@@ -1,0 +1,156 @@
+"""Driver side: the autotuner. Takes a kernel, the device model it will run on (a `Target`: dialect,
+device type, driver) and a function that runs a timed batch on one worker of that model; gives the
+`KernelOpts` to render the kernel with. The candidates come from `codegen.options` in cost-model order;
+the first `autotune.budget` of them are compiled and launched on scratch buffers (never a user's
+tensor), timed by device-side timers, and the fastest wins. Trials are not user kernels: they go
+through `run_timed`, outside `zd.stats()["kernels_launched"]`. Winners are kept in memory and on disk
+as JSON under `autotune.cache_dir`, one file per device model and driver version, keyed by a hash of
+the kernel's structure, so a second process launches the winner at once. Kernels too short to repay
+their trials keep the cost model's choice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from .codegen import options as codegen_options
+from .codegen.options import KernelOpts
+from .codegen.render import Program, facts, kernel_key, render_kernel
+from .kernelize import Kernel
+from .protocol import Alloc, BatchResult, Compile, Done, Free, Launch, Sync
+from .runtime.pool import bucket_size
+
+MIN_SECONDS = 2e-4  # kernels estimated shorter than this are not timed: the trials would cost more than they win
+TRIALS = 3  # launches per candidate; the fastest counts (the first may pay for a cold cache)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One device model: programs tuned on one of its devices serve every device of the model."""
+
+    key: str  # backend | device name | vendor | driver version
+    dialect: str
+    gpu: bool
+    max_lws: int
+    device: str  # the worker that times the candidates
+    gflops: float
+    gbps: float
+
+
+def kernel_hash(kernel: Kernel) -> str:
+    return hashlib.sha1(repr(kernel_key(kernel)).encode()).hexdigest()[:20]
+
+
+class Tuner:
+    def __init__(self, enabled: bool, budget: int, cache_dir: str | None, debug: int = 0) -> None:
+        self.enabled, self.budget, self.debug = enabled, budget, debug
+        self.cache_dir = Path(os.path.expanduser(cache_dir)) if cache_dir else None
+        self.chosen: dict[tuple[str, str], KernelOpts] = {}  # (target key, kernel hash) -> options
+        self.disk: dict[str, dict] = {}  # target key -> the file's entries
+        self.trials = 0  # candidates timed (for tests and debug output)
+
+    def options(self, kernel: Kernel, target: Target, run: Callable[[list], BatchResult] | None,
+                free_bytes: int, new_id: Callable[[], int]) -> KernelOpts:
+        """The options to render `kernel` with on `target`; `run` None means: do not time anything now."""
+        h = kernel_hash(kernel)
+        if (target.key, h) in self.chosen:
+            return self.chosen[(target.key, h)]
+        stored = self._entries(target).get(h)
+        opts = _opts(stored.get("opts")) if isinstance(stored, dict) else None
+        if opts is not None and max(opts.lws, opts.group) <= target.max_lws:
+            self.chosen[(target.key, h)] = opts
+            return opts
+        cands = codegen_options.candidates(facts(kernel, target.dialect, target.gpu, target.max_lws))
+        first = render_kernel(kernel, target.dialect, cands[0], target.gpu)
+        estimate = max(first.bytes / (target.gbps * 1e9), first.flops / (target.gflops * 1e9))
+        scratch = sum(bucket_size(max(n.size * n.dtype.itemsize, 1)) for n in kernel.inputs + kernel.outputs)
+        if (not self.enabled or run is None or len(cands) == 1 or estimate < MIN_SECONDS
+                or scratch > free_bytes // 2):
+            return cands[0]  # not remembered: a later call with time to spare may still tune it
+        best = self._time(kernel, target, run, new_id, cands[: self.budget], first)
+        self.chosen[(target.key, h)] = best
+        self._save(target, h, best)
+        return best
+
+    def _time(self, kernel: Kernel, target: Target, run: Callable[[list], BatchResult], new_id: Callable[[], int],
+              cands: list[KernelOpts], first: Program) -> KernelOpts:
+        bufs = [new_id() for _ in kernel.inputs + kernel.outputs]
+        sizes = [max(n.size * n.dtype.itemsize, 1) for n in kernel.inputs + kernel.outputs]
+        reads = tuple(bufs[: len(kernel.inputs)])
+        writes = tuple(bufs[len(kernel.inputs):])
+        times: list[tuple[float, int, KernelOpts]] = []
+        res = run([Alloc(b, n) for b, n in zip(bufs, sizes)])
+        try:
+            if not all(isinstance(r, Done) for r in res.results):
+                return cands[0]  # no room for the scratch buffers after all
+            for i, opts in enumerate(cands):
+                prog = first if i == 0 else render_kernel(kernel, target.dialect, opts, target.gpu)
+                pid = new_id()
+                launch = Launch(pid, tuple(bufs), prog.gws, prog.lws, reads, writes)
+                res = run([Compile(pid, prog.source, prog.name), *[launch] * TRIALS, Sync()])
+                self.trials += 1
+                ok = all(isinstance(r, Done) for r in res.results) and len(res.kernel_seconds) == TRIALS
+                secs = min(res.kernel_seconds) if ok else float("inf")
+                times.append((secs, i, opts))
+                if self.debug & 32:
+                    shown = f"{secs * 1e6:9.1f} us" if ok else "   failed"
+                    print(f"zyx_dist: autotune {prog.name} on {target.device}: {opts.tag()} {shown}")
+        finally:
+            run([Free(b) for b in bufs])
+        secs, _, best = min(times, key=lambda t: (t[0], t[1]))
+        if secs == float("inf"):
+            return cands[0]
+        if self.debug & 32:
+            print(f"zyx_dist: autotune winner {best.tag()} ({secs * 1e6:.1f} us) of {len(times)} candidates")
+        return best
+
+    # ---- the disk cache: one JSON file per device model, never code ----------------------------------------
+
+    def _file(self, target: Target) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        return self.cache_dir / f"autotune-{hashlib.sha1(target.key.encode()).hexdigest()[:16]}.json"
+
+    def _entries(self, target: Target) -> dict:
+        if target.key not in self.disk:
+            entries: dict = {}
+            path = self._file(target)
+            if path is not None:
+                try:
+                    data = json.loads(path.read_text())
+                    if isinstance(data, dict) and data.get("device") == target.key and isinstance(data.get("kernels"), dict):
+                        entries = data["kernels"]
+                except (OSError, ValueError):
+                    pass  # missing or damaged: tune again
+            self.disk[target.key] = entries
+        return self.disk[target.key]
+
+    def _save(self, target: Target, h: str, opts: KernelOpts) -> None:
+        entries = self._entries(target)
+        entries[h] = {"opts": asdict(opts)}
+        path = self._file(target)
+        if path is None:
+            return
+        try:  # written whole and renamed, so a reader never sees half a file
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".autotune-")
+            with os.fdopen(fd, "w") as f:
+                json.dump({"device": target.key, "kernels": entries}, f, indent=1, sort_keys=True)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only cache directory costs a new tuning next time, nothing else
+
+
+def _opts(data: object) -> KernelOpts | None:
+    """Options read back from disk, when they are what this version writes (else tune again)."""
+    names = {f.name for f in fields(KernelOpts)}
+    if not isinstance(data, dict) or set(data) != names or not all(type(v) is int and v >= 0 for v in data.values()):
+        return None
+    opts = KernelOpts(**data)
+    return opts if opts.lws > 0 and opts.vec in (1, 4) and opts.elems >= 1 and opts.tile_k in (8, 16) else None

@@ -1,0 +1,77 @@
+"""Driver side: the knobs of one kernel's rendering and the candidates the autotuner times. Takes a
+kernel's shape facts (loop-free or not, reduce loop lengths, whether it is a row kernel or a GEMM, the
+dialect and the device type); gives `KernelOpts`, the default first, then the other candidates in
+the order a simple cost model ranks them (how many bytes each work-item keeps in flight, how well the
+work-groups fill the device), so a small tuning budget times the likeliest winners.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class KernelOpts:
+    lws: int = 256  # work-items per work-group
+    elems: int = 1  # loop-free kernels: elements per work-item, a grid apart
+    vec: int = 1  # loop-free kernels: 4 = each work-item does 4 adjacent elements through float4 loads/stores
+    group: int = 0  # reduce loops into few outputs, and row kernels: work-items sharing one output's (row's) loops
+    unroll: int = 1  # `#pragma unroll` factor of reduce loops
+    tile_k: int = 8  # GEMM: depth of the local-memory tiles
+
+    def tag(self) -> str:
+        """A short name of the non-default choices, part of the program name."""
+        parts = [f"{k[0]}{v}" for k, v in (("lws", self.lws), ("elems", self.elems), ("vec", self.vec),
+                                           ("group", self.group), ("unroll", self.unroll), ("k", self.tile_k))]
+        return "".join(parts)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the candidates depend on: from the renderer's first look at a kernel."""
+
+    total: int  # output elements
+    loops: int  # top-level reduce loops (0: loop-free)
+    shortest_loop: int  # length of the shortest top-level reduce loop
+    row: int  # row kernels: elements per row (0: not a row kernel)
+    gemm: bool
+    vectorisable: bool  # loop-free with float32 outputs only
+    dialect: str
+    gpu: bool
+    max_lws: int = 1024
+
+
+def default(s: Shape) -> KernelOpts:
+    return candidates(s)[0]
+
+
+def candidates(s: Shape) -> list[KernelOpts]:
+    """Every variant worth timing, the default (best by the cost model) first."""
+    lws = [x for x in (256, 128, 512, 1024, 64) if x <= s.max_lws]
+    if s.gemm:
+        return [KernelOpts(tile_k=k) for k in (8, 16)]
+    if s.row:
+        # one work-group per row; big groups share long rows, small ones leave room for more groups
+        sizes = [g for g in lws if g <= max(32, s.row)] or [min(lws)]
+        return [KernelOpts(group=g, unroll=u) for g in sizes for u in ((1, 4) if s.gpu else (1,))]
+    if s.loops:
+        flat = [KernelOpts(lws=small(s.total, w)) for w in lws]
+        if s.shortest_loop < 64:
+            return flat
+        groups = [KernelOpts(group=g, unroll=u) for g in lws if g <= s.shortest_loop for u in (1, 4, 8)]
+        # GPUs: few outputs with long loops want a work-group each; CPUs read whole rows from cache
+        return groups + flat if s.gpu and s.total < 1 << 16 else flat + groups
+    out: list[KernelOpts] = []
+    for w in lws:
+        vec = [KernelOpts(lws=small(s.total, w), vec=4, elems=e) for e in (1, 2)] if s.vectorisable else []
+        grid = [KernelOpts(lws=small(s.total, w), elems=e) for e in ((4, 1, 2, 8) if s.gpu else (1, 4))]
+        out += vec + grid if s.gpu else grid + vec
+    big = [o for o in out if s.total >= o.lws * o.elems * o.vec * 64]  # enough work-groups to fill a device
+    return big or [KernelOpts(lws=small(s.total, lws[0]))]
+
+
+def small(total: int, lws: int) -> int:
+    """A work-group no bigger than the work."""
+    while lws > 32 and lws > total:
+        lws //= 2
+    return lws
