@@ -153,4 +153,5 @@ def _opts(data: object) -> KernelOpts | None:
     if not isinstance(data, dict) or set(data) != names or not all(type(v) is int and v >= 0 for v in data.values()):
         return None
     opts = KernelOpts(**data)
-    return opts if opts.lws > 0 and opts.vec in (1, 4) and opts.elems >= 1 and opts.tile_k in (8, 16) else None
+    return opts if opts.lws > 0 and opts.vec in (1, 4) and opts.elems >= 1 and opts.tile_k in (8, 16) \
+        and opts.prefetch in (0, 1) and opts.cache in (0, 1) else None

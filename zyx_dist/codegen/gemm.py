@@ -4,7 +4,7 @@ movement ops only, where each operand's address is affine in (row, k) and (k, co
 `A @ B.T`, batched-free 2-D products and their epilogues such as `relu(A @ B + b)` all qualify), and
 `render` gives the tiled kernel: each work-group computes a TILE_M x TILE_N block of the output through
 `__local`/`__shared__` tiles of A and B, each work-item an 8x8 register block read from the tiles as
-float4 pairs, and the rest of the kernel (bias, activation, casts) is evaluated on each accumulator
+float4 pairs (optionally with the next tiles' loads in flight during the arithmetic), and the rest of the kernel (bias, activation, casts) is evaluated on each accumulator
 before its store.
 """
 
@@ -112,10 +112,13 @@ def match(kernel) -> GemmSpec | None:
 
 
 def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, index_type: str,
-           TILE_K: int = 8) -> tuple[str, tuple, tuple]:  # noqa: N803 -- a tile size, named like the others
+           tile_k: int = 8, prefetch: bool = False) -> tuple[str, tuple, tuple]:
     """Source and (gws, lws) of the tiled kernel. `epilogue(gid, acc)` gives (C lines, value expr).
-    Each work-item owns an 8x8 block of contiguous rows and columns and reads its A and B slices from
-    local memory as float4 pairs; tiles come from global memory as float4 where the layout allows it."""
+    Each work-item owns an 8x8 block, rows {ty*4..ty*4+3} and the same 64 further (columns likewise
+    with tx), so the float4 reads of a quarter warp from the local tiles are contiguous (no bank
+    conflicts) and its stores to the output are too. Tiles come from global memory as float4 where the
+    layout allows it; with `prefetch`, the next tile's loads are issued before the current tile is
+    multiplied, so they are in flight during the arithmetic."""
     shared, barrier, lid, grp = dialect.shared, dialect.barrier, dialect.local_id, dialect.group_id
     f4, zero4 = "float4", dialect.zero4
 
@@ -132,44 +135,76 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
     bk, bj, b0 = spec.b_off
     s0, s1 = spec.out_strides
     T = index_type
+    reps = tile_k // 8  # float4 loads per work-item per tile, for each of A and B
     # float4 tile loads need 16-byte aligned rows: A with k contiguous, B with columns contiguous
     a_vec = ak == 1 and ai % 4 == 0 and a0 % 4 == 0 and K % 4 == 0
     b_vec = bj == 1 and bk % 4 == 0 and b0 % 4 == 0 and N % 4 == 0
-    if a_vec:  # 128 rows x TILE_K / 4 float4 of k: TILE_K / 8 per work-item
-        load_a = f"""    for (int r = 0; r < {TILE_K // 8}; r++) {{
-      const int e = tid + r * {THREADS};
-      const int ii = e / {TILE_K // 4}, kq = (e % {TILE_K // 4}) * 4;
+    prefetch = prefetch and a_vec and b_vec
+    # A: 128 rows x tile_k / 4 float4 of k; B: tile_k rows of k x 32 float4 of columns
+    a_at = f"const int e = tid + r * {THREADS}; const int ii = e / {tile_k // 4}, kq = (e % {tile_k // 4}) * 4;"
+    b_at = f"const int e = tid + r * {THREADS}; const int kk = e / 32, jq = (e % 32) * 4;"
+
+    def fetch(k0: str) -> str:  # float4 tiles of A and B into the registers pa, pb
+        return f"""    #pragma unroll
+    for (int r = 0; r < {reps}; r++) {{
+      {{ {a_at} const {T} gi = bi + ii, gk = {k0} + kq;
+        pa[r] = (gi < {M} && gk < {K}) ? {load4(f"in{spec.a} + gi * {ai} + gk + {a0}")} : {zero4}; }}
+      {{ {b_at} const {T} gj = bj + jq, gk = {k0} + kk;
+        pb[r] = (gj < {N} && gk < {K}) ? {load4(f"in{spec.b} + gk * {bk} + gj + {b0}")} : {zero4}; }}
+    }}"""
+
+    def put(a: str, b: str) -> str:  # registers into the local tiles (A transposed: k-major)
+        return f"""    #pragma unroll
+    for (int r = 0; r < {reps}; r++) {{
+      {{ {a_at} As[kq][ii] = {a}.x; As[kq + 1][ii] = {a}.y; As[kq + 2][ii] = {a}.z; As[kq + 3][ii] = {a}.w; }}
+      {{ {b_at} {store4("&Bs[kk][jq]", b)} }}
+    }}"""
+
+    if a_vec:
+        load_a = f"""    #pragma unroll
+    for (int r = 0; r < {reps}; r++) {{
+      {a_at}
       const {T} gi = bi + ii, gk = k0 + kq;
       const {f4} v = (gi < {M} && gk < {K}) ? {load4(f"in{spec.a} + gi * {ai} + gk + {a0}")} : {zero4};
       As[kq][ii] = v.x; As[kq + 1][ii] = v.y; As[kq + 2][ii] = v.z; As[kq + 3][ii] = v.w;
     }}"""
     else:
-        load_a = f"""    for (int r = 0; r < {TILE_M * TILE_K // THREADS}; r++) {{
+        load_a = f"""    for (int r = 0; r < {TILE_M * tile_k // THREADS}; r++) {{
       const int e = tid + r * {THREADS};
-      const int ii = e / {TILE_K}, kk = e % {TILE_K};
+      const int ii = e / {tile_k}, kk = e % {tile_k};
       const {T} gi = bi + ii, gk = k0 + kk;
       As[kk][ii] = (gi < {M} && gk < {K}) ? in{spec.a}[gi * {ai} + gk * {ak} + {a0}] : 0.0f;
     }}"""
-    if b_vec:  # TILE_K rows of k x 32 float4 of columns: TILE_K / 8 per work-item
-        load_b = f"""    for (int r = 0; r < {TILE_K // 8}; r++) {{
-      const int e = tid + r * {THREADS};
-      const int kk = e / 32, jq = (e % 32) * 4;
+    if b_vec:
+        load_b = f"""    #pragma unroll
+    for (int r = 0; r < {reps}; r++) {{
+      {b_at}
       const {T} gj = bj + jq, gk = k0 + kk;
       const {f4} v = (gj < {N} && gk < {K}) ? {load4(f"in{spec.b} + gk * {bk} + gj + {b0}")} : {zero4};
       {store4("&Bs[kk][jq]", "v")}
     }}"""
     else:
-        load_b = f"""    for (int r = 0; r < {TILE_N * TILE_K // THREADS}; r++) {{
+        load_b = f"""    for (int r = 0; r < {TILE_N * tile_k // THREADS}; r++) {{
       const int e = tid + r * {THREADS};
       const int kk = e / {TILE_N}, jj = e % {TILE_N};
       const {T} gj = bj + jj, gk = k0 + kk;
       Bs[kk][jj] = (gj < {N} && gk < {K}) ? in{spec.b}[gk * {bk} + gj * {bj} + {b0}] : 0.0f;
     }}"""
+    if prefetch:
+        head = f"  {f4} pa[{reps}], pb[{reps}];\n  {{ const {T} k0 = 0;\n{fetch('k0')}\n  }}"
+        tile = f"""{put("pa[r]", "pb[r]")}
+    {barrier}
+    if (k0 + {tile_k} < {K}) {{
+{fetch(f"(k0 + {tile_k})")}
+    }}"""
+    else:
+        head = ""
+        tile = f"{load_a}\n{load_b}\n    {barrier}"
     lines, value = epilogue("gid", "acc")
     body = "\n".join("          " + ln for ln in lines)
     src = f"""{dialect.kernel_prefix} {name}({', '.join(params)}) {{
-  {shared} float As[{TILE_K}][{TILE_M}];
-  {shared} float Bs[{TILE_K}][{TILE_N}];
+  {shared} float As[{tile_k}][{TILE_M}];
+  {shared} float Bs[{tile_k}][{TILE_N}];
   const int tid = {lid};
   const int tx = tid % 16, ty = tid / 16;
   const {T} bi = ({T})({grp} / {nbx}) * {TILE_M}, bj = ({T})({grp} % {nbx}) * {TILE_N};
@@ -178,14 +213,13 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
   for (int m = 0; m < 8; m++)
     #pragma unroll
     for (int n = 0; n < 8; n++) c[m][n] = 0.0f;
-  for ({T} k0 = 0; k0 < {K}; k0 += {TILE_K}) {{
-{load_a}
-{load_b}
-    {barrier}
+{head}
+  for ({T} k0 = 0; k0 < {K}; k0 += {tile_k}) {{
+{tile}
     #pragma unroll
-    for (int kk = 0; kk < {TILE_K}; kk++) {{
-      const {f4} a0 = {load4("&As[kk][ty * 8]")}, a1 = {load4("&As[kk][ty * 8 + 4]")};
-      const {f4} b0 = {load4("&Bs[kk][tx * 8]")}, b1 = {load4("&Bs[kk][tx * 8 + 4]")};
+    for (int kk = 0; kk < {tile_k}; kk++) {{
+      const {f4} a0 = {load4("&As[kk][ty * 4]")}, a1 = {load4("&As[kk][ty * 4 + 64]")};
+      const {f4} b0 = {load4("&Bs[kk][tx * 4]")}, b1 = {load4("&Bs[kk][tx * 4 + 64]")};
       const float ra[8] = {{a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w}};
       const float rb[8] = {{b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w}};
       #pragma unroll
@@ -199,7 +233,7 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
   for (int m = 0; m < 8; m++) {{
     #pragma unroll
     for (int n = 0; n < 8; n++) {{  // unrolled, so c stays in registers whatever the epilogue does
-      const {T} gi = bi + ty * 8 + m, gj = bj + tx * 8 + n;
+      const {T} gi = bi + ty * 4 + (m & 3) + (m >> 2) * 64, gj = bj + tx * 4 + (n & 3) + (n >> 2) * 64;
       if (gi < {M} && gj < {N}) {{
           const {T} gid = gi * {s0} + gj * {s1};
           const float acc = c[m][n];

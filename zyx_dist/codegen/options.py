@@ -18,11 +18,14 @@ class KernelOpts:
     group: int = 0  # reduce loops into few outputs, and row kernels: work-items sharing one output's (row's) loops
     unroll: int = 1  # `#pragma unroll` factor of reduce loops
     tile_k: int = 8  # GEMM: depth of the local-memory tiles
+    prefetch: int = 0  # GEMM: 1 = load the next tiles into registers while multiplying the current ones
+    cache: int = 0  # row kernels: 1 = keep the row's elements in registers across the passes over it
 
     def tag(self) -> str:
         """A short name of the non-default choices, part of the program name."""
         parts = [f"{k[0]}{v}" for k, v in (("lws", self.lws), ("elems", self.elems), ("vec", self.vec),
-                                           ("group", self.group), ("unroll", self.unroll), ("k", self.tile_k))]
+                                           ("group", self.group), ("unroll", self.unroll), ("k", self.tile_k),
+                                           ("prefetch", self.prefetch), ("cache", self.cache))]
         return "".join(parts)
 
 
@@ -49,11 +52,14 @@ def candidates(s: Shape) -> list[KernelOpts]:
     """Every variant worth timing, the default (best by the cost model) first."""
     lws = [x for x in (256, 128, 512, 1024, 64) if x <= s.max_lws]
     if s.gemm:
-        return [KernelOpts(tile_k=k) for k in (8, 16)]
+        return [KernelOpts(tile_k=k, prefetch=p) for p in ((1, 0) if s.gpu else (0, 1)) for k in (8, 16)]
     if s.row:
         # one work-group per row; big groups share long rows, small ones leave room for more groups
         sizes = [g for g in lws if g <= max(32, s.row)] or [min(lws)]
-        return [KernelOpts(group=g, unroll=u) for g in sizes for u in ((1, 4) if s.gpu else (1,))]
+        # registers for the row: at most 32 elements per work-item
+        cached = [KernelOpts(group=g, cache=1) for g in sizes if s.row <= 32 * g]
+        plain = [KernelOpts(group=g, unroll=u) for g in sizes for u in ((1, 4) if s.gpu else (1,))]
+        return cached + plain if s.gpu else plain + cached
     if s.loops:
         flat = [KernelOpts(lws=small(s.total, w)) for w in lws]
         if s.shortest_loop < 64:

@@ -112,6 +112,7 @@ class _Block:
         self.before_loop: list[str] = []  # accumulator declarations, placed before this loop
         self.reduce: tuple | None = None  # (accumulator, dtype, ReduceOp) of a reduce loop
         self.group: tuple[str, int, list[str]] | None = None  # in-group reduce: (local id, size, combine code)
+        self.passes = 0  # a row loop over a row cached in registers: the work-group's passes over the row
 
     def emit(self, indent: int, index_type: str, unroll: int = 1) -> list[str]:
         out: list[str] = []
@@ -123,14 +124,21 @@ class _Block:
                 assert v is not None
                 if unroll > 1 and item.reduce is not None:
                     out.append(f"{pad}#pragma unroll {unroll}")
+                close = "}"
                 if item.group is None:
                     out.append(f"{pad}for ({index_type} {v.name} = 0; {v.name} < {v.hi + 1}; {v.name}++) {{")
+                elif item.passes:  # a cached row: pass p of the work-group over the row is register slot p
+                    lid, size, _ = item.group
+                    out += [f"{pad}#pragma unroll", f"{pad}for (int p = 0; p < {item.passes}; p++) {{",
+                            f"{pad}  const {index_type} {v.name} = {lid} + p * {size};",
+                            f"{pad}  if ({v.name} < {v.hi + 1}) {{"]
+                    close = "}}"
                 else:  # the work-group shares the loop, then combines its partial results in local memory
                     lid, size, _ = item.group
                     out.append(f"{pad}for ({index_type} {v.name} = {lid}; {v.name} < {v.hi + 1}; "
                                f"{v.name} += {size}) {{")
                 out += item.emit(indent + 1, index_type, unroll)
-                out.append(pad + "}")
+                out.append(pad + close)
                 if item.group is not None:
                     out += [pad + ln for ln in item.group[2]]
             else:
@@ -153,6 +161,8 @@ class _Renderer:
         self.overrides: dict[int, str] = {}  # node id -> a C expression that stands for its value
         self.lanes: list[str] = []  # vector form: the index variable of each lane
         self.vec_inputs: dict[int, str] = {}  # vector form: input position -> its float4 of the lanes
+        self.row_of: tuple[sym.Var, int] | None = None  # cached row form: the row variable and the row's length
+        self.row_cache: dict[int, str] = {}  # cached row form: input position -> the load of its element at `c`
 
     def var(self, block: _Block, dt: DType, expr: str, prefix: str = "v") -> str:
         name = f"{prefix}{self.count}"
@@ -218,20 +228,36 @@ class _Renderer:
         strides = _strides(n.shape)
         off = sym.render(sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides) if s]))
         arg = f"in{self.inputs[n.id]}"
+        at = self.home(block, idx, valid)
+        if not valid and self.row_offset(at) == off:  # the row's own element: read once, kept in registers
+            pos = self.inputs[n.id]
+            self.row_cache[pos] = self.typed_load(n, arg, off.replace(at.var.name, "c"))
+            return f"rc{pos}[p]", at
         if off in self.lanes and not valid and n.dtype.name == "float32":  # one float4 load serves 4 lanes
             pos = self.inputs[n.id]
             vec = self.vec_inputs.setdefault(pos, f"vin{pos}")
             return f"{vec}.{'xyzw'[self.lanes.index(off)]}", self.root
-        if n.dtype is float16:
-            expr = self.d.load_half.format(off=off, arg=arg)
-        elif n.dtype is bool_:
-            expr = f"({arg}[{off}] != 0)"
-        else:
-            expr = f"{arg}[{off}]"
+        expr = self.typed_load(n, arg, off)
         if valid:
             expr = f"({_conds(valid)} ? {expr} : {literal(0, n.dtype, self.d)})"
-        at = self.home(block, idx, valid)
         return self.var(at, n.dtype, expr, "ld"), at
+
+    def row_offset(self, block: _Block) -> str | None:
+        """Cached row form: in a pass over the row (a top-level loop as long as the row), the offset of
+        the row's own element, which is served from registers."""
+        if self.row_of is None or block.parent is not self.root or block.var is None:
+            return None
+        row, cols = self.row_of
+        if block.var.hi + 1 != cols or (block.reduce is None and block.var.name != "j"):
+            return None
+        return sym.render(sym.add(sym.mul(row, cols), block.var))
+
+    def typed_load(self, n: Node, arg: str, off: str) -> str:
+        if n.dtype is float16:
+            return self.d.load_half.format(off=off, arg=arg)
+        if n.dtype is bool_:
+            return f"({arg}[{off}] != 0)"
+        return f"{arg}[{off}]"
 
     def pad(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> tuple[str, _Block]:
         widths, value = n.arg
@@ -270,6 +296,7 @@ class _Renderer:
         self.count += 1
         identity = {ReduceOp.SUM: literal(0, dt, self.d), ReduceOp.PROD: literal(1, dt, self.d),
                     ReduceOp.MAX: _limit(dt, True, self.d), ReduceOp.MIN: _limit(dt, False, self.d)}[rop]
+        loop.reduce = (acc, dt, rop)  # before the body, which asks whether it is in a reduce loop
         v, _ = self.value(src, tuple(inner), valid, loop)
         self.flops += size
         if rop is ReduceOp.SUM:
@@ -281,7 +308,6 @@ class _Renderer:
             update = f"{acc} = {self.binary(bop, acc, v, dt, loop)};"
         loop.lines.append(update)
         loop.before_loop.append(f"{ctype(dt, self.d)} {acc} = {identity};")
-        loop.reduce = (acc, dt, rop)
         at.lines.append(loop)
         return acc, at
 
@@ -461,12 +487,24 @@ class _Renderer:
         idx = _flat_index(shape[:-dims], r) + _flat_index(shape[-dims:], j)
         col = _Block(self.root, j)
         col.group = ("lid", size, [])
+        passes = -(-cols // size) if o.cache else 0
+        if passes:  # loads of the row's own elements (at row * cols + the loop variable) come from registers
+            self.row_of = (r, cols)
         col.lines.append(f"{self.index_type} gid = row * {cols} + j;")
         col.lines += self.elementwise_body(col, idx)
-        self.group_loops([b for b in self.root.lines if isinstance(b, _Block)], size)
+        loops = [b for b in self.root.lines if isinstance(b, _Block)]
+        self.group_loops(loops, size)
         self.root.lines.append(col)
-        return self.program(rows * size, size, [f"{self.index_type} row = {self.d.group_id};",
-                                                f"int lid = {self.d.local_id};"])
+        head = [f"{self.index_type} row = {self.d.group_id};", f"int lid = {self.d.local_id};"]
+        if self.row_cache:
+            for b in [*loops, col]:
+                b.passes = passes if b.var.hi + 1 == cols else 0
+            for pos, load in sorted(self.row_cache.items()):
+                t = ctype(self.k.inputs[pos].dtype, self.d)
+                head += [f"{t} rc{pos}[{passes}];", "#pragma unroll", f"for (int p = 0; p < {passes}; p++) {{",
+                         f"  const {self.index_type} c = lid + p * {size};",
+                         f"  rc{pos}[p] = c < {cols} ? {load} : {literal(0, self.k.inputs[pos].dtype, self.d)};", "}"]
+        return self.program(rows * size, size, head)
 
     def program(self, threads: int, lws: int, head: list[str], emit: bool = True) -> Program:
         """The kernel's source around `head` (and the emitted blocks, unless `head` already holds them)."""
@@ -491,7 +529,7 @@ class _Renderer:
             return self.root.emit(0, self.index_type), f"({self.d.type(out.dtype.cname)})({v})"
 
         body, gws, lws = gemm.render(spec, self.name, self.d, self.params(), epilogue, self.index_type,
-                                     self.opts.tile_k)
+                                     self.opts.tile_k, bool(self.opts.prefetch))
         src = self.preamble() + [body]
         nbytes = sum(n.size * n.dtype.itemsize for n in self.k.inputs + self.k.outputs)
         return Program(self.name, "\n".join(src), gws, lws, self.uses_fp64, 2 * spec.M * spec.N * spec.K, nbytes,
