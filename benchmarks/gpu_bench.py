@@ -5,7 +5,8 @@
 Workloads (fp32): ew_chain relu(x*2+1)*sigmoid(x) on 2^28, row softmax 8192x8192, sum 2^28, matmul 4096^3,
 relu(A@B+b) 4096^3, each on cuda:0 (CUDA through CuPy) and on the NVIDIA OpenCL device when pyopencl lists
 one, in-process. Time = wall clock of `realize()` (blocks until the result exists) after a warm-up that
-compiles, best of --repeats; bytes are ideal traffic (inputs once, outputs once), as the anchors count.
+compiles (and autotunes), best of --repeats; also the kernels' device-side time ("device time" rows, the
+driver's overhead excluded); bytes are ideal traffic (inputs once, outputs once), as the anchors count.
 With 2 GPUs and --ray: two independent MLP branches on 2 CUDA workers vs 1 (speed-up) and the rate of a
 256 MiB tensor moved cuda:0 -> cuda:1 inside the runtime (NCCL). Rows {date, machine, system, workload,
 value, unit} go to OUT/gpu_bench.json.
@@ -32,8 +33,27 @@ def record(system: str, workload: str, value: float, unit: str) -> None:
     print(f"{system:28s} {workload:14s} {value:10.2f} {unit}", flush=True)
 
 
+def device_seconds(session, device: str, fn) -> float:
+    """Device-side seconds of the kernels one call of `fn` launches (the worker's timers)."""
+    worker, run_steps = session.backend.workers[device], session.backend.run_steps
+    seconds: list[float] = []
+
+    def timed(steps):
+        results = run_steps(steps)
+        seconds.extend(s for step in results for res in step.values() for s in res.kernel_seconds)
+        return results
+
+    worker.profile, session.backend.run_steps = True, timed
+    try:
+        fn()
+    finally:
+        worker.profile = False
+        del session.backend.run_steps
+    return sum(seconds)
+
+
 def single(device: str, system: str, repeats: int) -> None:
-    zd.init(ray=False, devices=[device])
+    session = zd.init(ray=False, devices=[device])
     try:
         n, r, m = 1 << 28, 8192, 4096
         x = zd.rand(n, seed=0, device=device).realize()
@@ -54,10 +74,14 @@ def single(device: str, system: str, repeats: int) -> None:
             except Exception as e:  # noqa: BLE001 -- report and go on with the other workloads
                 print(f"{system} {name} failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
                 continue
+            dev = min(device_seconds(session, device, fn) for _ in range(3))
             if nbytes:
                 record(system, name, nbytes / t / 1e9, "GB/s")
+                record(system + " device time", name, nbytes / dev / 1e9, "GB/s")
             else:
                 record(system, name, flops / t / 1e12, "TFLOP/s")
+                record(system + " device time", name, flops / dev / 1e12, "TFLOP/s")
+        print(f"{system}: {session.tuner.trials} autotune trials", flush=True)
         # correctness spot check against NumPy on a small slice
         y = (zd.relu(A @ B + b))[:64, :64].numpy()
         ref = np.maximum(A.numpy()[:64] @ B.numpy()[:, :64] + b.numpy()[:64], 0)

@@ -28,7 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _graphs(rng):
     X = rng.standard_normal((48, 300)).astype(np.float32)
-    v = rng.standard_normal(1001).astype(np.float32)  # not a multiple of 4: the vector form's scalar tail
+    # big enough for every loop-free candidate (the largest work-groups of 2 float4 per work-item), and not a
+    # multiple of 4: the vector form's scalar tail
+    v = rng.standard_normal((1 << 19) + 3).astype(np.float32)
     A, B = rng.standard_normal((70, 40)).astype(np.float32), rng.standard_normal((40, 52)).astype(np.float32)
     i = rng.integers(-50, 50, (33, 17)).astype(np.int32)
     e = np.exp(X - X.max(1, keepdims=True))
@@ -77,6 +79,7 @@ def test_every_candidate_computes_what_numpy_does():
     rng = np.random.default_rng(0)
     worker = Worker("opencl:cpu")
     try:
+        covered: set[str] = set()  # the options some candidate sets away from their defaults
         for label, build, expected in _graphs(rng):
             t = build()
             seen: set = set()
@@ -85,11 +88,14 @@ def test_every_candidate_computes_what_numpy_does():
                     for o in options.candidates(facts(k, "opencl", gpu)):
                         seen.add(o)
             assert seen, label
+            covered |= {f.name for f in dataclasses.fields(options.KernelOpts) for o in seen
+                        if getattr(o, f.name) != getattr(options.KernelOpts(), f.name)}
             for opts in sorted(seen, key=lambda o: o.tag()):  # every kernel of the graph with these options
                 got = _run(worker, t, lambda k, o=opts: o)
                 np.testing.assert_allclose(got, expected, rtol=2e-5, atol=2e-5, err_msg=f"{label} {opts.tag()}")
     finally:
         worker.close()
+    assert covered == {f.name for f in dataclasses.fields(options.KernelOpts)}, covered
 
 
 def test_row_kernels_read_each_row_in_one_work_group():

@@ -451,16 +451,16 @@ class _Renderer:
         lanes.lanes = [f"g{u}" for u in range(4)]
         values = [[lanes.value(out, _flat_index(self.k.shape, sym.Var(g, 0, total - 1)), frozenset(), lanes.root)[0]
                    for g in lanes.lanes] for out in self.k.outputs]
-        body = [f"{T} g{u} = g0 + {u};" for u in range(4)]
-        body += [f"const float4 {v} = {self.d.load4.format(ptr=f'in{pos} + g0')};" for pos, v in lanes.vec_inputs.items()]
+        body = [f"{T} g{u} = first + {u};" for u in range(4)]
+        body += [f"const float4 {v} = {self.d.load4.format(ptr=f'in{pos} + first')};" for pos, v in lanes.vec_inputs.items()]
         body += lanes.root.emit(0, T)
-        body += [self.d.store4.format(ptr=f"out{i} + g0", v=self.d.make4.format(*vs)) for i, vs in enumerate(values)]
+        body += [self.d.store4.format(ptr=f"out{i} + first", v=self.d.make4.format(*vs)) for i, vs in enumerate(values)]
         scalar = self.root.emit(0, T)
         src = [f"{T} base = {self.d.global_id[self.index]};",
                f"for (int q = 0; q < {o.elems}; q++) {{",
-               f"  const {T} g0 = (base + q * {threads}) * 4;",
-               f"  if (g0 + 3 < {total}) {{", *["    " + ln for ln in body], "  } else {",
-               f"    for ({T} gid = g0; gid < {total} && gid < g0 + 4; gid++) {{",
+               f"  const {T} first = (base + q * {threads}) * 4;",
+               f"  if (first + 3 < {total}) {{", *["    " + ln for ln in body], "  } else {",
+               f"    for ({T} gid = first; gid < {total} && gid < first + 4; gid++) {{",
                *["      " + ln for ln in scalar], "    }", "  }", "}"]
         return self.program(threads, o.lws, src, emit=False)
 
