@@ -21,6 +21,8 @@ from .errors import DTypeError, ShapeError
 
 
 class Op(enum.Enum):
+    __hash__ = object.__hash__  # members are singletons: Enum's hashes the name in Python
+
     LEAF = "leaf"
     FLIP = "flip"  # reverse the given axes: index arithmetic like the others (zyx had no flip)
     CONST = "const"
@@ -36,6 +38,8 @@ class Op(enum.Enum):
 
 
 class UnaryOp(enum.Enum):
+    __hash__ = object.__hash__  # members are singletons: Enum's hashes the name in Python
+
     NEG = "neg"
     NOT = "not"  # logical not on bool, bitwise not on integers
     ABS = "abs"
@@ -58,6 +62,8 @@ class UnaryOp(enum.Enum):
 
 
 class BinaryOp(enum.Enum):
+    __hash__ = object.__hash__  # members are singletons: Enum's hashes the name in Python
+
     ADD = "add"
     SUB = "sub"
     MUL = "mul"
@@ -79,6 +85,8 @@ class BinaryOp(enum.Enum):
 
 
 class ReduceOp(enum.Enum):
+    __hash__ = object.__hash__  # members are singletons: Enum's hashes the name in Python
+
     SUM = "sum"
     PROD = "prod"
     MAX = "max"
@@ -116,6 +124,7 @@ class Node:
         "op",
         "origin",
         "shape",
+        "size",
         "srcs",
         "weight",
     )
@@ -124,15 +133,12 @@ class Node:
                  host: np.ndarray | None = None, device: str | None = None):
         self.id = next(_ids)
         self.op, self.srcs, self.arg, self.shape, self.dtype = op, srcs, arg, shape, dtype
+        self.size = math.prod(shape)  # the shape never changes: counted once, read on every plan
         self.buffer: Any = None
         self.host, self.device = host, device
         self.lineage: Node | None = None  # how to recompute the value once realized (see lineage.py)
         self.origin: Any = None  # in a recipe: a weak reference to the live node it describes
         self.weight = 1  # in a recipe: its size in nodes, counted with repeats
-
-    @property
-    def size(self) -> int:
-        return prod(self.shape)
 
     @property
     def realized(self) -> bool:
@@ -159,10 +165,27 @@ def const(value: Any, shape: Shape, dtype: DType) -> Node:
     return Node(Op.CONST, (), _normalise(value, dtype), tuple(shape), dtype)
 
 
+# (type, value, dtype) -> the normalised value, for the Python scalars every `x * 2` brings: the NumPy
+# round trip costs microseconds. Zero and NaN floats are left out (0.0 == -0.0, and NaN != NaN).
+_NORMALISED: dict[tuple, Any] = {}
+_NORMALISED_MAX = 4096
+
+
 def _normalise(value: Any, dtype: DType) -> Any:
+    cls = value.__class__
+    cached = cls is int or cls is bool or (cls is float and value != 0.0 and not math.isnan(value))
+    key = (cls, value, dtype.name) if cached else None
+    if key is not None:
+        v = _NORMALISED.get(key, _NORMALISED)
+        if v is not _NORMALISED:
+            return v
     with np.errstate(all="ignore"):
-        v = np.array(value).astype(dtype.np_dtype)
-    return v.item()
+        v = np.array(value).astype(dtype.np_dtype).item()
+    if key is not None:
+        if len(_NORMALISED) >= _NORMALISED_MAX:
+            _NORMALISED.clear()
+        _NORMALISED[key] = v
+    return v
 
 
 # ---- movement ------------------------------------------------------------------------------------------
@@ -199,6 +222,8 @@ def permute(x: Node, axes: tuple[int, ...]) -> Node:
 
 def expand(x: Node, shape: Shape) -> Node:
     """Broadcast size-1 dims of `x` to `shape` (same rank; the tensor layer right-aligns first)."""
+    if shape == x.shape and type(shape) is tuple:  # already that shape (the operands of most ops)
+        return x
     shape = tuple(int(s) for s in shape)
     if len(shape) != len(x.shape) or any(s != d and s != 1 for s, d in zip(x.shape, shape)):
         raise ShapeError(f"cannot broadcast shape {x.shape} to {shape}")

@@ -22,6 +22,8 @@ Shape = tuple[int, ...]
 Axis = int | tuple[int, ...] | list[int] | None
 # What an op accepts as an operand besides a Tensor: scalars stay weak, arrays become leaves.
 SCALARS = (bool, int, float, np.generic)
+_DIRECT = (Tensor, *SCALARS)  # operands used as they are
+_PY_SCALARS = frozenset((bool, int, float))
 
 
 def as_shape(shape: Any) -> Shape:
@@ -74,6 +76,8 @@ def norm_axes(axis: Axis, shape: Shape, ndim: int | None = None) -> tuple[int, .
 
 def broadcast_shapes(*shapes: Shape) -> Shape:
     """NumPy broadcasting (right-aligned); failure raises ShapeError naming every shape."""
+    if shapes and all(s == shapes[0] for s in shapes):  # nothing to broadcast (most elementwise ops)
+        return tuple(shapes[0])
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(-ndim, 0):
@@ -87,6 +91,8 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
 
 def to_node(x: Node, shape: Shape, dtype: DType) -> Node:
     """Cast `x` to dtype and broadcast it to shape (prepend 1s, then expand)."""
+    if x.dtype is dtype and x.shape == shape:  # already there (most operands)
+        return x
     x = graph.cast(x, dtype)
     if len(x.shape) < len(shape):
         x = graph.reshape(x, (1,) * (len(shape) - len(x.shape)) + x.shape)
@@ -100,15 +106,28 @@ def operands(*xs: Any, dtype: DType | Callable[[DType], DType] | None = None, ex
     (`dtypes.weak_promote`) and become constants. With no tensor among them the first operand is made one.
     `dtype` forces the result dtype, or maps the promoted one (e.g. to a float for true division);
     `extra` is one more shape to broadcast with (where's condition)."""
-    xs = [x if isinstance(x, (Tensor, *SCALARS)) else as_tensor(x) for x in xs]
-    if not any(isinstance(x, Tensor) for x in xs):
-        xs[0] = as_tensor(xs[0])
+    if len(xs) == 2 and not extra:
+        # a tensor and a Python scalar, either way round (`x * 2`, `1 - x`): the general path below, for
+        # the most common case
+        t, c = xs if xs[0].__class__ is Tensor else xs[::-1]
+        if t.__class__ is Tensor and c.__class__ in _PY_SCALARS:
+            if not isinstance(dtype, DType):
+                promoted = dtypes.weak_promote(t.dtype, c)
+                dtype = promoted if dtype is None else dtype(promoted)
+            if t is xs[0]:  # nodes made in operand order, as below
+                return [to_node(t.node, t.shape, dtype), graph.const(c, t.shape, dtype)]
+            return [graph.const(c, t.shape, dtype), to_node(t.node, t.shape, dtype)]
+    xs = [x if isinstance(x, _DIRECT) else as_tensor(x) for x in xs]
     tensors = [x for x in xs if isinstance(x, Tensor)]
-    shape = broadcast_shapes(*(t.shape for t in tensors), *([extra] if extra else []))
+    if not tensors:
+        xs[0] = as_tensor(xs[0])
+        tensors = [xs[0]]
+    shape = broadcast_shapes(*[t.shape for t in tensors], *([extra] if extra else []))
     if not isinstance(dtype, DType):
         promoted = tensors[0].dtype
         for t in tensors[1:]:
-            promoted = dtypes.promote(promoted, t.dtype)
+            if t.dtype is not promoted:  # a dtype promotes with itself to itself
+                promoted = dtypes.promote(promoted, t.dtype)
         for x in xs:
             if not isinstance(x, Tensor):
                 promoted = dtypes.weak_promote(promoted, x)

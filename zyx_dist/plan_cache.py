@@ -20,27 +20,31 @@ MAX_ENTRIES = 256
 
 def structure(targets: list[Node]) -> tuple[tuple, list[Node]]:
     """(the key, the nodes in key order): a depth-first walk that stops at leaves."""
-    index: dict[int, int] = {}
+    index: dict[Node, int] = {}  # nodes hash by identity
     order: list[Node] = []
     rows: list[tuple] = []
+    leaf, cast, const, pad = Op.LEAF, Op.CAST, Op.CONST, Op.PAD
     stack: list[tuple[Node, bool]] = [(t, False) for t in reversed(targets)]
+    pop, push = stack.pop, stack.append
     while stack:
-        n, done = stack.pop()
+        n, done = pop()
         if done:
-            if n.id not in index:
-                index[n.id] = len(order)
+            if n not in index:
+                index[n] = len(order)
                 order.append(n)
-                if n.op is Op.LEAF:
+                op = n.op
+                if op is leaf:
                     rows.append((n.shape, n.dtype.name, n.device))
-                else:
-                    rows.append((n.op, _arg(n), n.shape, n.dtype.name, n.device, tuple(index[s.id] for s in n.srcs)))
+                else:  # the argument as _arg gives it, inlined: this walk runs on every realize
+                    arg = n.arg.name if op is cast else repr(n.arg) if op is const or op is pad else n.arg
+                    rows.append((op, arg, n.shape, n.dtype.name, n.device, tuple([index[s] for s in n.srcs])))
             continue
-        if n.id in index:
+        if n in index:
             continue
-        stack.append((n, True))
-        if n.op is not Op.LEAF:
-            stack.extend((s, False) for s in reversed(n.srcs) if s.id not in index)
-    return (tuple(rows), tuple(index[t.id] for t in targets)), order
+        push((n, True))
+        if n.op is not leaf:
+            stack.extend([(s, False) for s in reversed(n.srcs) if s not in index])
+    return (tuple(rows), tuple([index[t] for t in targets])), order
 
 
 def _arg(n: Node):
@@ -60,11 +64,10 @@ class PlanCache:
         """The kernels for `targets` (unrealized, non-empty nodes) and each kernel's programs."""
         try:
             key, order = structure(targets)
-            hash(key)
+            entry = self.entries.get(key)  # hashes the key: no separate hash(key) first
         except TypeError:  # an argument that cannot be hashed: plan without the cache
             kernels = kernelize(targets)
             return kernels, [render(k) for k in kernels]
-        entry = self.entries.get(key)
         if entry is None:
             kernels = kernelize(targets)
             pos = {n.id: i for i, n in enumerate(order)}

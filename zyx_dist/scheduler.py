@@ -16,7 +16,6 @@ by data dependencies alone.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -81,12 +80,19 @@ class SchedulerState:
     def fork(self) -> SchedulerState:
         """A copy to plan on. Buffer records are shared: the planner replaces a record instead of
         changing it (`touch`), so the copy costs a few dict copies, not one object per buffer."""
-        return dataclasses.replace(self, buffers=dict(self.buffers), used=dict(self.used),
-                                   compiled={d: dict(c) for d, c in self.compiled.items()})
+        # what dataclasses.replace gives (a shallow copy with three fields replaced, then __post_init__),
+        # without its per-field introspection: this runs on every realize
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.buffers, new.used = dict(self.buffers), dict(self.used)
+        new.compiled = {d: dict(c) for d, c in self.compiled.items()}
+        new.__post_init__()
+        return new
 
     def touch(self, buf: int) -> BufferState:
         """The record of `buf`, private to this state (copy-on-write)."""
-        b = self.buffers[buf] = dataclasses.replace(self.buffers[buf])
+        b = self.buffers[buf]
+        b = self.buffers[buf] = BufferState(b.device, b.nbytes, b.spilled, b.last_use)
         return b
 
     def drop_device(self, dev: str, keep: bool) -> None:
@@ -176,6 +182,11 @@ class _Planner:
         self.dev_step: dict[str, int] = {}  # the step of the last kernel planned on each device
         self.last_step: dict[int, int] = {}  # buffer -> the last step of a command that uses it
         self.order = list(state.devices)
+        # the devices of each device's kind (equal peaks), in device order: see `cost`
+        kinds: dict[tuple[float, float], list[str]] = {}
+        for d, m in state.devices.items():
+            kinds.setdefault((m.gflops, m.gbps), []).append(d)
+        self.same_kind = {d: kinds[(m.gflops, m.gbps)] for d, m in state.devices.items()}
 
     # ---- where inputs are ----------------------------------------------------------------------------
 
@@ -245,8 +256,8 @@ class _Planner:
                 need += bucket_size(_nbytes(x))
         # the kernel's measured time, averaged over the devices of the same kind (identical devices must
         # not look different because of noise, or work would wander between them), else the roofline
-        same = [t for d, dm in self.st.devices.items() if (dm.gflops, dm.gbps) == (m.gflops, m.gbps)
-                and (t := self.st.measured.get((prog.name, d))) is not None]
+        measured, name = self.st.measured, prog.name
+        same = [t for d in self.same_kind[dev] if (t := measured.get((name, d))) is not None]
         if same:
             run = sum(same) / len(same)
         else:

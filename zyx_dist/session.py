@@ -330,10 +330,14 @@ class Session:
     def _measure(self, sched: Schedule, results: list[dict[str, BatchResult]]) -> None:
         """Feed device-side kernel times back to the scheduler's cost model."""
         measured = self.state.measured
+        names: dict[tuple[int, str], list[str]] = {}  # (step, device) -> its kernels, in launch order
+        for p in sched.placements:
+            names.setdefault((p.step, p.device), []).append(p.kernel)
         for step, res in enumerate(results):
             for dev, r in res.items():
-                names = [p.kernel for p in sched.placements if p.device == dev and p.step == step]
-                for name, secs in zip(names, r.kernel_seconds):
+                if not r.kernel_seconds:
+                    continue
+                for name, secs in zip(names.get((step, dev), ()), r.kernel_seconds):
                     old = measured.get((name, dev))
                     measured[(name, dev)] = secs if old is None else 0.5 * (old + secs)
 

@@ -274,9 +274,13 @@ class _Lazy:
 
     def __init__(self, name: str):
         self._name = name
+        self._module: Any = None
 
     def __getattr__(self, attr: str) -> Any:
-        return getattr(importlib.import_module(self._name, __package__), attr)
+        module = self._module
+        if module is None:  # imported once: import_module costs microseconds on every operator otherwise
+            module = self._module = importlib.import_module(self._name, __package__)
+        return getattr(module, attr)
 
 
 ew = _Lazy(".ops_elementwise")
@@ -287,4 +291,8 @@ reduce = _Lazy(".ops_reduce")
 
 def is_operand(x: Any) -> bool:
     """What the operators accept; anything else gives NotImplemented (so `x == None` is False, not an error)."""
-    return isinstance(x, (Tensor, np.ndarray, list, tuple, numbers.Number, np.generic))
+    return isinstance(x, _OPERANDS)
+
+
+# int and float ahead of the Number ABC, whose isinstance check is slower
+_OPERANDS = (Tensor, int, float, np.ndarray, list, tuple, numbers.Number, np.generic)

@@ -255,7 +255,7 @@ class CudaBackend:
         Buffers are passed as explicitly typed 64-bit pointers (numpy.uint64), never as bare ints."""
         block = int(lws[0]) if lws else 256
         grid = -(-int(gws[0]) // block)
-        args = tuple(np.uint64(h.ptr) for h in handles)
+        args = tuple([np.uint64(h.ptr) for h in handles])
         try:
             with self._dev, self.stream:  # RawKernel launches on the current stream
                 self._after(wait_for)

@@ -22,20 +22,20 @@ class EventTracker:
 
     def wait_list(self, reads: Iterable[int], writes: Iterable[int]) -> list[Any]:
         """Events a command reading `reads` and writing `writes` must wait for, without duplicates."""
+        last_writes, last_reads = self._writes, self._reads
+        if not last_writes and not last_reads:  # right after a synchronize: nothing is pending
+            return []
         out: list[Any] = []
         seen: set[int] = set()
-
-        def add(events: Iterable[Any]) -> None:
+        groups = [last_writes.get(b, ()) for b in reads]
+        for b in writes:
+            groups.append(last_writes.get(b, ()))
+            groups.append(last_reads.get(b, ()))
+        for events in groups:
             for e in events:
                 if id(e) not in seen:
                     seen.add(id(e))
                     out.append(e)
-
-        for b in reads:
-            add(self._writes.get(b, ()))
-        for b in writes:
-            add(self._writes.get(b, ()))
-            add(self._reads.get(b, ()))
         return out
 
     def record(self, reads: Iterable[int], writes: Iterable[int], event: Any) -> None:

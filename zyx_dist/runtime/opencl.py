@@ -22,6 +22,10 @@ try:
 except ImportError:  # reported when a device is opened, so importing zyx_dist never needs OpenCL
     cl = None
 
+# the profiling queries of `event_seconds`, looked up once
+_PROFILE_START = cl.profiling_info.START if cl is not None else None
+_PROFILE_END = cl.profiling_info.END if cl is not None else None
+
 _TYPES = {"GPU": "gpu", "CPU": "cpu", "ACCELERATOR": "accelerator", "CUSTOM": "custom", "DEFAULT": "default"}
 
 
@@ -209,12 +213,13 @@ class OpenCLBackend:
     ) -> Any:
         """Enqueue `prog` over global size `gws` (local size `lws`, or the runtime's choice) and return its event."""
         try:
-            prog.kernel.set_args(*handles)
+            kernel = prog.kernel
+            kernel.set_args(*handles)
             return cl.enqueue_nd_range_kernel(
                 self.queue,
-                prog.kernel,
-                tuple(gws),
-                tuple(lws) if lws is not None else None,
+                kernel,
+                gws if type(gws) is tuple else tuple(gws),
+                None if lws is None else lws if type(lws) is tuple else tuple(lws),
                 wait_for=list(wait_for) or None,
             )
         except cl.Error as e:
@@ -222,7 +227,9 @@ class OpenCLBackend:
 
     def event_seconds(self, event: Any) -> float:
         """Device-side duration of a completed command (profiling end - start)."""
-        return (event.profile.end - event.profile.start) * 1e-9
+        # get_profiling_info directly: `event.profile.end` goes through two Python-level lookups
+        info = event.get_profiling_info
+        return (info(_PROFILE_END) - info(_PROFILE_START)) * 1e-9
 
     def is_done(self, event: Any) -> bool:
         return event.command_execution_status == cl.command_execution_status.COMPLETE

@@ -9,6 +9,7 @@ cached per bucket, so the steady state of a training loop allocates nothing on t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ SMALL_STEP = 256
 STEPS_PER_OCTAVE = 8  # above SMALL: 8 buckets per power of two, so rounding wastes at most 12.5%
 
 
+@functools.lru_cache(maxsize=4096)  # the driver's planner asks several times per kernel, for few sizes
 def bucket_size(nbytes: int) -> int:
     """The bytes actually reserved for a request of `nbytes` (0 bytes still takes one small bucket)."""
     n = max(int(nbytes), 1)

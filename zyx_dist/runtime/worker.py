@@ -108,6 +108,13 @@ class Worker:
         self._spilled: dict[int, np.ndarray] = {}  # buffer id -> its bytes in host memory
         self._resolve: Any = None
         self._closed = False
+        self._synced = 0  # launches of the running batch that a Sync has waited for
+        # the handler of each command class: one dict lookup per command instead of an isinstance chain
+        self._handlers: dict[type, Any] = {
+            Launch: self._launch, Alloc: self._alloc, Free: self._free, CopyIn: self._copy_in,
+            CopyOut: self._copy_out, Compile: self._compile, Sync: self._sync, Send: self._peer,
+            Recv: self._peer, Spill: self._spill, Reload: self._reload,
+        }
 
     # -- public ------------------------------------------------------------------------------
 
@@ -116,19 +123,24 @@ class Worker:
         `resolve` maps a CopyIn's data to an array when it is a transport reference (a Ray ObjectRef)."""
         self._check_open()
         self._resolve = resolve
-        self._inflight = [(e, a) for e, a in self._inflight if not self.backend.is_done(e)]
+        if self._inflight:
+            self._inflight = [(e, a) for e, a in self._inflight if not self.backend.is_done(e)]
         results: list[Result] = []
         launches: list[Any] = []
+        self._synced = 0
         failed = False
+        handlers = self._handlers
         for i, cmd in enumerate(batch):
-            if failed and not isinstance(cmd, Free):
-                continue
-            if failed and cmd.buf not in self._bufs and cmd.buf not in self._spilled:
-                # Its Alloc was skipped (or failed): nothing to free, and not a second error.
-                results.append(Done(i))
-                continue
+            if failed:
+                if not isinstance(cmd, Free):
+                    continue
+                if cmd.buf not in self._bufs and cmd.buf not in self._spilled:
+                    # Its Alloc was skipped (or failed): nothing to free, and not a second error.
+                    results.append(Done(i))
+                    continue
             try:
-                value = self._execute(cmd, launches)
+                handler = handlers.get(cmd.__class__)
+                value = handler(cmd, launches) if handler is not None else self._execute(cmd, launches)
             except Exception as e:  # noqa: BLE001 -- every failure becomes a value; the driver decides what to raise
                 results.append(_failure(i, e))
                 failed = True
@@ -136,8 +148,10 @@ class Worker:
                 results.append(Done(i, value))
         seconds: tuple[float, ...] = ()
         if self.profile and launches:
-            self.backend.wait(launches)
-            seconds = tuple(self.backend.event_seconds(e) for e in launches)
+            if self._synced != len(launches):  # a Sync after the last launch already waited for all of them
+                self.backend.wait(launches)
+            event_seconds = self.backend.event_seconds
+            seconds = tuple([event_seconds(e) for e in launches])
         return BatchResult(tuple(results), self.incarnation, self.pool.bytes_in_use, seconds)
 
     def info(self) -> dict:
@@ -213,73 +227,74 @@ class Worker:
             raise KeyError(f"{self.device}: no buffer {buf} (never allocated, or already freed)") from None
 
     def _execute(self, cmd: Command, launches: list[Any]) -> Any:
-        if isinstance(cmd, Launch):
-            return self._launch(cmd, launches)
-        if isinstance(cmd, Alloc):
-            if cmd.buf in self._bufs:
-                raise ValueError(f"{self.device}: buffer {cmd.buf} is already allocated")
-            block = self.pool.alloc(cmd.nbytes)
-            # Reused memory may still be read or written by its previous owner's commands.
-            self.events.seed(cmd.buf, block.pending)
-            block.pending = ()
-            self._bufs[cmd.buf] = block
-            return None
-        if isinstance(cmd, Free):
-            if self._spilled.pop(cmd.buf, None) is not None:
-                return None
-            block = self._block(cmd.buf)
-            del self._bufs[cmd.buf]
-            self.pool.free(block, self.events.forget(cmd.buf))
-            return None
-        if isinstance(cmd, CopyIn):
-            return self._copy_in(cmd)
-        if isinstance(cmd, CopyOut):
-            return self._copy_out(cmd)
-        if isinstance(cmd, Compile):
-            self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name)
-            return None
-        if isinstance(cmd, Sync):
-            self.backend.synchronize()
-            self.events.clear()
-            self.pool.settle()
-            self._inflight.clear()
-            return None
-        if isinstance(cmd, (Send, Recv)):
-            if not hasattr(self.backend, "send"):
-                raise NotImplementedError(
-                    f"{type(cmd).__name__}: peer transfers need NCCL (CUDA workers); "
-                    f"{self.device} cannot send or receive directly"
-                )
-            if cmd.nbytes == 0:  # both ends skip it alike
-                return None
-            block = self._block(cmd.buf)
-            if cmd.nbytes > block.nbytes:
-                raise ValueError(f"{self.device}: {type(cmd).__name__} of {cmd.nbytes} bytes with buffer {cmd.buf} "
-                                 f"of {block.nbytes}")
-            if isinstance(cmd, Send):
-                event = self.backend.send(block.handle, cmd.peer, cmd.nbytes, self.events.wait_list((cmd.buf,), ()))
-                self.events.record((cmd.buf,), (), event)
-            else:
-                event = self.backend.recv(block.handle, cmd.peer, cmd.nbytes, self.events.wait_list((), (cmd.buf,)))
-                self.events.record((), (cmd.buf,), event)
-            return None
-        if isinstance(cmd, Spill):
-            block = self._block(cmd.buf)
-            host = np.empty(block.nbytes, np.uint8)
-            if block.nbytes:
-                self.backend.copy_out(block.handle, host, self.events.wait_list((cmd.buf,), ()))
-            del self._bufs[cmd.buf]
-            self.pool.free(block, self.events.forget(cmd.buf))
-            self._spilled[cmd.buf] = host
-            return None
-        if isinstance(cmd, Reload):
-            host = self._spilled.pop(cmd.buf)
-            self._execute(Alloc(cmd.buf, host.nbytes), launches)
-            self._copy_in(CopyIn(cmd.buf, host))
-            return None
+        """Run one command through its handler (`_handlers`, by the command's class or a base class)."""
+        handlers = self._handlers
+        for cls in type(cmd).__mro__:
+            handler = handlers.get(cls)
+            if handler is not None:
+                return handler(cmd, launches)
         raise TypeError(f"not a protocol command: {cmd!r}")
 
-    def _copy_in(self, cmd: CopyIn) -> None:
+    def _alloc(self, cmd: Alloc, launches: list[Any]) -> None:
+        if cmd.buf in self._bufs:
+            raise ValueError(f"{self.device}: buffer {cmd.buf} is already allocated")
+        block = self.pool.alloc(cmd.nbytes)
+        # Reused memory may still be read or written by its previous owner's commands.
+        self.events.seed(cmd.buf, block.pending)
+        block.pending = ()
+        self._bufs[cmd.buf] = block
+
+    def _free(self, cmd: Free, launches: list[Any]) -> None:
+        if self._spilled.pop(cmd.buf, None) is not None:
+            return
+        block = self._block(cmd.buf)
+        del self._bufs[cmd.buf]
+        self.pool.free(block, self.events.forget(cmd.buf))
+
+    def _compile(self, cmd: Compile, launches: list[Any]) -> None:
+        self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name)
+
+    def _sync(self, cmd: Sync, launches: list[Any]) -> None:
+        self.backend.synchronize()
+        self.events.clear()
+        self.pool.settle()
+        self._inflight.clear()
+        self._synced = len(launches)
+
+    def _peer(self, cmd: Send | Recv, launches: list[Any]) -> None:
+        if not hasattr(self.backend, "send"):
+            raise NotImplementedError(
+                f"{type(cmd).__name__}: peer transfers need NCCL (CUDA workers); "
+                f"{self.device} cannot send or receive directly"
+            )
+        if cmd.nbytes == 0:  # both ends skip it alike
+            return
+        block = self._block(cmd.buf)
+        if cmd.nbytes > block.nbytes:
+            raise ValueError(f"{self.device}: {type(cmd).__name__} of {cmd.nbytes} bytes with buffer {cmd.buf} "
+                             f"of {block.nbytes}")
+        if isinstance(cmd, Send):
+            event = self.backend.send(block.handle, cmd.peer, cmd.nbytes, self.events.wait_list((cmd.buf,), ()))
+            self.events.record((cmd.buf,), (), event)
+        else:
+            event = self.backend.recv(block.handle, cmd.peer, cmd.nbytes, self.events.wait_list((), (cmd.buf,)))
+            self.events.record((), (cmd.buf,), event)
+
+    def _spill(self, cmd: Spill, launches: list[Any]) -> None:
+        block = self._block(cmd.buf)
+        host = np.empty(block.nbytes, np.uint8)
+        if block.nbytes:
+            self.backend.copy_out(block.handle, host, self.events.wait_list((cmd.buf,), ()))
+        del self._bufs[cmd.buf]
+        self.pool.free(block, self.events.forget(cmd.buf))
+        self._spilled[cmd.buf] = host
+
+    def _reload(self, cmd: Reload, launches: list[Any]) -> None:
+        host = self._spilled.pop(cmd.buf)
+        self._execute(Alloc(cmd.buf, host.nbytes), launches)
+        self._copy_in(CopyIn(cmd.buf, host))
+
+    def _copy_in(self, cmd: CopyIn, launches: list[Any] | None = None) -> None:
         block = self._block(cmd.buf)
         data = self._resolve(cmd.data) if self._resolve is not None else cmd.data
         if data is None:
@@ -294,7 +309,7 @@ class Worker:
         self._inflight.append((event, array))
         return
 
-    def _copy_out(self, cmd: CopyOut) -> np.ndarray:
+    def _copy_out(self, cmd: CopyOut, launches: list[Any] | None = None) -> np.ndarray:
         out = np.empty(tuple(cmd.shape), dtype=dtypes.dtype(cmd.dtype).np_dtype)
         if cmd.buf in self._spilled:  # served from host memory, nothing moves back to the device
             host = self._spilled[cmd.buf]
@@ -316,13 +331,19 @@ class Worker:
             prog = self._progs[cmd.prog]
         except KeyError:
             raise KeyError(f"{self.device}: no program {cmd.prog} (Compile it first)") from None
-        handles = [self._block(b).handle for b in cmd.bufs]
-        if any(g == 0 for g in cmd.gws):  # an empty launch does nothing (and OpenCL rejects it)
+        bufs = self._bufs
+        try:
+            handles = [bufs[b].handle for b in cmd.bufs]
+        except KeyError:  # name the missing buffer
+            handles = [self._block(b).handle for b in cmd.bufs]
+        if 0 in cmd.gws:  # an empty launch does nothing (and OpenCL rejects it)
             return
-        # An argument the driver listed as neither read nor written is treated as written: safe.
-        listed = set(cmd.reads) | set(cmd.writes)
-        writes = tuple(cmd.writes) + tuple(b for b in cmd.bufs if b not in listed)
-        event = self.backend.launch(prog, handles, cmd.gws, cmd.lws, self.events.wait_list(cmd.reads, writes))
-        self.events.record(cmd.reads, writes, event)
+        # An argument the driver listed as neither read nor written is treated as written: safe. The
+        # scheduler lists exactly the reads then the writes, so its launches skip the search.
+        reads, writes = cmd.reads, cmd.writes
+        if type(reads) is not tuple or type(writes) is not tuple or cmd.bufs != reads + writes:
+            listed = set(reads) | set(writes)
+            writes = tuple(writes) + tuple(b for b in cmd.bufs if b not in listed)
+        event = self.backend.launch(prog, handles, cmd.gws, cmd.lws, self.events.wait_list(reads, writes))
+        self.events.record(reads, writes, event)
         launches.append(event)
-        return
