@@ -13,6 +13,9 @@ from typing import Any
 import numpy as np
 
 import zyx_dist as zd
+from zyx_dist.codegen.render import render_kernel
+from zyx_dist.kernelize import kernelize
+from zyx_dist.protocol import Alloc, Compile, CopyIn, CopyOut, Free, Launch
 
 # (rtol, atol) per float dtype for simple arithmetic; `loose=True` multiplies them (transcendentals, long sums)
 TOL = {
@@ -128,3 +131,55 @@ def one_kernel(nodes: list):
 
     leaves = {n.id: n for n in g.toposort(nodes) if n.op is g.Op.LEAF}
     return Kernel(list(nodes), sorted(leaves.values(), key=lambda n: n.id))
+
+
+def option_graphs(rng):
+    """(label, build, expected) graphs whose kernels between them have a candidate for every option of
+    `codegen.options.KernelOpts` away from its default (the candidate tests check that)."""
+    X = rng.standard_normal((48, 300)).astype(np.float32)
+    # big enough for every loop-free candidate (the largest work-groups of 2 float4 per work-item), and not a
+    # multiple of 4: the vector form's scalar tail
+    v = rng.standard_normal((1 << 19) + 3).astype(np.float32)
+    A, B = rng.standard_normal((70, 40)).astype(np.float32), rng.standard_normal((40, 52)).astype(np.float32)
+    i = rng.integers(-50, 50, (33, 17)).astype(np.int32)
+    e = np.exp(X - X.max(1, keepdims=True))
+    mu = X.mean(1, keepdims=True)
+    return [
+        ("ew_tail", lambda: zd.relu(zd.tensor(v) * 2 + 1) * zd.sigmoid(zd.tensor(v)),
+         np.maximum(v * 2 + 1, 0) / (1 + np.exp(-v))),
+        ("broadcast", lambda: zd.tensor(X) * zd.tensor(X[0]) + 1, X * X[0] + 1),
+        ("row_softmax", lambda: zd.softmax(zd.tensor(X), axis=1), e / e.sum(1, keepdims=True)),
+        ("layer_norm", lambda: (zd.tensor(X) - zd.tensor(X).mean(1, keepdims=True))
+         / zd.sqrt(((zd.tensor(X) - zd.tensor(X).mean(1, keepdims=True)) ** 2).mean(1, keepdims=True) + 1e-5),
+         (X - mu) / np.sqrt(((X - mu) ** 2).mean(1, keepdims=True) + 1e-5)),
+        ("row_sum", lambda: zd.tensor(X).sum(1), X.sum(1)),
+        ("total", lambda: zd.tensor(X).max(), X.max()),
+        ("matmul_epilogue", lambda: zd.relu(zd.tensor(A) @ zd.tensor(B) + 1), np.maximum(A @ B + 1, 0)),
+        ("int", lambda: (zd.tensor(i) * 3) % 7 - zd.tensor(i).sum(0), (i * 3) % 7 - i.sum(0)),
+    ]
+
+
+def run_kernels(worker, t, pick, dialect: str = "opencl") -> np.ndarray:
+    """Run the graph of `t` kernel by kernel on a `Worker`, each kernel rendered in `dialect` with
+    `pick(kernel)` options; gives the value of `t`."""
+    kernels = kernelize([t.node])
+    ids, cmds = iter(range(1, 10**6)), []  # fresh ids: every run frees what it made
+    bufs: dict[int, int] = {}
+    for k in kernels:
+        for x in k.inputs:
+            if x.id not in bufs:
+                bufs[x.id] = next(ids)
+                cmds += [Alloc(bufs[x.id], max(x.size * x.dtype.itemsize, 1)), CopyIn(bufs[x.id], x.host)]
+        for o in k.outputs:
+            bufs[o.id] = next(ids)
+            cmds.append(Alloc(bufs[o.id], max(o.size * o.dtype.itemsize, 1)))
+        p = render_kernel(k, dialect, pick(k))
+        pid = next(ids)
+        args = tuple(bufs[x.id] for x in k.inputs + k.outputs)
+        cmds += [Compile(pid, p.source, p.name), Launch(pid, args, p.gws, p.lws, args[: len(k.inputs)],
+                                                       args[len(k.inputs):])]
+    cmds.append(CopyOut(bufs[t.node.id], t.dtype.name, t.shape))
+    cmds += [Free(b) for b in bufs.values()]
+    res = worker.run(cmds)
+    assert all(type(r).__name__ == "Done" for r in res.results), [r for r in res.results if type(r).__name__ != "Done"]
+    return res.results[-1 - len(bufs)].value

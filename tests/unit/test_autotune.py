@@ -14,65 +14,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import option_graphs, run_kernels
 
 import zyx_dist as zd
 from zyx_dist import autotune
 from zyx_dist.codegen import options
 from zyx_dist.codegen.render import facts, render_kernel
 from zyx_dist.kernelize import kernelize
-from zyx_dist.protocol import Alloc, Compile, CopyIn, CopyOut, Free, Launch
 from zyx_dist.runtime.worker import Worker
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _graphs(rng):
-    X = rng.standard_normal((48, 300)).astype(np.float32)
-    # big enough for every loop-free candidate (the largest work-groups of 2 float4 per work-item), and not a
-    # multiple of 4: the vector form's scalar tail
-    v = rng.standard_normal((1 << 19) + 3).astype(np.float32)
-    A, B = rng.standard_normal((70, 40)).astype(np.float32), rng.standard_normal((40, 52)).astype(np.float32)
-    i = rng.integers(-50, 50, (33, 17)).astype(np.int32)
-    e = np.exp(X - X.max(1, keepdims=True))
-    mu = X.mean(1, keepdims=True)
-    return [
-        ("ew_tail", lambda: zd.relu(zd.tensor(v) * 2 + 1) * zd.sigmoid(zd.tensor(v)),
-         np.maximum(v * 2 + 1, 0) / (1 + np.exp(-v))),
-        ("broadcast", lambda: zd.tensor(X) * zd.tensor(X[0]) + 1, X * X[0] + 1),
-        ("row_softmax", lambda: zd.softmax(zd.tensor(X), axis=1), e / e.sum(1, keepdims=True)),
-        ("layer_norm", lambda: (zd.tensor(X) - zd.tensor(X).mean(1, keepdims=True))
-         / zd.sqrt(((zd.tensor(X) - zd.tensor(X).mean(1, keepdims=True)) ** 2).mean(1, keepdims=True) + 1e-5),
-         (X - mu) / np.sqrt(((X - mu) ** 2).mean(1, keepdims=True) + 1e-5)),
-        ("row_sum", lambda: zd.tensor(X).sum(1), X.sum(1)),
-        ("total", lambda: zd.tensor(X).max(), X.max()),
-        ("matmul_epilogue", lambda: zd.relu(zd.tensor(A) @ zd.tensor(B) + 1), np.maximum(A @ B + 1, 0)),
-        ("int", lambda: (zd.tensor(i) * 3) % 7 - zd.tensor(i).sum(0), (i * 3) % 7 - i.sum(0)),
-    ]
-
-
-def _run(worker: Worker, t, pick) -> np.ndarray:
-    """Run the graph of `t` kernel by kernel on `worker`, each kernel rendered with `pick(kernel)`."""
-    kernels = kernelize([t.node])
-    ids, cmds = iter(range(1, 10**6)), []  # fresh ids: every run frees what it made
-    bufs: dict[int, int] = {}
-    for k in kernels:
-        for x in k.inputs:
-            if x.id not in bufs:
-                bufs[x.id] = next(ids)
-                cmds += [Alloc(bufs[x.id], max(x.size * x.dtype.itemsize, 1)), CopyIn(bufs[x.id], x.host)]
-        for o in k.outputs:
-            bufs[o.id] = next(ids)
-            cmds.append(Alloc(bufs[o.id], max(o.size * o.dtype.itemsize, 1)))
-        p = render_kernel(k, "opencl", pick(k))
-        pid = next(ids)
-        args = tuple(bufs[x.id] for x in k.inputs + k.outputs)
-        cmds += [Compile(pid, p.source, p.name), Launch(pid, args, p.gws, p.lws, args[: len(k.inputs)],
-                                                       args[len(k.inputs):])]
-    cmds.append(CopyOut(bufs[t.node.id], t.dtype.name, t.shape))
-    cmds += [Free(b) for b in bufs.values()]
-    res = worker.run(cmds)
-    assert all(type(r).__name__ == "Done" for r in res.results), [r for r in res.results if type(r).__name__ != "Done"]
-    return res.results[-1 - len(bufs)].value
 
 
 def test_every_candidate_computes_what_numpy_does():
@@ -80,7 +31,7 @@ def test_every_candidate_computes_what_numpy_does():
     worker = Worker("opencl:cpu")
     try:
         covered: set[str] = set()  # the options some candidate sets away from their defaults
-        for label, build, expected in _graphs(rng):
+        for label, build, expected in option_graphs(rng):
             t = build()
             seen: set = set()
             for k in kernelize([t.node]):
@@ -91,7 +42,7 @@ def test_every_candidate_computes_what_numpy_does():
             covered |= {f.name for f in dataclasses.fields(options.KernelOpts) for o in seen
                         if getattr(o, f.name) != getattr(options.KernelOpts(), f.name)}
             for opts in sorted(seen, key=lambda o: o.tag()):  # every kernel of the graph with these options
-                got = _run(worker, t, lambda k, o=opts: o)
+                got = run_kernels(worker, t, lambda k, o=opts: o)
                 np.testing.assert_allclose(got, expected, rtol=2e-5, atol=2e-5, err_msg=f"{label} {opts.tag()}")
     finally:
         worker.close()
