@@ -73,7 +73,12 @@ class Tuner:
         if (not self.enabled or run is None or len(cands) == 1 or estimate < MIN_SECONDS
                 or scratch > free_bytes // 2):
             return cands[0]  # not remembered: a later call with time to spare may still tune it
-        best = self._time(kernel, target, run, new_id, cands[: self.budget], first)
+        try:
+            best = self._time(kernel, target, run, new_id, cands[: self.budget], first)
+        except Exception as e:  # noqa: BLE001 -- e.g. the worker was lost: the realize that follows finds out
+            if self.debug & 32:
+                print(f"zyx_dist: autotune of {first.name} on {target.device} stopped: {type(e).__name__}: {e}")
+            return cands[0]
         self.chosen[(target.key, h)] = best
         self._save(target, h, best)
         return best

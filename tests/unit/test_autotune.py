@@ -151,3 +151,18 @@ def test_options_of_another_model_are_never_shared():
     b = render_kernel(k, "opencl", options.KernelOpts(lws=128))
     assert a.name != b.name and a.lws != b.lws
     assert dataclasses.replace(options.KernelOpts(), lws=64).tag() in a.opts.tag()
+
+
+def test_a_search_that_fails_falls_back_to_the_cost_model_choice(tmp_path, monkeypatch):
+    """A worker lost in the middle of a search (here: its run raises) costs the tuning, not the realize."""
+    monkeypatch.setattr(autotune, "MIN_SECONDS", 0.0)
+    k, = kernelize([(zd.tensor(np.zeros(65539, np.float32)) * 2 + 1).node])
+    target = autotune.Target("opencl|test|test|1", "opencl", False, 1024, "opencl:0", 10.0, 5.0)
+    tuner = autotune.Tuner(True, 4, str(tmp_path))
+
+    def lost(batch):
+        raise RuntimeError("worker lost")
+
+    opts = tuner.options(k, target, lost, 1 << 30, iter(range(1, 100)).__next__)
+    assert opts == options.candidates(facts(k, "opencl", False))[0]
+    assert not tuner.chosen and not list(tmp_path.iterdir())

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..graph import Node, Op, ReduceOp, prod
 from . import symbolic as sym
+from .cexpr import move_index, strides
 
 TILE_M = TILE_N = 128
 THREADS = 256  # 16 x 16 work-items, each an 8 x 8 block of contiguous rows and columns
@@ -35,14 +36,12 @@ class GemmSpec:
 
 def _operand(x: Node, pos: dict[int, int], idx: tuple) -> tuple[int, sym.Expr] | None:
     """(input position, offset expression) when x is an input seen through index-only movement ops."""
-    from .render import _move, _strides
-
     while x.id not in pos:
         if x.op not in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.FLIP):
             return None
-        idx = _move(x, idx)
+        idx = move_index(x, idx)
         x = x.srcs[0]
-    off = sym.add(*[sym.mul(e, s) for e, s in zip(idx, _strides(x.shape)) if s])
+    off = sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides(x.shape)) if s])
     return pos[x.id], off
 
 

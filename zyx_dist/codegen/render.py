@@ -4,7 +4,11 @@ Takes a `Kernel`; gives a `Program` (source, entry name, work sizes, cost figure
 only the spellings that differ (qualifiers, type names, the global id, float16 loads and stores,
 the preamble), and the program name carries the dialect (`k_<hash>` / `kc_<hash>`).
 
-Each work-item computes one element of the kernel's output shape. A node is evaluated at a symbolic
+How the work is laid out comes from the kernel's `KernelOpts` (see `options.py`; the autotuner picks
+them): one element per work-item, several a grid apart, or 4 adjacent ones through float4 loads and
+stores; a work-group per output sharing its reduce loops; a work-group per row for row kernels (the
+per-row reduces as in-group reductions, the row optionally held in registers); the tiled GEMM
+(`gemm.py`) for matmul-shaped kernels. The program name carries the options too. A node is evaluated at a symbolic
 index (one expression per dim): movement ops only rewrite the index (permute reorders, expand zeroes,
 reshape flattens and splits by div/mod, flip mirrors, pad shifts and adds a validity condition), so
 they cost nothing. Loads under a validity condition are guarded (`c ? buf[i] : 0`) and a pad selects
@@ -16,14 +20,14 @@ and shared subexpressions are computed once per loop level.
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass
 
 from ..dtypes import DType, bool_, float16, float64
-from ..graph import BinaryOp, Node, Op, ReduceOp, UnaryOp, prod
+from ..graph import BinaryOp, Node, Op, ReduceOp, prod
 from ..kernelize import Kernel, row_suffix
 from . import gemm, options
 from . import symbolic as sym
+from .cexpr import all_nodes, ctype, flat_index, has_reduce, limit, literal, move_index, render_conds, strides, unary
 from .dialects import CUDA, DIALECTS, OPENCL, Dialect  # noqa: F401 -- re-exported
 from .options import KernelOpts
 
@@ -39,43 +43,6 @@ class Program:
     bytes: int
     dialect: str = "opencl"
     opts: KernelOpts | None = None
-
-
-
-
-def ctype(dt: DType, dialect: Dialect = OPENCL) -> str:
-    """C type used for computing in registers (half is computed in float, as PoCL lacks cl_khr_fp16)."""
-    return "float" if dt is float16 else "bool" if dt is bool_ else dialect.type(dt.cname)
-
-
-def literal(value, dt: DType, dialect: Dialect = OPENCL) -> str:
-    if dt is bool_:
-        return "true" if value else "false"
-    if dt.is_float:
-        v = float(value)
-        if math.isnan(v):
-            return "NAN"
-        if math.isinf(v):
-            return "INFINITY" if v > 0 else "(-INFINITY)"
-        return repr(v) + ("" if dt is float64 else "f")
-    v = int(value)
-    if dt.is_unsigned:
-        return f"{v}u" if dt.itemsize <= 4 else f"{v}{dialect.int_suffix[(8, True)]}"
-    if dt.itemsize == 8:
-        sfx = dialect.int_suffix[(8, False)]
-        return f"{v}{sfx}" if v != -(2**63) else f"(-9223372036854775807{sfx}-1{sfx})"
-    if dt.itemsize == 4:
-        return str(v) if v != -(2**31) else "(-2147483647-1)"
-    return f"(({dialect.type(dt.cname)}){v})"
-
-
-def _limit(dt: DType, low: bool, dialect: Dialect = OPENCL) -> str:
-    if dt is bool_:
-        return "false" if low else "true"
-    if dt.is_float:
-        return "(-INFINITY)" if low else "INFINITY"
-    info = __import__("numpy").iinfo(dt.np_dtype)
-    return literal(info.min if low else info.max, dt, dialect)
 
 
 def kernel_key(k: Kernel) -> tuple:
@@ -154,7 +121,7 @@ class _Renderer:
         self.flops = 0
         self.uses_fp64 = any(n.dtype is float64 for n in kernel.inputs + kernel.outputs)
         # every index (loop counters over expanded intermediates too) must fit the index type
-        biggest = max([n.size for n in kernel.inputs + _all_nodes(kernel)] + [1])
+        biggest = max([n.size for n in kernel.inputs + all_nodes(kernel)] + [1])
         self.index = "int" if biggest < 2**31 - 1 else "long"
         self.index_type = dialect.type(self.index)
         self.root = _Block(None)
@@ -205,7 +172,7 @@ class _Renderer:
         if op is Op.CONST:
             return literal(n.arg, n.dtype, self.d), self.root
         if op in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.FLIP):
-            return self.value(n.srcs[0], _move(n, idx), valid, block)
+            return self.value(n.srcs[0], move_index(n, idx), valid, block)
         if op is Op.PAD:
             return self.pad(n, idx, valid, block)
         if op is Op.REDUCE:
@@ -219,14 +186,13 @@ class _Renderer:
         elif op is Op.WHERE:
             expr = f"({srcs[0]} ? {srcs[1]} : {srcs[2]})"
         elif op is Op.UNARY:
-            expr = _unary(n.arg, srcs[0], n.srcs[0].dtype, self.d)
+            expr = unary(n.arg, srcs[0], n.srcs[0].dtype, self.d)
         else:
             expr = self.binary(n.arg, srcs[0], srcs[1], n.srcs[0].dtype, at)
         return self.var(at, n.dtype, expr), at
 
     def load(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> tuple[str, _Block]:
-        strides = _strides(n.shape)
-        off = sym.render(sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides) if s]))
+        off = sym.render(sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides(n.shape)) if s]))
         arg = f"in{self.inputs[n.id]}"
         at = self.home(block, idx, valid)
         if not valid and self.row_offset(at) == off:  # the row's own element: read once, kept in registers
@@ -239,7 +205,7 @@ class _Renderer:
             return f"{vec}.{'xyzw'[self.lanes.index(off)]}", self.root
         expr = self.typed_load(n, arg, off)
         if valid:
-            expr = f"({_conds(valid)} ? {expr} : {literal(0, n.dtype, self.d)})"
+            expr = f"({render_conds(valid)} ? {expr} : {literal(0, n.dtype, self.d)})"
         return self.var(at, n.dtype, expr, "ld"), at
 
     def row_offset(self, block: _Block) -> str | None:
@@ -276,7 +242,7 @@ class _Renderer:
             return self.value(src, tuple(inner), valid, block)
         v, vat = self.value(src, tuple(inner), valid | frozenset(conds), block)
         at = max((vat, self.home(block, (), frozenset(conds))), key=lambda b: b.depth)
-        return self.var(at, n.dtype, f"({_conds(conds)} ? {v} : {literal(value, n.dtype, self.d)})"), at
+        return self.var(at, n.dtype, f"({render_conds(conds)} ? {v} : {literal(value, n.dtype, self.d)})"), at
 
     def reduce(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> tuple[str, _Block]:
         rop, axes = n.arg
@@ -295,7 +261,7 @@ class _Renderer:
         acc = f"acc{self.count}"
         self.count += 1
         identity = {ReduceOp.SUM: literal(0, dt, self.d), ReduceOp.PROD: literal(1, dt, self.d),
-                    ReduceOp.MAX: _limit(dt, True, self.d), ReduceOp.MIN: _limit(dt, False, self.d)}[rop]
+                    ReduceOp.MAX: limit(dt, True, self.d), ReduceOp.MIN: limit(dt, False, self.d)}[rop]
         loop.reduce = (acc, dt, rop)  # before the body, which asks whether it is in a reduce loop
         v, _ = self.value(src, tuple(inner), valid, loop)
         self.flops += size
@@ -416,7 +382,7 @@ class _Renderer:
             return self.render_rows(row)
         total = prod(self.k.shape)
         gid = sym.Var("gid", 0, total - 1)
-        stores = self.elementwise_body(self.root, _flat_index(self.k.shape, gid))
+        stores = self.elementwise_body(self.root, flat_index(self.k.shape, gid))
         loops = [item for item in self.root.lines if isinstance(item, _Block)]
         o = self.opts
         if loops and o.group:  # one work-group per output element, work-item 0 stores
@@ -449,7 +415,7 @@ class _Renderer:
         threads = -(-quads // (o.lws * o.elems)) * o.lws
         lanes = _Renderer(self.k, self.d, self.name, o)
         lanes.lanes = [f"g{u}" for u in range(4)]
-        values = [[lanes.value(out, _flat_index(self.k.shape, sym.Var(g, 0, total - 1)), frozenset(), lanes.root)[0]
+        values = [[lanes.value(out, flat_index(self.k.shape, sym.Var(g, 0, total - 1)), frozenset(), lanes.root)[0]
                    for g in lanes.lanes] for out in self.k.outputs]
         body = [f"{T} g{u} = first + {u};" for u in range(4)]
         body += [f"const float4 {v} = {self.d.load4.format(ptr=f'in{pos} + first')};" for pos, v in lanes.vec_inputs.items()]
@@ -468,8 +434,8 @@ class _Renderer:
         """Row kernels (see kernelize): how many trailing output dims form the row that per-row reduces
         broadcast back along; 0 when the kernel has no such broadcast (or only rows of one element)."""
         inputs = set(self.inputs)
-        for n in _all_nodes(self.k):
-            if n.op is Op.EXPAND and n.srcs[0].id not in inputs and _has_reduce(n.srcs[0], inputs):
+        for n in all_nodes(self.k):
+            if n.op is Op.EXPAND and n.srcs[0].id not in inputs and has_reduce(n.srcs[0], inputs):
                 suffix = row_suffix(n)
                 if suffix is not None and self.k.shape[-len(suffix):] == suffix and prod(suffix) > 1:
                     return len(suffix)
@@ -484,7 +450,7 @@ class _Renderer:
         rows = prod(shape) // cols
         size = o.group or 256
         r, j = sym.Var("row", 0, rows - 1), sym.Var("j", 0, cols - 1)
-        idx = _flat_index(shape[:-dims], r) + _flat_index(shape[-dims:], j)
+        idx = flat_index(shape[:-dims], r) + flat_index(shape[-dims:], j)
         col = _Block(self.root, j)
         col.group = ("lid", size, [])
         passes = -(-cols // size) if o.cache else 0
@@ -524,7 +490,7 @@ class _Renderer:
             out = self.k.outputs[0]
             total = prod(out.shape)
             g = sym.Var(gid, 0, total - 1)
-            idx = tuple(sym.ZERO if d == 1 else sym.mod(sym.div(g, s), d) for d, s in zip(out.shape, _strides(out.shape)))
+            idx = tuple(sym.ZERO if d == 1 else sym.mod(sym.div(g, s), d) for d, s in zip(out.shape, strides(out.shape)))
             v, _ = self.value(out, idx, frozenset(), self.root)
             return self.root.emit(0, self.index_type), f"({self.d.type(out.dtype.cname)})({v})"
 
@@ -539,12 +505,12 @@ class _Renderer:
         d = self.d
         lines = []
         if any(n.dtype is float16 for n in self.k.inputs + self.k.outputs) or any(
-                n.op is Op.CAST and n.dtype is float16 for n in _all_nodes(self.k)):
+                n.op is Op.CAST and n.dtype is float16 for n in all_nodes(self.k)):
             lines += d.half_preamble
         lines += d.preamble
         if self.uses_fp64:
             lines += d.fp64_preamble
-        used = {o.dtype for o in _all_nodes(self.k) if o.op is Op.BINARY and o.arg is BinaryOp.POW}
+        used = {o.dtype for o in all_nodes(self.k) if o.op is Op.BINARY and o.arg is BinaryOp.POW}
         for dt in sorted(used, key=lambda d: d.name):
             src_dt = dt
             if src_dt.is_float:
@@ -555,93 +521,6 @@ class _Renderer:
             lines.append(f"{d.func_prefix}{t} ipow_{name}({t} a, {t} b) {{\n{neg}  {t} r = 1;\n"
                          f"  while (b) {{ if (b & 1) r *= a; a *= a; b >>= 1; }}\n  return r;\n}}")
         return lines
-
-
-def _all_nodes(k: Kernel) -> list[Node]:
-    inputs = {n.id for n in k.inputs}
-    out, seen, stack = [], set(), list(k.outputs)
-    while stack:
-        n = stack.pop()
-        if n.id in seen or n.id in inputs:
-            continue
-        seen.add(n.id)
-        out.append(n)
-        stack.extend(n.srcs)
-    return out
-
-
-def _strides(shape: tuple[int, ...]) -> list[int]:
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc if d != 1 else 0)
-        acc *= d
-    return out[::-1]
-
-
-def _move(n: Node, idx: tuple) -> tuple:
-    """The index into the source of a movement node, given the index into its output."""
-    src = n.srcs[0]
-    if n.op is Op.PERMUTE:
-        inner = [sym.ZERO] * len(idx)
-        for i, a in enumerate(n.arg):
-            inner[a] = idx[i]
-        return tuple(inner)
-    if n.op is Op.EXPAND:
-        return tuple(sym.ZERO if d == 1 else e for e, d in zip(idx, src.shape))
-    if n.op is Op.FLIP:
-        return tuple(sym.add(sym.mul(e, -1), d - 1) if a in n.arg else e
-                     for a, (e, d) in enumerate(zip(idx, src.shape)))
-    # reshape: flatten with the output strides, split with the source's
-    flat = sym.add(*[sym.mul(e, s) for e, s in zip(idx, _strides(n.shape)) if s])
-    return tuple(sym.ZERO if d == 1 else sym.mod(sym.div(flat, s), d) for d, s in zip(src.shape, _strides(src.shape)))
-
-
-def _flat_index(shape: tuple[int, ...], flat: sym.Expr) -> tuple:
-    """The index into `shape` of the element at row-major position `flat`."""
-    return tuple(sym.ZERO if d == 1 else sym.mod(sym.div(flat, s), d) for d, s in zip(shape, _strides(shape)))
-
-
-def _has_reduce(n: Node, inputs: set[int]) -> bool:
-    """Whether computing n (down to the kernel's inputs) runs a reduce."""
-    stack, seen = [n], set()
-    while stack:
-        x = stack.pop()
-        if x.id in seen or x.id in inputs:
-            continue
-        seen.add(x.id)
-        if x.op is Op.REDUCE:
-            return True
-        stack.extend(x.srcs)
-    return False
-
-
-def _conds(conds) -> str:
-    parts = sorted(sym.render_cond(c) for c in conds)
-    return parts[0] if len(parts) == 1 else "(" + " && ".join(parts) + ")"
-
-
-_FLOAT_FN = {UnaryOp.EXP: "exp", UnaryOp.EXP2: "exp2", UnaryOp.LOG: "log", UnaryOp.LOG2: "log2",
-             UnaryOp.SQRT: "sqrt", UnaryOp.RSQRT: "rsqrt", UnaryOp.SIN: "sin", UnaryOp.COS: "cos",
-             UnaryOp.TAN: "tan", UnaryOp.TANH: "tanh", UnaryOp.FLOOR: "floor", UnaryOp.CEIL: "ceil",
-             UnaryOp.ROUND: "rint"}
-
-
-def _unary(op: UnaryOp, x: str, dt: DType, dialect: Dialect = OPENCL) -> str:
-    if op is UnaryOp.NEG:
-        return f"(-{x})"
-    if op is UnaryOp.NOT:
-        return f"(!{x})" if dt is bool_ else f"(~{x})"
-    if op is UnaryOp.ABS:
-        return f"fabs({x})" if dt.is_float else x if (dt.is_unsigned or dt is bool_) else f"({x} < 0 ? -{x} : {x})"
-    if op is UnaryOp.RECIP:
-        return f"(({ctype(dt, dialect)})1 / {x})"
-    if op is UnaryOp.ISNAN:
-        return f"(isnan({x}) != 0)" if dt.is_float else "false"
-    if op is UnaryOp.ISINF:
-        return f"(isinf({x}) != 0)" if dt.is_float else "false"
-    if op in (UnaryOp.FLOOR, UnaryOp.CEIL, UnaryOp.ROUND) and not dt.is_float:
-        return x
-    return f"{_FLOAT_FN[op]}({x})"
 
 
 def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = None,
@@ -655,7 +534,7 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
     dims = r.row_dims()
     if dims:
         return r.shape_facts(1, 0, prod(kernel.shape[-dims:]), gpu, max_lws)
-    r.elementwise_body(r.root, _flat_index(kernel.shape, sym.Var("gid", 0, max(prod(kernel.shape) - 1, 0))))
+    r.elementwise_body(r.root, flat_index(kernel.shape, sym.Var("gid", 0, max(prod(kernel.shape) - 1, 0))))
     loops = [b.var.hi + 1 for b in r.root.lines if isinstance(b, _Block)]
     return r.shape_facts(len(loops), min(loops, default=0), 0, gpu, max_lws)
 
