@@ -15,6 +15,9 @@ class Dialect:
     name: str
     prefix: str  # of program names: the dialect is part of the name, so compiled-program caches never mix
     kernel_prefix: str
+    # a kernel that always runs `{threads}` work-items per group, at least `{groups}` groups per compute
+    # unit where the dialect can say so (the compiler then keeps registers within that budget)
+    bounded_prefix: str
     global_ptr: str  # address space of buffer parameters ("" in CUDA), with its trailing space
     restrict: str
     global_id: dict  # index type -> expression of the work-item's global id
@@ -49,6 +52,7 @@ OPENCL = Dialect(
     name="opencl",
     prefix="k_",
     kernel_prefix="__kernel void",
+    bounded_prefix="__kernel __attribute__((reqd_work_group_size({threads}, 1, 1))) void",
     global_ptr="__global ",
     restrict="restrict",
     global_id={"int": "get_global_id(0)", "long": "get_global_id(0)"},
@@ -67,6 +71,7 @@ CUDA = Dialect(
     name="cuda",
     prefix="kc_",
     kernel_prefix='extern "C" __global__ void',
+    bounded_prefix='extern "C" __global__ void __launch_bounds__({threads}, {groups})',
     global_ptr="",
     restrict="__restrict__",
     # 32-bit unsigned arithmetic is exact below 2**31 work-items; above, widen before multiplying

@@ -201,7 +201,9 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
         tile = f"{load_a}\n{load_b}\n    {barrier}"
     lines, value = epilogue("gid", "acc")
     body = "\n".join("          " + ln for ln in lines)
-    src = f"""{dialect.kernel_prefix} {name}({', '.join(params)}) {{
+    # two work-groups per compute unit: at most 128 registers per work-item, which an epilogue could exceed
+    prefix = dialect.bounded_prefix.format(threads=THREADS, groups=2)
+    src = f"""{prefix} {name}({', '.join(params)}) {{
   {shared} float As[{tile_k}][{TILE_M}];
   {shared} float Bs[{tile_k}][{TILE_N}];
   const int tid = {lid};

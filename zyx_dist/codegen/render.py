@@ -488,9 +488,14 @@ class _Renderer:
         def epilogue(gid: str, acc: str) -> tuple[list[str], str]:
             self.overrides[spec.reduce.id] = acc
             out = self.k.outputs[0]
-            total = prod(out.shape)
-            g = sym.Var(gid, 0, total - 1)
-            idx = tuple(sym.ZERO if d == 1 else sym.mod(sym.div(g, s), d) for d, s in zip(out.shape, strides(out.shape)))
+            dims = [d for d in out.shape if d != 1]
+            if dims == [spec.M, spec.N] and spec.out_strides == (spec.N, 1):
+                # the output is the (M, N) matrix itself: index it by the template's row and column, so an
+                # epilogue's operands (a bias) need no division of the flat index
+                rc = iter((sym.Var("gi", 0, spec.M - 1), sym.Var("gj", 0, spec.N - 1)))
+                idx = tuple(sym.ZERO if d == 1 else next(rc) for d in out.shape)
+            else:
+                idx = flat_index(out.shape, sym.Var(gid, 0, prod(out.shape) - 1))
             v, _ = self.value(out, idx, frozenset(), self.root)
             return self.root.emit(0, self.index_type), f"({self.d.type(out.dtype.cname)})({v})"
 
