@@ -250,17 +250,21 @@ class CudaBackend:
         gws: Sequence[int],
         lws: Sequence[int] | None,
         wait_for: Sequence[_Event] = (),
+        timed: bool = True,
     ) -> _Event:
-        """Launch `prog` over `gws[0]` threads in blocks of `lws[0]` (256 when None) and return its event.
-        Buffers are passed as explicitly typed 64-bit pointers (numpy.uint64), never as bare ints."""
+        """Launch `prog` over `gws[0]` threads in blocks of `lws[0]` (256 when None) and return its event
+        (with a start event too when `timed`, for `event_seconds`). Buffers are passed as explicitly typed
+        64-bit pointers (numpy.uint64), never as bare ints."""
         block = int(lws[0]) if lws else 256
         grid = -(-int(gws[0]) // block)
         args = tuple([np.uint64(h.ptr) for h in handles])
         try:
             with self._dev, self.stream:  # RawKernel launches on the current stream
                 self._after(wait_for)
-                start = cp.cuda.Event(block=False, disable_timing=False)
-                start.record(self.stream)
+                start = None
+                if timed:
+                    start = cp.cuda.Event(block=False, disable_timing=False)
+                    start.record(self.stream)
                 prog.function((grid,), (block,), args)
                 return _Event(self.stream, start)
         except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as e:

@@ -210,6 +210,7 @@ class OpenCLBackend:
         gws: Sequence[int],
         lws: Sequence[int] | None,
         wait_for: Sequence[Any] = (),
+        timed: bool = True,  # unused: OpenCL events always carry profiling times on this queue
     ) -> Any:
         """Enqueue `prog` over global size `gws` (local size `lws`, or the runtime's choice) and return its event."""
         try:

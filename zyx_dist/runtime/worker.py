@@ -344,6 +344,6 @@ class Worker:
         if type(reads) is not tuple or type(writes) is not tuple or cmd.bufs != reads + writes:
             listed = set(reads) | set(writes)
             writes = tuple(writes) + tuple(b for b in cmd.bufs if b not in listed)
-        event = self.backend.launch(prog, handles, cmd.gws, cmd.lws, self.events.wait_list(reads, writes))
+        event = self.backend.launch(prog, handles, cmd.gws, cmd.lws, self.events.wait_list(reads, writes), self.profile)
         self.events.record(reads, writes, event)
         launches.append(event)
