@@ -20,12 +20,14 @@ class KernelOpts:
     tile_k: int = 8  # GEMM: depth of the local-memory tiles
     prefetch: int = 0  # GEMM: 1 = load the next tiles into registers while multiplying the current ones
     cache: int = 0  # row kernels: 1 = keep the row's elements in registers across the passes over it
+    lanes: int = 0  # reduce loops without work-groups: iterations per pass, with vector loads (CPUs)
 
     def tag(self) -> str:
         """A short name of the non-default choices, part of the program name."""
         parts = [f"{k[0]}{v}" for k, v in (("lws", self.lws), ("elems", self.elems), ("vec", self.vec),
                                            ("group", self.group), ("unroll", self.unroll), ("k", self.tile_k),
-                                           ("prefetch", self.prefetch), ("cache", self.cache))]
+                                           ("prefetch", self.prefetch), ("cache", self.cache),
+                                           ("lanes", self.lanes))]
         return "".join(parts)
 
 
@@ -62,6 +64,9 @@ def candidates(s: Shape) -> list[KernelOpts]:
         return cached + plain if s.gpu else plain + cached
     if s.loops:
         flat = [KernelOpts(lws=small(s.total, w)) for w in lws]
+        if not s.gpu:  # vector loads of 8 adjacent elements per pass (AVX registers), for the tuner to try:
+            # not the default, since 8 copies of the loop body cost small kernels more compile time than they win
+            flat = flat[:1] + [KernelOpts(lws=small(s.total, w), lanes=8) for w in lws[:2]] + flat[1:]
         if s.shortest_loop < 64:
             return flat
         groups = [KernelOpts(group=g, unroll=u) for g in lws if g <= s.shortest_loop for u in (1, 4, 8)]

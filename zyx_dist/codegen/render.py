@@ -77,6 +77,7 @@ class _Block:
         self.lines: list = []  # str or _Block (a nested loop)
         self.memo: dict = {}
         self.before_loop: list[str] = []  # accumulator declarations, placed before this loop
+        self.after_loop: list[str] = []  # the lanes' accumulators combined, placed after it
         self.reduce: tuple | None = None  # (accumulator, dtype, ReduceOp) of a reduce loop
         self.group: tuple[str, int, list[str]] | None = None  # in-group reduce: (local id, size, combine code)
         self.passes = 0  # a row loop over a row cached in registers: the work-group's passes over the row
@@ -106,6 +107,7 @@ class _Block:
                                f"{v.name} += {size}) {{")
                 out += item.emit(indent + 1, index_type, unroll)
                 out.append(pad + close)
+                out += [pad + ln for ln in item.after_loop]
                 if item.group is not None:
                     out += [pad + ln for ln in item.group[2]]
             else:
@@ -128,6 +130,8 @@ class _Renderer:
         self.overrides: dict[int, str] = {}  # node id -> a C expression that stands for its value
         self.lanes: list[str] = []  # vector form: the index variable of each lane
         self.vec_inputs: dict[int, str] = {}  # vector form: input position -> its float4 of the lanes
+        self.lane: int | None = None  # the lane of a reduce loop being evaluated (loops with `lanes`)
+        self.lane_loads: list[tuple] = []  # (input position, lane, offset, variable, block) of lane loads
         self.row_of: tuple[sym.Var, int] | None = None  # cached row form: the row variable and the row's length
         self.row_cache: dict[int, str] = {}  # cached row form: input position -> the load of its element at `c`
 
@@ -192,7 +196,8 @@ class _Renderer:
         return self.var(at, n.dtype, expr), at
 
     def load(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> tuple[str, _Block]:
-        off = sym.render(sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides(n.shape)) if s]))
+        offset = sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides(n.shape)) if s])
+        off = sym.render(offset)
         arg = f"in{self.inputs[n.id]}"
         at = self.home(block, idx, valid)
         if not valid and self.row_offset(at) == off:  # the row's own element: read once, kept in registers
@@ -206,7 +211,10 @@ class _Renderer:
         expr = self.typed_load(n, arg, off)
         if valid:
             expr = f"({render_conds(valid)} ? {expr} : {literal(0, n.dtype, self.d)})"
-        return self.var(at, n.dtype, expr, "ld"), at
+        name = self.var(at, n.dtype, expr, "ld")
+        if self.lane is not None and not valid:  # a candidate for one vector load with the other lanes
+            self.lane_loads.append((self.inputs[n.id], self.lane, offset, name, at))
+        return name, at
 
     def row_offset(self, block: _Block) -> str | None:
         """Cached row form: in a pass over the row (a top-level loop as long as the row), the offset of
@@ -249,33 +257,82 @@ class _Renderer:
         src = n.srcs[0]
         size = prod(src.shape[a] for a in axes)
         at = self.home(block, idx, valid)
-        loop = _Block(at, sym.Var(f"r{self.count}", 0, size - 1))
+        # a top-level loop of a kernel without work-groups may run `lanes` iterations per pass, each with
+        # its own accumulator, and read them with one vector load where they are adjacent (CPUs)
+        width = self.opts.lanes if at is self.root and not self.opts.group and not self.lanes else 0
+        width = width if width and size % width == 0 and size > width else 1
+        loop = _Block(at, sym.Var(f"r{self.count}", 0, size // width - 1))
         self.count += 1
-        inner = list(idx)
-        rest: sym.Expr = loop.var  # type: ignore[assignment]
-        for a in reversed(axes):  # split the flat loop index into the reduced dims, last fastest
-            d = src.shape[a]
-            inner[a] = sym.mod(rest, d)
-            rest = sym.div(rest, d)
         dt = n.dtype
         acc = f"acc{self.count}"
         self.count += 1
         identity = {ReduceOp.SUM: literal(0, dt, self.d), ReduceOp.PROD: literal(1, dt, self.d),
                     ReduceOp.MAX: limit(dt, True, self.d), ReduceOp.MIN: limit(dt, False, self.d)}[rop]
         loop.reduce = (acc, dt, rop)  # before the body, which asks whether it is in a reduce loop
-        v, _ = self.value(src, tuple(inner), valid, loop)
+        accs = [acc] if width == 1 else [f"{acc}_{u}" for u in range(width)]
+        loads_before = len(self.lane_loads)
+        for u, name in enumerate(accs):
+            rest: sym.Expr = loop.var if width == 1 else sym.add(sym.mul(loop.var, width), u)
+            inner = list(idx)
+            for a in reversed(axes):  # split the flat loop index into the reduced dims, last fastest
+                d = src.shape[a]
+                inner[a] = sym.mod(rest, d)
+                rest = sym.div(rest, d)
+            self.lane = u if width > 1 else None
+            v, _ = self.value(src, tuple(inner), valid, loop)
+            loop.lines.append(self.update(rop, dt, name, v, loop))
+            loop.before_loop.append(f"{ctype(dt, self.d)} {name} = {identity};")
+        self.lane = None
         self.flops += size
-        if rop is ReduceOp.SUM:
-            update = f"{acc} = {acc} || {v};" if dt is bool_ else f"{acc} += {v};"
-        elif rop is ReduceOp.PROD:
-            update = f"{acc} = {acc} && {v};" if dt is bool_ else f"{acc} *= {v};"
-        else:
-            bop = BinaryOp.MAX if rop is ReduceOp.MAX else BinaryOp.MIN
-            update = f"{acc} = {self.binary(bop, acc, v, dt, loop)};"
-        loop.lines.append(update)
-        loop.before_loop.append(f"{ctype(dt, self.d)} {acc} = {identity};")
+        if width > 1:
+            self.merge_lane_loads(loop, width, self.lane_loads[loads_before:])
+            del self.lane_loads[loads_before:]
+            total = accs
+            while len(total) > 1:  # combined pairwise, as NumPy's pairwise sum does
+                total = [self.combine(rop, dt, a, b) for a, b in zip(total[::2], total[1::2])]
+            loop.after_loop.append(f"{ctype(dt, self.d)} {acc} = {total[0]};")
         at.lines.append(loop)
         return acc, at
+
+    def update(self, rop: ReduceOp, dt: DType, acc: str, v: str, loop: _Block) -> str:
+        if rop is ReduceOp.SUM:
+            return f"{acc} = {acc} || {v};" if dt is bool_ else f"{acc} += {v};"
+        if rop is ReduceOp.PROD:
+            return f"{acc} = {acc} && {v};" if dt is bool_ else f"{acc} *= {v};"
+        bop = BinaryOp.MAX if rop is ReduceOp.MAX else BinaryOp.MIN
+        return f"{acc} = {self.binary(bop, acc, v, dt, loop)};"
+
+    def combine(self, rop: ReduceOp, dt: DType, a: str, b: str) -> str:
+        if rop is ReduceOp.SUM:
+            return f"({a} || {b})" if dt is bool_ else f"({a} + {b})"
+        if rop is ReduceOp.PROD:
+            return f"({a} && {b})" if dt is bool_ else f"({a} * {b})"
+        return self.binary(BinaryOp.MAX if rop is ReduceOp.MAX else BinaryOp.MIN, a, b, dt, self.root)
+
+    def merge_lane_loads(self, loop: _Block, width: int, loads: list[tuple]) -> None:
+        """Where the lanes of a loop load `width` adjacent float32 elements of one input (lane u at lane 0's
+        offset + u), one vector load replaces their scalar loads (OpenCL's vloadN; CUDA keeps scalars)."""
+        if self.d.name != "opencl":
+            return
+        by_input: dict[int, list[list[tuple]]] = {}
+        for pos, lane, off, name, block in loads:
+            if block is loop and self.k.inputs[pos].dtype.name == "float32":
+                by_input.setdefault(pos, [[] for _ in range(width)])[lane].append((off, name))
+        for pos, lanes in by_input.items():
+            if len({len(ln) for ln in lanes}) != 1:
+                continue  # some lane shares a load with another: no one-to-one match
+            for k in range(len(lanes[0])):
+                base = lanes[0][k][0]
+                if any(sym.render(lanes[u][k][0]) != sym.render(sym.add(base, u)) for u in range(1, width)):
+                    continue
+                vec = f"vl{self.count}"
+                self.count += 1
+                for u in range(width):
+                    name = lanes[u][k][1]
+                    i = next(i for i, ln in enumerate(loop.lines) if isinstance(ln, str) and ln.startswith(f"float {name} = "))
+                    loop.lines[i] = f"float {name} = {vec}.s{u};"
+                    if u == 0:
+                        loop.lines.insert(i, f"const float{width} {vec} = vload{width}(0, in{pos} + {sym.render(base)});")
 
     def cast(self, x: str, src: DType, dst: DType, block: _Block) -> str:
         if dst is bool_:
