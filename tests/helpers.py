@@ -142,6 +142,7 @@ def option_graphs(rng):
     v = rng.standard_normal((1 << 19) + 3).astype(np.float32)
     A, B = rng.standard_normal((70, 40)).astype(np.float32), rng.standard_normal((40, 52)).astype(np.float32)
     i = rng.integers(-50, 50, (33, 17)).astype(np.int32)
+    Y, w = rng.standard_normal((48, 304)).astype(np.float32), rng.standard_normal(304).astype(np.float32)
     e = np.exp(X - X.max(1, keepdims=True))
     mu = X.mean(1, keepdims=True)
     return [
@@ -153,6 +154,7 @@ def option_graphs(rng):
          / zd.sqrt(((zd.tensor(X) - zd.tensor(X).mean(1, keepdims=True)) ** 2).mean(1, keepdims=True) + 1e-5),
          (X - mu) / np.sqrt(((X - mu) ** 2).mean(1, keepdims=True) + 1e-5)),
         ("row_sum", lambda: zd.tensor(X).sum(1), X.sum(1)),
+        ("row_dot", lambda: (zd.tensor(Y) * zd.tensor(w)).sum(1), (Y * w).sum(1)),  # 8 lanes, 2 vector loads
         ("total", lambda: zd.tensor(X).max(), X.max()),
         ("matmul_epilogue", lambda: zd.relu(zd.tensor(A) @ zd.tensor(B) + 1), np.maximum(A @ B + 1, 0)),
         ("int", lambda: (zd.tensor(i) * 3) % 7 - zd.tensor(i).sum(0), (i * 3) % 7 - i.sum(0)),
