@@ -9,8 +9,8 @@ a device, when a reduce precedes it and it is broadcast by an expand (so a row m
 per element) or reduced again (so the inner reduce runs in parallel rather than inside the outer
 loop), and when a reduce precedes it and more than one kernel needs it. One exception keeps a row in
 one kernel: a per-row reduce broadcast back along trailing dims (softmax's max and sum, layer norm's
-mean) is fused into its consumers, which the renderer runs one work-group per row. Requested nodes of the same
-shape that do not depend on each other share one multi-output kernel, so `zd.realize(a, b)` computes
+mean) is fused into its consumers, which the renderer runs one work-group per row. Requested nodes of
+the same shape that do not depend on each other share one multi-output kernel, so `zd.realize(a, b)` computes
 their common subgraph once. Movement ops never make a kernel of their own: the renderer turns them
 into index arithmetic.
 """

@@ -97,7 +97,10 @@ def test_the_winner_is_on_disk_and_a_second_process_uses_it_at_once(tuned):
     assert len(files) == 1
     data = json.loads(files[0].read_text())
     key = next(iter(s.targets))
-    assert data["device"] == key and "|" in key and len(data["kernels"]) == 1
+    assert data["device"] == key and len(data["kernels"]) == 1
+    info = s.infos["opencl:0"]  # keyed by device model and driver version
+    assert key.split("|") == [info["backend"], info["device_name"], info["vendor"], info["driver_version"]]
+    assert info["driver_version"]
     (_, entry), = data["kernels"].items()
     winner = options.KernelOpts(**entry["opts"])
     code = f"""

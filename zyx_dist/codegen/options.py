@@ -1,8 +1,11 @@
 """Driver side: the knobs of one kernel's rendering and the candidates the autotuner times. Takes a
 kernel's shape facts (loop-free or not, reduce loop lengths, whether it is a row kernel or a GEMM, the
-dialect and the device type); gives `KernelOpts`, the default first, then the other candidates in
-the order a simple cost model ranks them (how many bytes each work-item keeps in flight, how well the
-work-groups fill the device), so a small tuning budget times the likeliest winners.
+dialect and the device type); gives `KernelOpts`, the default first, then the other candidates in a
+fixed order of preference for the device type. That order is a rule-based cost model, not a numeric
+one: on GPUs more bytes in flight per work-item (float4, several elements a grid apart), a work-group
+per output for long reductions and rows kept in registers come first; on CPUs plain loops come first;
+variants that would leave the device with too few work-groups are left out. A small tuning budget so
+times the likeliest winners.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ def default(s: Shape) -> KernelOpts:
 
 
 def candidates(s: Shape) -> list[KernelOpts]:
-    """Every variant worth timing, the default (best by the cost model) first."""
+    """Every variant worth timing, in order of preference (the default first)."""
     lws = [x for x in (256, 128, 512, 1024, 64) if x <= s.max_lws]
     if s.gemm:
         return [KernelOpts(tile_k=k, prefetch=p) for p in ((1, 0) if s.gpu else (0, 1)) for k in (8, 16)]

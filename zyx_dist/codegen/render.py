@@ -128,7 +128,7 @@ class _Renderer:
         self.index_type = dialect.type(self.index)
         self.root = _Block(None)
         self.overrides: dict[int, str] = {}  # node id -> a C expression that stands for its value
-        self.lanes: list[str] = []  # vector form: the index variable of each lane
+        self.quad: list[str] = []  # vector form: the index variable of each of the 4 elements
         self.vec_inputs: dict[int, str] = {}  # vector form: input position -> its float4 of the lanes
         self.lane: int | None = None  # the lane of a reduce loop being evaluated (loops with `lanes`)
         self.lane_loads: list[tuple] = []  # (input position, lane, offset, variable, block) of lane loads
@@ -204,10 +204,10 @@ class _Renderer:
             pos = self.inputs[n.id]
             self.row_cache[pos] = self.typed_load(n, arg, off.replace(at.var.name, "c"))
             return f"rc{pos}[p]", at
-        if off in self.lanes and not valid and n.dtype.name == "float32":  # one float4 load serves 4 lanes
+        if off in self.quad and not valid and n.dtype.name == "float32":  # one float4 load serves the quad
             pos = self.inputs[n.id]
             vec = self.vec_inputs.setdefault(pos, f"vin{pos}")
-            return f"{vec}.{'xyzw'[self.lanes.index(off)]}", self.root
+            return f"{vec}.{'xyzw'[self.quad.index(off)]}", self.root
         expr = self.typed_load(n, arg, off)
         if valid:
             expr = f"({render_conds(valid)} ? {expr} : {literal(0, n.dtype, self.d)})"
@@ -259,7 +259,7 @@ class _Renderer:
         at = self.home(block, idx, valid)
         # a top-level loop of a kernel without work-groups may run `lanes` iterations per pass, each with
         # its own accumulator, and read them with one vector load where they are adjacent (CPUs)
-        width = self.opts.lanes if at is self.root and not self.opts.group and not self.lanes else 0
+        width = self.opts.lanes if at is self.root and not self.opts.group and not self.quad else 0
         width = width if width and size % width == 0 and size > width else 1
         loop = _Block(at, sym.Var(f"r{self.count}", 0, size // width - 1))
         self.count += 1
@@ -470,13 +470,13 @@ class _Renderer:
         o, T = self.opts, self.index_type
         quads = -(-total // 4)
         threads = -(-quads // (o.lws * o.elems)) * o.lws
-        lanes = _Renderer(self.k, self.d, self.name, o)
-        lanes.lanes = [f"g{u}" for u in range(4)]
-        values = [[lanes.value(out, flat_index(self.k.shape, sym.Var(g, 0, total - 1)), frozenset(), lanes.root)[0]
-                   for g in lanes.lanes] for out in self.k.outputs]
+        quad = _Renderer(self.k, self.d, self.name, o)
+        quad.quad = [f"g{u}" for u in range(4)]
+        values = [[quad.value(out, flat_index(self.k.shape, sym.Var(g, 0, total - 1)), frozenset(), quad.root)[0]
+                   for g in quad.quad] for out in self.k.outputs]
         body = [f"{T} g{u} = first + {u};" for u in range(4)]
-        body += [f"const float4 {v} = {self.d.load4.format(ptr=f'in{pos} + first')};" for pos, v in lanes.vec_inputs.items()]
-        body += lanes.root.emit(0, T)
+        body += [f"const float4 {v} = {self.d.load4.format(ptr=f'in{pos} + first')};" for pos, v in quad.vec_inputs.items()]
+        body += quad.root.emit(0, T)
         body += [self.d.store4.format(ptr=f"out{i} + first", v=self.d.make4.format(*vs)) for i, vs in enumerate(values)]
         scalar = self.root.emit(0, T)
         src = [f"{T} base = {self.d.global_id[self.index]};",

@@ -162,6 +162,7 @@ class Worker:
             "backend": getattr(self.backend, "kind", "opencl"),
             "device_name": d["name"],
             "vendor": d["vendor"],
+            "driver_version": d.get("driver_version", ""),
             "type": d["type"],
             "memory_bytes": self.pool.limit_bytes,
             "free_bytes": max(0, self.pool.limit_bytes - self.pool.bytes_reserved),
