@@ -1,20 +1,18 @@
 """Driver side: the autotuner. Takes a kernel, the device model it will run on (a `Target`: dialect,
 device type, driver) and a function that runs a timed batch on one worker of that model; gives the
-`KernelOpts` to render the kernel with. The candidates come from `codegen.options` in cost-model order;
-the first `autotune.budget` of them are compiled and launched on scratch buffers (never a user's
+kernel's program, rendered with the chosen `KernelOpts`. The candidates come from `codegen.options` in
+its order of preference; the first `autotune.budget` of them are compiled and launched on scratch buffers (never a user's
 tensor), timed by device-side timers, and the fastest wins. Trials are not user kernels: they go
 through `run_timed`, outside `zd.stats()["kernels_launched"]`. Winners are kept in memory and on disk
 as JSON under `autotune.cache_dir`, one file per device model and driver version, keyed by a hash of
 the kernel's structure, so a second process launches the winner at once. Kernels too short to repay
-their trials keep the cost model's choice.
+their trials, and searches that could time nothing, keep the first candidate, unremembered.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -22,6 +20,7 @@ from pathlib import Path
 from .codegen import options as codegen_options
 from .codegen.options import KernelOpts
 from .codegen.render import Program, facts, kernel_key, render_kernel
+from .disk_cache import read_json, write_json
 from .kernelize import Kernel
 from .protocol import Alloc, BatchResult, Compile, Done, Free, Launch, Sync
 from .runtime.pool import bucket_size
@@ -55,45 +54,55 @@ class Tuner:
         self.disk: dict[str, dict] = {}  # target key -> the file's entries
         self.trials = 0  # candidates timed (for tests and debug output)
 
-    def options(self, kernel: Kernel, target: Target, run: Callable[[list], BatchResult] | None,
-                free_bytes: int, new_id: Callable[[], int]) -> KernelOpts:
-        """The options to render `kernel` with on `target`; `run` None means: do not time anything now."""
+    def program(self, kernel: Kernel, target: Target, run: Callable[[list], BatchResult] | None,
+                free_bytes: int, new_id: Callable[[], int]) -> Program:
+        """`kernel` rendered for `target` with its tuned options (tuned now if it is new and worth it; `run`
+        None means: do not time anything now)."""
+        return self._choose(kernel, target, run, free_bytes, new_id)[1]
+
+    def _choose(self, kernel: Kernel, target: Target, run: Callable[[list], BatchResult] | None,
+                free_bytes: int, new_id: Callable[[], int]) -> tuple[KernelOpts, Program]:
         h = kernel_hash(kernel)
-        if (target.key, h) in self.chosen:
-            return self.chosen[(target.key, h)]
-        stored = self._entries(target).get(h)
-        opts = _opts(stored.get("opts")) if isinstance(stored, dict) else None
-        if opts is not None and max(opts.lws, opts.group) <= target.max_lws:
+        opts = self.chosen.get((target.key, h))
+        if opts is None:
+            stored = self._entries(target).get(h)
+            opts = _opts(stored.get("opts")) if isinstance(stored, dict) else None
+            if opts is not None and max(opts.lws, opts.group) > target.max_lws:
+                opts = None
+        if opts is not None:
             self.chosen[(target.key, h)] = opts
-            return opts
+            return opts, render_kernel(kernel, target.dialect, opts, target.gpu)
         cands = codegen_options.candidates(facts(kernel, target.dialect, target.gpu, target.max_lws))
         first = render_kernel(kernel, target.dialect, cands[0], target.gpu)
         estimate = max(first.bytes / (target.gbps * 1e9), first.flops / (target.gflops * 1e9))
         scratch = sum(bucket_size(max(n.size * n.dtype.itemsize, 1)) for n in kernel.inputs + kernel.outputs)
         if (not self.enabled or run is None or len(cands) == 1 or estimate < MIN_SECONDS
                 or scratch > free_bytes // 2):
-            return cands[0]  # not remembered: a later call with time to spare may still tune it
+            return cands[0], first  # not remembered: a later call with time to spare may still tune it
         try:
-            best = self._time(kernel, target, run, new_id, cands[: self.budget], first)
+            won = self._time(kernel, target, run, new_id, cands[: self.budget], first)
         except Exception as e:  # noqa: BLE001 -- e.g. the worker was lost: the realize that follows finds out
             if self.debug & 32:
                 print(f"zyx_dist: autotune of {first.name} on {target.device} stopped: {type(e).__name__}: {e}")
-            return cands[0]
-        self.chosen[(target.key, h)] = best
-        self._save(target, h, best)
-        return best
+            won = None
+        if won is None:  # nothing timed: the default, not remembered
+            return cands[0], first
+        self.chosen[(target.key, h)] = won[0]
+        self._save(target, h, won[0])
+        return won
 
     def _time(self, kernel: Kernel, target: Target, run: Callable[[list], BatchResult], new_id: Callable[[], int],
-              cands: list[KernelOpts], first: Program) -> KernelOpts:
+              cands: list[KernelOpts], first: Program) -> tuple[KernelOpts, Program] | None:
+        """The fastest candidate and its program; None when nothing could be timed."""
         bufs = [new_id() for _ in kernel.inputs + kernel.outputs]
         sizes = [max(n.size * n.dtype.itemsize, 1) for n in kernel.inputs + kernel.outputs]
         reads = tuple(bufs[: len(kernel.inputs)])
         writes = tuple(bufs[len(kernel.inputs):])
-        times: list[tuple[float, int, KernelOpts]] = []
+        times: list[tuple[float, int, KernelOpts, Program]] = []
         res = run([Alloc(b, n) for b, n in zip(bufs, sizes)])
         try:
             if not all(isinstance(r, Done) for r in res.results):
-                return cands[0]  # no room for the scratch buffers after all
+                return None  # no room for the scratch buffers after all
             for i, opts in enumerate(cands):
                 prog = first if i == 0 else render_kernel(kernel, target.dialect, opts, target.gpu)
                 pid = new_id()
@@ -102,18 +111,18 @@ class Tuner:
                 self.trials += 1
                 ok = all(isinstance(r, Done) for r in res.results) and len(res.kernel_seconds) == TRIALS
                 secs = min(res.kernel_seconds) if ok else float("inf")
-                times.append((secs, i, opts))
+                times.append((secs, i, opts, prog))
                 if self.debug & 32:
                     shown = f"{secs * 1e6:9.1f} us" if ok else "   failed"
                     print(f"zyx_dist: autotune {prog.name} on {target.device}: {opts.tag()} {shown}")
         finally:
             run([Free(b) for b in bufs])
-        secs, _, best = min(times, key=lambda t: (t[0], t[1]))
+        secs, _, best, prog = min(times, key=lambda t: (t[0], t[1]))
         if secs == float("inf"):
-            return cands[0]
+            return None
         if self.debug & 32:
             print(f"zyx_dist: autotune winner {best.tag()} ({secs * 1e6:.1f} us) of {len(times)} candidates")
-        return best
+        return best, prog
 
     # ---- the disk cache: one JSON file per device model, never code ----------------------------------------
 
@@ -124,32 +133,18 @@ class Tuner:
 
     def _entries(self, target: Target) -> dict:
         if target.key not in self.disk:
-            entries: dict = {}
             path = self._file(target)
-            if path is not None:
-                try:
-                    data = json.loads(path.read_text())
-                    if isinstance(data, dict) and data.get("device") == target.key and isinstance(data.get("kernels"), dict):
-                        entries = data["kernels"]
-                except (OSError, ValueError):
-                    pass  # missing or damaged: tune again
-            self.disk[target.key] = entries
+            data = read_json(path) if path is not None else None
+            ok = isinstance(data, dict) and data.get("device") == target.key and isinstance(data.get("kernels"), dict)
+            self.disk[target.key] = data["kernels"] if ok else {}  # missing, damaged or foreign: tune again
         return self.disk[target.key]
 
     def _save(self, target: Target, h: str, opts: KernelOpts) -> None:
         entries = self._entries(target)
         entries[h] = {"opts": asdict(opts)}
         path = self._file(target)
-        if path is None:
-            return
-        try:  # written whole and renamed, so a reader never sees half a file
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".autotune-")
-            with os.fdopen(fd, "w") as f:
-                json.dump({"device": target.key, "kernels": entries}, f, indent=1, sort_keys=True)
-            os.replace(tmp, path)
-        except OSError:
-            pass  # a read-only cache directory costs a new tuning next time, nothing else
+        if path is not None:
+            write_json(path, {"device": target.key, "kernels": entries})
 
 
 def _opts(data: object) -> KernelOpts | None:

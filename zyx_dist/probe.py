@@ -7,7 +7,6 @@ autotune cache directory, so a second process does not measure again.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .disk_cache import read_json, write_json
 from .protocol import Alloc, BatchResult, Compile, CopyIn, CopyOut, Free, Launch, Recv, Send, Sync, TransferRef
 
 _BW_N = 1 << 22  # floats per buffer: 16 MiB in, 16 MiB out
@@ -58,15 +58,12 @@ def measure(run: Callable[[list], BatchResult], key: str, cache_dir: str | None,
     kernels in the device's `dialect` ("opencl" or "cuda")."""
     if key in _memory:
         return _memory[key]
-    disk: dict = {}
-    if cache_dir:
-        try:
-            disk = json.loads(_cache_file(cache_dir).read_text())
-            if key in disk:
-                _memory[key] = tuple(disk[key])  # type: ignore[assignment]
-                return _memory[key]
-        except (OSError, ValueError):
-            disk = {}
+    disk = read_json(_cache_file(cache_dir)) if cache_dir else None
+    disk = disk if isinstance(disk, dict) else {}  # missing or damaged: measure again
+    peaks = disk.get(key)
+    if isinstance(peaks, list) and len(peaks) == 2 and all(isinstance(v, (int, float)) and v > 0 for v in peaks):
+        _memory[key] = (float(peaks[0]), float(peaks[1]))
+        return _memory[key]
     ids = range(-10, 0)  # negative ids never collide with the driver's
     a, b, c, p_bw, p_fl = ids[:5]
     bw_src, fl_src = _SOURCES[dialect]
@@ -86,13 +83,8 @@ def measure(run: Callable[[list], BatchResult], key: str, cache_dir: str | None,
     gflops = _FL_N * _FL_ITERS * 16 / min(secs[1::2]) / 1e9
     _memory[key] = (gflops, gbps)
     if cache_dir:
-        try:
-            disk[key] = [gflops, gbps]
-            path = _cache_file(cache_dir)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(disk, indent=1))
-        except OSError:
-            pass  # a read-only cache directory only costs a new measurement next time
+        disk[key] = [gflops, gbps]
+        write_json(_cache_file(cache_dir), disk)
     return _memory[key]
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from . import debug, lineage, probe
 from .autotune import Target, Tuner
 from .backend import InProcessBackend, LostWorkers, resolve_devices
-from .codegen.render import Program, kernel_key, render_kernel
+from .codegen.render import Program, kernel_key
 from .config import Config, load_config
 from .errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
 from .graph import Node, Op
@@ -204,8 +204,7 @@ class Session:
                 dev = next((d for d, m in self.state.devices.items() if m.variant == variant), None)  # still alive
                 run = (lambda b, d=dev: self.backend.run_timed(d, b)) if dev is not None else None
                 free = self.state.devices[dev].memory - self.state.used[dev] if dev is not None else 0
-                opts = self.tuner.options(kernel, target, run, free, self.state.new_id)
-                prog = self.programs[(key, variant)] = render_kernel(kernel, target.dialect, opts, target.gpu)
+                prog = self.programs[(key, variant)] = self.tuner.program(kernel, target, run, free, self.state.new_id)
                 if self.debug & 16:
                     print(f"zyx_dist: source of {prog.name}\n{prog.source}")
             out[variant] = prog

@@ -166,6 +166,6 @@ def test_a_search_that_fails_falls_back_to_the_cost_model_choice(tmp_path, monke
     def lost(batch):
         raise RuntimeError("worker lost")
 
-    opts = tuner.options(k, target, lost, 1 << 30, iter(range(1, 100)).__next__)
+    opts = tuner.program(k, target, lost, 1 << 30, iter(range(1, 100)).__next__).opts
     assert opts == options.candidates(facts(k, "opencl", False))[0]
     assert not tuner.chosen and not list(tmp_path.iterdir())

@@ -139,34 +139,37 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
     a_vec = ak == 1 and ai % 4 == 0 and a0 % 4 == 0 and K % 4 == 0
     b_vec = bj == 1 and bk % 4 == 0 and b0 % 4 == 0 and N % 4 == 0
     prefetch = prefetch and a_vec and b_vec
-    # A: 128 rows x tile_k / 4 float4 of k; B: tile_k rows of k x 32 float4 of columns
+    # A: 128 rows x tile_k / 4 float4 of k; B: tile_k rows of k x 32 float4 of columns. Per operand: where
+    # work-item tid's r-th float4 lies, its load (zero past the edges) and its store into the local tile
     a_at = f"const int e = tid + r * {THREADS}; const int ii = e / {tile_k // 4}, kq = (e % {tile_k // 4}) * 4;"
     b_at = f"const int e = tid + r * {THREADS}; const int kk = e / 32, jq = (e % 32) * 4;"
 
-    def fetch(k0: str) -> str:  # float4 tiles of A and B into the registers pa, pb
-        return f"""    #pragma unroll
-    for (int r = 0; r < {reps}; r++) {{
-      {{ {a_at} const {T} gi = bi + ii, gk = {k0} + kq;
-        pa[r] = (gi < {M} && gk < {K}) ? {load4(f"in{spec.a} + gi * {ai} + gk + {a0}")} : {zero4}; }}
-      {{ {b_at} const {T} gj = bj + jq, gk = {k0} + kk;
-        pb[r] = (gj < {N} && gk < {K}) ? {load4(f"in{spec.b} + gk * {bk} + gj + {b0}")} : {zero4}; }}
-    }}"""
+    def a_get(k0: str) -> str:
+        return (f"{a_at} const {T} gi = bi + ii, gk = {k0} + kq; const {f4} v = (gi < {M} && gk < {K}) ? "
+                f"{load4(f'in{spec.a} + gi * {ai} + gk + {a0}')} : {zero4};")
 
-    def put(a: str, b: str) -> str:  # registers into the local tiles (A transposed: k-major)
-        return f"""    #pragma unroll
-    for (int r = 0; r < {reps}; r++) {{
-      {{ {a_at} As[kq][ii] = {a}.x; As[kq + 1][ii] = {a}.y; As[kq + 2][ii] = {a}.z; As[kq + 3][ii] = {a}.w; }}
-      {{ {b_at} {store4("&Bs[kk][jq]", b)} }}
-    }}"""
+    def b_get(k0: str) -> str:
+        return (f"{b_at} const {T} gj = bj + jq, gk = {k0} + kk; const {f4} v = (gj < {N} && gk < {K}) ? "
+                f"{load4(f'in{spec.b} + gk * {bk} + gj + {b0}')} : {zero4};")
+
+    def a_put(v: str) -> str:  # A transposed: k-major
+        return f"As[kq][ii] = {v}.x; As[kq + 1][ii] = {v}.y; As[kq + 2][ii] = {v}.z; As[kq + 3][ii] = {v}.w;"
+
+    def b_put(v: str) -> str:
+        return store4("&Bs[kk][jq]", v)
+
+    def per_float4(*blocks: str) -> str:
+        inner = "\n".join(f"      {{ {blk} }}" for blk in blocks)
+        return f"    #pragma unroll\n    for (int r = 0; r < {reps}; r++) {{\n{inner}\n    }}"
+
+    def fetch(k0: str) -> str:  # float4 tiles of A and B into the registers pa, pb
+        return per_float4(f"{a_get(k0)} pa[r] = v;", f"{b_get(k0)} pb[r] = v;")
+
+    def put() -> str:  # the registers pa, pb into the local tiles
+        return per_float4(f"{a_at} {a_put('pa[r]')}", f"{b_at} {b_put('pb[r]')}")
 
     if a_vec:
-        load_a = f"""    #pragma unroll
-    for (int r = 0; r < {reps}; r++) {{
-      {a_at}
-      const {T} gi = bi + ii, gk = k0 + kq;
-      const {f4} v = (gi < {M} && gk < {K}) ? {load4(f"in{spec.a} + gi * {ai} + gk + {a0}")} : {zero4};
-      As[kq][ii] = v.x; As[kq + 1][ii] = v.y; As[kq + 2][ii] = v.z; As[kq + 3][ii] = v.w;
-    }}"""
+        load_a = per_float4(f"{a_get('k0')} {a_put('v')}")
     else:
         load_a = f"""    for (int r = 0; r < {TILE_M * tile_k // THREADS}; r++) {{
       const int e = tid + r * {THREADS};
@@ -175,13 +178,7 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
       As[kk][ii] = (gi < {M} && gk < {K}) ? in{spec.a}[gi * {ai} + gk * {ak} + {a0}] : 0.0f;
     }}"""
     if b_vec:
-        load_b = f"""    #pragma unroll
-    for (int r = 0; r < {reps}; r++) {{
-      {b_at}
-      const {T} gj = bj + jq, gk = k0 + kk;
-      const {f4} v = (gj < {N} && gk < {K}) ? {load4(f"in{spec.b} + gk * {bk} + gj + {b0}")} : {zero4};
-      {store4("&Bs[kk][jq]", "v")}
-    }}"""
+        load_b = per_float4(f"{b_get('k0')} {b_put('v')}")
     else:
         load_b = f"""    for (int r = 0; r < {TILE_N * tile_k // THREADS}; r++) {{
       const int e = tid + r * {THREADS};
@@ -191,7 +188,7 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
     }}"""
     if prefetch:
         head = f"  {f4} pa[{reps}], pb[{reps}];\n  {{ const {T} k0 = 0;\n{fetch('k0')}\n  }}"
-        tile = f"""{put("pa[r]", "pb[r]")}
+        tile = f"""{put()}
     {barrier}
     if (k0 + {tile_k} < {K}) {{
 {fetch(f"(k0 + {tile_k})")}

@@ -27,6 +27,7 @@ from ..graph import BinaryOp, Node, Op, ReduceOp, prod
 from ..kernelize import Kernel, row_suffix
 from . import gemm, options
 from . import symbolic as sym
+from .blocks import Block
 from .cexpr import all_nodes, ctype, flat_index, has_reduce, limit, literal, move_index, render_conds, strides, unary
 from .dialects import CUDA, DIALECTS, OPENCL, Dialect  # noqa: F401 -- re-exported
 from .options import KernelOpts
@@ -68,53 +69,6 @@ def kernel_key(k: Kernel) -> tuple:
     return tuple(rows), outs
 
 
-class _Block:
-    """A scope of generated code: the kernel body or one reduce loop."""
-
-    def __init__(self, parent: _Block | None, var: sym.Var | None = None):
-        self.parent, self.var = parent, var
-        self.depth = 0 if parent is None else parent.depth + 1
-        self.lines: list = []  # str or _Block (a nested loop)
-        self.memo: dict = {}
-        self.before_loop: list[str] = []  # accumulator declarations, placed before this loop
-        self.after_loop: list[str] = []  # the lanes' accumulators combined, placed after it
-        self.reduce: tuple | None = None  # (accumulator, dtype, ReduceOp) of a reduce loop
-        self.group: tuple[str, int, list[str]] | None = None  # in-group reduce: (local id, size, combine code)
-        self.passes = 0  # a row loop over a row cached in registers: the work-group's passes over the row
-
-    def emit(self, indent: int, index_type: str, unroll: int = 1) -> list[str]:
-        out: list[str] = []
-        for item in self.lines:
-            if isinstance(item, _Block):
-                pad = "  " * indent
-                out += [pad + s for s in item.before_loop]
-                v = item.var
-                assert v is not None
-                if unroll > 1 and item.reduce is not None:
-                    out.append(f"{pad}#pragma unroll {unroll}")
-                close = "}"
-                if item.group is None:
-                    out.append(f"{pad}for ({index_type} {v.name} = 0; {v.name} < {v.hi + 1}; {v.name}++) {{")
-                elif item.passes:  # a cached row: pass p of the work-group over the row is register slot p
-                    lid, size, _ = item.group
-                    out += [f"{pad}#pragma unroll", f"{pad}for (int p = 0; p < {item.passes}; p++) {{",
-                            f"{pad}  const {index_type} {v.name} = {lid} + p * {size};",
-                            f"{pad}  if ({v.name} < {v.hi + 1}) {{"]
-                    close = "}}"
-                else:  # the work-group shares the loop, then combines its partial results in local memory
-                    lid, size, _ = item.group
-                    out.append(f"{pad}for ({index_type} {v.name} = {lid}; {v.name} < {v.hi + 1}; "
-                               f"{v.name} += {size}) {{")
-                out += item.emit(indent + 1, index_type, unroll)
-                out.append(pad + close)
-                out += [pad + ln for ln in item.after_loop]
-                if item.group is not None:
-                    out += [pad + ln for ln in item.group[2]]
-            else:
-                out.append("  " * indent + item)
-        return out
-
-
 class _Renderer:
     def __init__(self, kernel: Kernel, dialect: Dialect, name: str, opts: KernelOpts):
         self.k, self.d, self.name, self.opts = kernel, dialect, name, opts
@@ -126,7 +80,7 @@ class _Renderer:
         biggest = max([n.size for n in kernel.inputs + all_nodes(kernel)] + [1])
         self.index = "int" if biggest < 2**31 - 1 else "long"
         self.index_type = dialect.type(self.index)
-        self.root = _Block(None)
+        self.root = Block(None)
         self.overrides: dict[int, str] = {}  # node id -> a C expression that stands for its value
         self.quad: list[str] = []  # vector form: the index variable of each of the 4 elements
         self.vec_inputs: dict[int, str] = {}  # vector form: input position -> its float4 of the lanes
@@ -135,7 +89,7 @@ class _Renderer:
         self.row_of: tuple[sym.Var, int] | None = None  # cached row form: the row variable and the row's length
         self.row_cache: dict[int, str] = {}  # cached row form: input position -> the load of its element at `c`
 
-    def var(self, block: _Block, dt: DType, expr: str, prefix: str = "v") -> str:
+    def var(self, block: Block, dt: DType, expr: str, prefix: str = "v") -> str:
         name = f"{prefix}{self.count}"
         self.count += 1
         block.lines.append(f"{ctype(dt, self.d)} {name} = {expr};")
@@ -145,7 +99,7 @@ class _Renderer:
     # Each value is (C expression, home block): the outermost block where everything it reads is
     # defined. An op lives in the innermost home of its operands, so loop-invariant work is hoisted.
 
-    def home(self, block: _Block, idx: tuple, valid: frozenset) -> _Block:
+    def home(self, block: Block, idx: tuple, valid: frozenset) -> Block:
         """The outermost block (from `block` up) in which the variables of idx and valid are defined."""
         used: set[str] = set()
         for e in idx:
@@ -156,9 +110,9 @@ class _Renderer:
             block = block.parent
         return block
 
-    def value(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> tuple[str, _Block]:
+    def value(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> tuple[str, Block]:
         key = (n.id, idx, valid)
-        b: _Block | None = block
+        b: Block | None = block
         while b is not None:
             if key in b.memo:
                 return b.memo[key]
@@ -167,7 +121,7 @@ class _Renderer:
         out[1].memo[key] = out
         return out
 
-    def compute(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> tuple[str, _Block]:
+    def compute(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> tuple[str, Block]:
         if n.id in self.overrides:
             return self.overrides[n.id], self.root
         if n.id in self.inputs:
@@ -195,7 +149,7 @@ class _Renderer:
             expr = self.binary(n.arg, srcs[0], srcs[1], n.srcs[0].dtype, at)
         return self.var(at, n.dtype, expr), at
 
-    def load(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> tuple[str, _Block]:
+    def load(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> tuple[str, Block]:
         offset = sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides(n.shape)) if s])
         off = sym.render(offset)
         arg = f"in{self.inputs[n.id]}"
@@ -216,7 +170,7 @@ class _Renderer:
             self.lane_loads.append((self.inputs[n.id], self.lane, offset, name, at))
         return name, at
 
-    def row_offset(self, block: _Block) -> str | None:
+    def row_offset(self, block: Block) -> str | None:
         """Cached row form: in a pass over the row (a top-level loop as long as the row), the offset of
         the row's own element, which is served from registers."""
         if self.row_of is None or block.parent is not self.root or block.var is None:
@@ -233,7 +187,7 @@ class _Renderer:
             return f"({arg}[{off}] != 0)"
         return f"{arg}[{off}]"
 
-    def pad(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> tuple[str, _Block]:
+    def pad(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> tuple[str, Block]:
         widths, value = n.arg
         src = n.srcs[0]
         inner = []
@@ -252,7 +206,7 @@ class _Renderer:
         at = max((vat, self.home(block, (), frozenset(conds))), key=lambda b: b.depth)
         return self.var(at, n.dtype, f"({render_conds(conds)} ? {v} : {literal(value, n.dtype, self.d)})"), at
 
-    def reduce(self, n: Node, idx: tuple, valid: frozenset, block: _Block) -> tuple[str, _Block]:
+    def reduce(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> tuple[str, Block]:
         rop, axes = n.arg
         src = n.srcs[0]
         size = prod(src.shape[a] for a in axes)
@@ -261,7 +215,7 @@ class _Renderer:
         # its own accumulator, and read them with one vector load where they are adjacent (CPUs)
         width = self.opts.lanes if at is self.root and not self.opts.group and not self.quad else 0
         width = width if width and size % width == 0 and size > width else 1
-        loop = _Block(at, sym.Var(f"r{self.count}", 0, size // width - 1))
+        loop = Block(at, sym.Var(f"r{self.count}", 0, size // width - 1))
         self.count += 1
         dt = n.dtype
         acc = f"acc{self.count}"
@@ -294,7 +248,7 @@ class _Renderer:
         at.lines.append(loop)
         return acc, at
 
-    def update(self, rop: ReduceOp, dt: DType, acc: str, v: str, loop: _Block) -> str:
+    def update(self, rop: ReduceOp, dt: DType, acc: str, v: str, loop: Block) -> str:
         if rop is ReduceOp.SUM:
             return f"{acc} = {acc} || {v};" if dt is bool_ else f"{acc} += {v};"
         if rop is ReduceOp.PROD:
@@ -309,7 +263,7 @@ class _Renderer:
             return f"({a} && {b})" if dt is bool_ else f"({a} * {b})"
         return self.binary(BinaryOp.MAX if rop is ReduceOp.MAX else BinaryOp.MIN, a, b, dt, self.root)
 
-    def merge_lane_loads(self, loop: _Block, width: int, loads: list[tuple]) -> None:
+    def merge_lane_loads(self, loop: Block, width: int, loads: list[tuple]) -> None:
         """Where the lanes of a loop load `width` adjacent float32 elements of one input (lane u at lane 0's
         offset + u), one vector load replaces their scalar loads (OpenCL's vloadN; CUDA keeps scalars)."""
         if self.d.name != "opencl":
@@ -334,7 +288,7 @@ class _Renderer:
                     if u == 0:
                         loop.lines.insert(i, f"const float{width} {vec} = vload{width}(0, in{pos} + {sym.render(base)});")
 
-    def cast(self, x: str, src: DType, dst: DType, block: _Block) -> str:
+    def cast(self, x: str, src: DType, dst: DType, block: Block) -> str:
         if dst is bool_:
             return f"({x} != 0)"
         if dst is float16:  # round to half precision (OpenCL: through a private half slot)
@@ -346,7 +300,7 @@ class _Renderer:
             return expr.format(x=x, tmp=tmp)
         return f"(({ctype(dst, self.d)})({x}))"
 
-    def binary(self, op: BinaryOp, a: str, b: str, dt: DType, block: _Block) -> str:
+    def binary(self, op: BinaryOp, a: str, b: str, dt: DType, block: Block) -> str:
         f, t = dt.is_float, ctype(dt, self.d)
         if dt is bool_ and op in (BinaryOp.ADD, BinaryOp.MAX, BinaryOp.OR):
             return f"({a} || {b})"
@@ -401,11 +355,11 @@ class _Renderer:
             return self.d.store_half.format(v=v, arg=f"out{i}")
         return f"out{i}[gid] = ({self.d.type(o.dtype.cname)})({v});"
 
-    def elementwise_body(self, block: _Block, idx: tuple) -> list[str]:
+    def elementwise_body(self, block: Block, idx: tuple) -> list[str]:
         """Evaluate the outputs at `idx` in `block`; gives their stores (at `gid`)."""
         return [self.store(i, o, self.value(o, idx, frozenset(), block)[0]) for i, o in enumerate(self.k.outputs)]
 
-    def group_loops(self, loops: list[_Block], size: int) -> None:
+    def group_loops(self, loops: list[Block], size: int) -> None:
         """The work-group's `size` work-items stride through each top-level reduce loop (neighbours read
         neighbouring elements) and combine their accumulators by a tree in local memory, after which
         every work-item holds the result. `lid` must be defined by the caller."""
@@ -413,13 +367,7 @@ class _Renderer:
         for i, loop in enumerate(loops):
             acc, dt, rop = loop.reduce
             t, red = ctype(dt, self.d), f"red{i}"
-            if rop is ReduceOp.SUM:
-                both = f"{red}[lid] || {red}[lid + s]" if dt is bool_ else f"{red}[lid] + {red}[lid + s]"
-            elif rop is ReduceOp.PROD:
-                both = f"{red}[lid] && {red}[lid + s]" if dt is bool_ else f"{red}[lid] * {red}[lid + s]"
-            else:
-                bop = BinaryOp.MAX if rop is ReduceOp.MAX else BinaryOp.MIN
-                both = self.binary(bop, f"{red}[lid]", f"{red}[lid + s]", dt, self.root)
+            both = self.combine(rop, dt, f"{red}[lid]", f"{red}[lid + s]")
             loop.before_loop.insert(0, f"{shared} {t} {red}[{size}];")
             loop.group = ("lid", size, [
                 f"{red}[lid] = {acc};", barrier,
@@ -440,7 +388,7 @@ class _Renderer:
         total = prod(self.k.shape)
         gid = sym.Var("gid", 0, total - 1)
         stores = self.elementwise_body(self.root, flat_index(self.k.shape, gid))
-        loops = [item for item in self.root.lines if isinstance(item, _Block)]
+        loops = [item for item in self.root.lines if isinstance(item, Block)]
         o = self.opts
         if loops and o.group:  # one work-group per output element, work-item 0 stores
             self.group_loops(loops, o.group)
@@ -508,14 +456,14 @@ class _Renderer:
         size = o.group or 256
         r, j = sym.Var("row", 0, rows - 1), sym.Var("j", 0, cols - 1)
         idx = flat_index(shape[:-dims], r) + flat_index(shape[-dims:], j)
-        col = _Block(self.root, j)
+        col = Block(self.root, j)
         col.group = ("lid", size, [])
         passes = -(-cols // size) if o.cache else 0
         if passes:  # loads of the row's own elements (at row * cols + the loop variable) come from registers
             self.row_of = (r, cols)
         col.lines.append(f"{self.index_type} gid = row * {cols} + j;")
         col.lines += self.elementwise_body(col, idx)
-        loops = [b for b in self.root.lines if isinstance(b, _Block)]
+        loops = [b for b in self.root.lines if isinstance(b, Block)]
         self.group_loops(loops, size)
         self.root.lines.append(col)
         head = [f"{self.index_type} row = {self.d.group_id};", f"int lid = {self.d.local_id};"]
@@ -597,7 +545,7 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
     if dims:
         return r.shape_facts(1, 0, prod(kernel.shape[-dims:]), gpu, max_lws)
     r.elementwise_body(r.root, flat_index(kernel.shape, sym.Var("gid", 0, max(prod(kernel.shape) - 1, 0))))
-    loops = [b.var.hi + 1 for b in r.root.lines if isinstance(b, _Block)]
+    loops = [b.var.hi + 1 for b in r.root.lines if isinstance(b, Block)]
     return r.shape_facts(len(loops), min(loops, default=0), 0, gpu, max_lws)
 
 
