@@ -18,7 +18,7 @@ import platform
 import numpy as np
 
 import zyx_dist as zd
-from zyx_dist.bench import best_seconds
+from zyx_dist.tools.bench import best_seconds
 
 
 def main() -> None:

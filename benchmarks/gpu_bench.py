@@ -22,7 +22,7 @@ import os
 import numpy as np
 
 import zyx_dist as zd
-from zyx_dist.bench import best_seconds
+from zyx_dist.tools.bench import best_seconds
 
 ROWS: list[dict] = []
 

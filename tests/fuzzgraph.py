@@ -26,7 +26,7 @@ shrinks failures), `program_from_seed(seed)` draws the same way from `random.Ran
 that run one program on several sessions, e.g. the 1-worker vs 3-worker determinism check).
 
 `detached_session()` is a context manager for tests that need a second session next to the running one
-(the running session is put aside in `zyx_dist.session._session` and restored afterwards).
+(the running session is put aside in `zyx_dist.engine.session._session` and restored afterwards).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 import zyx_dist as zd
-from zyx_dist import session as zsession
+from zyx_dist.engine import session as zsession
 
 MAG_MAX = 1.0e4
 MAX_STEPS = 8

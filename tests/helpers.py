@@ -14,7 +14,7 @@ import numpy as np
 
 import zyx_dist as zd
 from zyx_dist.codegen.render import render_kernel
-from zyx_dist.kernelize import kernelize
+from zyx_dist.fuse.kernelize import kernelize
 from zyx_dist.protocol import Alloc, Compile, CopyIn, CopyOut, Free, Launch
 
 # (rtol, atol) per float dtype for simple arithmetic; `loose=True` multiplies them (transcendentals, long sums)
@@ -110,14 +110,14 @@ def data(shape: tuple[int, ...], dtype: Any, kind: str = "any", seed: int = 0) -
 
 def leaf(*shape, dtype=zd.float32):
     """A host leaf of zeros (its values do not matter to rendered source)."""
-    from zyx_dist import graph as g
+    from zyx_dist.graph import ir as g
 
     return g.leaf(np.zeros(shape, dtype.np_dtype), dtype)
 
 
 def one(n):
     """The single kernel the kernelizer makes for node n."""
-    from zyx_dist.kernelize import kernelize
+    from zyx_dist.fuse.kernelize import kernelize
 
     (k,) = kernelize([n])
     return k
@@ -126,8 +126,8 @@ def one(n):
 def one_kernel(nodes: list):
     """A multi-output kernel over the leaves the nodes read (built directly: the kernelizer keeps
     outputs that share no work in separate kernels)."""
-    from zyx_dist import graph as g
-    from zyx_dist.kernelize import Kernel
+    from zyx_dist.fuse.kernelize import Kernel
+    from zyx_dist.graph import ir as g
 
     leaves = {n.id: n for n in g.toposort(nodes) if n.op is g.Op.LEAF}
     return Kernel(list(nodes), sorted(leaves.values(), key=lambda n: n.id))

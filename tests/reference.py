@@ -1,6 +1,6 @@
 """A NumPy interpreter of zyx_dist graphs, the ground truth for graph-level tests (no device needed).
 
-`evaluate(node)` computes a `zyx_dist.graph.Node` with NumPy and the opset semantics the renderers
+`evaluate(node)` computes a `zyx_dist.graph.ir.Node` with NumPy and the opset semantics the renderers
 implement: remainder with the divisor's sign, floor division, NaN-propagating max/min, integer
 division by zero giving 0, round half to even, float16 computed in float32 and rounded once per op.
 A realized leaf without host data cannot be read here (its data lives on a device): that raises.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from zyx_dist.graph import BinaryOp, Node, Op, ReduceOp, UnaryOp, toposort
+from zyx_dist.graph.ir import BinaryOp, Node, Op, ReduceOp, UnaryOp, toposort
 
 _UNARY = {
     UnaryOp.NEG: np.negative, UnaryOp.ABS: np.abs, UnaryOp.EXP: np.exp, UnaryOp.EXP2: np.exp2,

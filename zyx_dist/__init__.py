@@ -24,6 +24,8 @@ from .dtypes import (
 from .dtypes import (
     bool_ as bool,
 )
+from .engine.explain import Plan, explain, trace
+from .engine.session import DeviceInfo, Session, devices, init, reset_stats, shutdown, stats
 from .errors import (
     CompileError,
     ConfigError,
@@ -34,26 +36,9 @@ from .errors import (
     WorkerLostError,
     ZyxError,
 )
-from .ops import *
-from .ops import __all__ as _ops_all
-from .plan import Plan, explain, trace
-from .session import DeviceInfo, Session, devices, init, reset_stats, shutdown, stats
-from .tensor import Tensor
-
-
-def realize(*xs: Tensor) -> tuple[Tensor, ...]:
-    """Compute several tensors in one scheduling pass (shared work done once); blocks until all exist."""
-    from . import session
-
-    session.realize([_node(x, "realize") for x in xs])
-    return xs
-
-
-def _node(x: object, what: str):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"zd.{what} takes tensors, got {type(x).__name__} {x!r:.60}")
-    return x.node
-
+from .frontend import *
+from .frontend import __all__ as _ops_all
+from .frontend.tensor import Tensor, realize
 
 __all__ = ["DType", "Tensor", "Session", "DeviceInfo", "Plan", "init", "shutdown", "devices", "realize",
            "explain", "trace", "stats", "reset_stats", "dtype", "bool", "int8", "int16", "int32", "int64",

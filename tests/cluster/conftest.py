@@ -35,7 +35,7 @@ from types import SimpleNamespace
 import pytest
 
 import zyx_dist as zd
-from zyx_dist import session as zsession
+from zyx_dist.engine import session as zsession
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

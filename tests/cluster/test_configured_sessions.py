@@ -20,7 +20,7 @@ import pytest
 import ray
 
 import zyx_dist as zd
-from zyx_dist import probe
+from zyx_dist.engine import probe
 
 pytestmark = pytest.mark.own_session
 

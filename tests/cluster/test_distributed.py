@@ -21,7 +21,7 @@ import pytest
 import ray
 
 import zyx_dist as zd
-from zyx_dist import session as zsession
+from zyx_dist.engine import session as zsession
 
 WORKERS = ["opencl:0", "opencl:1", "opencl:2"]
 

@@ -16,7 +16,7 @@ import ast
 import ray
 
 import zyx_dist as zd
-from zyx_dist import session as zsession
+from zyx_dist.engine import session as zsession
 
 
 def test_runtime_tests_here_run_on_the_shared_ray_session(request, cluster, zd_session):

@@ -35,7 +35,7 @@ def zd_session():
     in-process session that was running before the module is started again after it, so tests outside
     tests/gpu that run later in the same pytest run still find one."""
     import zyx_dist as zd
-    from zyx_dist import session as zsession
+    from zyx_dist.engine import session as zsession
 
     running = zsession._session
     restore = running is not None and type(running.backend).__name__ == "InProcessBackend"

@@ -15,7 +15,7 @@ from helpers import option_graphs, run_kernels
 
 from zyx_dist.codegen import options
 from zyx_dist.codegen.render import facts
-from zyx_dist.kernelize import kernelize
+from zyx_dist.fuse.kernelize import kernelize
 
 pytestmark = pytest.mark.gpu
 
@@ -51,7 +51,7 @@ def test_a_second_process_launches_the_cuda_winner_at_once(tmp_path):
     code = f"""
 import sys
 import numpy as np, zyx_dist as zd
-from zyx_dist import autotune
+from zyx_dist.codegen import autotune
 if sys.argv[1] == "tune":
     autotune.MIN_SECONDS = 0.0
 s = zd.init({{"autotune": {{"cache_dir": {str(tmp_path)!r}}}}}, ray=False, devices=["cuda:0"])

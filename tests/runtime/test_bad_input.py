@@ -18,7 +18,7 @@ import pytest
 from fuzzgraph import detached_session
 
 import zyx_dist as zd
-from zyx_dist import session as zsession
+from zyx_dist.engine import session as zsession
 
 NAN, INF = float("nan"), float("inf")
 

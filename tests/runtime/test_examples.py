@@ -65,7 +65,7 @@ def test_example_runs(name):
 
 
 def test_zyx_dist_explain_of_the_explain_example():
-    res = run([sys.executable, "-m", "zyx_dist.cli", "explain", "examples/explain.py"], {}, 120)
+    res = run([sys.executable, "-m", "zyx_dist.tools.cli", "explain", "examples/explain.py"], {}, 120)
     assert res.returncode == 0, res.stdout + res.stderr
     assert re.search(r"Plan: \d+ kernels", res.stdout)
     assert "explain: ok" not in res.stdout  # build() only: the script's __main__ part did not run

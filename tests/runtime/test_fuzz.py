@@ -21,7 +21,7 @@ from fuzzgraph import check_against_numpy, detached_session, program_from_seed, 
 from hypothesis import HealthCheck, given, settings
 
 import zyx_dist as zd
-from zyx_dist import session as zsession
+from zyx_dist.engine import session as zsession
 
 EXAMPLES = int(os.environ.get("ZYX_DIST_FUZZ_EXAMPLES", "80"))
 DETERMINISM_SEEDS = max(12, EXAMPLES // 4)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import zyx_dist as zd
-from zyx_dist import session as zsession
+from zyx_dist.engine import session as zsession
 
 
 @pytest.fixture

@@ -17,10 +17,9 @@ import pytest
 from helpers import option_graphs, run_kernels
 
 import zyx_dist as zd
-from zyx_dist import autotune
-from zyx_dist.codegen import options
+from zyx_dist.codegen import autotune, options
 from zyx_dist.codegen.render import facts, render_kernel
-from zyx_dist.kernelize import kernelize
+from zyx_dist.fuse.kernelize import kernelize
 from zyx_dist.runtime.worker import Worker
 
 ROOT = Path(__file__).resolve().parents[2]

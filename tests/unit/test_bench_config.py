@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zyx_dist import bench
 from zyx_dist.config import (
     BENCHMARK_DTYPES,
     BENCHMARK_WORKLOADS,
@@ -18,6 +17,7 @@ from zyx_dist.config import (
     load_config,
 )
 from zyx_dist.errors import ConfigError
+from zyx_dist.tools import bench
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 

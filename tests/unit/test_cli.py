@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import zyx_dist as zd
-from zyx_dist import cli
-from zyx_dist import session as zsession
+from zyx_dist.engine import session as zsession
+from zyx_dist.tools import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = """\
@@ -201,7 +201,7 @@ def test_real_command_runs_the_cpu_smoke_config(tmp_path):
     """What CI runs: the whole cpu-smoke benchmark, as a subprocess, well under a minute."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ZYX_DIST_", "RAY_ADDRESS"))}
     t = time.monotonic()
-    res = subprocess.run([sys.executable, "-m", "zyx_dist.cli", "bench", "configs/cpu-smoke.yaml", "--out",
+    res = subprocess.run([sys.executable, "-m", "zyx_dist.tools.cli", "bench", "configs/cpu-smoke.yaml", "--out",
                           str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert res.returncode == 0, res.stdout + res.stderr
     assert time.monotonic() - t < 60

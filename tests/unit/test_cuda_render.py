@@ -24,9 +24,9 @@ from helpers import leaf, one, one_kernel
 
 import zyx_dist as zd
 from zyx_dist import dtypes as dt
-from zyx_dist import graph as g
 from zyx_dist.codegen.render import CUDA, OPENCL, Program, literal, render_kernel
-from zyx_dist.kernelize import Kernel, kernelize
+from zyx_dist.fuse.kernelize import Kernel, kernelize
+from zyx_dist.graph import ir as g
 
 f32 = dt.float32
 # the dtypes of the sweep (the brief's nine), and every dtype for casts and literals

@@ -1,4 +1,4 @@
-"""Unit tests of the lazy graph constructors (`zyx_dist.graph`): shape/dtype checks at the call (errors
+"""Unit tests of the lazy graph constructors (`zyx_dist.graph.ir`): shape/dtype checks at the call (errors
 name the shapes), the folding of trivial movement, constants and double flips, empty reductions, and
 the two-stage split of long reductions into few outputs."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from zyx_dist import dtypes as dt
-from zyx_dist import graph as g
 from zyx_dist.errors import DTypeError, ShapeError
+from zyx_dist.graph import ir as g
 
 f32 = dt.float32
 

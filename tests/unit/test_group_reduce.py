@@ -12,7 +12,7 @@ import pytest
 import zyx_dist as zd
 from zyx_dist.codegen import options
 from zyx_dist.codegen.render import CUDA, OPENCL, render_kernel
-from zyx_dist.kernelize import kernelize
+from zyx_dist.fuse.kernelize import kernelize
 
 
 @pytest.fixture

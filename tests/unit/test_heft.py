@@ -1,4 +1,4 @@
-"""Unit tests of the scheduler's HEFT decisions (`zyx_dist.scheduler`), pure: hand-made `SchedulerState`s
+"""Unit tests of the scheduler's HEFT decisions (`zyx_dist.sched.scheduler`), pure: hand-made `SchedulerState`s
 (devices with different measured peaks and memory, a link matrix, buffers placed through fake realized
 leaves) go in with kernels from the kernelizer, and we check where each kernel goes and why: deterministic
 tie-breaks (the earlier device), the faster device winning, transfers that cost more than they save keeping
@@ -21,13 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hst
 
 from zyx_dist import dtypes as dt
-from zyx_dist import graph as g
 from zyx_dist.codegen.render import render_kernel
 from zyx_dist.errors import OutOfMemoryError
-from zyx_dist.kernelize import kernelize
+from zyx_dist.fuse.kernelize import kernelize
+from zyx_dist.graph import ir as g
 from zyx_dist.protocol import Alloc, Compile, CopyIn, CopyOut, Free, Launch, Reload, Spill, Sync, TransferRef
 from zyx_dist.runtime.pool import bucket_size
-from zyx_dist.scheduler import BufferState, DeviceModel, SchedulerState, schedule
+from zyx_dist.sched.scheduler import BufferState, DeviceModel, SchedulerState, schedule
 
 f32 = dt.float32
 GiB = 1 << 30

@@ -1,4 +1,4 @@
-"""Unit tests of the kernelizer (`zyx_dist.kernelize`): how many kernels a graph becomes and what each
+"""Unit tests of the kernelizer (`zyx_dist.fuse.kernelize`): how many kernels a graph becomes and what each
 holds (outputs, inputs, intermediates freed after their last consumer), the store-vs-recompute rules
 ported from zyx, multi-output kernels, and a valid launch order."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from zyx_dist import dtypes as dt
-from zyx_dist import graph as g
-from zyx_dist.kernelize import Kernel, kernelize
+from zyx_dist.fuse.kernelize import Kernel, kernelize
+from zyx_dist.graph import ir as g
 
 f32 = dt.float32
 

@@ -1,4 +1,4 @@
-"""Unit tests of the scheduler's CUDA side (`zyx_dist.scheduler`), pure: devices with a dialect and an
+"""Unit tests of the scheduler's CUDA side (`zyx_dist.sched.scheduler`), pure: devices with a dialect and an
 NCCL rank (`DeviceModel.dialect`, `.nccl_rank`), kernels with one program per dialect. Checked: each
 device compiles the program of its own dialect; a value moving between two NCCL devices goes by a Send in
 the source's batch and a Recv in the destination's batch of the SAME step (after the producer, before the
@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 from zyx_dist import dtypes as dt
-from zyx_dist import graph as g
 from zyx_dist.codegen.render import render_kernel
-from zyx_dist.kernelize import kernelize
+from zyx_dist.fuse.kernelize import kernelize
+from zyx_dist.graph import ir as g
 from zyx_dist.protocol import Alloc, Compile, CopyIn, CopyOut, Free, Launch, Recv, Reload, Send
 from zyx_dist.runtime.pool import bucket_size
-from zyx_dist.scheduler import BufferState, DeviceModel, SchedulerState, schedule
+from zyx_dist.sched.scheduler import BufferState, DeviceModel, SchedulerState, schedule
 
 f32 = dt.float32
 GiB = 1 << 30

@@ -1,6 +1,6 @@
 """Graph-level tests of the tensor API: every op is built lazily and its graph evaluated with the NumPy
 interpreter in tests/reference.py, then compared with NumPy (shape, dtype, values). No device is used:
-reading methods run against a fake `zyx_dist.session`. Error tests check that each documented error is
+reading methods run against a fake `zyx_dist.engine.session`. Error tests check that each documented error is
 raised at the call and names the shapes/axes/dtypes.
 """
 
@@ -18,11 +18,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from reference import evaluate
 
 import zyx_dist
-import zyx_dist.ops as zd
+import zyx_dist.frontend as zd
 from zyx_dist import dtypes
 from zyx_dist.errors import DeviceError, DTypeError, ShapeError
-from zyx_dist.graph import Op
-from zyx_dist.tensor import Tensor
+from zyx_dist.frontend.tensor import Tensor
+from zyx_dist.graph.ir import Op
 
 
 @pytest.fixture(scope="session")
@@ -145,7 +145,7 @@ def test_bad_shapes(shape):
 
 @pytest.fixture
 def fake_session(monkeypatch):
-    """A stand-in for zyx_dist.session: reads through the reference interpreter, records realize/device calls."""
+    """A stand-in for the session (through zyx_dist.context): reads through the reference interpreter, records realize/device calls."""
     calls = []
 
     def resolve_device(name):
@@ -157,11 +157,9 @@ def fake_session(monkeypatch):
         realize=lambda nodes: calls.append(("realize", nodes)),
         read=lambda node: (calls.append(("read", node)), evaluate(node))[1],
         resolve_device=resolve_device,
-        node_device=lambda node: "dev:0",
         calls=calls,
     )
-    monkeypatch.setitem(sys.modules, "zyx_dist.session", fake)
-    monkeypatch.setattr(zyx_dist, "session", fake, raising=False)
+    monkeypatch.setattr(zyx_dist.context, "_provider", lambda: fake)
     return fake
 
 
@@ -638,7 +636,7 @@ def test_nn_helpers():
 
 
 def test_exports():
-    from zyx_dist import ops
+    from zyx_dist import frontend as ops
 
     for name in ["tensor", "asarray", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange",
                  "linspace", "eye", "rand", "randn", "uniform", "manual_seed", "abs", "where", "clip", "sum",

@@ -1,12 +1,12 @@
-"""The plan cache (`zyx_dist.plan_cache`): a repeated graph structure skips the kernelizer and maps the
+"""The plan cache (`zyx_dist.fuse.plan_cache`): a repeated graph structure skips the kernelizer and maps the
 stored kernels onto the new nodes; anything that changes the kernels (a constant, a shape, a pin) misses."""
 
 import numpy as np
 
 from zyx_dist import dtypes as dt
-from zyx_dist import graph as g
-from zyx_dist.kernelize import kernelize
-from zyx_dist.plan_cache import PlanCache, structure
+from zyx_dist.fuse.kernelize import kernelize
+from zyx_dist.fuse.plan_cache import PlanCache, structure
+from zyx_dist.graph import ir as g
 
 
 def leaf(*shape):

@@ -15,9 +15,9 @@ import pytest
 from helpers import leaf, one, one_kernel
 
 from zyx_dist import dtypes as dt
-from zyx_dist import graph as g
 from zyx_dist.codegen.render import Program, kernel_key, literal, render_kernel
-from zyx_dist.kernelize import Kernel
+from zyx_dist.fuse.kernelize import Kernel
+from zyx_dist.graph import ir as g
 
 f32 = dt.float32
 

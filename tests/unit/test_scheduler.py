@@ -1,4 +1,4 @@
-"""Unit tests of the pure scheduler (`zyx_dist.scheduler`): kernels from the kernelizer and programs from
+"""Unit tests of the pure scheduler (`zyx_dist.sched.scheduler`): kernels from the kernelizer and programs from
 the renderer go in with a `SchedulerState` (the driver's mirror of the devices), and we check the
 commands it emits per device and step: allocation before launch, compile once, uploads once, frees after
 the last use, fp64 checks, placement by pins, data location and policy, transfers between devices,
@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from zyx_dist import dtypes as dt
-from zyx_dist import graph as g
 from zyx_dist.codegen.render import render_kernel
 from zyx_dist.errors import DTypeError, OutOfMemoryError
-from zyx_dist.kernelize import kernelize
+from zyx_dist.fuse.kernelize import kernelize
+from zyx_dist.graph import ir as g
 from zyx_dist.protocol import Alloc, Compile, CopyIn, CopyOut, Free, Launch, Reload, Spill, TransferRef
 from zyx_dist.runtime.pool import bucket_size
-from zyx_dist.scheduler import BufferState, DeviceModel, SchedulerState, schedule
+from zyx_dist.sched.scheduler import BufferState, DeviceModel, SchedulerState, schedule
 
 f32 = dt.float32
 

@@ -10,8 +10,8 @@ import math
 import numpy as np
 
 from ..dtypes import DType, bool_, float16, float64
-from ..graph import Node, Op, UnaryOp
-from ..kernelize import Kernel
+from ..fuse.kernelize import Kernel
+from ..graph.ir import Node, Op, UnaryOp
 from . import symbolic as sym
 from .dialects import OPENCL, Dialect
 

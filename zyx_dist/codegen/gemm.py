@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..graph import Node, Op, ReduceOp, prod
+from ..graph.ir import Node, Op, ReduceOp, prod
 from . import symbolic as sym
 from .cexpr import move_index, strides
 

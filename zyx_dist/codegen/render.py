@@ -23,8 +23,8 @@ import hashlib
 from dataclasses import dataclass
 
 from ..dtypes import DType, bool_, float16, float64
-from ..graph import BinaryOp, Node, Op, ReduceOp, prod
-from ..kernelize import Kernel, row_suffix
+from ..fuse.kernelize import Kernel, row_suffix
+from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod
 from . import gemm, options
 from . import symbolic as sym
 from .blocks import Block

@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes, graph
-from .dtypes import DType
-from .errors import DTypeError
-from .graph import BinaryOp, UnaryOp
-from .ops_common import as_tensor, operands, to_node
+from .. import dtypes
+from ..dtypes import DType
+from ..errors import DTypeError
+from ..graph import ir as graph
+from ..graph.ir import BinaryOp, UnaryOp
+from .common import as_tensor, operands, to_node
 from .tensor import Tensor
 
 __all__ = [

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import graph
-from .errors import ShapeError
-from .graph import ReduceOp
-from .ops_common import Axis, as_tensor, broadcast_shapes, norm_axes
-from .ops_elementwise import as_float
-from .ops_movement import permute_dims
-from .ops_reduce import max as max_
-from .ops_reduce import mean, reduce_axes, var
-from .ops_reduce import sum as sum_
+from ..errors import ShapeError
+from ..graph import ir as graph
+from ..graph.ir import ReduceOp
+from .common import Axis, as_tensor, broadcast_shapes, norm_axes
+from .elementwise import as_float
+from .movement import permute_dims
+from .reduce import max as max_
+from .reduce import mean, reduce_axes, var
+from .reduce import sum as sum_
 from .tensor import Tensor
 
 __all__ = ["dot", "einsum", "layer_norm", "log_softmax", "matmul", "softmax", "tensordot"]

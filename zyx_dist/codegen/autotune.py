@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from .codegen import options as codegen_options
-from .codegen.options import KernelOpts
-from .codegen.render import Program, facts, kernel_key, render_kernel
-from .disk_cache import read_json, write_json
-from .kernelize import Kernel
-from .protocol import Alloc, BatchResult, Compile, Done, Free, Launch, Sync
-from .runtime.pool import bucket_size
+from .._util import read_json, write_json
+from ..fuse.kernelize import Kernel
+from ..protocol import Alloc, BatchResult, Compile, Done, Free, Launch, Sync
+from ..runtime.pool import bucket_size
+from . import options as codegen_options
+from .options import KernelOpts
+from .render import Program, facts, kernel_key, render_kernel
 
 MIN_SECONDS = 2e-4  # kernels estimated shorter than this are not timed: the trials would cost more than they win
 TRIALS = 3  # launches per candidate; the fastest counts (the first may pay for a cold cache)

@@ -13,13 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes, graph
+from .. import context, dtypes
+from ..errors import DeviceError, ShapeError
+from ..graph import ir as graph
+from ..graph.ir import Node, Op, ReduceOp
+from .common import Axis, as_shape, as_tensor, norm_axes, norm_axis, to_node
 from .creation import arange, tensor
-from .errors import DeviceError, ShapeError
-from .graph import Node, ReduceOp
-from .ops_common import Axis, as_shape, as_tensor, norm_axes, norm_axis, to_node
-from .ops_elementwise import where
-from .ops_reduce import reduce_axes
+from .elementwise import where
+from .reduce import reduce_axes
 from .tensor import Tensor
 
 __all__ = [
@@ -355,14 +356,21 @@ def getitem(x: Tensor, key: Any) -> Tensor:
 
 # ---- placement -----------------------------------------------------------------------------------------
 
+def to_device(x: Tensor, device: str | None) -> Tensor:
+    """`x.to(device)`: an identity RESHAPE carrying the device (graph.reshape would fold it away, so the
+    node is built directly); None keeps `x`. An unknown name raises DeviceError."""
+    dev = context.session().resolve_device(device)
+    if dev is None:
+        return x
+    return Tensor(Node(Op.RESHAPE, (x.node,), x.shape, x.shape, x.dtype, device=dev))
+
+
 def shard(x: Tensor, devices: list[str], axis: int = 0) -> Tensor:
     """`x.shard(devices, axis)`: nearly equal pieces along `axis` (np.array_split sizes), each pinned to its
     device, joined back. For now these are placement hints; per-shard execution comes with the scheduler."""
-    from . import session
-
     if isinstance(devices, str) or not devices:
         raise DeviceError(f"shard needs a non-empty list of device names, got {devices!r}")
-    devs = [session.resolve_device(d) for d in devices]
+    devs = [context.session().resolve_device(d) for d in devices]
     if x.ndim == 0:
         raise ShapeError("cannot shard a 0-d tensor")
     ax = norm_axis(axis, x.ndim, x.shape)

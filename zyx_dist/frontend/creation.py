@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes, graph
-from .dtypes import DType
-from .errors import DTypeError, ShapeError
-from .ops_common import as_shape, shape_args
+from .. import context, dtypes
+from ..dtypes import DType
+from ..errors import DTypeError, ShapeError
+from ..graph import ir as graph
+from .common import as_shape, shape_args
 from .tensor import Tensor
 
 __all__ = [
@@ -47,9 +48,7 @@ def _place(t: Tensor, device: str | None) -> Tensor:
 def _resolve(device: str | None) -> str | None:
     if device is None:
         return None
-    from . import session
-
-    return session.resolve_device(device)
+    return context.session().resolve_device(device)
 
 
 def _infer(arr: np.ndarray, data: Any) -> DType:

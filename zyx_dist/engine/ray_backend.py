@@ -13,14 +13,14 @@ from typing import Any
 
 import ray
 
-from .backend import LostWorkers, exports_of, substitute
-from .errors import DeviceError, WorkerLostError
-from .protocol import BatchResult, Command
+from ..errors import DeviceError, WorkerLostError
+from ..protocol import BatchResult, Command
+from .backends import LostWorkers, exports_of, substitute
 
 
 class RayBackend:
     def __init__(self, devices: list[tuple[str, str]], config: Any, address: str | None = None):
-        from .runtime.actor import WorkerActor
+        from ..runtime.actor import WorkerActor
 
         self.namespace = config.ray.namespace
         self.started_ray = False
@@ -100,14 +100,14 @@ class RayBackend:
         return self.run_steps([batches])[0]
 
     def run_timed(self, name: str, batch: list[Command]) -> BatchResult:
-        from .runtime.actor import batch_result
+        from ..runtime.actor import batch_result
 
         return batch_result(self._get([self.actors[name].run.remote(batch, True)])[0])
 
     def run_steps(self, steps: list[dict[str, list[Command]]]) -> list[dict[str, BatchResult]]:
         """Submit every step's batches at once, then collect. Raises LostWorkers when a worker died
         (its call failed) or answered from a new incarnation (Ray restarted it empty)."""
-        from .runtime.actor import batch_result
+        from ..runtime.actor import batch_result
 
         exported: dict[int, Any] = {}
         pending: list[list[tuple[str, Any]]] = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 
-from .graph import Node, Op
+from .ir import Node, Op
 
 LOST = "lost"  # the `arg` of a leaf whose data went with its worker and cannot be recomputed
 MAX_RECIPE_NODES = 20_000  # a deeper history (e.g. a long training loop) is not kept: it would grow forever

@@ -19,7 +19,7 @@ from .cli_common import OURS, PROG, CLIError, _start, format_table, markdown_tab
 
 
 def _load_bench_config(path: str):
-    from .config import load_config
+    from ..config import load_config
 
     cfg = load_config(path)
     if cfg.benchmark is None:
@@ -72,7 +72,7 @@ class _Progress:
 
 
 def _baselines(option: str | None, default: Sequence[str]) -> list[str]:
-    from .config import BENCHMARK_BASELINES
+    from ..config import BENCHMARK_BASELINES
 
     if option is None:
         return list(default)

@@ -12,10 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes, graph
-from .dtypes import DType
-from .errors import ShapeError
-from .graph import Node
+from .. import dtypes
+from ..dtypes import DType
+from ..errors import ShapeError
+from ..graph import ir as graph
+from ..graph.ir import Node
 from .tensor import Tensor
 
 Shape = tuple[int, ...]

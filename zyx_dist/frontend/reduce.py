@@ -10,13 +10,14 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from . import dtypes, graph
+from .. import dtypes
+from ..dtypes import DType
+from ..errors import ShapeError
+from ..graph import ir as graph
+from ..graph.ir import ReduceOp
+from .common import Axis, as_tensor, norm_axes, norm_axis
 from .creation import arange
-from .dtypes import DType
-from .errors import ShapeError
-from .graph import ReduceOp
-from .ops_common import Axis, as_tensor, norm_axes, norm_axis
-from .ops_elementwise import where
+from .elementwise import where
 from .tensor import Tensor
 
 __all__ = ["all", "any", "argmax", "argmin", "logsumexp", "max", "mean", "min", "prod", "std", "sum", "var"]

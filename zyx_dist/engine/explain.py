@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from ..frontend.tensor import nodes_of
 from . import session as _session
 
 
@@ -55,10 +56,8 @@ class Plan:
 
 def explain(*xs) -> Plan:
     """The plan for realizing `xs`, without running it."""
-    from . import _node
-
     s = _session.current()
-    _kernels, programs, sched = s.plan([_node(x, "explain") for x in xs])
+    _kernels, programs, sched = s.plan(nodes_of(xs, "explain"))
     # each kernel's programs: one per device model of the session
     by_name = {p.name: p for ps in programs for p in (ps.values() if isinstance(ps, dict) else [ps])}
     plan = Plan(estimated_seconds=sched.estimated_seconds)
@@ -97,7 +96,7 @@ def _instant(name: str, tid: str, ts: float, cat: str, **args) -> dict:
 
 def record_realize(s, sched, results: list, times: tuple) -> None:
     """Append the trace events of one realize: driver phases, then every command of every worker."""
-    from .protocol import Alloc, Compile, CopyIn, CopyOut, Free, Launch, Reload, Spill, TransferRef
+    from ..protocol import Alloc, Compile, CopyIn, CopyOut, Free, Launch, Reload, Spill, TransferRef
 
     ev = s.trace_events
     t0, t1, t2, t3 = times
@@ -213,7 +212,7 @@ def trace(path: str | os.PathLike) -> Iterator[None]:
         t = time.perf_counter()
         out = read(node)
         nbytes = int(getattr(out, "nbytes", 0))
-        device = _session.node_device(node)
+        device = node.buffer.device if node.buffer is not None else None
         events.append(_x("read", DRIVER, t, time.perf_counter() - t, "transfer", bytes=nbytes, device=device,
                          shape=list(getattr(out, "shape", ()))))
         return out

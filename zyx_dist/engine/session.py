@@ -16,18 +16,20 @@ from typing import Any
 
 import numpy as np
 
-from . import debug, lineage, probe
-from .autotune import Target, Tuner
-from .backend import InProcessBackend, LostWorkers, resolve_devices
-from .codegen.render import Program, kernel_key
-from .config import Config, load_config
-from .errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
-from .graph import Node, Op
-from .lineage import LOST
-from .plan_cache import PlanCache
-from .protocol import BatchResult, CopyOut, Done, Failed, Free, Reload, Spill, Sync
-from .runtime.pool import bucket_size
-from .scheduler import DeviceModel, Schedule, SchedulerState, schedule
+from .. import context
+from ..codegen.autotune import Target, Tuner
+from ..codegen.render import Program, kernel_key
+from ..config import Config, load_config
+from ..errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
+from ..fuse.plan_cache import PlanCache
+from ..graph import lineage
+from ..graph.ir import Node, Op
+from ..graph.lineage import LOST
+from ..protocol import BatchResult, CopyOut, Done, Failed, Free, Reload, Spill, Sync
+from ..runtime.pool import bucket_size
+from ..sched.scheduler import DeviceModel, Schedule, SchedulerState, schedule
+from . import debug, probe
+from .backends import InProcessBackend, LostWorkers, resolve_devices
 
 
 @dataclass(frozen=True)
@@ -342,7 +344,7 @@ class Session:
 
     def _trace(self, sched: Schedule, results: list[dict[str, BatchResult]], times: tuple) -> None:
         """Chrome trace events of this run (driver phases, every worker's commands): see plan.record_realize."""
-        from .plan import record_realize
+        from .explain import record_realize
 
         record_realize(self, sched, results, times)
 
@@ -402,6 +404,14 @@ class Session:
         value = last.value
         return value if value.flags.writeable else value.copy()  # Ray hands out read-only views
 
+    def resolve_device(self, name: str | None) -> str | None:
+        """`name` checked against this session's devices (None stays None); DeviceError names the choices."""
+        if name is None:
+            return None
+        if name not in self.device_names:
+            raise DeviceError(f"unknown device {name!r}; this session has {', '.join(self.device_names)}")
+        return name
+
     def stats(self) -> dict:
         self.flush()
         out: dict[str, Any] = dict(self.counters)
@@ -441,7 +451,7 @@ def init(config: Any = None, *, address: str | None = None, ray: bool = True, de
         raise ZyxError("zd.init() was already called; call zd.shutdown() first")
     cfg = load_config(config)
     if devices is not None:
-        from .config import parse_devices
+        from ..config import parse_devices
 
         devices = parse_devices(devices)
     _session = Session(cfg, devices, ray, address)
@@ -467,27 +477,6 @@ def devices() -> list[DeviceInfo]:
     return current().devices()
 
 
-def realize(nodes: list[Node]) -> None:
-    current().realize(nodes)
-
-
-def read(node: Node) -> np.ndarray:
-    return current().read(node)
-
-
-def resolve_device(name: str | None) -> str | None:
-    if name is None:
-        return None
-    s = current()
-    if name not in s.device_names:
-        raise DeviceError(f"unknown device {name!r}; this session has {', '.join(s.device_names)}")
-    return name
-
-
-def node_device(node: Node) -> str | None:
-    return node.buffer.device if node.buffer is not None else None
-
-
 def stats() -> dict:
     if _session is None:
         out: dict[str, Any] = dict.fromkeys(_STAT_KEYS, 0)
@@ -499,3 +488,6 @@ def stats() -> dict:
 def reset_stats() -> None:
     if _session is not None:
         _session.counters = dict.fromkeys(_STAT_KEYS, 0)
+
+
+context.register(current)

@@ -4,7 +4,7 @@ transfers with their bytes). Takes kernels, programs and schedules; prints."""
 
 from __future__ import annotations
 
-from .codegen.render import kernel_key
+from ..codegen.render import kernel_key
 
 
 def print_kernels(kernels, programs) -> None:

@@ -67,7 +67,7 @@ def _row(d) -> tuple[str, ...]:
 def _devices_option(text: str | None):
     if not text:
         return None
-    from .config import parse_devices_string
+    from ..config import parse_devices_string
 
     devices = parse_devices_string(text, "--devices")
     if devices == "auto":
@@ -293,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from .errors import ZyxError
+    from ..errors import ZyxError
 
     try:
         return args.func(args)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import BENCHMARK_WORKLOADS
+from ..config import BENCHMARK_WORKLOADS
 
 ATTENTION_DIM = 64  # head dimension of the attention workload
 BRANCHES = 4  # independent branches of the branches workload

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 
-from .graph import Node, Op
+from ..graph.ir import Node, Op
 from .kernelize import Kernel, kernelize
 
 MAX_ENTRIES = 256

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .errors import DeviceError
-from .protocol import BatchResult, Command, CopyIn, CopyOut, Done, TransferRef
+from ..errors import DeviceError
+from ..protocol import BatchResult, Command, CopyIn, CopyOut, Done, TransferRef
 
 
 class LostWorkers(Exception):
@@ -50,7 +50,7 @@ def resolve_devices(devices: Any, local: bool = True) -> list[tuple[str, str]]:
             return [(f"cuda:{i}", f"cuda:{i}") for i in range(cuda)]
         if not local:
             return [("opencl:0", "opencl:auto")]
-        from .runtime.opencl import list_opencl_devices
+        from ..runtime.opencl import list_opencl_devices
 
         found = list_opencl_devices()
         gpus = [d for d in found if d["type"] == "gpu"]
@@ -72,7 +72,7 @@ def resolve_devices(devices: Any, local: bool = True) -> list[tuple[str, str]]:
 def _visible_cuda_devices() -> int:
     """How many CUDA GPUs CuPy sees in this process (0 without CuPy or a driver)."""
     try:
-        from .runtime.cuda import list_cuda_devices
+        from ..runtime.cuda import list_cuda_devices
 
         return len(list_cuda_devices())
     except Exception:  # noqa: BLE001 -- no cupy, no driver, no device: not a CUDA machine
@@ -83,7 +83,7 @@ class InProcessBackend:
     """Workers living in this process; a batch runs when `run` is called."""
 
     def __init__(self, devices: list[tuple[str, str]], memory_limit: int | None = None):
-        from .runtime.worker import Worker
+        from ..runtime.worker import Worker
 
         self.workers = {}
         try:

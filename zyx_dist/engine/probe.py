@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .disk_cache import read_json, write_json
-from .protocol import Alloc, BatchResult, Compile, CopyIn, CopyOut, Free, Launch, Recv, Send, Sync, TransferRef
+from .._util import read_json, write_json
+from ..protocol import Alloc, BatchResult, Compile, CopyIn, CopyOut, Free, Launch, Recv, Send, Sync, TransferRef
 
 _BW_N = 1 << 22  # floats per buffer: 16 MiB in, 16 MiB out
 _FL_N = 1 << 16  # work-items of the compute probe

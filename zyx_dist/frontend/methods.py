@@ -1,122 +1,21 @@
-"""Driver side: `Tensor`, the user-facing handle on one lazy graph node (API.md section 4).
-
-A Tensor holds `.node` and nothing else: every op builds new nodes through `zyx_dist.graph` (via the
-`ops_*` modules) and returns a new Tensor, so building costs no device work. Reading (`numpy()`,
-`item()`, `float()`, ...) and `realize()` go through `zyx_dist.session`, which kernelizes, schedules and
-runs the graph. Tensors are immutable: `__setitem__` raises. `__eq__` is elementwise, so the hash is
-identity-based.
+"""Driver side: the operators and methods of `Tensor` (API.md sections 4-5 with the tensor first). They are
+written here, not in tensor.py, because they call the op modules, which build Tensors: the op modules
+import tensor.py, this module imports both, and `install()` puts the methods on the class once, so the
+imports form no cycle. Takes nothing at call time beyond the operands; gives new lazy Tensors.
 """
 
 from __future__ import annotations
 
-import importlib
-import numbers
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
+from . import elementwise as ew
+from . import linalg, movement, reduce
+from .tensor import Tensor, is_operand
 
-from .dtypes import DType
-from .graph import Node, Op
 
-
-class Tensor:
-    """A lazy n-dimensional array. Users get these from `zd.tensor`, `zd.zeros`, ... and ops on them."""
-
-    __slots__ = ("__weakref__", "node")
-    # NumPy defers to our reflected operators (`array + tensor` gives a Tensor) instead of realizing.
-    __array_ufunc__ = None
-
-    def __init__(self, node: Node):
-        self.node = node
-
-    # ---- attributes ----------------------------------------------------------------------------------
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.node.shape
-
-    @property
-    def dtype(self) -> DType:
-        return self.node.dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self.node.shape)
-
-    @property
-    def size(self) -> int:
-        return self.node.size
-
-    @property
-    def nbytes(self) -> int:
-        return self.node.size * self.node.dtype.itemsize
-
-    @property
-    def device(self) -> str | None:
-        """The device holding the result once realized, else None."""
-        if self.node.buffer is None:  # not realized: no need to ask the session
-            return None
-        from . import session
-
-        return session.node_device(self.node)
-
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of unsized object (a 0-d tensor)")
-        return self.shape[0]
-
-    def __repr__(self) -> str:
-        return f"Tensor(shape={self.shape}, dtype={self.dtype}, device={self.device})"
-
-    __hash__ = object.__hash__
-
-    # ---- computing and reading -----------------------------------------------------------------------
-
-    def realize(self) -> Tensor:
-        """Compute this tensor on its device; blocks until the result exists there."""
-        from . import session
-
-        session.realize([self.node])
-        return self
-
-    def numpy(self) -> np.ndarray:
-        """The value as a new NumPy array (realizes if needed)."""
-        from . import session
-
-        arr = session.read(self.node)
-        host = self.node.host
-        if host is not None and np.may_share_memory(arr, host):  # the user must not mutate our leaf data
-            arr = arr.copy()
-        return arr
-
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        # Reading always gives a fresh array, so copy=False is honoured without an extra copy.
-        arr = self.numpy()
-        return arr if dtype is None else arr.astype(dtype, copy=False)
-
-    def _scalar(self) -> Any:
-        if self.size != 1:
-            raise ValueError(f"can only convert a tensor of size 1 to a Python scalar, got shape {self.shape}")
-        return self.numpy().reshape(()).item()
-
-    def item(self) -> Any:
-        return self._scalar()
-
-    def tolist(self) -> Any:
-        return self.numpy().tolist()
-
-    def __float__(self) -> float:
-        return float(self._scalar())
-
-    def __int__(self) -> int:
-        return int(self._scalar())
-
-    def __bool__(self) -> bool:
-        if self.size != 1:
-            raise ValueError("The truth value of a tensor with more than one element is ambiguous. "
-                             "Use x.any() or x.all()")
-        return bool(self._scalar())
+class _Methods:
+    """The method table copied onto Tensor by `install` (never instantiated)."""
 
     # ---- indexing ------------------------------------------------------------------------------------
 
@@ -253,13 +152,7 @@ class Tensor:
 
     def to(self, device: str | None) -> Tensor:
         """A tensor whose buffer will live on `device` (a lazy transfer). An unknown name raises DeviceError."""
-        from . import session
-
-        dev = session.resolve_device(device)
-        if dev is None:
-            return self
-        # An identity RESHAPE carrying the device: graph.reshape would fold it away, so build it directly.
-        return Tensor(Node(Op.RESHAPE, (self.node,), self.shape, self.shape, self.dtype, device=dev))
+        return movement.to_device(self, device)
 
     def shard(self, devices: list[str], axis: int = 0) -> Tensor:
         """Split along `axis` into len(devices) nearly equal pieces (np.array_split sizes), one per device.
@@ -269,30 +162,17 @@ class Tensor:
         return movement.shard(self, devices, axis)
 
 
-class _Lazy:
-    """An op module looked up at call time: the op modules import Tensor, so tensor.py cannot import them."""
-
-    def __init__(self, name: str):
-        self._name = name
-        self._module: Any = None
-
-    def __getattr__(self, attr: str) -> Any:
-        module = self._module
-        if module is None:  # imported once: import_module costs microseconds on every operator otherwise
-            module = self._module = importlib.import_module(self._name, __package__)
-        return getattr(module, attr)
+# class-body bookkeeping of _Methods, not methods (its __hash__ is None because it defines __eq__; Tensor
+# keeps its identity hash)
+_NOT_METHODS = frozenset(("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__hash__",
+                          "__firstlineno__", "__static_attributes__"))
 
 
-ew = _Lazy(".ops_elementwise")
-linalg = _Lazy(".ops_linalg")
-movement = _Lazy(".ops_movement")
-reduce = _Lazy(".ops_reduce")
+def install() -> None:
+    """Put every method of `_Methods` on `Tensor` (idempotent)."""
+    for name, value in vars(_Methods).items():
+        if name not in _NOT_METHODS:
+            setattr(Tensor, name, value)
 
 
-def is_operand(x: Any) -> bool:
-    """What the operators accept; anything else gives NotImplemented (so `x == None` is False, not an error)."""
-    return isinstance(x, _OPERANDS)
-
-
-# int and float ahead of the Number ABC, whose isinstance check is slower
-_OPERANDS = (Tensor, int, float, np.ndarray, list, tuple, numbers.Number, np.generic)
+install()

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import DType, bool_
-from .errors import DTypeError, ShapeError
+from ..dtypes import DType, bool_
+from ..errors import DTypeError, ShapeError
 
 
 class Op(enum.Enum):

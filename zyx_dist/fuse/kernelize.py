@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .graph import Node, Op, prod, toposort
+from ..graph.ir import Node, Op, prod, toposort
 
 
 @dataclass
