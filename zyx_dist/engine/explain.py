@@ -94,16 +94,38 @@ def _instant(name: str, tid: str, ts: float, cat: str, **args) -> dict:
     return {"name": name, "cat": cat, "ph": "i", "s": "t", "pid": 1, "tid": tid, "ts": ts, "args": args}
 
 
-def record_realize(s, sched, results: list, times: tuple) -> None:
+def record_replay(s, template, results: list, times: tuple) -> None:
+    """The trace events of a realize replayed from a plan template (engine/templates.py): drawn as its
+    prototype run (the template's planned batches, with prototype buffer ids), with this run's
+    device-side kernel times and CUDA graph replays."""
+    from ..protocol import BatchResult, Done
+
+    sched = template.schedule
+    shown = []
+    for batches, res in zip(sched.steps, results):
+        step = {}
+        for dev, cmds in batches.items():
+            r = res.get(dev)
+            if r is not None:
+                step[dev] = BatchResult(tuple(Done(i) for i in range(len(cmds))), r.incarnation, r.bytes_in_use,
+                                        r.kernel_seconds, r.graphs)
+        shown.append(step)
+    record_realize(s, sched, shown, times, replayed=True)
+
+
+def record_realize(s, sched, results: list, times: tuple, replayed: bool = False) -> None:
     """Append the trace events of one realize: driver phases, then every command of every worker."""
     from ..protocol import Alloc, Compile, CopyIn, CopyOut, Free, Launch, Reload, Spill, TransferRef
 
     ev = s.trace_events
     t0, t1, t2, t3 = times
     ev.append(_x("realize", DRIVER, t0, t3 - t0, "driver", kernels=len(sched.placements), steps=len(sched.steps),
-                 transfers=len(sched.transfers), estimated_us=round(sched.estimated_seconds * 1e6, 3)))
+                 transfers=len(sched.transfers), estimated_us=round(sched.estimated_seconds * 1e6, 3),
+                 replayed=replayed))
     phases = getattr(s, "plan_phases", None)  # (kernelize start, render start, schedule start, end)
-    if phases and t0 <= phases[0] and phases[-1] <= t1:
+    if replayed:  # no kernelize, render or schedule: the template's lookup and binding
+        ev.append(_x("replay plan template", DRIVER, t0, t1 - t0, "driver"))
+    elif phases and t0 <= phases[0] and phases[-1] <= t1:
         for name, a, b in zip(("kernelize", "render", "schedule"), phases, phases[1:]):
             ev.append(_x(name, DRIVER, a, b - a, "driver"))
     else:
@@ -125,12 +147,21 @@ def record_realize(s, sched, results: list, times: tuple) -> None:
             t = step_start
             kernels = iter([p for p in sched.placements if p.device == dev and p.step == step])
             seconds = iter(r.kernel_seconds)
+            graphs = {first: (n, secs) for first, n, secs in r.graphs}  # launches replayed as one CUDA graph
+            launch, graph_end = 0, -1
             for cmd, _out in zip(cmds, r.results):
                 if isinstance(cmd, Launch):
+                    if launch in graphs:
+                        n, total = graphs[launch]
+                        graph_end = launch + n
+                        ev.append(_x(f"cuda graph replay ({n} kernels)", dev, t, total, "graph", step=step,
+                                     launches=n, device_us=round(total * 1e6, 3)))
                     p, secs = next(kernels, None), next(seconds, 0.0)
                     name = p.kernel if p is not None else f"program {cmd.prog}"
                     ev.append(_x(name, dev, t, secs, "kernel", step=step, device_us=round(secs * 1e6, 3),
-                                 reason=p.reason if p else "", estimated_us=round(p.seconds * 1e6, 3) if p else None))
+                                 reason=p.reason if p else "", estimated_us=round(p.seconds * 1e6, 3) if p else None,
+                                 cuda_graph=launch < graph_end))
+                    launch += 1
                     t += secs
                 elif isinstance(cmd, Alloc):
                     ev.append(_instant("alloc", dev, t, "memory", buf=cmd.buf, bytes=cmd.nbytes))

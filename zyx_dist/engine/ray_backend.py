@@ -4,6 +4,8 @@ actor per device (`zyx_dist/worker/<device>` in the config's namespace, one logi
 scheduler steps on them: one actor call per worker per step, all submitted at once. A transfer's array
 goes from the exporting call's extra return value straight into the destination's later call, so Ray
 orders the two workers by that data alone and the driver never blocks except to collect results.
+Replayed plans (steps of `Replay` commands) run through a Ray Compiled Graph instead
+(engine/ray_compiled.py), falling back to these plain calls when a graph cannot be compiled.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import ray
 from ..errors import DeviceError, WorkerLostError
 from ..protocol import BatchResult, Command
 from .backends import LostWorkers, exports_of, substitute
+from .ray_compiled import GRAPH_ERRORS, CompiledSteps, compiled_graphs_enabled, frees_of
 
 
 class RayBackend:
@@ -24,6 +27,9 @@ class RayBackend:
 
         self.namespace = config.ray.namespace
         self.started_ray = False
+        self.graph: CompiledSteps | None = None  # the compiled graph replays run through (ray_compiled.py)
+        self.compiled = compiled_graphs_enabled()
+        self.debug = config.debug
         address = address or config.ray.address or os.environ.get("RAY_ADDRESS")
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {"namespace": self.namespace, "include_dashboard": False,
@@ -104,9 +110,83 @@ class RayBackend:
 
         return batch_result(self._get([self.actors[name].run.remote(batch, True)])[0])
 
-    def run_steps(self, steps: list[dict[str, list[Command]]]) -> list[dict[str, BatchResult]]:
+    def run_steps(self, steps: list[dict[str, list[Command]]], compiled: bool = False) -> list[dict[str, BatchResult]]:
         """Submit every step's batches at once, then collect. Raises LostWorkers when a worker died
-        (its call failed) or answered from a new incarnation (Ray restarted it empty)."""
+        (its call failed) or answered from a new incarnation (Ray restarted it empty). `compiled`: the
+        steps replay plan templates, and run through a compiled graph when one can be had."""
+        if compiled and self.compiled:
+            graph = self._graph(steps)
+            if graph is not None:
+                return self._run_compiled(graph, steps)
+        return self._run_plain(steps)
+
+    def _graph(self, steps: list[dict[str, list[Command]]]) -> CompiledSteps | None:
+        """The compiled graph for these steps: the current one if it covers their workers and depth,
+        else a new one over the union (the old one is torn down first: an actor runs one graph at a
+        time). None when compiling fails (then replays use plain calls from now on)."""
+        names = {dev for step in steps for dev, batch in step.items() if batch}
+        g = self.graph
+        if g is not None and g.covers(names, len(steps)):
+            return g
+        if g is not None:
+            names |= set(g.names)
+            self._drop_graph()
+        order = tuple(n for n in self.actors if n in names)
+        try:
+            self.graph = CompiledSteps(self.actors, order, max(len(steps), g.depth if g is not None else 1))
+        except Exception as e:  # noqa: BLE001 -- a Ray without compiled graphs here: plain calls still work
+            self.compiled = False
+            if self.debug & 1:
+                print(f"zyx_dist: Ray Compiled Graphs unavailable ({type(e).__name__}: {e}); plain actor calls")
+            return None
+        if self.debug & 1:
+            print(f"zyx_dist: compiled graph over {', '.join(order)}, {self.graph.depth} steps deep")
+        return self.graph
+
+    def _drop_graph(self) -> None:
+        if self.graph is not None:
+            g, self.graph = self.graph, None
+            g.close()
+
+    def _run_compiled(self, graph: CompiledSteps, steps: list[dict[str, list[Command]]]) -> list[dict[str, BatchResult]]:
+        try:
+            results = graph.run(steps)
+        except GRAPH_ERRORS as e:
+            self._drop_graph()
+            lost = self._find_lost(graph.names)
+            if self.debug & 1:
+                print(f"zyx_dist: compiled graph failed ({type(e).__name__}); lost {', '.join(sorted(lost))}")
+            survivors = {d: cmds for d, cmds in frees_of(steps).items() if d not in lost}
+            if survivors:  # the graph may have died before they ran; a second free fails harmlessly
+                try:
+                    self._run_plain([survivors])
+                except LostWorkers as more:
+                    lost |= more.devices
+            raise LostWorkers(lost, []) from None
+        except ray.exceptions.RayTaskError as e:
+            cause = getattr(e, "cause", None)
+            if isinstance(cause, Exception) and cause.__class__.__module__.startswith("zyx_dist"):
+                raise cause from None
+            raise
+        lost = {name for step in results for name, res in step.items() if res.incarnation != self.incarnations[name]}
+        if lost:
+            raise LostWorkers(lost, results)
+        return results
+
+    def _find_lost(self, names: tuple[str, ...]) -> set[str]:
+        """The workers among `names` that are dead or came back as a new incarnation (all of them when
+        none can be told apart: a graph that failed without a dead worker is not trusted either)."""
+        refs = {n: self.actors[n].incarnation.remote() for n in names}
+        lost = set()
+        for n, ref in refs.items():
+            try:
+                if ray.get(ref, timeout=30) != self.incarnations[n]:
+                    lost.add(n)
+            except Exception:  # noqa: BLE001 -- dead, restarting or unreachable: lost all the same
+                lost.add(n)
+        return lost or set(names)
+
+    def _run_plain(self, steps: list[dict[str, list[Command]]]) -> list[dict[str, BatchResult]]:
         from ..runtime.actor import batch_result
 
         exported: dict[int, Any] = {}
@@ -122,7 +202,7 @@ class RayBackend:
                     method = method.options(num_returns=1 + len(exports))
                 out = method.remote(substitute(batch, exported))
                 if exports:
-                    for (_, tid), ref in zip(exports, out[1:]):
+                    for (_i, _k, tid), ref in zip(exports, out[1:]):
                         exported[tid] = ref
                     out = out[0]
                 calls.append((name, out))
@@ -156,6 +236,7 @@ class RayBackend:
         """Wait for Ray to restart worker `name`; True when it is back (empty), False when it is gone."""
         import time
 
+        self._drop_graph()  # its worker is being reset: no compiled graph may run on it meanwhile
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -172,6 +253,7 @@ class RayBackend:
                 return False
 
     def close(self) -> None:
+        self._drop_graph()
         for a in self.actors.values():
             try:
                 ray.kill(a)

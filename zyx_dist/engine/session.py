@@ -25,10 +25,10 @@ from ..fuse.plan_cache import PlanCache
 from ..graph import lineage
 from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
-from ..protocol import BatchResult, CopyOut, Done, Failed, Free, Reload, Spill, Sync
+from ..protocol import BatchResult, CopyOut, Done, DropTemplate, Failed, Free, Reload, Spill, Sync
 from ..runtime.pool import bucket_size
 from ..sched.scheduler import DeviceModel, Schedule, SchedulerState, schedule
-from . import debug, probe
+from . import debug, probe, templates
 from .backends import InProcessBackend, LostWorkers, resolve_devices
 
 
@@ -62,7 +62,8 @@ class BufferRef:
 # host copies of uploaded data kept so that tensors lost with a worker can be recomputed
 HOST_COPY_BUDGET = int(os.environ.get("ZYX_DIST_HOST_COPY_BYTES", str(2 << 30)))
 
-_STAT_KEYS = ("kernels_launched", "kernel_cache_hits", "bytes_transferred", "transfers", "spills", "recoveries")
+_STAT_KEYS = ("kernels_launched", "kernel_cache_hits", "bytes_transferred", "transfers", "spills", "recoveries",
+              "plan_replays", "graph_replays")
 
 
 class Session:
@@ -92,7 +93,13 @@ class Session:
         self.pending_frees: list[tuple[str, int]] = []  # appended to by BufferRef finalizers
         self.free_queue: list[tuple[str, int]] = []  # applied to the mirror, not yet sent
         self.programs: dict[tuple, Program] = {}  # (kernel key, dialect) -> program
-        self.plans = PlanCache()  # graph structure -> kernels and their programs
+        self.plans = PlanCache()  # graph structure -> kernels and their programs (and plan templates)
+        # plan templates (engine/templates.py): the worker templates each device was given, the ones to
+        # forget with the next batch, and an epoch that a recovery moves on (stale templates are not run)
+        self.known_templates: dict[str, set[int]] = {}
+        self.template_drops: list[tuple[str, int]] = []
+        self.template_epoch = 0
+        self.replay_plans = templates.enabled(self.config.scheduler.policy)
         self.bytes_in_use = {name: 0 for name in self.device_names}
         self.counters = dict.fromkeys(_STAT_KEYS, 0)
         self.trace_events: list[dict] | None = None  # set by zd.trace
@@ -166,17 +173,27 @@ class Session:
                     st.free(buf)
                 self.free_queue.append((dev, buf))
 
-    def _run(self, steps: list[dict[str, list]], planned: SchedulerState | None = None) -> list[dict[str, BatchResult]]:
-        """Send the steps, with the queued frees in front of the first."""
+    def _run(self, steps: list[dict[str, list]], planned: SchedulerState | None = None,
+             compiled: bool = False) -> list[dict[str, BatchResult]]:
+        """Send the steps, with the queued frees (and templates to forget) in front of the first.
+        `compiled`: the steps replay plan templates (a backend may run them as a compiled graph)."""
         self._take_frees(*([planned] if planned is not None else []))
-        if self.free_queue:
+        if self.plans.dropped:
+            for t in self.plans.dropped:
+                templates.drop(self, t)
+            self.plans.dropped.clear()
+        if self.free_queue or self.template_drops:
             if not steps:
                 steps = [{}]
             for dev, buf in self.free_queue:
                 steps[0].setdefault(dev, []).insert(0, Free(buf))
             self.free_queue = []
+            for dev, tid in self.template_drops:
+                if dev in self.state.devices:
+                    steps[0].setdefault(dev, []).insert(0, DropTemplate(tid))
+            self.template_drops = []
         try:
-            results = self.backend.run_steps(steps)
+            results = self.backend.run_steps(steps, compiled) if compiled else self.backend.run_steps(steps)
         except LostWorkers as e:
             self._note_usage(e.results)
             raise
@@ -212,14 +229,18 @@ class Session:
             out[variant] = prog
         return out
 
-    def plan(self, nodes: list[Node]) -> tuple[list, list[dict[str, Program]], Schedule]:
-        """Kernelize, render and schedule `nodes` (nothing runs; the session state does not change)."""
+    def plan(self, nodes: list[Node], found: tuple | None = None) -> tuple[list, list[dict[str, Program]], Schedule]:
+        """Kernelize, render and schedule `nodes` (nothing runs; the session state does not change).
+        `found`: their structure as the plan cache already looked it up (every node unrealized)."""
         self._take_frees()
         for n in nodes:
             if n.size == 0 and not n.realized:
                 n.become_leaf(None)
         ta = time.perf_counter()
-        kernels, programs = self.plans.kernels([n for n in nodes if not n.realized], self.program)
+        targets = [n for n in nodes if not n.realized]
+        if found is None:
+            found = self.plans.lookup(targets)
+        kernels, programs = self.plans.kernels_at(found, targets, self.program)
         tb = tc = time.perf_counter()
         lost = [x for x in [*nodes, *(x for k in kernels for x in k.inputs)] if x.op is Op.LEAF and x.arg is LOST]
         if lost:
@@ -249,6 +270,9 @@ class Session:
         """Workers were lost: bring them back (or drop them), forget their buffers, and turn every live
         tensor that lived there back into a computation from its lineage."""
         self.counters["recoveries"] += 1
+        self.template_epoch += 1  # every plan template was made for the workers as they were
+        for dev in devices:
+            self.known_templates.pop(dev, None)
         if any(m.nccl_rank is not None for n, m in self.state.devices.items() if n in devices):
             # the NCCL communicator lost a rank: from now on data moves between GPUs through the host
             self.state.devices = {n: dataclasses.replace(m, nccl_rank=None) for n, m in self.state.devices.items()}
@@ -278,7 +302,13 @@ class Session:
 
     def _realize(self, nodes: list[Node]) -> None:
         t0 = time.perf_counter()
-        kernels, programs, sched = self.plan(nodes)
+        found = None
+        if self.replay_plans and not self.debug & (4 | 8 | 64) and templates.eligible(nodes):
+            self._take_frees()
+            found = self.plans.lookup(nodes)
+            if found is not None and found[2] is not None and templates.replay(self, found, t0):
+                return
+        kernels, programs, sched = self.plan(nodes, found)
         if not sched.steps:
             return
         t1 = time.perf_counter()
@@ -293,6 +323,11 @@ class Session:
             last.update({dev: cmds for dev, cmds in step.items() if cmds})
         for cmds in last.values():  # realize() returns once the results exist on their devices
             cmds.append(Sync())
+        # the batches as planned, for a plan template (the run puts the queued frees in front of them)
+        planned = inputs = None
+        if found is not None:
+            planned = [{d: list(c) for d, c in step.items()} for step in sched.steps]
+            inputs = templates.inputs_of(found)
         try:
             results = self._run(sched.steps, sched.state)
         except LostWorkers as e:
@@ -300,7 +335,7 @@ class Session:
             raise
         t2 = time.perf_counter()
         self._check(sched, results)
-        self.state = sched.state
+        before, self.state = self.state, sched.state
         self._measure(sched, results)
         self.counters["kernels_launched"] += sched.launches
         self.counters["kernel_cache_hits"] += sched.cache_hits
@@ -321,6 +356,8 @@ class Session:
                 by_id[nid].lineage = lineage.recipe(by_id[nid], memo)
         for nid, (dev, buf, nbytes) in sched.outputs.items():
             by_id[nid].become_leaf(self._ref(by_id[nid], dev, buf, nbytes))
+        if planned is not None:
+            templates.keep(self, found, inputs, sched, planned, before)
         t3 = time.perf_counter()
         if self.trace_events is not None:
             self._trace(sched, results, (t0, t1, t2, t3))

@@ -1,18 +1,24 @@
 """Actor side: the Ray actor around one `Worker` (the only actor-side module that imports ray).
 Takes command batches from the driver, resolves the ObjectRefs of incoming transfers when a CopyIn
 needs them (so the batch's other work is not held up), and gives back the `BatchResult` followed by
-the arrays of the batch's exporting CopyOuts as separate return values, which Ray hands straight to
-the destination worker's next batch without passing through the driver.
+the arrays of the batch's exports (exporting CopyOuts, a Replay's exports) as separate return values,
+which Ray hands straight to the destination worker's next batch without passing through the driver.
+
+The same worker also runs replayed plans as a node of a Ray Compiled Graph (`run_compiled`, see
+engine/ray_compiled.py). Ray runs a compiled graph's tasks on a thread of its own while plain calls
+(one-off plans, reads, probes) still arrive on the actor's main thread, so every use of the worker
+holds one lock: the two never interleave inside a batch.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 
 import ray
 
-from ..protocol import BatchResult, Command, CopyOut, Done
+from ..protocol import BatchResult, Command, Done, export_value, exports_of, substitute
 from .worker import Worker
 
 
@@ -36,30 +42,61 @@ def local_spec(spec: str) -> str:
     return f"cuda:{int(ids[0])}"
 
 
+def _strip(res: BatchResult, exports: list[tuple[int, int, int]]) -> tuple[BatchResult, list]:
+    """The result without its exported arrays (they travel as objects of their own), and the arrays."""
+    values = [export_value(res.results, i, k) for i, k, _tid in exports]
+    results = list(res.results)
+    for i in {i for i, _k, _tid in exports}:
+        if i < len(results) and isinstance(results[i], Done):
+            results[i] = Done(i)
+    return dataclasses.replace(res, results=tuple(results)), values
+
+
 @ray.remote
 class WorkerActor:
     def __init__(self, spec: str, memory_limit: int | None, name: str):
         self.name = name
+        self.lock = threading.Lock()  # plain calls and the compiled graph's thread take turns
         self.worker = Worker(local_spec(spec), memory_limit, profile=True)
 
     def run(self, batch: list[Command], timed: bool = False):
-        w = self.worker
-        old, w.profile = w.profile, (w.profile or timed)
-        try:
-            res = w.run(batch, resolve=_resolve)
-        finally:
-            w.profile = old
-        exports = [i for i, c in enumerate(batch) if isinstance(c, CopyOut) and c.export]
+        with self.lock:
+            w = self.worker
+            old, w.profile = w.profile, (w.profile or timed)
+            try:
+                res = w.run(batch, resolve=_resolve)
+            finally:
+                w.profile = old
+        exports = exports_of(batch)
         if not exports:
             return res
-        results = list(res.results)
-        values = []
-        for i in exports:
-            r = results[i] if i < len(results) else None
-            values.append(r.value if isinstance(r, Done) else None)
-            if isinstance(r, Done):
-                results[i] = Done(i)  # the array travels as its own object, not inside the result
-        return (dataclasses.replace(res, results=tuple(results)), *values)
+        res, values = _strip(res, exports)
+        return (res, *values)
+
+    def run_compiled(self, steps: list, step: int, me: int, *earlier):
+        """One node of a compiled graph (engine/ray_compiled.py): run this worker's batch of `step` (from
+        `steps`, the graph's input: step -> worker -> batch), with the transfers the previous step's
+        nodes (`earlier`, every worker's, in graph order) exported. Gives (this worker's results of every
+        step so far, {transfer id: array} of what this batch exports)."""
+        done = list(earlier[me][0]) if earlier else []
+        batch = steps[step].get(self.name) if step < len(steps) else None
+        if not batch:
+            done.append(None)
+            return done, {}
+        imported: dict = {}
+        for _results, exported in earlier:
+            imported.update(exported)
+        if imported:
+            batch = substitute(batch, imported)
+        with self.lock:
+            res = self.worker.run(batch, resolve=_resolve)
+        exports = exports_of(batch)
+        if exports:
+            res, values = _strip(res, exports)
+            done.append(res)
+            return done, {tid: v for (_i, _k, tid), v in zip(exports, values)}
+        done.append(res)
+        return done, {}
 
     def info(self) -> dict:
         return dict(self.worker.info(), name=self.name, node=ray.get_runtime_context().get_node_id())
@@ -68,7 +105,8 @@ class WorkerActor:
         return self.worker.incarnation
 
     def reset(self) -> str:
-        return self.worker.reset()
+        with self.lock:
+            return self.worker.reset()
 
     def nccl_available(self) -> bool:
         """Whether this worker can join an NCCL communicator (a CUDA worker with NCCL loadable)."""
@@ -85,11 +123,25 @@ class WorkerActor:
 
     def init_nccl(self, unique_id, world_size: int, rank: int) -> int:
         """Join the communicator of all CUDA workers (every rank must be called concurrently)."""
-        self.worker.backend.init_nccl(unique_id, world_size, rank)
+        with self.lock:
+            self.worker.backend.init_nccl(unique_id, world_size, rank)
         return rank
 
     def close(self) -> None:
-        self.worker.close()
+        with self.lock:
+            self.worker.close()
+
+    def limit_memory(self, nbytes: int | None) -> int:
+        """Fault injection for tests: cap the worker's pool at `nbytes` behind the driver's back (None puts
+        the real limit back), its cache of freed blocks emptied, so an allocation the driver planned
+        fails here as on a device that filled up. Gives the limit in force before."""
+        with self.lock:
+            pool = self.worker.pool
+            real = getattr(self, "_real_limit", pool.limit_bytes)
+            self._real_limit = real
+            before, pool.limit_bytes = pool.limit_bytes, real if nbytes is None else int(nbytes)
+            pool.release_cached()
+            return before
 
     def crash(self) -> None:
         """Fault injection for tests: the process dies at once, as if its GPU or host failed."""
