@@ -18,7 +18,7 @@ import ray
 from ..errors import DeviceError, WorkerLostError
 from ..protocol import BatchResult, Command
 from .backends import LostWorkers, exports_of, substitute
-from .ray_compiled import GRAPH_ERRORS, CompiledSteps, compiled_graphs_enabled, frees_of
+from .ray_compiled import GRAPH_ERRORS, CompiledSteps, compiled_graphs_enabled, frees_of, only_frees
 
 
 class RayBackend:
@@ -113,34 +113,53 @@ class RayBackend:
     def run_steps(self, steps: list[dict[str, list[Command]]], compiled: bool = False) -> list[dict[str, BatchResult]]:
         """Submit every step's batches at once, then collect. Raises LostWorkers when a worker died
         (its call failed) or answered from a new incarnation (Ray restarted it empty). `compiled`: the
-        steps replay plan templates, and run through a compiled graph when one can be had."""
+        steps replay plan templates, and run through a compiled graph when one can be had; a worker
+        that the steps only give frees gets them by a plain call beside the graph (it need not join)."""
         if compiled and self.compiled:
-            graph = self._graph(steps)
+            needed = {dev for step in steps for dev, batch in step.items() if not only_frees(batch)}
+            graph = self._graph(needed, len(steps))
             if graph is not None:
-                return self._run_compiled(graph, steps)
-        return self._run_plain(steps)
+                aside = [{dev: b for dev, b in step.items() if b and dev not in graph.names} for step in steps]
+                pending = self._submit(aside) if any(aside) else None
+                try:
+                    results = self._run_compiled(graph, [{d: b for d, b in step.items() if d in graph.names}
+                                                          for step in steps])
+                finally:
+                    if pending is not None:  # collected whatever happened in the graph
+                        side, side_lost = self._collect(pending)
+                if pending is not None:
+                    if side_lost:
+                        raise LostWorkers(side_lost, results)
+                    for step, extra in zip(results, side):
+                        step.update(extra)
+                return results
+        results, lost = self._collect(self._submit(steps))
+        if lost:
+            raise LostWorkers(lost, results)
+        return results
 
-    def _graph(self, steps: list[dict[str, list[Command]]]) -> CompiledSteps | None:
-        """The compiled graph for these steps: the current one if it covers their workers and depth,
-        else a new one over the union (the old one is torn down first: an actor runs one graph at a
-        time). None when compiling fails (then replays use plain calls from now on)."""
-        names = {dev for step in steps for dev, batch in step.items() if batch}
+    def _graph(self, names: set[str], depth: int) -> CompiledSteps | None:
+        """The compiled graph for steps on workers `names`, `depth` steps deep: the current one if it
+        covers them, else a new one over them and the current graph's workers that were used lately
+        (the old one is torn down first: an actor runs one compiled graph at a time). None when
+        compiling fails (then replays use plain calls from now on)."""
         g = self.graph
-        if g is not None and g.covers(names, len(steps)):
+        if g is not None and g.covers(names, depth) and not g.stale():
             return g
         if g is not None:
-            names |= set(g.names)
+            names = names | g.recent()
+            depth = max(depth, g.depth)
             self._drop_graph()
         order = tuple(n for n in self.actors if n in names)
         try:
-            self.graph = CompiledSteps(self.actors, order, max(len(steps), g.depth if g is not None else 1))
+            self.graph = CompiledSteps(self.actors, order, depth)
         except Exception as e:  # noqa: BLE001 -- a Ray without compiled graphs here: plain calls still work
             self.compiled = False
             if self.debug & 1:
                 print(f"zyx_dist: Ray Compiled Graphs unavailable ({type(e).__name__}: {e}); plain actor calls")
             return None
         if self.debug & 1:
-            print(f"zyx_dist: compiled graph over {', '.join(order)}, {self.graph.depth} steps deep")
+            print(f"zyx_dist: compiled graph over {', '.join(order)}, {depth} steps deep")
         return self.graph
 
     def _drop_graph(self) -> None:
@@ -158,10 +177,8 @@ class RayBackend:
                 print(f"zyx_dist: compiled graph failed ({type(e).__name__}); lost {', '.join(sorted(lost))}")
             survivors = {d: cmds for d, cmds in frees_of(steps).items() if d not in lost}
             if survivors:  # the graph may have died before they ran; a second free fails harmlessly
-                try:
-                    self._run_plain([survivors])
-                except LostWorkers as more:
-                    lost |= more.devices
+                _, more = self._collect(self._submit([survivors]))
+                lost |= more
             raise LostWorkers(lost, []) from None
         except ray.exceptions.RayTaskError as e:
             cause = getattr(e, "cause", None)
@@ -186,9 +203,8 @@ class RayBackend:
                 lost.add(n)
         return lost or set(names)
 
-    def _run_plain(self, steps: list[dict[str, list[Command]]]) -> list[dict[str, BatchResult]]:
-        from ..runtime.actor import batch_result
-
+    def _submit(self, steps: list[dict[str, list[Command]]]) -> list[list[tuple[str, Any]]]:
+        """One plain actor call per worker per step, all submitted at once: (worker, ref) per step."""
         exported: dict[int, Any] = {}
         pending: list[list[tuple[str, Any]]] = []
         for batches in steps:
@@ -207,6 +223,12 @@ class RayBackend:
                     out = out[0]
                 calls.append((name, out))
             pending.append(calls)
+        return pending
+
+    def _collect(self, pending: list[list[tuple[str, Any]]]) -> tuple[list[dict[str, BatchResult]], set[str]]:
+        """The results of submitted calls, and the workers found dead or restarted on the way."""
+        from ..runtime.actor import batch_result
+
         results: list[dict[str, BatchResult]] = []
         lost: set[str] = set()
         for calls in pending:
@@ -228,9 +250,7 @@ class RayBackend:
                     lost.add(name)
                 step[name] = res
             results.append(step)
-        if lost:
-            raise LostWorkers(lost, results)
-        return results
+        return results, lost
 
     def recover(self, name: str, timeout: float = 60.0) -> bool:
         """Wait for Ray to restart worker `name`; True when it is back (empty), False when it is gone."""

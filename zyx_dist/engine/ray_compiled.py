@@ -13,9 +13,11 @@ pairs run inside the two batches of one step, on the communicator the session ma
 NCCL channels carry torch tensors only; these buffers are CuPy memory). The last layer's outputs hold
 each worker's results of every step.
 
-Ray's limits this design follows: an actor runs one compiled graph at a time, so the set of workers
-only grows (to every worker that a replay used, rebuilt when a new one joins or the steps get deeper),
-and a graph is torn down before a worker is reset or recovered; plain actor calls (one-off plans,
+Ray's limits this design follows: an actor runs one compiled graph at a time, so the graph covers the
+union of the workers that replays use lately (rebuilt when a new one joins, when the steps get deeper,
+or when a worker has had no work in it for SHRINK_AFTER executions: Ray's channel readers poll, so an
+idle member costs CPU), a worker that a replay only gives frees gets them by a plain call instead of
+joining, and a graph is torn down before a worker is reset or recovered; plain actor calls (one-off plans,
 reads, probes) keep working beside a compiled graph, on the actor's main thread, and the actor's lock
 keeps them from interleaving with the graph's thread; only the driver that compiled a graph may run
 it. A worker that dies makes the graph unusable: its executions raise a channel or actor error, which
@@ -33,6 +35,8 @@ import ray
 from ray.dag import InputNode, MultiOutputNode
 
 from ..protocol import BatchResult, DropTemplate, Free
+
+SHRINK_AFTER = 256  # executions without work after which a worker leaves the graph (at the next rebuild)
 
 # what a dead or restarted worker inside a compiled graph raises on the driver
 GRAPH_ERRORS: tuple[type[BaseException], ...] = tuple(
@@ -63,14 +67,27 @@ class CompiledSteps:
             dag = MultiOutputNode(layer)
         self.graph = dag.experimental_compile()
         self.executions = 0
+        self.last_used = dict.fromkeys(names, 0)  # worker -> the last execution that gave it a batch
 
     def covers(self, names: set[str], depth: int) -> bool:
-        return depth <= self.depth and names <= set(self.names)
+        return depth <= self.depth and names <= self.last_used.keys()
+
+    def recent(self) -> set[str]:
+        """The workers that had work in the last SHRINK_AFTER executions."""
+        return {n for n, last in self.last_used.items() if self.executions - last < SHRINK_AFTER}
+
+    def stale(self) -> bool:
+        """Whether some worker of the graph had no work for SHRINK_AFTER executions: Ray's channel readers
+        poll while they wait, so a worker idling in a graph costs CPU; rebuild without it."""
+        return len(self.names) > 1 and len(self.recent()) < len(self.names)
 
     def run(self, steps: list[dict[str, list]]) -> list[dict[str, BatchResult]]:
         """Execute once and wait (a realize blocks until its results exist); raises what Ray raises."""
         refs = self.graph.execute(steps)
         self.executions += 1
+        for step in steps:
+            for name in step:
+                self.last_used[name] = self.executions
         per_worker = [ref.get(timeout=-1) for ref in refs]  # no timeout: a long kernel is not a failure
         out: list[dict[str, BatchResult]] = [{} for _ in steps]
         for name, (done, _exports) in zip(self.names, per_worker):
@@ -84,6 +101,11 @@ class CompiledSteps:
             self.graph.teardown()
         except Exception:  # noqa: BLE001, S110 -- a graph whose worker died may already be torn down
             pass
+
+
+def only_frees(batch: list) -> bool:
+    """Whether a batch holds nothing but Free and DropTemplate commands (or nothing)."""
+    return all(c.__class__ is Free or c.__class__ is DropTemplate for c in batch)
 
 
 def frees_of(steps: list[dict[str, list]]) -> dict[str, list]:

@@ -1,7 +1,7 @@
 """Driver side: the runtime session (API.md sections 1, 4, 7). Takes the nodes a user realizes or
 reads; runs kernelize -> render -> schedule -> backend and gives back arrays. It owns the workers
 (through a backend), the driver's mirror of device buffers (a `BufferRef` per realized node, whose
-finalizer queues a `Free` when the last tensor using it goes away), the rendered-program cache, the
+destructor queues a `Free` when the last tensor using it goes away), the rendered-program cache, the
 counters of `zd.stats()` and the debug output of `ZYX_DIST_DEBUG`.
 """
 
@@ -48,15 +48,18 @@ class DeviceInfo:
 
 
 class BufferRef:
-    """The driver's handle of one device buffer; freed on the worker when garbage collected."""
+    """The driver's handle of one device buffer; freed on the worker when garbage collected (its `__del__`
+    queues the free: cheaper than a weakref.finalize per buffer, which a replayed realize would pay)."""
 
-    __slots__ = ("__weakref__", "device", "id", "nbytes", "session")
+    __slots__ = ("__weakref__", "device", "frees", "id", "nbytes", "session")
 
     def __init__(self, session: Session, device: str, buf: int, nbytes: int):
         self.id, self.device, self.nbytes = buf, device, nbytes
-        self.session = weakref.ref(session)
-        fin = weakref.finalize(self, session.pending_frees.append, (device, buf))
-        fin.atexit = False
+        self.session = session.weak  # weakref.ref(session), made once
+        self.frees = session.pending_frees
+
+    def __del__(self) -> None:
+        self.frees.append((self.device, self.id))
 
 
 # host copies of uploaded data kept so that tensors lost with a worker can be recomputed
@@ -73,6 +76,7 @@ class Session:
         self.config = config
         self.debug = config.debug
         self.closed = True
+        self.weak = weakref.ref(self)
         pairs = resolve_devices(devices if devices is not None else config.devices)
         if ray:
             from .ray_backend import RayBackend
@@ -99,11 +103,13 @@ class Session:
         self.known_templates: dict[str, set[int]] = {}
         self.template_drops: list[tuple[str, int]] = []
         self.template_epoch = 0
-        self.replay_plans = templates.enabled(self.config.scheduler.policy)
+        # debug output of kernels, IR or placements describes planning: with it on, every realize plans
+        self.replay_plans = templates.enabled(self.config.scheduler.policy) and not self.debug & (4 | 8 | 64)
         self.bytes_in_use = {name: 0 for name in self.device_names}
         self.counters = dict.fromkeys(_STAT_KEYS, 0)
         self.trace_events: list[dict] | None = None  # set by zd.trace
-        self.holders: weakref.WeakValueDictionary[int, Node] = weakref.WeakValueDictionary()  # buffer -> node
+        # buffer -> weak reference to the node holding it (for recovery); dropped when the buffer's free is taken
+        self.holders: dict[int, weakref.ref] = {}
         # lineage is kept only where a worker can be lost (a Ray actor); in-process workers die with us
         self.host_copies = lineage.HostCopies(HOST_COPY_BUDGET) if hasattr(self.backend, "recover") else None
         self.infos = {name: self.backend.info(name) for name in self.device_names}
@@ -165,8 +171,12 @@ class Session:
         """Move the frees queued by the garbage collector into the mirror (of `self.state` and of any
         schedule being planned or run), so placement sees the memory as free; they are sent with the
         next batch."""
+        if not self.pending_frees:
+            return
         frees, self.pending_frees[:] = list(self.pending_frees), []
+        holders = self.holders
         for dev, buf in frees:
+            holders.pop(buf, None)
             if buf in self.state.buffers or any(buf in st.buffers for st in states):
                 self.state.free(buf)
                 for st in states:
@@ -177,7 +187,8 @@ class Session:
              compiled: bool = False) -> list[dict[str, BatchResult]]:
         """Send the steps, with the queued frees (and templates to forget) in front of the first.
         `compiled`: the steps replay plan templates (a backend may run them as a compiled graph)."""
-        self._take_frees(*([planned] if planned is not None else []))
+        if self.pending_frees:
+            self._take_frees(*([planned] if planned is not None else []))
         if self.plans.dropped:
             for t in self.plans.dropped:
                 templates.drop(self, t)
@@ -253,12 +264,16 @@ class Session:
         return kernels, programs, sched
 
     def _ref(self, node: Node, dev: str, buf: int, nbytes: int) -> BufferRef:
-        self.holders[buf] = node
+        self.holders[buf] = weakref.ref(node)
         return BufferRef(self, dev, buf, nbytes)
 
     def realize(self, nodes: list[Node]) -> None:
         """Compute `nodes`; when workers are lost on the way, recover and recompute from lineage."""
-        for _ in range(self.config.ray.max_restarts + 1):
+        try:  # the first attempt outside the loop: most realizes need no other
+            return self._realize(nodes)
+        except LostWorkers as e:
+            self.recover(e.devices)
+        for _ in range(self.config.ray.max_restarts):
             try:
                 return self._realize(nodes)
             except LostWorkers as e:
@@ -288,7 +303,8 @@ class Session:
                     self.default_device = self.device_names[0]
         if not self.device_names:
             raise WorkerLostError(f"every worker is gone (lost: {', '.join(sorted(devices))})")
-        lost = [n for n in list(self.holders.values()) if n.buffer is not None and n.buffer.device in devices]
+        lost = [n for r in list(self.holders.values())
+                if (n := r()) is not None and n.buffer is not None and n.buffer.device in devices]
         memo: dict = {}
 
         def alive(n: Node) -> bool:
@@ -303,10 +319,12 @@ class Session:
     def _realize(self, nodes: list[Node]) -> None:
         t0 = time.perf_counter()
         found = None
-        if self.replay_plans and not self.debug & (4 | 8 | 64) and templates.eligible(nodes):
-            self._take_frees()
+        if self.replay_plans and templates.eligible(nodes):
+            if self.pending_frees:
+                self._take_frees()
             found = self.plans.lookup(nodes)
-            if found is not None and found[2] is not None and templates.replay(self, found, t0):
+            if found is not None and found[2] is not None and found[2].templates and \
+                    templates.replay(self, found, t0):
                 return
         kernels, programs, sched = self.plan(nodes, found)
         if not sched.steps:

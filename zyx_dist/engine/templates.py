@@ -74,8 +74,7 @@ def replay(s, found: tuple, t0: float) -> bool:
             return False
     base = st.ids.take(t.new)
     ids = (*ids_in, *range(base, base + t.new))
-    known = s.known_templates
-    steps = t.bind(ids, lambda dev, tid: tid in known.get(dev, ()))
+    steps = t.bind(ids)
     t1 = time.perf_counter()
     try:
         results = s._run(steps, compiled=True)
@@ -83,20 +82,22 @@ def replay(s, found: tuple, t0: float) -> bool:
         _rollback(s, t, ids, e.devices)
         raise
     t2 = time.perf_counter()
-    failure = None
+    graphs = 0
     for step in results:
         for dev, r in step.items():
             for x in r.results:
                 if x.__class__ is Failed:
-                    failure = failure or (dev, x)
-    if failure is not None:
-        _rollback(s, t, ids, set())
-        from .session import _error
+                    _rollback(s, t, ids, set())
+                    from .session import _error
 
-        raise _error(*failure)
-    for step in t.steps:
-        for dev, wb in step.items():
-            known.setdefault(dev, set()).add(wb.template)
+                    raise _error(dev, x)
+            if r.graphs:
+                graphs += len(r.graphs)
+    if not t.defined:  # every worker has its part now (until a recovery, which retires the template)
+        t.defined = True
+        for step in t.steps:
+            for dev, wb in step.items():
+                s.known_templates.setdefault(dev, set()).add(wb.template)
     # the mirror, as the planned run left it: the inputs used now, the results' buffers added
     st.clock += 1
     clock = st.clock
@@ -113,12 +114,8 @@ def replay(s, found: tuple, t0: float) -> bool:
     if t.transfers:
         c["transfers"] += t.transfers
         c["bytes_transferred"] += t.bytes_transferred
-    graphs = 0
-    for step in results:
-        for r in step.values():
-            if r.graphs:
-                graphs += len(r.graphs)
-    c["graph_replays"] += graphs
+    if graphs:
+        c["graph_replays"] += graphs
     if s.host_copies is not None:  # recipes first: they read the history become_leaf drops
         memo: dict = {}
         for pos, _slot, _dev, _n in t.outputs:

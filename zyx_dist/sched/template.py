@@ -63,16 +63,18 @@ class PlanTemplate:
     bytes_transferred: int
     schedule: Schedule  # the prototype run (for traces)
     epoch: int = 0  # the session's device epoch when it was made (a recovery makes it stale)
+    defined: bool = False  # every worker has been given its part (DefineTemplate) and kept it
 
-    def bind(self, ids: tuple[int, ...], known: Callable[[str, int], bool]) -> list[dict[str, list]]:
+    def bind(self, ids: tuple[int, ...]) -> list[dict[str, list]]:
         """The steps to send for buffer ids `ids` (one per slot): a Replay per worker per step, preceded
-        by its DefineTemplate where `known(device, template)` is false."""
+        by its DefineTemplate until the template is `defined` (sending it twice is harmless)."""
         out = []
+        defined = self.defined
         for step in self.steps:
             batches = {}
             for dev, wb in step.items():
                 replay = Replay(wb.template, wb.pick(ids), wb.imports, wb.exports)
-                batches[dev] = [replay] if known(dev, wb.template) else [define(wb), replay]
+                batches[dev] = [replay] if defined else [define(wb), replay]
             out.append(batches)
         return out
 
