@@ -46,6 +46,7 @@ RUNTIME_DIR = ROOT / "tests" / "runtime"
 # modules of tests/runtime that do not go through the zyx_dist session at all
 RUNTIME_EXCLUDED = {
     "test_worker.py": "tests the Worker class directly on a PoCL device, without a session or a backend",
+    "test_worker_replay.py": "tests the Worker's batch templates directly on a PoCL device, without a session",
 }
 # single runtime tests left out here: (module file, test function name) -> reason
 RUNTIME_EXCLUDED_TESTS = {
