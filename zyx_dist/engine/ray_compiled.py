@@ -35,6 +35,7 @@ import ray
 from ray.dag import InputNode, MultiOutputNode
 
 from ..protocol import BatchResult, DropTemplate, Free
+from ..runtime.actor import decode_result, encode
 
 SHRINK_AFTER = 256  # executions without work after which a worker leaves the graph (at the next rebuild)
 
@@ -83,7 +84,7 @@ class CompiledSteps:
 
     def run(self, steps: list[dict[str, list]]) -> list[dict[str, BatchResult]]:
         """Execute once and wait (a realize blocks until its results exist); raises what Ray raises."""
-        refs = self.graph.execute(steps)
+        refs = self.graph.execute([{name: encode(batch) for name, batch in step.items()} for step in steps])
         self.executions += 1
         for step in steps:
             for name in step:
@@ -93,7 +94,7 @@ class CompiledSteps:
         for name, (done, _exports) in zip(self.names, per_worker):
             for s, res in enumerate(done[:len(steps)]):
                 if res is not None:
-                    out[s][name] = res
+                    out[s][name] = decode_result(res)
         return out
 
     def close(self) -> None:

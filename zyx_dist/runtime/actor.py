@@ -18,7 +18,16 @@ import threading
 
 import ray
 
-from ..protocol import BatchResult, Command, Done, export_value, exports_of, substitute
+from ..protocol import (
+    BatchResult,
+    Command,
+    Done,
+    DropTemplate,
+    Free,
+    Replay,
+    export_value,
+    exports_of,
+)
 from .worker import Worker
 
 
@@ -75,9 +84,10 @@ class WorkerActor:
 
     def run_compiled(self, steps: list, step: int, me: int, *earlier):
         """One node of a compiled graph (engine/ray_compiled.py): run this worker's batch of `step` (from
-        `steps`, the graph's input: step -> worker -> batch), with the transfers the previous step's
-        nodes (`earlier`, every worker's, in graph order) exported. Gives (this worker's results of every
-        step so far, {transfer id: array} of what this batch exports)."""
+        `steps`, the graph's input: step -> worker -> batch, in the compact form of `ray_compiled.encode`)
+        with the transfers that the previous step's nodes (`earlier`, every worker's, in graph order)
+        exported. Gives (this worker's results of every step so far, each `encode_result`ed, and
+        {transfer id: array} of what this batch exports)."""
         done = list(earlier[me][0]) if earlier else []
         batch = steps[step].get(self.name) if step < len(steps) else None
         if not batch:
@@ -86,17 +96,16 @@ class WorkerActor:
         imported: dict = {}
         for _results, exported in earlier:
             imported.update(exported)
-        if imported:
-            batch = substitute(batch, imported)
+        batch = decode(batch, imported)
         with self.lock:
             res = self.worker.run(batch, resolve=_resolve)
         exports = exports_of(batch)
+        out = {}
         if exports:
             res, values = _strip(res, exports)
-            done.append(res)
-            return done, {tid: v for (_i, _k, tid), v in zip(exports, values)}
-        done.append(res)
-        return done, {}
+            out = {tid: v for (_i, _k, tid), v in zip(exports, values)}
+        done.append(encode_result(res))
+        return done, out
 
     def info(self) -> dict:
         return dict(self.worker.info(), name=self.name, node=ray.get_runtime_context().get_node_id())
@@ -148,6 +157,56 @@ class WorkerActor:
         import os
 
         os._exit(1)
+
+
+# ---- the compact form of a compiled graph's batches and results --------------------------------------------
+# A compiled graph pickles its input and outputs on every execution, and cloudpickle costs a Python call per
+# object of a class it does not know, so the replays' few kinds of commands and their results travel as
+# tuples of plain values (which it pickles in C) and become protocol objects again on the other side.
+
+def encode(batch: list[Command]) -> tuple:
+    """A batch of a replay (Frees, DropTemplates, Replays; anything else as it is) in tuples."""
+    out = []
+    for c in batch:
+        cls = c.__class__
+        if cls is Replay:
+            out.append(("R", c.template, c.bufs, tuple(r.id for r in c.imports), c.exports))
+        elif cls is Free:
+            out.append(("F", c.buf))
+        elif cls is DropTemplate:
+            out.append(("D", c.template))
+        else:
+            out.append(c)
+    return tuple(out)
+
+
+def decode(batch: tuple, imported: dict) -> list[Command]:
+    """`encode`'s batch as commands; a Replay's imports are taken from `imported` (transfer id -> array)."""
+    out: list[Command] = []
+    for c in batch:
+        if c.__class__ is tuple:
+            kind = c[0]
+            if kind == "R":
+                out.append(Replay(c[1], c[2], tuple(imported.get(t) for t in c[3]), c[4]))
+            elif kind == "F":
+                out.append(Free(c[1]))
+            else:
+                out.append(DropTemplate(c[1]))
+        else:
+            out.append(c)
+    return out
+
+
+def encode_result(res: BatchResult) -> tuple:
+    """A BatchResult in tuples: each Done without a value as its index (exports were taken out already)."""
+    results = tuple(r.index if r.__class__ is Done and r.value is None else r for r in res.results)
+    return results, res.incarnation, res.bytes_in_use, res.kernel_seconds, res.graphs
+
+
+def decode_result(value: tuple) -> BatchResult:
+    results, incarnation, nbytes, seconds, graphs = value
+    return BatchResult(tuple(Done(r) if r.__class__ is int else r for r in results), incarnation, nbytes, seconds,
+                       graphs)
 
 
 def batch_result(value) -> BatchResult:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from operator import attrgetter
 from typing import Any
 
 from ..protocol import Alloc, CopyIn, CopyOut, Free, Launch, Recv, Replay, Send, Sync, TransferRef
@@ -22,6 +23,7 @@ from ..protocol import Alloc, CopyIn, CopyOut, Free, Launch, Recv, Replay, Send,
 # operation kinds of a compiled template
 _ALLOC, _FREE, _LAUNCH, _SEGMENT, _SEND, _RECV, _EXPORT, _IMPORT, _SYNC = range(9)
 
+_handle = attrgetter("handle")  # a pool Block's device handle
 GRAPHS_PER_SEGMENT = 8  # captured graphs kept per segment (one per buffer assignment seen twice)
 SEEN_PER_SEGMENT = 64  # buffer assignments remembered per segment, to capture on the second sighting
 
@@ -152,7 +154,7 @@ def run_template(worker: Any, t: WorkerTemplate, cmd: Replay, launches: list) ->
                 _segment(worker, op[1], ids, launches)
             elif kind == _LAUNCH:
                 _, prog, args, gws, lws, _slots, _rs, _ws, pick_reads, pick_writes = op
-                handles = [bufs[b].handle for b in args(ids)]
+                handles = list(map(_handle, map(bufs.__getitem__, args(ids))))
                 reads, writes = pick_reads(ids), pick_writes(ids)
                 event = backend.launch(prog, handles, gws, lws, events.wait_list(reads, writes), profile)
                 events.record(reads, writes, event)
@@ -187,7 +189,7 @@ def run_template(worker: Any, t: WorkerTemplate, cmd: Replay, launches: list) ->
 def _segment(worker: Any, seg: Segment, ids: tuple, launches: list) -> None:
     """Run a segment's launches: as a captured graph when these addresses were seen before."""
     bufs, events, backend = worker._bufs, worker.events, worker.backend
-    handles = [bufs[b].handle for b in seg.arg_slots(ids)]
+    handles = list(map(_handle, map(bufs.__getitem__, seg.arg_slots(ids))))
     graph = None
     if not seg.broken:
         key = backend.graph_key(handles)

@@ -130,7 +130,8 @@ class Worker:
     def run(self, batch: Sequence[Command], resolve: Any = None) -> BatchResult:
         """Execute `batch` in order; after the first failure only its remaining Free commands run.
         `resolve` maps a CopyIn's data to an array when it is a transport reference (a Ray ObjectRef)."""
-        self._check_open()
+        if self._closed:
+            self._check_open()
         self._resolve = resolve
         if self._inflight:
             self._inflight = [(e, a) for e, a in self._inflight if not self.backend.is_done(e)]
@@ -138,7 +139,8 @@ class Worker:
         launches: list[Any] = []
         self._synced = 0
         spans = self._graph_spans
-        spans.clear()
+        if spans:
+            spans.clear()
         failed = False
         handlers = self._handlers
         for i, cmd in enumerate(batch):
@@ -175,7 +177,7 @@ class Worker:
                         secs[i] = event_seconds(e)
                 seconds = tuple(secs)
             else:
-                seconds = tuple([event_seconds(e) for e in launches])
+                seconds = tuple(map(event_seconds, launches))
         elif spans:
             graphs = tuple((first, n, 0.0) for first, n in spans)
         return BatchResult(tuple(results), self.incarnation, self.pool.bytes_in_use, seconds, graphs)
