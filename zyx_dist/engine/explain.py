@@ -1,7 +1,9 @@
 """Driver side: `zd.explain` and `zd.trace` (API.md sections 6-7). `explain` takes tensors and gives
 the `Plan` the scheduler would run (kernels with device, reason and source, transfers with bytes,
 an estimated time) without running anything. `trace` records the driver's phases and every kernel
-launch with its device-side duration, and writes a Chrome/Perfetto trace JSON on exit.
+launch with its device-side duration, and writes a Chrome/Perfetto trace JSON on exit; a realize
+replayed from a plan template is drawn from the template's planned batches (marked `replayed`), with
+each CUDA graph it replayed as one event spanning its kernels.
 """
 
 from __future__ import annotations

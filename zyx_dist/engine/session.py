@@ -1,5 +1,6 @@
 """Driver side: the runtime session (API.md sections 1, 4, 7). Takes the nodes a user realizes or
-reads; runs kernelize -> render -> schedule -> backend and gives back arrays. It owns the workers
+reads; runs kernelize -> render -> schedule -> backend and gives back arrays, or, for a graph it has
+planned before with its inputs where they were, replays the kept plan (engine/templates.py). It owns the workers
 (through a backend), the driver's mirror of device buffers (a `BufferRef` per realized node, whose
 destructor queues a `Free` when the last tensor using it goes away), the rendered-program cache, the
 counters of `zd.stats()` and the debug output of `ZYX_DIST_DEBUG`.

@@ -167,7 +167,9 @@ def keep(s, found: tuple, inputs: tuple[int, ...], sched: Schedule, steps: list[
         return
     t.epoch = s.template_epoch
     templates = entry.templates
-    templates.pop(t.signature, None)
+    old = templates.pop(t.signature, None)  # a stale one (made before a recovery): its workers forget it
+    if old is not None:
+        drop(s, old)
     templates[t.signature] = t
     while len(templates) > MAX_TEMPLATES_PER_STRUCTURE:
         drop(s, templates.pop(next(iter(templates))))

@@ -3,7 +3,9 @@ and programs named by the driver's integer ids) and runs them in order, asynchro
 backend's single queue: every command waits on the per-buffer events of what it reads and writes, so
 an out-of-order queue still respects data dependencies. It gives back a `BatchResult` of plain values
 (one `Done`/`Failed` per command run, CopyOut arrays, pool usage, the worker's incarnation id and,
-when profiling, device-side kernel times). A plain class: usable in-process, and wrapped by a Ray actor.
+when profiling, device-side kernel times). Batch templates (`DefineTemplate`, `Replay`, runtime/replay.py)
+run a repeated plan without a command object per step, and on CUDA as captured graphs. A plain class:
+usable in-process, and wrapped by a Ray actor.
 """
 
 from __future__ import annotations
