@@ -88,6 +88,40 @@ class DeviceClock:
         del self.backend.run_steps
 
 
+class ApiClock:
+    """Seconds spent inside the device API calls of in-process workers (launch, synchronize, event queries,
+    copies): what is left of a realize's wall time without them is Python (driver and worker)."""
+
+    CALLS = ("launch", "launch_graph", "capture_graph", "synchronize", "event_seconds", "wait", "is_done",
+             "copy_in", "copy_out")
+
+    def __init__(self, session):
+        self.total, self.patched = 0.0, []
+        for w in getattr(session.backend, "workers", {}).values():
+            for name in self.CALLS:
+                inner = getattr(w.backend, name, None)
+                if inner is not None:
+                    setattr(w.backend, name, self._timed(inner))
+                    self.patched.append((w.backend, name))
+
+    def _timed(self, inner):
+        def call(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.total += time.perf_counter() - t
+        return call
+
+    def take(self) -> float:
+        total, self.total = self.total, 0.0
+        return total
+
+    def close(self) -> None:
+        for obj, name in self.patched:
+            delattr(obj, name)
+
+
 def timed_realizes(fn, repeats: int, clock: DeviceClock, warmup: int = 5) -> tuple[list[float], list[float]]:
     """(wall seconds, device seconds) of `repeats` calls of fn (after `warmup`); the garbage collector is
     held off inside each call (it runs between them), so a collection does not land in one sample."""
@@ -135,6 +169,22 @@ def overhead(kind: str, workers: int, device: str, repeats: int) -> None:
         record(f"zyx_dist {kind} {workers}w", "overhead per realize", over, "us",
                wall_us=round(quartiles([w * 1e6 for w in walls])[0], 1),
                device_us=round(quartiles([d * 1e6 for d in dev])[0], 1), replayed=replayed(before, repeats + 5))
+        if kind == "in-process":  # the same again, the time inside the device API calls taken out
+            api = ApiClock(s)
+            try:
+                py = []
+                for _ in range(repeats):
+                    api.take()
+                    gc.disable()
+                    t = time.perf_counter()
+                    step()
+                    wall = time.perf_counter() - t
+                    gc.enable()
+                    py.append((wall - api.take()) * 1e6)
+                clock.take()
+                record(f"zyx_dist {kind} {workers}w", "Python per realize (wall - device API)", py, "us")
+            finally:
+                api.close()
         if kind == "ray" and s.backend.graph is not None:
             print(f"    (compiled graph over {len(s.backend.graph.names)} workers, "
                   f"{s.backend.graph.executions} executions)")
@@ -270,7 +320,8 @@ def ray_floor(workers: int, repeats: int) -> None:
     import ray
     from ray.dag import InputNode, MultiOutputNode
 
-    ray.init(num_cpus=max(2, workers), include_dashboard=False, log_to_driver=False)
+    # a new local instance, never a cluster that another process happens to run here (as zd.init does)
+    ray.init(address="local", num_cpus=max(2, workers), include_dashboard=False, log_to_driver=False)
     try:
         @ray.remote(num_cpus=0)
         class Echo:
@@ -341,7 +392,7 @@ def main() -> None:
                 overhead(kind, n, args.device, args.repeats)
     if "f" in args.only:
         print("    Ray's own floor on this machine (no zyx_dist):")
-        for n in sorted({1, max(workers)}):
+        for n in workers:
             ray_floor(n, args.repeats)
     if "b" in args.only:
         print(f"(b) small-step loop, {args.steps} steps")
