@@ -6,13 +6,15 @@ session has seen before (replayed from their plan templates; through Ray as Comp
 
 (a) Overhead per realize (wall minus device time) of a cached plan on 1, 2, 4 and 8 workers, through Ray
     and in-process: one small kernel per worker (`x_i * 2 + 1`, x_i realized on worker i), all realized
-    by one `zd.realize`. Device time is the workers' own kernel timers: the longest worker's through
-    Ray (workers run in parallel), the sum in-process (one process runs them one after the other).
+    by one `zd.realize` (the lazy graph is built before the clock starts). Device time is the workers'
+    own kernel timers: the longest worker's through Ray (workers run in parallel), the sum in-process
+    (one process runs them one after the other). In-process also: the Python part alone (the time
+    inside the device API calls taken out).
 (b) The small-step loop `y = relu(y @ w + b).realize()` at 256x256, 200 steps, per step, in-process
     and through Ray, beside torch eager on the same device in the same run (skipped when torch is not
     importable).
 (c) Dispatch per kernel: 200 independent small kernels in one `zd.realize` (in-process 1 worker; Ray
-    1 worker and 3 workers).
+    1 worker and 3 workers), the graph built before the clock (its cost per kernel printed beside).
 (d) The five benchmark kernels of benchmarks/gpu_bench.py (ew_chain, row softmax, sum, matmul,
     relu(A@B+b)), wall time of `realize()` and device time, in-process and through Ray (smaller sizes
     on a CPU device; `--sizes full` for gpu_bench's).
@@ -122,17 +124,19 @@ class ApiClock:
             delattr(obj, name)
 
 
-def timed_realizes(fn, repeats: int, clock: DeviceClock, warmup: int = 5) -> tuple[list[float], list[float]]:
+def timed_realizes(fn, repeats: int, clock: DeviceClock, warmup: int = 5, build=None) -> tuple[list[float], list[float]]:
     """(wall seconds, device seconds) of `repeats` calls of fn (after `warmup`); the garbage collector is
-    held off inside each call (it runs between them), so a collection does not land in one sample."""
+    held off inside each call (it runs between them), so a collection does not land in one sample. With
+    `build`, each call is `fn(build())` and only fn is timed (the lazy graph is built before the clock)."""
     for _ in range(warmup):
-        fn()
+        fn(build()) if build else fn()
     clock.take()
     walls, devs = [], []
     for _ in range(repeats):
+        arg = build() if build else None
         gc.disable()
         t = time.perf_counter()
-        fn()
+        fn(arg) if build else fn()
         walls.append(time.perf_counter() - t)
         gc.enable()
         devs.append(clock.take())
@@ -160,11 +164,14 @@ def overhead(kind: str, workers: int, device: str, repeats: int) -> None:
         devs = s.device_names
         xs = [zd.tensor(np.full(1024, i, np.float32), device=d).realize() for i, d in enumerate(devs)]
 
-        def step():
-            zd.realize(*[x * 2 + 1 for x in xs])
+        def build():
+            return [x * 2 + 1 for x in xs]
+
+        def step(ys=None):
+            zd.realize(*(ys if ys is not None else build()))
 
         before = zd.stats()["plan_replays"]
-        walls, dev = timed_realizes(step, repeats, clock)
+        walls, dev = timed_realizes(step, repeats, clock, build=build)
         over = [(w - d) * 1e6 for w, d in zip(walls, dev)]
         record(f"zyx_dist {kind} {workers}w", "overhead per realize", over, "us",
                wall_us=round(quartiles([w * 1e6 for w in walls])[0], 1),
@@ -174,10 +181,11 @@ def overhead(kind: str, workers: int, device: str, repeats: int) -> None:
             try:
                 py = []
                 for _ in range(repeats):
+                    ys = build()
                     api.take()
                     gc.disable()
                     t = time.perf_counter()
-                    step()
+                    step(ys)
                     wall = time.perf_counter() - t
                     gc.enable()
                     py.append((wall - api.take()) * 1e6)
@@ -261,15 +269,36 @@ def many_kernels(kind: str, workers: int, device: str, kernels: int, repeats: in
         xs = [zd.tensor(rng.standard_normal(64).astype(np.float32), device=devs[i % len(devs)]).realize()
               for i in range(kernels)]
 
-        def step():
-            zd.realize(*[x * 2 + 1 for x in xs])
+        def build():
+            return [x * 2 + 1 for x in xs]
 
+        t = time.perf_counter()
+        for _ in range(5):
+            build()
+        build_us = (time.perf_counter() - t) / 5 / kernels * 1e6
         before = zd.stats()["plan_replays"]
-        walls, dev = timed_realizes(step, repeats, clock)
+        walls, dev = timed_realizes(lambda ys: zd.realize(*ys), repeats, clock, build=build)
         record(f"zyx_dist {kind} {workers}w", f"dispatch, {kernels} kernels in one realize",
                [t / kernels * 1e6 for t in walls], "us/kernel",
                device_us_per_kernel=round(quartiles([d / kernels * 1e6 for d in dev])[0], 2),
-               replayed=replayed(before, repeats + 5))
+               graph_build_us_per_kernel=round(build_us, 2), replayed=replayed(before, repeats + 5))
+        if kind == "in-process":  # again, the time inside the device API calls taken out
+            api = ApiClock(s)
+            try:
+                py = []
+                for _ in range(repeats):
+                    ys = build()
+                    api.take()
+                    gc.disable()
+                    t = time.perf_counter()
+                    zd.realize(*ys)
+                    wall = time.perf_counter() - t
+                    gc.enable()
+                    py.append((wall - api.take()) / kernels * 1e6)
+                clock.take()
+                record(f"zyx_dist {kind} {workers}w", "  Python per kernel (wall - device API)", py, "us/kernel")
+            finally:
+                api.close()
     finally:
         clock.close()
         zd.shutdown()
@@ -334,12 +363,12 @@ def ray_floor(workers: int, repeats: int) -> None:
             dag = MultiOutputNode([a.echo.bind(inp) for a in actors])
         graph = dag.experimental_compile()
         try:
-            for _ in range(20):
-                ray.get(graph.execute(0))
+            for _ in range(20):  # no timeout: on an oversubscribed machine the first ones can take seconds
+                [r.get(timeout=-1) for r in graph.execute(0)]
             walls = []
             for i in range(repeats):
                 t = time.perf_counter()
-                ray.get(graph.execute(i))
+                [r.get(timeout=-1) for r in graph.execute(i)]
                 walls.append(time.perf_counter() - t)
             record(f"ray compiled graph echo {workers}w", "one execution", [t * 1e6 for t in walls], "us")
         finally:
