@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from .errors import ConfigError
+from .logs import parse_debug
 
 __all__ = [
     "BENCHMARK_BASELINES",
@@ -278,18 +279,6 @@ def parse_devices_string(text: str, key: str = "ZYX_DIST_DEVICES") -> Devices:
         ) from None
 
 
-def _debug_from_env(text: str) -> int:
-    text = text.strip()
-    try:
-        value = int(text, 0)
-    except ValueError:
-        try:
-            value = int(text)
-        except ValueError:
-            raise ConfigError(f"ZYX_DIST_DEBUG: {_show(text)} is not an integer (use an integer >= 0)") from None
-    return _int(value, "ZYX_DIST_DEBUG", 0)
-
-
 # ------------------------------------------------------------------------------------------------ loading
 
 
@@ -476,7 +465,7 @@ def load_config(config: str | os.PathLike | Mapping | Config | None = None) -> C
         overrides["devices"] = parse_devices_string(env_devices)
     env_debug = os.environ.get("ZYX_DIST_DEBUG", "").strip()
     if env_debug:
-        overrides["debug"] = _debug_from_env(env_debug)
+        overrides["debug"] = parse_debug(env_debug)
     if overrides:
         cfg = replace(cfg, **overrides)
     return cfg

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from .. import logs
 from .._util import read_json, write_json
 from ..fuse.kernelize import Kernel
 from ..protocol import Alloc, BatchResult, Compile, Done, Free, Launch, Sync
@@ -47,8 +48,8 @@ def kernel_hash(kernel: Kernel) -> str:
 
 
 class Tuner:
-    def __init__(self, enabled: bool, budget: int, cache_dir: str | None, debug: int = 0) -> None:
-        self.enabled, self.budget, self.debug = enabled, budget, debug
+    def __init__(self, enabled: bool, budget: int, cache_dir: str | None) -> None:
+        self.enabled, self.budget = enabled, budget
         self.cache_dir = Path(os.path.expanduser(cache_dir)) if cache_dir else None
         self.chosen: dict[tuple[str, str], KernelOpts] = {}  # (target key, kernel hash) -> options
         self.disk: dict[str, dict] = {}  # target key -> the file's entries
@@ -82,8 +83,8 @@ class Tuner:
         try:
             won = self._time(kernel, target, run, new_id, cands[: self.budget], first)
         except Exception as e:  # noqa: BLE001 -- e.g. the worker was lost: the realize that follows finds out
-            if self.debug & 32:
-                print(f"zyx_dist: autotune of {first.name} on {target.device} stopped: {type(e).__name__}: {e}")
+            logs.emit("autotune", f"zyx_dist: autotune of {first.name} on {target.device} stopped: "
+                                  f"{type(e).__name__}: {e}")
             won = None
         if won is None:  # nothing timed: the default, not remembered
             return cands[0], first
@@ -112,16 +113,16 @@ class Tuner:
                 ok = all(isinstance(r, Done) for r in res.results) and len(res.kernel_seconds) == TRIALS
                 secs = min(res.kernel_seconds) if ok else float("inf")
                 times.append((secs, i, opts, prog))
-                if self.debug & 32:
+                if logs.enabled("autotune"):
                     shown = f"{secs * 1e6:9.1f} us" if ok else "   failed"
-                    print(f"zyx_dist: autotune {prog.name} on {target.device}: {opts.tag()} {shown}")
+                    logs.emit("autotune", f"zyx_dist: autotune {prog.name} on {target.device}: {opts.tag()} {shown}")
         finally:
             run([Free(b) for b in bufs])
         secs, _, best, prog = min(times, key=lambda t: (t[0], t[1]))
         if secs == float("inf"):
             return None
-        if self.debug & 32:
-            print(f"zyx_dist: autotune winner {best.tag()} ({secs * 1e6:.1f} us) of {len(times)} candidates")
+        logs.emit("autotune", f"zyx_dist: autotune winner {best.tag()} ({secs * 1e6:.1f} us) of {len(times)} "
+                              "candidates")
         return best, prog
 
     # ---- the disk cache: one JSON file per device model, never code ----------------------------------------

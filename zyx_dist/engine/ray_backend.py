@@ -45,7 +45,7 @@ class RayBackend:
                 self.actors[name] = WorkerActor.options(
                     name=f"zyx_dist/worker/{name}", namespace=self.namespace, num_gpus=1, num_cpus=0,
                     max_restarts=config.ray.max_restarts, max_task_retries=0,
-                ).remote(spec, config.memory_limit, name)
+                ).remote(spec, config.memory_limit, name, config.debug)
             self.nccl_ranks = self._init_nccl([name for name, spec in devices if spec.startswith("cuda:")])
             self.infos = dict(zip(self.actors, self._get([a.info.remote() for a in self.actors.values()])))
             self.incarnations = {name: info["incarnation"] for name, info in self.infos.items()}

@@ -8,7 +8,7 @@ when profiling, device-side kernel times). A plain class: usable in-process, and
 
 from __future__ import annotations
 
-import os
+import time
 import traceback
 import uuid
 from collections.abc import Sequence
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, logs
 from ..errors import CompileError, DeviceError, OutOfMemoryError
 from ..protocol import (
     Alloc,
@@ -40,13 +40,6 @@ from .events import EventTracker
 from .pool import Block, MemoryPool
 
 BACKENDS = ("opencl", "cuda")
-
-
-def _debug_flags() -> int:
-    try:
-        return int(os.environ.get("ZYX_DIST_DEBUG", "0") or 0)
-    except ValueError:
-        return 0
 
 
 def _open_backend(device: str) -> Any:
@@ -92,7 +85,7 @@ class Worker:
         self.backend = _open_backend(device)
         self.device = self.backend.name
         self.incarnation = uuid.uuid4().hex
-        self.profile = bool(_debug_flags() & 2) if profile is None else profile
+        self.profile = logs.enabled("timings") if profile is None else profile
         device_mem = self.backend.memory_bytes
         # no configured limit: 90% of the device's memory (API.md section 9), leaving room for the driver
         # and other processes; a configured one never exceeds the device
@@ -115,6 +108,12 @@ class Worker:
             CopyOut: self._copy_out, Compile: self._compile, Sync: self._sync, Send: self._peer,
             Recv: self._peer, Spill: self._spill, Reload: self._reload,
         }
+        if logs.enabled("devices"):
+            d = self.backend.info()
+            logs.logger("devices").debug(
+                f"zyx_dist: worker {self.device} opened {d['name']} ({d['vendor']}, driver "
+                f"{d.get('driver_version', '?')}), pool limit {limit / 2**20:.0f} MiB, incarnation "
+                f"{self.incarnation[:8]}")
 
     # -- public ------------------------------------------------------------------------------
 
@@ -253,7 +252,13 @@ class Worker:
         self.pool.free(block, self.events.forget(cmd.buf))
 
     def _compile(self, cmd: Compile, launches: list[Any]) -> None:
+        if not logs.enabled("timings"):
+            self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name)
+            return
+        start = time.perf_counter()
         self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name)
+        logs.logger("timings").debug(f"zyx_dist: {self.device} compiled {cmd.name} in "
+                                     f"{(time.perf_counter() - start) * 1e3:.1f} ms")
 
     def _sync(self, cmd: Sync, launches: list[Any]) -> None:
         self.backend.synchronize()
