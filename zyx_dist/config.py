@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any
 
 import yaml
+from platformdirs import user_cache_dir
 
 from .errors import ConfigError
 from .logs import parse_debug
@@ -32,6 +33,7 @@ __all__ = [
     "RayConfig",
     "SchedulerConfig",
     "WorkloadConfig",
+    "default_cache_dir",
     "load_config",
     "parse_devices",
     "parse_devices_string",
@@ -44,7 +46,15 @@ POLICIES = ("heft", "round_robin", "single")
 BENCHMARK_WORKLOADS = ("ew_chain", "softmax", "layernorm", "sum", "matmul", "mlp", "attention", "branches")
 BENCHMARK_DTYPES = ("float32", "float16", "float64")
 BENCHMARK_BASELINES = ("numpy", "cupy", "torch")
-DEFAULT_CACHE_DIR = "~/.cache/zyx_dist"
+
+
+def default_cache_dir() -> str:
+    """The user's cache directory for zyx_dist as the platform defines it, read now: on Linux
+    `$XDG_CACHE_HOME/zyx_dist`, or `~/.cache/zyx_dist` when XDG_CACHE_HOME is unset."""
+    return user_cache_dir("zyx_dist", appauthor=False)
+
+
+DEFAULT_CACHE_DIR = default_cache_dir()  # as it was when zyx_dist was imported; configs read it afresh
 DEVICE_NAME = re.compile(r"^(cuda|opencl):(\d+)$")
 DEVICE_COUNT_KEYS = ("opencl-cpu",)
 _DEVICES_HELP = "use 'auto', a list such as ['cuda:0', 'opencl:1'], or {'opencl-cpu': N} with N >= 1"
@@ -69,7 +79,7 @@ class SchedulerConfig:
 class AutotuneConfig:
     enabled: bool = True
     budget: int = 20  # candidate variants timed per new kernel
-    cache_dir: str = field(default_factory=lambda: os.path.expanduser(DEFAULT_CACHE_DIR))  # expanded
+    cache_dir: str = field(default_factory=default_cache_dir)  # expanded
 
 
 @dataclass(frozen=True)

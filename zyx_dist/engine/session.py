@@ -103,7 +103,7 @@ class Session:
         self.infos = {name: self.backend.info(name) for name in self.device_names}
         self.peaks = {}
         for name, info in self.infos.items():
-            key = f"{info['backend']}:{info['device_name']}:{info['vendor']}"
+            key = _variant_key(info)  # device model and driver version
             self.peaks[name] = probe.measure(lambda b, n=name: self.backend.run_timed(n, b), key,
                                              self.config.autotune.cache_dir, info["backend"],
                                              int(info["memory_bytes"]))
