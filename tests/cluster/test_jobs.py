@@ -106,7 +106,7 @@ def _stop(proc: subprocess.Popen, temp_dir: str) -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("aiohttp") is None or importlib.util.find_spec("grpc") is None,
-                    reason="job submission needs ray[default] (pip install 'zyx_dist[cluster]')")
+                    reason="job submission needs ray[default] (pip install -e '.[cluster]')")
 def test_ray_job_submit_to_a_local_head_with_token_auth(no_session, tmp_path):
     ray_cli = _ray_cli()
     gcs, dash, client, agent, agent_grpc, renv, metrics = free_ports(7)

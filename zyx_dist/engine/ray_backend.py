@@ -153,7 +153,8 @@ class RayBackend:
         return results
 
     def recover(self, name: str, timeout: float = 60.0) -> bool:
-        """Wait for Ray to restart worker `name`; True when it is back (empty), False when it is gone."""
+        """Wait for Ray to restart worker `name`; True when it is back (empty), False when it is gone. Told
+        apart by the exception Ray raises (`actor_restarting`), never by the text of its message."""
         import time
 
         deadline = time.monotonic() + timeout
@@ -163,9 +164,7 @@ class RayBackend:
                 self.incarnations[name] = ray.get(self.actors[name].reset.remote(), timeout=timeout)
                 return True
             except ray.exceptions.RayActorError as e:
-                if "restart" not in str(e).lower() and not isinstance(e, ray.exceptions.ActorUnavailableError):
-                    return False
-                if time.monotonic() > deadline:
+                if not actor_restarting(e) or time.monotonic() > deadline:
                     return False
                 time.sleep(0.2)
             except ray.exceptions.GetTimeoutError:
@@ -181,3 +180,10 @@ class RayBackend:
         if self.started_ray and ray.is_initialized():
             ray.shutdown()
         self.started_ray = False
+
+
+def actor_restarting(error: BaseException) -> bool:
+    """Whether an actor call failed because Ray is restarting the actor (`ActorUnavailableError`: it may come
+    back, with its state gone), as opposed to the actor being dead for good (`ActorDiedError`: killed with
+    `no_restart=True`, or out of `max_restarts`; any other `RayActorError` counts as dead too)."""
+    return isinstance(error, ray.exceptions.ActorUnavailableError)

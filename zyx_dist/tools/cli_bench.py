@@ -278,7 +278,7 @@ def _bench(args: argparse.Namespace) -> int:
         print(f"wrote {out / 'results.json'}, {out / 'results.md'}, {out / 'results.png'}")
     except ImportError:
         print(f"wrote {out / 'results.json'}, {out / 'results.md'} (no plot: pip install matplotlib, or "
-              "'zyx_dist[bench]')")
+              "pip install -e '.[bench]' in the checkout)")
     if old is not None:
         table, regressions = compare_results(rows, old, args.threshold)
         print(f"\ncompared with {args.compare}:\n{table}")
