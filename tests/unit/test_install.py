@@ -35,7 +35,7 @@ def pip_requirements(command: str) -> list[str]:
     for part in re.split(r"&&|\|\||;", command):
         words = shlex.split(part)
         for i, w in enumerate(words[:-1]):
-            if (w == "pip" or w.endswith("/pip") or w.endswith("pip3")) and words[i + 1] == "install":
+            if (w == "pip" or w.endswith(("/pip", "pip3"))) and words[i + 1] == "install":
                 args, j = words[i + 2:], 0
                 while j < len(args):
                     a = args[j]
