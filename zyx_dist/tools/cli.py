@@ -2,6 +2,7 @@
 
     zyx-dist info [--config PATH] [--devices SPEC] [--ray [--address ADDR]]
     zyx-dist bench CONFIG... [--out DIR] [--baseline numpy,cupy,torch] [--compare OLD.json] [--threshold PCT]
+                   [--noise K]
     zyx-dist explain SCRIPT_OR_CONFIG [--config PATH] [--devices SPEC] [--ray]
     zyx-dist trace CONFIG [--out trace.json]
 
@@ -10,7 +11,8 @@
 results.md and results.png. `explain` prints the plan of a config's workloads, or of the tensors a script's
 `build()` returns, without running them. `trace` runs each workload of a config once inside `zd.trace`.
 A bad config or option prints one line `zyx-dist: error: ...` and exits with status 2; `bench --compare`
-exits with status 1 when a workload got slower than the threshold.
+exits with status 1 when the median of one of our workloads fell by more than max(--threshold %, --noise x
+the relative IQR of its rounds in either run).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from . import records
 from .cli_bench import _bench, _load_bench_config, compare_results, results_markdown, run_benchmarks  # noqa: F401
 from .cli_common import OURS, PROG, CLIError, _flag, _num, _size, _start, format_table  # noqa: F401
 
@@ -260,10 +263,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="comma list of numpy, cupy, torch, or 'none' (default: the config's benchmark.baselines,"
                             " else numpy); ones not installed are skipped with a note")
     bench.add_argument("--compare", metavar="OLD.json",
-                       help="a results.json of an earlier run: print the change per workload and exit 1 when one of "
-                            "ours got slower than --threshold")
+                       help="a results.json of an earlier run: print the change of each median and exit 1 when one "
+                            "of ours fell by more than max(--threshold, --noise x IQR)")
     bench.add_argument("--threshold", metavar="PCT", type=float, default=10.0,
-                       help="regression threshold in percent for --compare (default: %(default)g)")
+                       help="smallest drop of a median, in percent, that --compare calls a regression "
+                            "(default: %(default)g)")
+    bench.add_argument("--noise", metavar="K", type=float, default=records.NOISE_IQR,
+                       help="--compare also needs the drop to exceed K times the larger IQR of the two runs' "
+                            "rounds, as a percentage of the median (default: %(default)g)")
     bench.add_argument("--ray", action="store_true", help="run the workers as Ray actors (as benchmark.ray: true)")
     bench.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     bench.set_defaults(func=_bench)
