@@ -91,15 +91,36 @@ def _ray_address() -> str | None:
 # ---------------------------------------------------------------------------------------------- info
 
 
+OPENCL_COLUMNS = ("opencl", "device", "platform", "type", "status")
+
+
+def _opencl_rows() -> list[tuple[str, ...]]:
+    """Every OpenCL device of this machine with its self-test outcome (also those a session left out)."""
+    from ..runtime.discover import opencl_devices
+
+    try:
+        found = opencl_devices()
+    except Exception as e:  # noqa: BLE001 -- only informational: no pyopencl, no loader
+        return [("-", "-", "-", "-", f"cannot list OpenCL devices: {e}")]
+    return [(f"opencl:{d['index']}", d["name"], d["platform"], d["type"],
+             "works" if d["usable"] else f"left out: {d['problem']}") for d in found]
+
+
 def _info(args: argparse.Namespace) -> int:
     import zyx_dist as zd
 
+    local = _opencl_rows()
+    if local:
+        print("OpenCL devices on this machine (self-tested when listed):")
+        print(format_table(local, OPENCL_COLUMNS))
+        print()
     _start(getattr(args, "config", None), ray=args.ray, address=args.address, devices=_devices_option(args.devices))
     try:
         rows = [_row(d) for d in zd.devices()]
         address = _ray_address() if args.ray else None
     finally:
         zd.shutdown()
+    print("Devices of the session:")
     print(format_table(rows, COLUMNS))
     print(f"runtime: Ray at {address} (workers are actors zyx_dist/worker/<device>)" if address
           else "runtime: in-process workers (use --ray to start or join Ray)")
