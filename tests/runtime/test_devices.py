@@ -100,3 +100,12 @@ def test_platform_selector_picks_the_runtime():
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["pocl"].startswith("pthread-") and not out["intel"].startswith("pthread-")
     assert out["default"] == out["intel"]  # the documented default: Intel's runtime where both work
+
+
+@pytest.mark.skipif(not HAS_POCL, reason="needs PoCL")
+def test_zyx_dist_info_shows_why_a_device_was_left_out():
+    r = run("from zyx_dist.tools.cli import main; raise SystemExit(main(['info']))",
+            ZYX_DIST_REGISTER_ICD="0", **BROKEN_POCL)
+    assert r.returncode == 2
+    assert "Portable Computing Language" in r.stdout and "left out: its self-test kernel failed" in r.stdout
+    assert r.stderr.startswith("zyx-dist: error: no working OpenCL device") and r.stderr.count("\n") == 1
