@@ -124,3 +124,18 @@ def apply_debug(mask: int) -> None:
     root = logging.getLogger(ROOT)
     if mask and _fallback not in root.handlers:
         root.addHandler(_fallback)
+
+
+def _apply_environment() -> None:
+    """ZYX_DIST_DEBUG switches the areas on from the start, for what runs before (or without) a session: device
+    discovery, a Worker used directly, a Ray actor. A session then applies its config's value, which the
+    variable overrides anyway. A bad value is reported by load_config, not here."""
+    try:
+        mask = debug_from_env()
+    except ConfigError:
+        return
+    if mask:
+        apply_debug(mask)
+
+
+_apply_environment()

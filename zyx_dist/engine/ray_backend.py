@@ -1,7 +1,8 @@
 """Driver side: the Ray backend (the only driver-side module that imports ray). Takes logical device
 names bound to physical specs, the config and a Ray address; starts (or joins) Ray, creates one named
-actor per device (`zyx_dist/worker/<device>` in the config's namespace, one logical GPU each), and runs
-scheduler steps on them: one actor call per worker per step, all submitted at once. A transfer's array
+actor per device (`zyx_dist/worker/<device>` in the config's namespace; a CUDA worker claims a GPU, an
+OpenCL worker a CPU: `worker_resources`), and runs scheduler steps on them: one actor call per worker per
+step, all submitted at once. A transfer's array
 goes from the exporting call's extra return value straight into the destination's later call, so Ray
 orders the two workers by that data alone and the driver never blocks except to collect results.
 """
@@ -18,6 +19,16 @@ from ..protocol import BatchResult, Command
 from .backends import LostWorkers, exports_of, substitute
 
 
+def _is_gpu(spec: str) -> bool:
+    return spec.startswith("cuda:")
+
+
+def worker_resources(spec: str) -> dict[str, float]:
+    """What a worker claims from Ray: a CUDA worker one GPU (Ray narrows CUDA_VISIBLE_DEVICES to it); an OpenCL
+    worker one CPU, since the device it drives is a CPU or a GPU that Ray does not schedule."""
+    return {"num_gpus": 1, "num_cpus": 0} if _is_gpu(spec) else {"num_gpus": 0, "num_cpus": 1}
+
+
 class RayBackend:
     def __init__(self, devices: list[tuple[str, str]], config: Any, address: str | None = None):
         from ..runtime.actor import WorkerActor
@@ -30,10 +41,10 @@ class RayBackend:
                                       "log_to_driver": True}
             if address:
                 kwargs["address"] = address
-            else:  # a new local instance (never a cluster that happens to run here): one logical GPU
-                kwargs["address"] = "local"  # per worker, so Ray places them as it would GPUs
-                kwargs["num_gpus"] = len(devices)
-                kwargs["num_cpus"] = max(2, os.cpu_count() or 1)
+            else:  # a new local instance, never a cluster that happens to run here; Ray finds the GPUs itself,
+                # and CPU workers get a logical CPU each even where there are more workers than cores
+                kwargs["address"] = "local"
+                kwargs["num_cpus"] = max(os.cpu_count() or 1, sum(1 for _, spec in devices if not _is_gpu(spec)))
             try:
                 ray.init(**kwargs)
             except Exception as e:
@@ -43,7 +54,7 @@ class RayBackend:
         try:
             for name, spec in devices:
                 self.actors[name] = WorkerActor.options(
-                    name=f"zyx_dist/worker/{name}", namespace=self.namespace, num_gpus=1, num_cpus=0,
+                    name=f"zyx_dist/worker/{name}", namespace=self.namespace, **worker_resources(spec),
                     max_restarts=config.ray.max_restarts, max_task_retries=0,
                 ).remote(spec, config.memory_limit, name, config.debug)
             self.nccl_ranks = self._init_nccl([name for name, spec in devices if spec.startswith("cuda:")])

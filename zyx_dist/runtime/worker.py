@@ -43,6 +43,8 @@ BACKENDS = ("opencl", "cuda")
 
 
 def _open_backend(device: str) -> Any:
+    """The backend for a physical spec: `cuda:N`, or `opencl:N` / `opencl:cpu` / `opencl:auto`, the last two
+    optionally narrowed to a platform (`opencl:cpu@pocl`): see `opencl.open_index`."""
     kind, _, idx = device.partition(":")
     if kind == "cuda":
         if not idx.isdigit():
@@ -50,23 +52,11 @@ def _open_backend(device: str) -> Any:
         from .cuda import CudaBackend
 
         return CudaBackend(int(idx))
-    if kind != "opencl":
+    if kind != "opencl" or not idx:
         raise DeviceError(f"unknown device {device!r}: backends are {', '.join(BACKENDS)} (e.g. 'opencl:0')")
-    from .opencl import OpenCLBackend, list_opencl_devices
+    from .opencl import OpenCLBackend
 
-    devices = list_opencl_devices()
-    if idx in ("cpu", "auto"):  # a node's first CPU device, or its first GPU else its first device
-        kinds = ("cpu",) if idx == "cpu" else ("gpu", "cpu", "accelerator", "other")
-        ranked = [d for k in kinds for d in devices if d["type"] == k] or devices
-        if not ranked or (idx == "cpu" and ranked[0]["type"] != "cpu"):
-            raise DeviceError(f"no OpenCL {'CPU ' if idx == 'cpu' else ''}device on this node for {device!r} "
-                              f"(pip install pocl-binary-distribution)")
-        return OpenCLBackend(ranked[0]["index"])
-    index = int(idx) if idx.isdigit() else -1
-    if not 0 <= index < len(devices):
-        names = ", ".join(f"opencl:{d['index']} ({d['name']})" for d in devices) or "none"
-        raise DeviceError(f"no device {device!r}; available OpenCL devices: {names}")
-    return OpenCLBackend(index)
+    return OpenCLBackend(idx)
 
 
 def _failure(index: int, e: BaseException) -> Failed:

@@ -94,16 +94,45 @@ def _ray_address() -> str | None:
 # ---------------------------------------------------------------------------------------------- info
 
 
+OPENCL_COLUMNS = ("opencl", "device", "platform", "type", "status")
+
+
+def _opencl_rows() -> list[tuple[str, ...]]:
+    """Every OpenCL device of this machine with its self-test outcome (also those a session left out)."""
+    from ..runtime.discover import opencl_devices
+
+    try:
+        found = opencl_devices()
+    except Exception as e:  # noqa: BLE001 -- only informational: no pyopencl, no loader
+        return [("-", "-", "-", "-", f"cannot list OpenCL devices: {e}")]
+    return [(f"opencl:{d['index']}", d["name"], d["platform"], d["type"],
+             "works" if d["usable"] else f"left out: {d['problem']}") for d in found]
+
+
+def _print_opencl_table(always: bool) -> None:
+    """This machine's OpenCL devices and their self-tests: when asked, or when one of them was left out."""
+    local = _opencl_rows()
+    if local and (always or any(not r[-1].startswith("works") for r in local)):
+        print("\nOpenCL devices on this machine (each self-tested when listed; a device left out says why):")
+        print(format_table(local, OPENCL_COLUMNS))
+
+
 def _info(args: argparse.Namespace) -> int:
     import zyx_dist as zd
 
-    _start(getattr(args, "config", None), ray=args.ray, address=args.address, devices=_devices_option(args.devices))
+    try:
+        _start(getattr(args, "config", None), ray=args.ray, address=args.address,
+               devices=_devices_option(args.devices))
+    except zd.DeviceError:  # no working device: the table of this machine's devices says why, then the error
+        _print_opencl_table(True)
+        raise
     try:
         rows = [_row(d) for d in zd.devices()]
         address = _ray_address() if args.ray else None
     finally:
         zd.shutdown()
     print(format_table(rows, COLUMNS))
+    _print_opencl_table(args.opencl)
     print(f"runtime: Ray at {address} (workers are actors zyx_dist/worker/<device>)" if address
           else "runtime: in-process workers (use --ray to start or join Ray)")
     return 0
@@ -248,9 +277,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     info = sub.add_parser("info", help="list the devices and workers (backend, memory, free, peaks, node)",
                           description="Start the runtime and print its devices as a table: backend, memory, free "
-                                      "memory, measured peaks, node; and the Ray address when on Ray.")
+                                      "memory, measured peaks, node; and the Ray address when on Ray. Every "
+                                      "OpenCL device of this machine is self-tested; those left out are listed "
+                                      "with the reason.")
     _add_session_options(info)
     info.add_argument("--address", metavar="ADDR", help="Ray address to join with --ray ('auto', 'host:6379')")
+    info.add_argument("--opencl", action="store_true",
+                      help="also list every OpenCL device of this machine with its self-test outcome")
     info.set_defaults(func=_info)
 
     bench = sub.add_parser("bench", help="run benchmark configs; write results.json/.md/.png",
