@@ -77,13 +77,16 @@ def _case(value, **stats):
 
 def test_regression_needs_the_drop_to_exceed_the_noise():
     quiet = {"median_ms": 10.0, "iqr_ms": 0.2}  # 2% spread: the 10% threshold decides
-    noisy = {"median_ms": 10.0, "iqr_ms": 1.0}  # 10% spread: k = 2 makes the limit 20%
+    noisy = {"median_ms": 10.0, "iqr_ms": 1.0}  # 10% spread: 2 IQRs slower is a drop of 1 - 1/1.2 = 16.7%
     assert records.regression(_case(88.0, **quiet), _case(100.0, **quiet), 10)[2]
     change, limit, regressed = records.regression(_case(85.0, **noisy), _case(100.0, **quiet), 10)
-    assert change == pytest.approx(-15.0) and limit == pytest.approx(20.0) and not regressed
+    assert change == pytest.approx(-15.0) and limit == pytest.approx(100 / 6) and not regressed
     assert records.regression(_case(75.0, **noisy), _case(100.0, **quiet), 10)[2]
-    assert not records.regression(_case(75.0, **noisy), _case(100.0, **quiet), 10, noise=3)[2]  # limit 30%
+    assert not records.regression(_case(75.0, **noisy), _case(100.0, **quiet), 10, noise=4)[2]  # limit 28.6%
     assert not records.regression(_case(130.0, **noisy), _case(100.0, **quiet), 10)[2]  # faster is never one
+    wild = {"median_ms": 10.0, "iqr_ms": 20.0}  # a spread of 200%: the limit stays below 100% ...
+    assert records.regression(_case(5.0, **wild), _case(100.0, **wild), 10)[2]  # ... so 20x slower is still one
+    assert records.noise_limit(2.0) == pytest.approx(80.0)
 
 
 def test_old_files_without_medians_are_compared_on_the_best_round():
@@ -95,7 +98,7 @@ def test_old_files_without_medians_are_compared_on_the_best_round():
 
 def test_compare_table_and_regressions():
     quiet = {"median_ms": 1.0, "iqr_ms": 0.01}
-    noisy = {"median_ms": 1.0, "iqr_ms": 0.2}
+    noisy = {"median_ms": 1.0, "iqr_ms": 0.25}  # 2 IQRs: a drop of 1 - 1/1.5 = 33.3%
     old = [_case(100.0, **quiet), _case(100.0, workload="softmax", **quiet), _case(50.0, system="numpy")]
     new = [_case(70.0, **quiet), _case(70.0, workload="softmax", **noisy), _case(1.0, workload="matmul"),
            _case(1.0, system="numpy")]
@@ -103,5 +106,5 @@ def test_compare_table_and_regressions():
     assert len(regressions) == 1 and regressions[0].startswith("zyx_dist/c sum n=8 float32: 100.000 -> 70.000")
     assert "-30.0%" in regressions[0] and "limit -10.0%" in regressions[0]
     lines = {line.split()[1]: line for line in table.splitlines()[2:]}
-    assert "REGRESSION" in lines["sum"] and "REGRESSION" not in lines["softmax"] and "-40.0%" in lines["softmax"]
+    assert "REGRESSION" in lines["sum"] and "REGRESSION" not in lines["softmax"] and "-33.3%" in lines["softmax"]
     assert lines["matmul"].endswith("new") and "numpy" not in table

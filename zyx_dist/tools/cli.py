@@ -302,8 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="smallest drop of a median, in percent, that --compare calls a regression "
                             "(default: %(default)g)")
     bench.add_argument("--noise", metavar="K", type=float, default=records.NOISE_IQR,
-                       help="--compare also needs the drop to exceed K times the larger IQR of the two runs' "
-                            "rounds, as a percentage of the median (default: %(default)g)")
+                       help="--compare also needs the new median to be slower by more than K IQRs of the "
+                            "noisier run's rounds (default: %(default)g)")
     bench.add_argument("--ray", action="store_true", help="run the workers as Ray actors (as benchmark.ray: true)")
     bench.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     bench.set_defaults(func=_bench)

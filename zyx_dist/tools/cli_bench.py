@@ -241,8 +241,8 @@ def plot_results(rows: Sequence[dict], path: str | os.PathLike) -> None:
 def compare_results(new: Sequence[dict], old: Sequence[dict], threshold: float,
                     noise: float = records.NOISE_IQR) -> tuple[str, list[str]]:
     """A table of the change of each of our rows against the old results, and the regressions: medians that
-    fell by more than max(`threshold` %, `noise` x the larger relative IQR of the two runs) (every unit is
-    higher-is-better; rows of older files without medians are compared on the best round)."""
+    fell by more than `threshold` % and by more than `noise` IQRs of the noisier run (`records.regression`;
+    every unit is higher-is-better; rows of older files without medians are compared on the best round)."""
     old_by = {(r["system"], *_case_key(r)): r for r in old if str(r.get("system", "")).startswith(OURS)}
     lines, regressions = [], []
     for r in new:

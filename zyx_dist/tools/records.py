@@ -2,8 +2,8 @@
 seconds of each timed round of a case and where it ran; gives the spread every result row carries (rounds,
 min, median, quartiles, IQR, in milliseconds), the environment a figure means nothing without (the commit,
 the versions of the packages that were present, the machine, each device with its driver), and the
-comparison of two runs on their medians with a threshold that grows with the measured noise: a case counts as
-a regression only when its median got worse by more than max(threshold %, k x the relative IQR of either run).
+comparison of two runs on their medians with a limit that grows with the measured noise: a case counts as a
+regression only when its median got worse by more than the threshold and by more than k IQRs of either run.
 """
 
 from __future__ import annotations
@@ -158,15 +158,23 @@ def relative_iqr(r: dict) -> float:
     return max(0.0, float(iqr)) / float(median)
 
 
+def noise_limit(spread: float, noise: float = NOISE_IQR) -> float:
+    """The drop of a value, in percent, that a median `noise` IQRs slower shows, for a relative IQR `spread`:
+    100 (1 - 1 / (1 + noise x spread)); about noise x spread x 100 for small spreads, and below 100 for any,
+    so that a many-fold slowdown still exceeds it."""
+    return 100 * (1 - 1 / (1 + noise * spread))
+
+
 def regression(new: dict, old: dict, threshold: float, noise: float = NOISE_IQR) -> tuple[float, float, bool]:
     """(change %, limit %, regressed) of a case between an old and a new row of the same case. The change is
     that of the values (every unit is higher-is-better: negative is worse), on the medians when both rows
-    have them, else on the best rounds (older files kept only the best). It is a regression when it is worse
-    than the limit max(threshold, noise x 100 x the larger relative IQR of the two rows): a drop inside the
-    rounds' own spread is noise, not a finding."""
+    have them, else on the best rounds (older files kept only the best). It is a regression when the drop
+    exceeds the limit max(threshold, noise_limit(the larger relative IQR of the two rows)): the new median
+    must be slower than the old one by more than the threshold and by more than `noise` IQRs, since a drop
+    inside the rounds' own spread is noise, not a finding."""
     old_v, new_v = float(old["value"]), float(new["value"])
     if "median_ms" not in old and new.get("best_value") is not None:
         new_v = float(new["best_value"])  # an old best-of-N figure: compare like with like
     change = (new_v - old_v) / old_v * 100 if old_v else 0.0
-    limit = max(threshold, noise * 100 * max(relative_iqr(old), relative_iqr(new)))
+    limit = max(threshold, noise_limit(max(relative_iqr(old), relative_iqr(new)), noise))
     return change, limit, -change > limit
