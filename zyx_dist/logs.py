@@ -5,7 +5,9 @@ debug output always said ("zyx_dist: ..."). Where the application configured no 
 handler on the root logger or on the way up from the area's logger), a plain handler writes those lines to
 stderr, so the bits work out of the box, also inside a Ray actor (Ray forwards an actor's stderr to the
 driver); a user's own handlers, format and levels win: records then reach them instead, and a level the
-user set on an area logger is left alone. `parse_debug` is the one parser of the bitmask text.
+user set on an area logger is left alone. `parse_debug` is the one parser of the bitmask text; the
+environment's bits apply from import on (device discovery runs before any session), a session's config then
+applies its own value.
 """
 
 from __future__ import annotations
