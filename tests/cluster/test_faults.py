@@ -455,7 +455,14 @@ def test_rays_own_exceptions_are_classified(ray_faults):
         ray.get(busy, timeout=60)
     assert isinstance(restarting.value, ray.exceptions.ActorUnavailableError), repr(restarting.value)
     assert ray_backend.actor_restarting(restarting.value)
-    assert ray.get(a.nap.remote(0), timeout=60) != first  # back, in a new process
+    deadline = time.monotonic() + 60
+    while True:  # back, in a new process (calls made while it starts may meet ActorUnavailableError too)
+        try:
+            assert ray.get(a.nap.remote(0), timeout=60) != first
+            break
+        except ray.exceptions.ActorUnavailableError:
+            assert time.monotonic() < deadline, "the actor was not restarted"
+            time.sleep(0.1)
     ray.kill(a, no_restart=True)
     time.sleep(0.5)
     with pytest.raises(ray.exceptions.RayActorError) as dead:
