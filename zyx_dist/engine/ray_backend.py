@@ -1,7 +1,8 @@
 """Driver side: the Ray backend (the only driver-side module that imports ray). Takes logical device
 names bound to physical specs, the config and a Ray address; starts (or joins) Ray, creates one named
-actor per device (`zyx_dist/worker/<device>` in the config's namespace, one logical GPU each), and runs
-scheduler steps on them: one actor call per worker per step, all submitted at once. A transfer's array
+actor per device (`zyx_dist/worker/<device>` in the config's namespace; a CUDA worker claims a GPU, an
+OpenCL worker a CPU: `worker_resources`), and runs scheduler steps on them: one actor call per worker per
+step, all submitted at once. A transfer's array
 goes from the exporting call's extra return value straight into the destination's later call, so Ray
 orders the two workers by that data alone and the driver never blocks except to collect results.
 Replayed plans (steps of `Replay` commands) run through a Ray Compiled Graph instead
@@ -15,10 +16,21 @@ from typing import Any
 
 import ray
 
+from .. import logs
 from ..errors import DeviceError, WorkerLostError
 from ..protocol import BatchResult, Command
 from .backends import LostWorkers, exports_of, substitute
 from .ray_compiled import GRAPH_ERRORS, CompiledSteps, compiled_graphs_enabled, frees_of, only_frees
+
+
+def _is_gpu(spec: str) -> bool:
+    return spec.startswith("cuda:")
+
+
+def worker_resources(spec: str) -> dict[str, float]:
+    """What a worker claims from Ray: a CUDA worker one GPU (Ray narrows CUDA_VISIBLE_DEVICES to it); an OpenCL
+    worker one CPU, since the device it drives is a CPU or a GPU that Ray does not schedule."""
+    return {"num_gpus": 1, "num_cpus": 0} if _is_gpu(spec) else {"num_gpus": 0, "num_cpus": 1}
 
 
 class RayBackend:
@@ -29,17 +41,16 @@ class RayBackend:
         self.started_ray = False
         self.graph: CompiledSteps | None = None  # the compiled graph replays run through (ray_compiled.py)
         self.compiled = compiled_graphs_enabled()
-        self.debug = config.debug
         address = address or config.ray.address or os.environ.get("RAY_ADDRESS")
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {"namespace": self.namespace, "include_dashboard": False,
                                       "log_to_driver": True}
             if address:
                 kwargs["address"] = address
-            else:  # a new local instance (never a cluster that happens to run here): one logical GPU
-                kwargs["address"] = "local"  # per worker, so Ray places them as it would GPUs
-                kwargs["num_gpus"] = len(devices)
-                kwargs["num_cpus"] = max(2, os.cpu_count() or 1)
+            else:  # a new local instance, never a cluster that happens to run here; Ray finds the GPUs itself,
+                # and CPU workers get a logical CPU each even where there are more workers than cores
+                kwargs["address"] = "local"
+                kwargs["num_cpus"] = max(os.cpu_count() or 1, sum(1 for _, spec in devices if not _is_gpu(spec)))
             try:
                 ray.init(**kwargs)
             except Exception as e:
@@ -49,9 +60,9 @@ class RayBackend:
         try:
             for name, spec in devices:
                 self.actors[name] = WorkerActor.options(
-                    name=f"zyx_dist/worker/{name}", namespace=self.namespace, num_gpus=1, num_cpus=0,
+                    name=f"zyx_dist/worker/{name}", namespace=self.namespace, **worker_resources(spec),
                     max_restarts=config.ray.max_restarts, max_task_retries=0,
-                ).remote(spec, config.memory_limit, name)
+                ).remote(spec, config.memory_limit, name, config.debug)
             self.nccl_ranks = self._init_nccl([name for name, spec in devices if spec.startswith("cuda:")])
             self.infos = dict(zip(self.actors, self._get([a.info.remote() for a in self.actors.values()])))
             self.incarnations = {name: info["incarnation"] for name, info in self.infos.items()}
@@ -155,11 +166,10 @@ class RayBackend:
             self.graph = CompiledSteps(self.actors, order, depth)
         except Exception as e:  # noqa: BLE001 -- a Ray without compiled graphs here: plain calls still work
             self.compiled = False
-            if self.debug & 1:
-                print(f"zyx_dist: Ray Compiled Graphs unavailable ({type(e).__name__}: {e}); plain actor calls")
+            logs.emit("devices", f"zyx_dist: Ray Compiled Graphs unavailable ({type(e).__name__}: {e}); "
+                                 "replays use plain actor calls")
             return None
-        if self.debug & 1:
-            print(f"zyx_dist: compiled graph over {', '.join(order)}, {depth} steps deep")
+        logs.emit("devices", f"zyx_dist: compiled graph over {', '.join(order)}, {depth} steps deep")
         return self.graph
 
     def _drop_graph(self) -> None:
@@ -173,8 +183,7 @@ class RayBackend:
         except GRAPH_ERRORS as e:
             self._drop_graph()
             lost = self._find_lost(graph.names)
-            if self.debug & 1:
-                print(f"zyx_dist: compiled graph failed ({type(e).__name__}); lost {', '.join(sorted(lost))}")
+            logs.emit("devices", f"zyx_dist: compiled graph failed ({type(e).__name__}); lost {', '.join(sorted(lost))}")
             survivors = {d: cmds for d, cmds in frees_of(steps).items() if d not in lost}
             if survivors:  # the graph may have died before they ran; a second free fails harmlessly
                 _, more = self._collect(self._submit([survivors]))
@@ -253,7 +262,8 @@ class RayBackend:
         return results, lost
 
     def recover(self, name: str, timeout: float = 60.0) -> bool:
-        """Wait for Ray to restart worker `name`; True when it is back (empty), False when it is gone."""
+        """Wait for Ray to restart worker `name`; True when it is back (empty), False when it is gone. Told
+        apart by the exception Ray raises (`actor_restarting`), never by the text of its message."""
         import time
 
         self._drop_graph()  # its worker is being reset: no compiled graph may run on it meanwhile
@@ -264,9 +274,7 @@ class RayBackend:
                 self.incarnations[name] = ray.get(self.actors[name].reset.remote(), timeout=timeout)
                 return True
             except ray.exceptions.RayActorError as e:
-                if "restart" not in str(e).lower() and not isinstance(e, ray.exceptions.ActorUnavailableError):
-                    return False
-                if time.monotonic() > deadline:
+                if not actor_restarting(e) or time.monotonic() > deadline:
                     return False
                 time.sleep(0.2)
             except ray.exceptions.GetTimeoutError:
@@ -283,3 +291,10 @@ class RayBackend:
         if self.started_ray and ray.is_initialized():
             ray.shutdown()
         self.started_ray = False
+
+
+def actor_restarting(error: BaseException) -> bool:
+    """Whether an actor call failed because Ray is restarting the actor (`ActorUnavailableError`: it may come
+    back, with its state gone), as opposed to the actor being dead for good (`ActorDiedError`: killed with
+    `no_restart=True`, or out of `max_restarts`; any other `RayActorError` counts as dead too)."""
+    return isinstance(error, ray.exceptions.ActorUnavailableError)

@@ -34,6 +34,7 @@ from typing import Any
 import ray
 from ray.dag import InputNode, MultiOutputNode
 
+from .. import logs
 from ..protocol import BatchResult, DropTemplate, Free
 from ..runtime.actor import decode_result, encode
 
@@ -46,10 +47,6 @@ GRAPH_ERRORS: tuple[type[BaseException], ...] = tuple(
     if e is not None)
 
 
-# Ray logs every compile and teardown of a graph at INFO level on the driver: quiet unless asked for
-if os.environ.get("ZYX_DIST_DEBUG", "0").strip() in ("", "0"):
-    logging.getLogger("ray.dag.compiled_dag_node").setLevel(logging.WARNING)
-
 
 def compiled_graphs_enabled() -> bool:
     """Replays run as compiled graphs on Ray unless ZYX_DIST_COMPILED_GRAPHS is 0/false/off."""
@@ -61,6 +58,11 @@ class CompiledSteps:
 
     def __init__(self, actors: dict[str, Any], names: tuple[str, ...], depth: int):
         self.names, self.depth = names, depth
+        # Ray logs every compile and teardown of a graph at INFO level on the driver: quiet, unless the
+        # devices debug output is on (or the user set that logger's level)
+        ray_log = logging.getLogger("ray.dag.compiled_dag_node")
+        if ray_log.level == logging.NOTSET and not logs.enabled("devices"):
+            ray_log.setLevel(logging.WARNING)
         with InputNode() as steps:
             layer: list = []
             for s in range(depth):

@@ -10,9 +10,11 @@ qualifies. Through Ray the replay runs as a Ray Compiled Graph (engine/ray_compi
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 
+from .. import logs
 from ..graph import lineage
 from ..graph.ir import Node, Op
 from ..protocol import Failed, Free
@@ -28,6 +30,22 @@ def enabled(policy: str) -> bool:
     round_robin (whose placement is meant to change from run to run)."""
     off = os.environ.get("ZYX_DIST_PLAN_TEMPLATES", "1").strip().lower() in ("0", "false", "off")
     return not off and policy != "round_robin"
+
+
+_ROOT_LOG = logging.getLogger(logs.ROOT)
+_PLANNING_LOGS = tuple(logs.logger(a) for a in ("kernels", "ir", "scheduler"))
+_TIMINGS_LOG = logs.logger("timings")
+
+
+def _on(lg: logging.Logger) -> bool:
+    """`logs.enabled` for a logger at hand (no getLogger lookups: this runs on every realize)."""
+    level = lg.level or _ROOT_LOG.level
+    return level != logging.NOTSET and level <= logging.DEBUG and lg.isEnabledFor(logging.DEBUG)
+
+
+def planning_logged() -> bool:
+    """Whether debug output describes planning (kernels, IR, placements): then every realize plans."""
+    return _on(_PLANNING_LOGS[0]) or _on(_PLANNING_LOGS[1]) or _on(_PLANNING_LOGS[2])
 
 
 def eligible(nodes: list[Node]) -> bool:
@@ -75,7 +93,7 @@ def replay(s, found: tuple, t0: float) -> bool:
     base = st.ids.take(t.new)
     ids = (*ids_in, *range(base, base + t.new))
     steps = t.bind(ids)
-    timed = s.trace_events is not None or s.debug & 2
+    timed = s.trace_events is not None or _on(_TIMINGS_LOG)
     t1 = time.perf_counter() if timed else 0.0
     try:
         results = s._run(steps, compiled=True)
@@ -131,9 +149,8 @@ def replay(s, found: tuple, t0: float) -> bool:
         from .explain import record_replay
 
         record_replay(s, t, results, (t0, t1, t2, time.perf_counter()))
-    if s.debug & 2:
-        print(f"zyx_dist: realize {t.launches} kernels replayed from a plan template "
-              f"({graphs} CUDA graphs): run {1e3 * (t2 - t1):.2f} ms")
+    logs.emit("timings", f"zyx_dist: realize {t.launches} kernels replayed from a plan template "
+                         f"({graphs} CUDA graphs): run {1e3 * (t2 - t1):.2f} ms")
     return True
 
 

@@ -18,6 +18,7 @@ import threading
 
 import ray
 
+from .. import logs
 from ..protocol import (
     BatchResult,
     Command,
@@ -63,7 +64,10 @@ def _strip(res: BatchResult, exports: list[tuple[int, int, int]]) -> tuple[Batch
 
 @ray.remote
 class WorkerActor:
-    def __init__(self, spec: str, memory_limit: int | None, name: str):
+    def __init__(self, spec: str, memory_limit: int | None, name: str, debug: int | None = None):
+        # the driver's ZYX_DIST_DEBUG bits (its config), else this process's environment; the lines go to this
+        # process's stderr, which Ray forwards to the driver (log_to_driver)
+        logs.apply_debug(logs.debug_from_env() if debug is None else debug)
         self.name = name
         self.lock = threading.Lock()  # plain calls and the compiled graph's thread take turns
         self.worker = Worker(local_spec(spec), memory_limit, profile=True)
