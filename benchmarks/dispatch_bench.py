@@ -222,6 +222,22 @@ def small_step(kind: str, device: str, steps: int, n: int = 256) -> float:
                         replayed=replayed(before, steps + 5), graph_replays=zd.stats()["graph_replays"])
         record(f"zyx_dist {kind}", f"relu(y@w+b) {n}^2 overhead per step",
                [(a - d) * 1e6 for a, d in zip(walls, dev)], "us")
+        if kind == "in-process":  # and the Python part of a step: the time inside the device API taken out
+            api = ApiClock(s)
+            try:
+                py = []
+                for _ in range(min(steps, 50)):
+                    api.take()
+                    gc.disable()
+                    t = time.perf_counter()
+                    one()
+                    wall = time.perf_counter() - t
+                    gc.enable()
+                    py.append((wall - api.take()) * 1e6)
+                clock.take()
+                record(f"zyx_dist {kind}", f"relu(y@w+b) {n}^2 Python per step (wall - device API)", py, "us")
+            finally:
+                api.close()
         return med
     finally:
         clock.close()
