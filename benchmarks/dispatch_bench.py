@@ -21,7 +21,9 @@ session has seen before (replayed from their plan templates; through Ray as Comp
 
 Every figure is a median with its interquartile range (IQR) over `--repeats` runs after a warm-up, and
 the share of realizes that were replayed from a template (`zd.stats()["plan_replays"]`). Prints a table
-and writes `dispatch-<machine>-<date>.json` to --out: {date, machine, commit, load, ..., rows}.
+and writes `dispatch-<cpu|gpu>-<date>.json` to --out: rows in the schema of zyx_dist/tools/records.py
+(value = the median; rounds, quartiles, IQR; commit, package versions, host with the load average and a
+gauge of the machine's Python speed, devices).
 """
 
 from __future__ import annotations
@@ -33,13 +35,12 @@ import json
 import os
 import platform
 import statistics
-import subprocess
-import sys
 import time
 
 import numpy as np
 
 import zyx_dist as zd
+from zyx_dist.tools import records
 
 ROWS: list[dict] = []
 
@@ -52,10 +53,15 @@ def quartiles(xs: list[float]) -> tuple[float, float]:
     return q[1], q[2] - q[0]
 
 
+ENV: dict = {}  # records.environment() of this run
+
+
 def record(system: str, workload: str, values: list[float], unit: str, **extra) -> tuple[float, float]:
+    """One row in the team's schema (tools/records.py): the median of `values` (microseconds, or microseconds
+    per kernel) as the value, the spread of the rounds, the session's devices; printed as a table line."""
     med, iqr = quartiles(values)
-    ROWS.append({"system": system, "workload": workload, "median": round(med, 3), "iqr": round(iqr, 3),
-                 "unit": unit, "n": len(values), **extra})
+    ROWS.append(records.row(ENV, system, workload, med, unit, [v * 1e-6 for v in values],
+                            records.session_devices(), iqr=round(iqr, 3), **extra))
     more = "".join(f"  {k}={v}" for k, v in extra.items())
     print(f"  {system:30s} {workload:34s} {med:10.1f} {unit:9s} IQR {iqr:8.1f}{more}", flush=True)
     return med, iqr
@@ -399,14 +405,6 @@ def ray_floor(workers: int, repeats: int) -> None:
         ray.shutdown()
 
 
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=os.path.dirname(os.path.abspath(__file__)), check=True).stdout.strip()
-    except Exception:  # noqa: BLE001 -- not a checkout
-        return "unknown"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="opencl-cpu", help="opencl-cpu (PoCL workers) or cuda:0")
@@ -424,10 +422,14 @@ def main() -> None:
     gpu = args.device.startswith("cuda")
     workers = args.workers or ([1] if gpu else [1, 2, 4, 8])
     sizes = args.sizes or ("full" if gpu else "small")
-    machine = args.machine or (f"{platform.node() or 'cpu'} ({os.cpu_count()} cores)")
+    ENV.update(records.environment())
+    if args.machine:
+        ENV["machine"] = args.machine
+    machine = f"{ENV['machine']} ({records.cpu_model()}, {os.cpu_count()} cores)"
     load = os.getloadavg() if hasattr(os, "getloadavg") else ()
     t_py = min(_python_speed() for _ in range(3))
-    print(f"dispatch benchmark on {machine}, device {args.device}, commit {git_commit()}; load average "
+    ENV["host"] = dict(ENV["host"], load_average=[round(v, 2) for v in load], python_gauge_us=round(t_py, 2))
+    print(f"dispatch benchmark on {machine}, device {args.device}, commit {ENV['commit']}; load average "
           f"{', '.join(f'{v:.1f}' for v in load)}; Python {platform.python_version()}, sum(range(1000)) takes "
           f"{t_py:.1f} us here (a gauge of this machine's Python speed)", flush=True)
     if "a" in args.only:
@@ -459,9 +461,7 @@ def main() -> None:
     day = datetime.date.today().isoformat()
     path = os.path.join(args.out, f"dispatch-{'gpu' if gpu else 'cpu'}-{day}.json")
     with open(path, "w") as f:
-        json.dump({"date": day, "machine": machine, "device": args.device, "commit": git_commit(),
-                   "load_average": [round(v, 2) for v in load], "python": platform.python_version(),
-                   "python_gauge_us": round(t_py, 2), "argv": sys.argv[1:], "rows": ROWS}, f, indent=1)
+        json.dump(ROWS, f, indent=1)
     print(f"wrote {len(ROWS)} rows to {path}")
 
 
