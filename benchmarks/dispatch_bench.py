@@ -417,6 +417,7 @@ def main() -> None:
                     help="sizes of (d): small on a CPU (default there), full = gpu_bench's (default on a GPU)")
     ap.add_argument("--only", default="abcdf", help="which parts to run (letters a b c d, f: Ray's floor)")
     ap.add_argument("--machine", default=None)
+    ap.add_argument("--name", default=None, help="file name of the JSON (default dispatch-<cpu|gpu>-<date>.json)")
     ap.add_argument("--out", default=os.environ.get("OUT", "benchmarks/results"))
     args = ap.parse_args()
     gpu = args.device.startswith("cuda")
@@ -459,7 +460,7 @@ def main() -> None:
             five_kernels(kind, args.device, sizes, max(10, args.repeats // 10))
     os.makedirs(args.out, exist_ok=True)
     day = datetime.date.today().isoformat()
-    path = os.path.join(args.out, f"dispatch-{'gpu' if gpu else 'cpu'}-{day}.json")
+    path = os.path.join(args.out, args.name or f"dispatch-{'gpu' if gpu else 'cpu'}-{day}.json")
     with open(path, "w") as f:
         json.dump(ROWS, f, indent=1)
     print(f"wrote {len(ROWS)} rows to {path}")
