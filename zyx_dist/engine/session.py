@@ -399,6 +399,16 @@ class Session:
                     old = measured.get((name, dev))
                     measured[(name, dev)] = secs if old is None else 0.5 * (old + secs)
 
+    def error_of(self, device: str, f: Failed) -> Exception:
+        """The zyx_dist error a worker's Failed result stands for (for engine/templates.py)."""
+        return _error(device, f)
+
+    def trace_replay(self, template, results: list[dict[str, BatchResult]], times: tuple) -> None:
+        """Chrome trace events of a realize replayed from a plan template: see explain.record_replay."""
+        from .explain import record_replay
+
+        record_replay(self, template, results, times)
+
     def _trace(self, sched: Schedule, results: list[dict[str, BatchResult]], times: tuple) -> None:
         """Chrome trace events of this run (driver phases, every worker's commands): see plan.record_realize."""
         from .explain import record_realize

@@ -107,9 +107,7 @@ def replay(s, found: tuple, t0: float) -> bool:
             for x in r.results:
                 if x.__class__ is Failed:
                     _rollback(s, t, ids, set())
-                    from .session import _error
-
-                    raise _error(dev, x)
+                    raise s.error_of(dev, x)
             if r.graphs:
                 graphs += len(r.graphs)
     if not t.defined:  # every worker has its part now (until a recovery, which retires the template)
@@ -146,9 +144,7 @@ def replay(s, found: tuple, t0: float) -> bool:
     if not timed:
         return True
     if s.trace_events is not None:
-        from .explain import record_replay
-
-        record_replay(s, t, results, (t0, t1, t2, time.perf_counter()))
+        s.trace_replay(t, results, (t0, t1, t2, time.perf_counter()))
     logs.emit("timings", f"zyx_dist: realize {t.launches} kernels replayed from a plan template "
                          f"({graphs} CUDA graphs): run {1e3 * (t2 - t1):.2f} ms")
     return True
