@@ -45,7 +45,10 @@ def _on(lg: logging.Logger) -> bool:
 
 def planning_logged() -> bool:
     """Whether debug output describes planning (kernels, IR, placements): then every realize plans."""
-    return _on(_PLANNING_LOGS[0]) or _on(_PLANNING_LOGS[1]) or _on(_PLANNING_LOGS[2])
+    k, i, p = _PLANNING_LOGS
+    if not (_ROOT_LOG.level or k.level or i.level or p.level):  # no level set anywhere: the usual case
+        return False
+    return _on(k) or _on(i) or _on(p)
 
 
 def eligible(nodes: list[Node]) -> bool:
@@ -93,7 +96,7 @@ def replay(s, found: tuple, t0: float) -> bool:
     base = st.ids.take(t.new)
     ids = (*ids_in, *range(base, base + t.new))
     steps = t.bind(ids)
-    timed = s.trace_events is not None or _on(_TIMINGS_LOG)
+    timed = s.trace_events is not None or ((_TIMINGS_LOG.level or _ROOT_LOG.level) and _on(_TIMINGS_LOG))
     t1 = time.perf_counter() if timed else 0.0
     try:
         results = s._run(steps, compiled=True)
