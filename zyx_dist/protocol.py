@@ -147,3 +147,9 @@ class BatchResult:
     incarnation: str
     bytes_in_use: int
     kernel_seconds: tuple[float, ...] = ()
+
+
+def batch_result(value: Any) -> BatchResult:
+    """The BatchResult part of what a worker's call returned: a Ray actor's `run` returns the BatchResult
+    followed by the arrays of its exporting CopyOuts when the batch has any, else the BatchResult alone."""
+    return value[0] if isinstance(value, tuple) else value

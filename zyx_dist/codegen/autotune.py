@@ -17,10 +17,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from .._util import read_json, write_json
+from .._util import bucket_size, read_json, write_json
 from ..fuse.kernelize import Kernel
 from ..protocol import Alloc, BatchResult, Compile, Done, Free, Launch, Sync
-from ..runtime.pool import bucket_size
 from . import options as codegen_options
 from .options import KernelOpts
 from .render import Program, facts, kernel_key, render_kernel

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import context
+from .._util import bucket_size
 from ..codegen.autotune import Target, Tuner
 from ..codegen.render import Program, kernel_key
 from ..config import Config, load_config
@@ -26,7 +27,6 @@ from ..graph import lineage
 from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
 from ..protocol import BatchResult, CopyOut, Done, Failed, Free, Reload, Spill, Sync
-from ..runtime.pool import bucket_size
 from ..sched.scheduler import DeviceModel, Schedule, SchedulerState, schedule
 from . import debug, probe
 from .backends import InProcessBackend, LostWorkers, resolve_devices
@@ -95,7 +95,7 @@ class Session:
         self.plans = PlanCache()  # graph structure -> kernels and their programs
         self.bytes_in_use = {name: 0 for name in self.device_names}
         self.counters = dict.fromkeys(_STAT_KEYS, 0)
-        self.trace_events: list[dict] | None = None  # set by zd.trace
+        self.trace_events: Any = None  # a trace.Recorder while zd.trace is on
         self.holders: weakref.WeakValueDictionary[int, Node] = weakref.WeakValueDictionary()  # buffer -> node
         # lineage is kept only where a worker can be lost (a Ray actor); in-process workers die with us
         self.host_copies = lineage.HostCopies(HOST_COPY_BUDGET) if hasattr(self.backend, "recover") else None
@@ -343,10 +343,8 @@ class Session:
                     measured[(name, dev)] = secs if old is None else 0.5 * (old + secs)
 
     def _trace(self, sched: Schedule, results: list[dict[str, BatchResult]], times: tuple) -> None:
-        """Chrome trace events of this run (driver phases, every worker's commands): see plan.record_realize."""
-        from .explain import record_realize
-
-        record_realize(self, sched, results, times)
+        """Chrome trace events of this run (driver phases, every worker's commands): see trace.Recorder."""
+        self.trace_events.record(self, sched, results, times)
 
     def _check(self, sched: Schedule, results: list[dict[str, BatchResult]]) -> None:
         failures = [(dev, r) for step in results for dev, res in step.items()

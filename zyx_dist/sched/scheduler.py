@@ -20,11 +20,11 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from .._util import bucket_size
 from ..errors import DTypeError, OutOfMemoryError
 from ..fuse.kernelize import Kernel
 from ..graph.ir import Node
 from ..protocol import Alloc, Command, Compile, CopyIn, CopyOut, Free, Launch, Recv, Reload, Send, Spill, TransferRef
-from ..runtime.pool import bucket_size
 
 
 @dataclass(frozen=True)
