@@ -76,7 +76,7 @@ def _is_ray(s) -> bool:
 
 def shared_ray_session() -> zd.Session:
     """The shared Ray session with 3 OpenCL CPU workers, started (again) if it is not the current one."""
-    s = zsession._session
+    s = zsession.running()
     if s is not None and s is _shared["session"] and not s.closed:
         return s
     if s is not None and not _is_ray(s) and _shared["session"] is None:
@@ -88,10 +88,11 @@ def shared_ray_session() -> zd.Session:
 
 def leave_cluster_tier(restore: bool) -> None:
     """Shut the Ray session down; start the in-process session again if the rest of the suite had one."""
-    if zsession._session is not None and (zsession._session is _shared["session"] or _is_ray(zsession._session)):
+    s = zsession.running()
+    if s is not None and (s is _shared["session"] or _is_ray(s)):
         zd.shutdown()
     _shared["session"] = None
-    if restore and _shared["restore"] and zsession._session is None:
+    if restore and _shared["restore"] and zsession.running() is None:
         zd.init(ray=False)
     _shared["restore"] = False
 

@@ -52,7 +52,7 @@ def tiny(tmp_path) -> Path:
 def run(capsys, *argv) -> tuple[int, str, str]:
     code = cli.main([str(a) for a in argv])
     out, err = capsys.readouterr()
-    assert zsession._session is None, "the command left a session running"
+    assert zsession.running() is None, "the command left a session running"
     return code, out, err
 
 

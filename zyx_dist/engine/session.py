@@ -7,10 +7,12 @@ counters of `zd.stats()` and the debug output of `ZYX_DIST_DEBUG`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +23,15 @@ from .._util import bucket_size
 from ..codegen.autotune import Target, Tuner
 from ..codegen.render import Program, kernel_key
 from ..config import Config, load_config
-from ..errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
+from ..errors import (
+    CompileError,
+    ConfigError,
+    DeviceError,
+    DTypeError,
+    OutOfMemoryError,
+    WorkerLostError,
+    ZyxError,
+)
 from ..fuse.plan_cache import PlanCache
 from ..graph import lineage
 from ..graph.ir import Node, Op
@@ -59,8 +69,16 @@ class BufferRef:
         fin.atexit = False
 
 
-# host copies of uploaded data kept so that tensors lost with a worker can be recomputed
-HOST_COPY_BUDGET = int(os.environ.get("ZYX_DIST_HOST_COPY_BYTES", str(2 << 30)))
+
+def host_copy_budget() -> int:
+    """Bytes of uploaded host data a Ray session keeps so that tensors lost with a worker can be recomputed
+    (ZYX_DIST_HOST_COPY_BYTES, read when a session starts; 2 GiB by default)."""
+    text = os.environ.get("ZYX_DIST_HOST_COPY_BYTES", "").strip()
+    try:
+        return int(text) if text else 2 << 30
+    except ValueError:
+        raise ConfigError(f"ZYX_DIST_HOST_COPY_BYTES: {text!r} is not a number of bytes") from None
+
 
 _STAT_KEYS = ("kernels_launched", "kernel_cache_hits", "bytes_transferred", "transfers", "spills", "recoveries")
 
@@ -98,7 +116,7 @@ class Session:
         self.trace_events: Any = None  # a trace.Recorder while zd.trace is on
         self.holders: weakref.WeakValueDictionary[int, Node] = weakref.WeakValueDictionary()  # buffer -> node
         # lineage is kept only where a worker can be lost (a Ray actor); in-process workers die with us
-        self.host_copies = lineage.HostCopies(HOST_COPY_BUDGET) if hasattr(self.backend, "recover") else None
+        self.host_copies = lineage.HostCopies(host_copy_budget()) if hasattr(self.backend, "recover") else None
         self.infos = {name: self.backend.info(name) for name in self.device_names}
         self.peaks = {}
         for name, info in self.infos.items():
@@ -469,6 +487,27 @@ def current() -> Session:
         init()
     assert _session is not None
     return _session
+
+
+def running() -> Session | None:
+    """The running session, or None; starts nothing. The one way tests and tools look at it."""
+    return _session
+
+
+@contextlib.contextmanager
+def set_aside() -> Iterator[None]:
+    """Put the running session aside for the duration: inside, `zd.init(...)` starts a second one (or
+    `zd.init` is refused as usual); on exit that one is shut down and the first is the running session again.
+    For tests and tools that need a differently configured session without losing the current one."""
+    global _session
+    saved, _session = _session, None
+    try:
+        yield
+    finally:
+        try:
+            shutdown()
+        finally:
+            _session = saved
 
 
 def devices() -> list[DeviceInfo]:

@@ -39,7 +39,9 @@ __all__ = [
     "zeros_like",
 ]
 
-_rng = np.random.Generator(np.random.PCG64(0))
+# The process's default generator (API.md section 3: `manual_seed` re-seeds it, as torch's does). The one piece
+# of front-end state; re-seeded in place, never rebound, so every holder of it sees the seed.
+_DEFAULT_RNG = np.random.Generator(np.random.PCG64(0))
 
 
 def _fill(shape: Any, value: Any, dtype: DType, device: str | None) -> Tensor:
@@ -131,12 +133,11 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = dtypes.float32, d
 
 def manual_seed(seed: int) -> None:
     """Re-seed the generator that `rand`, `randn` and `uniform` use when called without `seed=`."""
-    global _rng
-    _rng = np.random.Generator(np.random.PCG64(seed))
+    _DEFAULT_RNG.bit_generator.state = np.random.PCG64(seed).state
 
 
 def _gen(seed: int | None) -> np.random.Generator:
-    return _rng if seed is None else np.random.Generator(np.random.PCG64(seed))
+    return _DEFAULT_RNG if seed is None else np.random.Generator(np.random.PCG64(seed))
 
 
 def _float_dtype(dtype: Any) -> DType:

@@ -45,10 +45,6 @@ class MemoryPool:
         """Number of live blocks."""
         return len(self._live)
 
-    @property
-    def bytes_cached(self) -> int:
-        return sum(b.size for blocks in self._cache.values() for b in blocks)
-
     def alloc(self, nbytes: int) -> Block:
         """A block of at least `nbytes` (a cached one of the same bucket when there is one)."""
         if nbytes < 0:
