@@ -45,7 +45,9 @@ BENCHMARK_WORKLOADS = ("ew_chain", "softmax", "layernorm", "sum", "matmul", "mlp
 BENCHMARK_DTYPES = ("float32", "float16", "float64")
 BENCHMARK_BASELINES = ("numpy", "cupy", "torch")
 DEFAULT_CACHE_DIR = "~/.cache/zyx_dist"
-DEVICE_NAME = re.compile(r"^(cuda|opencl):(\d+)$")
+# `reference:N` is the NumPy test and debugging device (runtime/reference.py): accepted when named, never
+# chosen by `auto` nor offered in messages
+DEVICE_NAME = re.compile(r"^(cuda|opencl|reference):(\d+)$")
 DEVICE_COUNT_KEYS = ("opencl-cpu", "platform")
 _DEVICES_HELP = ("use 'auto', a list such as ['cuda:0', 'opencl:1'], or {'opencl-cpu': N} with N >= 1 "
                  "(and optionally 'platform': 'intel', 'pocl' or part of an OpenCL platform name)")

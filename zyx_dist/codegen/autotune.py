@@ -11,6 +11,7 @@ their trials, and searches that could time nothing, keep the first candidate, un
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from .._util import bucket_size, read_json, write_json
 from ..fuse.kernelize import Kernel
 from ..protocol import Alloc, BatchResult, Compile, Done, Free, Launch, Sync
 from . import options as codegen_options
+from .kernel_ops import kernel_ops
 from .options import KernelOpts
 from .render import Program, facts, kernel_key, render_kernel
 
@@ -39,6 +41,13 @@ class Target:
     device: str  # the worker that times the candidates
     gflops: float
     gbps: float
+    interpreted: bool = False  # a device that runs the kernel's op list, not its source: nothing to tune
+
+    @staticmethod
+    def dialect_of(backend: str) -> tuple[str, bool]:
+        """(dialect, interpreted) of a worker's backend: the reference device runs op lists, and its
+        programs carry OpenCL C beside them for `zd.explain` and the debug output."""
+        return ("opencl", True) if backend == "reference" else (backend, False)
 
 
 def kernel_hash(kernel: Kernel) -> str:
@@ -56,7 +65,9 @@ class Tuner:
     def program(self, kernel: Kernel, target: Target, run: Callable[[list], BatchResult] | None,
                 free_bytes: int, new_id: Callable[[], int]) -> Program:
         """`kernel` rendered for `target` with its tuned options (tuned now if it is new and worth it; `run`
-        None means: do not time anything now)."""
+        None means: do not time anything now). An interpreting target's program carries the op list."""
+        if target.interpreted:
+            return dataclasses.replace(render_kernel(kernel, target.dialect, None, target.gpu), ops=kernel_ops(kernel))
         return self._choose(kernel, target, run, free_bytes, new_id)[1]
 
     def _choose(self, kernel: Kernel, target: Target, run: Callable[[list], BatchResult] | None,

@@ -128,8 +128,10 @@ class Session:
         self.targets: dict[str, Target] = {}
         for name, i in self.infos.items():
             key = _variant_key(i)
-            self.targets.setdefault(key, Target(key, i["backend"], i.get("type") == "gpu",
-                                                int(i.get("max_work_group_size") or 1024), name, *self.peaks[name]))
+            dialect, interpreted = Target.dialect_of(i["backend"])
+            self.targets.setdefault(key, Target(key, dialect, i.get("type") == "gpu",
+                                                int(i.get("max_work_group_size") or 1024), name, *self.peaks[name],
+                                                interpreted))
         self.tuner = Tuner(self.config.autotune.enabled, self.config.autotune.budget, self.config.autotune.cache_dir,
                            self.debug)
         models = {name: DeviceModel(name, bool(i["fp64"]), self.peaks[name][0], self.peaks[name][1],

@@ -418,7 +418,7 @@ class _Planner:
         prog_id = self.st.compiled[dev].get(prog.name)
         if prog_id is None:
             prog_id = self.st.new_id()
-            batch.append(Compile(prog_id, prog.source, prog.name))
+            batch.append(Compile(prog_id, prog.source, prog.name, prog.ops))
             self.st.compiled[dev][prog.name] = prog_id
         else:
             self.sched.cache_hits += 1
