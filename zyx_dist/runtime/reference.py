@@ -183,7 +183,7 @@ def interpret(ops: KernelOps, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
                 if value.dtype != _compute_dtype(dtype):  # NumPy's own promotions (e.g. int8 + int8 via sums)
                     value = value.astype(_compute_dtype(dtype))
             values[i] = value
-            for s in srcs:
+            for s in set(srcs):  # x + x reads one value twice
                 if last_use[s] == i:
                     del values[s]
         return [values[o].astype(dtypes.dtype(ops.rows[o][3]).np_dtype) for o in ops.outputs]
