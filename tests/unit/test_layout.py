@@ -12,6 +12,10 @@
   workers), runtime.actor (the Ray backend's actors) and runtime.discover (what devices this machine has);
 - no import cycles between modules, counting function-level imports (a lazy import hides a cycle, it does
   not remove it).
+
+And two rules about process state: no module reads the environment when it is imported (settings are read
+when a session starts, or when asked), and module globals are rebound (`global`) only in the two holders of
+process state: engine/session.py (the running session) and context.py (the front end's way to it).
 """
 
 from __future__ import annotations
@@ -225,3 +229,42 @@ def test_no_import_cycles():
                 edges[module].add(name)
     cycles = [" -> ".join(_local(m) or "zyx_dist" for m in _path(edges, c)) for c in _cycles(edges)]
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+GLOBAL_HOLDERS = ("engine.session", "context")
+
+
+def _module_level(tree: ast.Module):
+    """The nodes that run when the module is imported: everything outside function bodies."""
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            stack.extend(node.decorator_list if not isinstance(node, ast.Lambda) else [])
+            stack.extend(d for d in getattr(node.args, "defaults", []) + getattr(node.args, "kw_defaults", []) if d)
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _environment_reads(source: str) -> list[int]:
+    """Lines where `os.environ` / `os.getenv` run at import."""
+    return [node.lineno for node in _module_level(ast.parse(source)) if isinstance(node, ast.Attribute)
+            and node.attr in ("environ", "getenv") and isinstance(node.value, ast.Name) and node.value.id == "os"]
+
+
+def test_no_module_reads_the_environment_at_import():
+    src = "import os\nX = int(os.environ.get('A', '1'))\ndef f(y=os.getenv('B')):\n    return os.environ\n"
+    assert sorted(_environment_reads(src)) == [2, 3]  # the default is evaluated at import, the body is not
+    bad = [f"{path.relative_to(ROOT)}:{line} reads the environment at import"
+           for path in FILES.values() for line in _environment_reads(path.read_text())]
+    assert not bad, "read the environment when a session starts instead:\n" + "\n".join(bad)
+
+
+def test_module_globals_are_rebound_only_by_the_holders_of_process_state():
+    bad = []
+    for module, path in FILES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Global) and _local(module) not in GLOBAL_HOLDERS:
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno} rebinds {', '.join(node.names)}")
+    assert not bad, "module state outside engine/session.py and context.py:\n" + "\n".join(bad)
