@@ -46,6 +46,11 @@ RUNTIME_DIR = ROOT / "tests" / "runtime"
 # modules of tests/runtime that do not go through the zyx_dist session at all
 RUNTIME_EXCLUDED = {
     "test_worker.py": "tests the Worker class directly on a PoCL device, without a session or a backend",
+    "test_render_build.py": "builds the renderer's programs with pyopencl directly, without a session",
+    "test_autotune_pocl.py": ("runs candidates on a Worker directly, and the tuner in in-process sessions of its own "
+                              "(each would cost a Ray restart here) and in a second process"),
+    "test_group_reduce_pocl.py": "runs in an in-process session of its own, with the cost model's options patched",
+    "test_cli_smoke.py": "runs the real command in a subprocess with its own runtime: once (tests/runtime) is enough",
 }
 # single runtime tests left out here: (module file, test function name) -> reason
 RUNTIME_EXCLUDED_TESTS = {
