@@ -23,15 +23,7 @@ from .._util import bucket_size
 from ..codegen.autotune import Target, Tuner
 from ..codegen.render import Program, kernel_key
 from ..config import Config, load_config
-from ..errors import (
-    CompileError,
-    ConfigError,
-    DeviceError,
-    DTypeError,
-    OutOfMemoryError,
-    WorkerLostError,
-    ZyxError,
-)
+from ..errors import CompileError, ConfigError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
 from ..fuse.plan_cache import PlanCache
 from ..graph import lineage
 from ..graph.ir import Node, Op
@@ -67,7 +59,6 @@ class BufferRef:
         self.session = weakref.ref(session)
         fin = weakref.finalize(self, session.pending_frees.append, (device, buf))
         fin.atexit = False
-
 
 
 def host_copy_budget() -> int:
