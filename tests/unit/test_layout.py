@@ -73,13 +73,14 @@ def imports_of(source: str, module: str, is_package: bool, known: set[str]) -> l
     return out
 
 
-def _graph() -> tuple[dict[str, Path], dict[str, list[tuple[str, int]]]]:
+def _graph() -> tuple[dict[str, Path], dict[str, str], dict[str, list[tuple[str, int]]]]:
     files = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+    sources = {m: p.read_text() for m, p in files.items()}
     known = set(files)
-    return files, {m: imports_of(p.read_text(), m, p.name == "__init__.py", known) for m, p in files.items()}
+    return files, sources, {m: imports_of(sources[m], m, p.name == "__init__.py", known) for m, p in files.items()}
 
 
-FILES, IMPORTS = _graph()
+FILES, SOURCES, IMPORTS = _graph()
 
 
 def _local(module: str) -> str:
@@ -257,14 +258,14 @@ def test_no_module_reads_the_environment_at_import():
     src = "import os\nX = int(os.environ.get('A', '1'))\ndef f(y=os.getenv('B')):\n    return os.environ\n"
     assert sorted(_environment_reads(src)) == [2, 3]  # the default is evaluated at import, the body is not
     bad = [f"{path.relative_to(ROOT)}:{line} reads the environment at import"
-           for path in FILES.values() for line in _environment_reads(path.read_text())]
+           for module, path in FILES.items() for line in _environment_reads(SOURCES[module])]
     assert not bad, "read the environment when a session starts instead:\n" + "\n".join(bad)
 
 
 def test_module_globals_are_rebound_only_by_the_holders_of_process_state():
     bad = []
     for module, path in FILES.items():
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(ast.parse(SOURCES[module])):
             if isinstance(node, ast.Global) and _local(module) not in GLOBAL_HOLDERS:
                 bad.append(f"{path.relative_to(ROOT)}:{node.lineno} rebinds {', '.join(node.names)}")
     assert not bad, "module state outside engine/session.py and context.py:\n" + "\n".join(bad)
