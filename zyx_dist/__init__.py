@@ -24,8 +24,9 @@ from .dtypes import (
 from .dtypes import (
     bool_ as bool,
 )
-from .engine.explain import Plan, explain, trace
+from .engine.explain import Plan, explain
 from .engine.session import DeviceInfo, Session, devices, init, reset_stats, shutdown, stats
+from .engine.trace import trace
 from .errors import (
     CompileError,
     ConfigError,

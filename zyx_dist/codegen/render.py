@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from ..dtypes import DType, bool_, float16, float64
 from ..fuse.kernelize import Kernel, row_suffix
 from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod
+from ..protocol import KernelOps
 from . import gemm, options
 from . import symbolic as sym
 from .blocks import Block
@@ -44,6 +45,7 @@ class Program:
     bytes: int
     dialect: str = "opencl"
     opts: KernelOpts | None = None
+    ops: KernelOps | None = None  # the kernel as an op list, for a device that interprets it (autotune.Target)
 
 
 def kernel_key(k: Kernel) -> tuple:
