@@ -133,6 +133,7 @@ def all_kernels() -> list[tuple[str, Kernel]]:
         out.append((f"where_{dtype.name}", one(g.where(g.cast(a, dt.bool_), a, b))))
         if dtype is not dt.bool_:
             add(f"matmul_{dtype.name}", _matmul(leaf(3, 5, dtype=dtype), leaf(5, 7, dtype=dtype)))
+            add(f"gemm_{dtype.name}", _matmul(leaf(40, 36, dtype=dtype), leaf(36, 20, dtype=dtype)))
     for src in dt.ALL:  # every cast, from every dtype
         s = leaf(4, dtype=src)
         out.append((f"casts_from_{src.name}", one_kernel([g.cast(s, d) for d in dt.ALL if d is not src])))

@@ -37,6 +37,12 @@ class Dialect:
     store4: str = "vstore4({v}, 0, {ptr});"
     zero4: str = "(float4)(0.0f)"
     make4: str = "(float4)({}, {}, {}, {})"
+    # float4 access at a 16-byte aligned address (one 128-bit access; OpenCL's vload4 promises only
+    # element alignment, so a compiler may split it into four loads), and the suffix that aligns an array
+    load4_global: str = "(*(__global const float4*)({ptr}))"
+    load4_local: str = "(*(__local const float4*)({ptr}))"
+    store4_local: str = "*(__local float4*)({ptr}) = {v};"
+    align16: str = " __attribute__((aligned(16)))"
     preamble: tuple[str, ...] = ()
     fp64_preamble: tuple[str, ...] = ()
     half_preamble: tuple[str, ...] = ()
@@ -96,6 +102,10 @@ CUDA = Dialect(
     store4="*reinterpret_cast<float4*>({ptr}) = {v};",
     zero4="make_float4(0.0f, 0.0f, 0.0f, 0.0f)",
     make4="make_float4({}, {}, {}, {})",
+    load4_global="(*reinterpret_cast<const float4*>({ptr}))",
+    load4_local="(*reinterpret_cast<const float4*>({ptr}))",
+    store4_local="*reinterpret_cast<float4*>({ptr}) = {v};",
+    align16="",
     # NVRTC compiles without system headers: no <math.h> macros unless defined here
     preamble=("#ifndef INFINITY", "#define INFINITY __int_as_float(0x7f800000)", "#endif",
               "#ifndef NAN", "#define NAN __int_as_float(0x7fc00000)", "#endif"),

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ..dtypes import DType, bool_, float16, float64
 from ..fuse.kernelize import Kernel, row_suffix
 from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod
-from . import gemm, options
+from . import gemm, gemm_tc, options
 from . import symbolic as sym
 from .blocks import Block
 from .cexpr import all_nodes, ctype, flat_index, has_reduce, limit, literal, move_index, render_conds, strides, unary
@@ -379,7 +379,7 @@ class _Renderer:
         return options.Shape(prod(self.k.shape), loops, shortest, row, False, vectorisable, self.d.name, gpu, max_lws)
 
     def render(self) -> Program:
-        spec = gemm.match(self.k)
+        spec = gemm.match(self.k) if self.opts.tile != gemm.PLAIN else None
         if spec is not None:
             return self.render_gemm(spec)
         row = self.row_dims()
@@ -490,26 +490,31 @@ class _Renderer:
                        self.flops * prod(self.k.shape), nbytes, self.d.name, self.opts)
 
     def render_gemm(self, spec: gemm.GemmSpec) -> Program:
-        def epilogue(gid: str, acc: str) -> tuple[list[str], str]:
-            self.overrides[spec.reduce.id] = acc
-            out = self.k.outputs[0]
-            dims = [d for d in out.shape if d != 1]
-            if dims == [spec.M, spec.N] and spec.out_strides == (spec.N, 1):
-                # the output is the (M, N) matrix itself: index it by the template's row and column, so an
-                # epilogue's operands (a bias) need no division of the flat index
-                rc = iter((sym.Var("gi", 0, spec.M - 1), sym.Var("gj", 0, spec.N - 1)))
-                idx = tuple(sym.ZERO if d == 1 else next(rc) for d in out.shape)
-            else:
-                idx = flat_index(out.shape, sym.Var(gid, 0, prod(out.shape) - 1))
-            v, _ = self.value(out, idx, frozenset(), self.root)
-            return self.root.emit(0, self.index_type), f"({self.d.type(out.dtype.cname)})({v})"
+        """The GEMM template around this kernel: its operands and its epilogue evaluated by renderers of
+        their own (each in its own C scope), the reduce standing for the accumulator `acc`."""
+        T, out = self.index_type, self.k.outputs[0]
 
-        body, gws, lws = gemm.render(spec, self.name, self.d, self.params(), epilogue, self.index_type,
-                                     self.opts.tile_k, bool(self.opts.prefetch))
+        def operand(node: Node, idx: tuple) -> tuple[list[str], str]:
+            sub = _Renderer(self.k, self.d, self.name, self.opts)
+            v, _ = sub.value(node, idx, frozenset(), sub.root)
+            return sub.root.emit(0, T), v
+
+        def epilogue(flat: sym.Expr) -> list[str]:
+            sub = _Renderer(self.k, self.d, self.name, self.opts)
+            sub.overrides[spec.reduce.id] = "acc"
+            v, _ = sub.value(out, flat_index(out.shape, flat), frozenset(), sub.root)
+            return [f"const {T} gid = {sym.render(flat)};", *sub.root.emit(0, T), sub.store(0, out, v)]
+
+        o = self.opts
+        if gemm_tc.usable(spec, self.k, self.d):
+            body, gws, lws = gemm_tc.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile)
+        else:
+            body, gws, lws = gemm.render(spec, self.name, self.d, self.params(), operand, epilogue, T, o.tile_k,
+                                         bool(o.prefetch), o.tile)
         src = self.preamble() + [body]
         nbytes = sum(n.size * n.dtype.itemsize for n in self.k.inputs + self.k.outputs)
-        return Program(self.name, "\n".join(src), gws, lws, self.uses_fp64, 2 * spec.M * spec.N * spec.K, nbytes,
-                       self.d.name, self.opts)
+        return Program(self.name, "\n".join(src), gws, lws, self.uses_fp64, 2 * spec.B * spec.M * spec.N * spec.K,
+                       nbytes, self.d.name, self.opts)
 
     def preamble(self) -> list[str]:
         d = self.d
@@ -539,8 +544,10 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
     d = DIALECTS[dialect] if isinstance(dialect, str) else dialect
     gpu = d.name == "cuda" if gpu is None else gpu
     r = _Renderer(kernel, d, "probe", KernelOpts())
-    if gemm.match(kernel) is not None:
-        return options.Shape(prod(kernel.shape), 1, 0, 0, True, False, d.name, gpu, max_lws)
+    spec = gemm.match(kernel)
+    if spec is not None:
+        return options.Shape(prod(kernel.shape), 1, spec.K, 0, True, False, d.name, gpu, max_lws,
+                             (spec.B, spec.M, spec.N, spec.K), gemm_tc.usable(spec, kernel, d))
     dims = r.row_dims()
     if dims:
         return r.shape_facts(1, 0, prod(kernel.shape[-dims:]), gpu, max_lws)
