@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from helpers import run_kernels
 
 import zyx_dist as zd
@@ -16,7 +15,6 @@ from zyx_dist.codegen import gemm
 from zyx_dist.codegen.options import KernelOpts, candidates
 from zyx_dist.codegen.render import facts, render_kernel
 from zyx_dist.fuse.kernelize import kernelize
-
 from zyx_dist.runtime.worker import Worker
 
 RNG = np.random.default_rng(7)

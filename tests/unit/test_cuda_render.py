@@ -30,7 +30,7 @@ from zyx_dist.graph import ir as g
 
 f32 = dt.float32
 # the dtypes of the sweep (the brief's nine), and every dtype for casts and literals
-SWEEP = [dt.float32, dt.float16, dt.float64, dt.int8, dt.uint8, dt.int32, dt.int64, dt.uint32, dt.bool_]
+SWEEP = [dt.float32, dt.float16, dt.bfloat16, dt.float64, dt.int8, dt.uint8, dt.int32, dt.int64, dt.uint32, dt.bool_]
 NVCC = shutil.which("nvcc")
 NVCC_ARGS = ["--ptx", "-arch=sm_90", "-x", "cu"]
 

@@ -44,6 +44,17 @@ class Dialect:
     store4_local: str = "*(__local float4*)({ptr}) = {v};"
     align16: str = " __attribute__((aligned(16)))"
     preamble: tuple[str, ...] = ()
+    # bfloat16, stored as its 16 bits: loaded by a shift into float32's top half, stored rounded to nearest
+    # even (NaNs stay NaN, quiet), as ml_dtypes rounds
+    load_bf16: str = "zd_bf16_load({arg}[{off}])"
+    store_bf16: str = "{arg}[gid] = zd_bf16_store({v});"
+    bf16_preamble: tuple[str, ...] = (
+        "inline float zd_bf16_load(ushort h) { return as_float(((uint)h) << 16); }",
+        "inline ushort zd_bf16_store(float f) {\n  uint u = as_uint(f);\n"
+        "  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);\n"
+        "  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}",
+        "inline float zd_bf16_round(float f) { return zd_bf16_load(zd_bf16_store(f)); }",
+    )
     fp64_preamble: tuple[str, ...] = ()
     half_preamble: tuple[str, ...] = ()
 
@@ -110,6 +121,13 @@ CUDA = Dialect(
     preamble=("#ifndef INFINITY", "#define INFINITY __int_as_float(0x7f800000)", "#endif",
               "#ifndef NAN", "#define NAN __int_as_float(0x7fc00000)", "#endif"),
     half_preamble=("#include <cuda_fp16.h>",),
+    bf16_preamble=(
+        "__device__ inline float zd_bf16_load(unsigned short h) { return __uint_as_float(((unsigned int)h) << 16); }",
+        "__device__ inline unsigned short zd_bf16_store(float f) {\n  unsigned int u = __float_as_uint(f);\n"
+        "  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);\n"
+        "  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}",
+        "__device__ inline float zd_bf16_round(float f) { return zd_bf16_load(zd_bf16_store(f)); }",
+    ),
 )
 
 DIALECTS = {d.name: d for d in (OPENCL, CUDA)}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from ..dtypes import DType, bool_, float16, float64
+from ..dtypes import DType, bfloat16, bool_, float16, float64
 from ..fuse.kernelize import Kernel, row_suffix
 from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod
 from . import gemm, gemm_tc, options
@@ -183,6 +183,8 @@ class _Renderer:
     def typed_load(self, n: Node, arg: str, off: str) -> str:
         if n.dtype is float16:
             return self.d.load_half.format(off=off, arg=arg)
+        if n.dtype is bfloat16:
+            return self.d.load_bf16.format(off=off, arg=arg)
         if n.dtype is bool_:
             return f"({arg}[{off}] != 0)"
         return f"{arg}[{off}]"
@@ -291,6 +293,8 @@ class _Renderer:
     def cast(self, x: str, src: DType, dst: DType, block: Block) -> str:
         if dst is bool_:
             return f"({x} != 0)"
+        if dst is bfloat16:  # from double through float, as ml_dtypes converts
+            return f"zd_bf16_round((float)({x}))"
         if dst is float16:  # round to half precision (OpenCL: through a private half slot)
             stmt, expr = self.d.round_half_double if src is float64 and self.d.round_half_double else self.d.round_half
             tmp = f"h{self.count}"
@@ -353,6 +357,8 @@ class _Renderer:
     def store(self, i: int, o: Node, v: str) -> str:
         if o.dtype is float16:
             return self.d.store_half.format(v=v, arg=f"out{i}")
+        if o.dtype is bfloat16:
+            return self.d.store_bf16.format(v=v, arg=f"out{i}")
         return f"out{i}[gid] = ({self.d.type(o.dtype.cname)})({v});"
 
     def elementwise_body(self, block: Block, idx: tuple) -> list[str]:
@@ -523,6 +529,8 @@ class _Renderer:
                 n.op is Op.CAST and n.dtype is float16 for n in all_nodes(self.k)):
             lines += d.half_preamble
         lines += d.preamble
+        if any(n.dtype is bfloat16 for n in self.k.inputs + all_nodes(self.k)):
+            lines += d.bf16_preamble
         if self.uses_fp64:
             lines += d.fp64_preamble
         used = {o.dtype for o in all_nodes(self.k) if o.op is Op.BINARY and o.arg is BinaryOp.POW}
