@@ -50,9 +50,9 @@ class Dialect:
     store_bf16: str = "{arg}[gid] = zd_bf16_store({v});"
     bf16_preamble: tuple[str, ...] = (
         "inline float zd_bf16_load(ushort h) { return as_float(((uint)h) << 16); }",
-        "inline ushort zd_bf16_store(float f) {\n  uint u = as_uint(f);\n"
+        ("inline ushort zd_bf16_store(float f) {\n  uint u = as_uint(f);\n"
         "  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);\n"
-        "  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}",
+        "  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}"),
         "inline float zd_bf16_round(float f) { return zd_bf16_load(zd_bf16_store(f)); }",
     )
     fp64_preamble: tuple[str, ...] = ()
@@ -123,9 +123,9 @@ CUDA = Dialect(
     half_preamble=("#include <cuda_fp16.h>",),
     bf16_preamble=(
         "__device__ inline float zd_bf16_load(unsigned short h) { return __uint_as_float(((unsigned int)h) << 16); }",
-        "__device__ inline unsigned short zd_bf16_store(float f) {\n  unsigned int u = __float_as_uint(f);\n"
+        ("__device__ inline unsigned short zd_bf16_store(float f) {\n  unsigned int u = __float_as_uint(f);\n"
         "  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);\n"
-        "  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}",
+        "  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}"),
         "__device__ inline float zd_bf16_round(float f) { return zd_bf16_load(zd_bf16_store(f)); }",
     ),
 )
