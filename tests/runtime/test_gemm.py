@@ -135,3 +135,35 @@ def test_candidates_for_small_k_include_plain_loops():
     (k,) = kernels_of(zd.tensor(x) @ zd.tensor(w))
     cands = candidates(facts(k, "opencl", gpu=True))
     assert any(c.tile == gemm.PLAIN for c in cands[:2])
+
+
+def test_views_of_a_computed_qkv_are_read_in_place_no_copy_kernels():
+    B, T, H, D = 2, 24, 2, 16
+    x, w = arr(B, T, 32), arr(32, 3 * H * D)
+    qkv = (zd.tensor(x) @ zd.tensor(w)).reshape(B, T, 3, H, D).permute(2, 0, 3, 1, 4)
+    s = qkv[0] @ qkv[1].mT
+    ks = kernels_of(s)
+    assert len(ks) == 2 and all(gemm.match(k) is not None for k in ks)  # the qkv GEMM, then the scores GEMM
+    ref = (x @ w).reshape(B, T, 3, H, D).transpose(2, 0, 3, 1, 4)
+    np.testing.assert_allclose(s.numpy(), ref[0] @ np.swapaxes(ref[1], -1, -2), rtol=1e-4, atol=1e-4)
+
+
+def test_transformer_block_kernel_count():
+    """layer norm, QKV (+bias), scores (*c + mask), softmax's row max and sum, p @ v (the softmax's
+    normalisation evaluated in its operand), the output projection (+bias, +residual), layer norm, the
+    MLP's two GEMMs (+bias, GELU; +bias, +residual): 9 kernels, no copies."""
+    B, T, D, H = 2, 24, 32, 2
+    hd = D // H
+    x = zd.tensor(arr(B, T, D))
+    p = {k: zd.tensor(arr(*s) * 0.1) for k, s in (("wqkv", (D, 3 * D)), ("bqkv", (3 * D,)), ("wo", (D, D)),
+                                                   ("w1", (D, 4 * D)), ("w2", (4 * D, D)))}
+    mask = zd.tensor(np.triu(np.full((T, T), -np.inf, np.float32), 1))
+    h = zd.layer_norm(x)
+    qkv = (h @ p["wqkv"] + p["bqkv"]).reshape(B, T, 3, H, hd).permute(2, 0, 3, 1, 4)
+    s = (qkv[0] @ qkv[1].mT) * (1 / np.sqrt(hd)) + mask
+    a = (zd.softmax(s, axis=-1) @ qkv[2]).permute(0, 2, 1, 3).reshape(B, T, D)
+    x = x + a @ p["wo"]
+    y = x + zd.tanh(zd.layer_norm(x) @ p["w1"]) @ p["w2"]
+    ks = kernels_of(y)
+    assert len(ks) == 9, [k.shape for k in ks]
+    assert sum(gemm.match(k) is not None for k in ks) == 6

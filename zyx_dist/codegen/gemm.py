@@ -43,6 +43,7 @@ class View:
 
     pos: int  # input position
     offset: sym.Expr  # element offset in that input, in the template variables bz, gi, gj, gk
+    dtype: str  # the input's dtype name
 
 
 @dataclass(frozen=True)
@@ -187,8 +188,8 @@ def match(kernel) -> GemmSpec | None:
         w = _walk(x, spec.index(bz, row, col, gk), pos)
         assert w is not None
         _, loads, computes = w
-        plain = not computes and len(loads) == 1 and kernel.inputs[loads[0][0]].dtype.name == "float32"
-        views.append(View(loads[0][0], tidy(loads[0][1])) if plain else None)
+        plain = not computes and len(loads) == 1
+        views.append(View(loads[0][0], tidy(loads[0][1]), kernel.inputs[loads[0][0]].dtype.name) if plain else None)
     return GemmSpec(r, spec.a, spec.b, shape, k, batch, rows, cols, views[0], views[1])
 
 
@@ -309,9 +310,9 @@ def _tile_loads(spec: GemmSpec, left: bool, rows: int, tile_k: int, T: str, dial
     me, size, first = (gi, spec.M, "bi") if left else (gj, spec.N, "bj")
     tile = "As" if left else "Bs"
     mode = "scalar"
-    if view is not None and contiguous(view.offset, gk, 4):
+    if view is not None and view.dtype == "float32" and contiguous(view.offset, gk, 4):
         mode = "k"
-    elif view is not None and contiguous(view.offset, me, 4):
+    elif view is not None and view.dtype == "float32" and contiguous(view.offset, me, 4):
         mode = "mn"
     units = rows * tile_k // (4 if mode != "scalar" else 1)
     guard = f"e < {units}" if units % THREADS else ""

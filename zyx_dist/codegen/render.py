@@ -498,7 +498,9 @@ class _Renderer:
     def render_gemm(self, spec: gemm.GemmSpec) -> Program:
         """The GEMM template around this kernel: its operands and its epilogue evaluated by renderers of
         their own (each in its own C scope), the reduce standing for the accumulator `acc`."""
-        T, out = self.index_type, self.k.outputs[0]
+        out = self.k.outputs[0]
+        # indices address the inputs and the output only (never the product, which is not materialised)
+        T = self.d.type("int" if max(n.size for n in self.k.inputs + self.k.outputs) < 2**31 - 1 else "long")
 
         def operand(node: Node, idx: tuple) -> tuple[list[str], str]:
             sub = _Renderer(self.k, self.d, self.name, self.opts)

@@ -60,6 +60,17 @@ def row_suffix(n: Node) -> tuple[int, ...] | None:
     return n.shape[k:]
 
 
+VIEWS = (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.FLIP, Op.PAD)  # index arithmetic only
+
+
+def _view_base(n: Node) -> Node:
+    """The node under a chain of movement ops: storing it serves every view of it, read in place (so
+    `q @ k.mT` on a permuted, sliced qkv stores qkv once, not a copy per view)."""
+    while n.op in VIEWS:
+        n = n.srcs[0]
+    return n
+
+
 def _suffix_axes(shape: tuple[int, ...], suffix: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(range(len(shape) - len(suffix), len(shape)))
 
@@ -87,12 +98,12 @@ def kernelize(targets: list[Node]) -> list[Kernel]:
         if _expands(n) and has_reduce[src.id] and src.id not in stored:
             suffix = row_suffix(n)
             if suffix is None or row[src.id] is not None:
-                stored.add(src.id)  # not recomputed per element
+                _store_base(src, stored, has_reduce)  # not recomputed per element
             else:
                 row[n.id] = suffix
         elif n.op is Op.REDUCE and has_reduce[src.id] and src.id not in stored:
             if row[src.id] is None or n.arg[1] != _suffix_axes(src.shape, row[src.id]):
-                stored.add(src.id)  # the inner reduce runs in parallel rather than inside the outer loop
+                _store_base(src, stored, has_reduce)  # the inner reduce runs in parallel, not inside the outer loop
         elif rows and (len(rows) > 1 or n.op not in ROW_OPS):
             stored.update(s.id for s in live if row[s.id] is not None)  # rows that do not line up: stored
         elif rows:
@@ -103,11 +114,22 @@ def kernelize(targets: list[Node]) -> list[Kernel]:
     while True:
         groups = _group(order, stored)
         reach = _reaching_groups(order, stored, groups)
-        extra = {n.id for n in order if n.id not in stored and has_reduce.get(n.id) and len(reach.get(n.id, ())) > 1}
+        extra = {_view_base(n).id for n in order
+                 if n.id not in stored and has_reduce.get(n.id) and len(reach.get(n.id, ())) > 1} - stored
         if not extra:
             break
         stored |= extra
     return _kernels(order, stored, groups, {t.id for t in targets})
+
+
+def _store_base(n: Node, stored: set[int], has_reduce: dict[int, bool]) -> None:
+    """Store the node under n's movement ops (n itself when it computes); the views between no longer
+    carry a reduce into their consumers."""
+    while n.op in VIEWS and not is_input(n.srcs[0]):
+        has_reduce[n.id] = False
+        n = n.srcs[0]
+    if not is_input(n):
+        stored.add(n.id)
 
 
 def _group(order: list[Node], stored: set[int]) -> dict[int, int]:
