@@ -21,6 +21,7 @@ times are the wall clock of the call followed by `torch.cuda.synchronize()`. JSO
 OUT/model_bench.json (OUT: --out, else $OUT, else benchmarks/results).
 """
 
+# ruff: noqa: B023 -- the timed closures run inside the iteration that made them
 from __future__ import annotations
 
 import argparse
@@ -224,7 +225,7 @@ def run_subops(args) -> None:
         ("x2d @ W", (x.reshape(B * T, D), W4), lambda x, W: x @ W, 2 * B * T * D * 4 * D, 0),
         ("q @ k.mT", (q, k), lambda q, k: q @ k.mT, 2 * B * H * T * T * hd, 0),
         ("p @ v", (p, v), lambda p, v: p @ v, 2 * B * H * T * T * hd, 0),
-        ("qkv view, q @ k.mT", (qkv,), lambda t: (lambda qq, kk: qq @ kk.mT)(*views(t)), 2 * B * H * T * T * hd, 0),
+        ("qkv view, q @ k.mT", (qkv,), lambda t: views(t)[0] @ views(t)[1].mT, 2 * B * H * T * T * hd, 0),
         ("heads.permute @ Wo", (q, Wo), lambda a, W: a.permute(0, 2, 1, 3).reshape(B, T, D) @ W, 2 * B * T * D * D, 0),
         ("layer_norm", (x,), None, 0, 2 * x.nbytes),
         ("softmax(s*c + mask)", (s, mask), None, 0, 2 * s.nbytes + mask.nbytes),
@@ -242,8 +243,8 @@ def run_subops(args) -> None:
         elif name == "tanh-GELU":
             zf, tf = zo.gelu, to.gelu
         elif name == "attention core":
-            zf = lambda q, k, v, m: zd.softmax((q @ k.mT) * c + m, axis=-1) @ v  # noqa: E731
-            tf = lambda q, k, v, m: torch.softmax((q @ k.mT) * c + m, -1) @ v  # noqa: E731
+            zf = lambda q, k, v, m: zd.softmax((q @ k.mT) * c + m, axis=-1) @ v
+            tf = lambda q, k, v, m: torch.softmax((q @ k.mT) * c + m, -1) @ v
         else:
             zf = tf = fn
         try:
@@ -256,7 +257,7 @@ def run_subops(args) -> None:
         if name == "attention core":
             for dt in ("fp32", "bf16"):
                 tq, tk, tv = (to_torch(a, torch_dtype(dt)) for a in (q, k, v))
-                sdpa = lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True)  # noqa: E731
+                sdpa = lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
                 record("subops", f"attention core {dt}", "torch sdpa", timed(sdpa, args.repeats, sync=sync),
                        flops=flops)
             zin16 = [to_zd(a, zd.bfloat16) for a in (q, k, v)] + [to_zd(mask, zd.bfloat16)]
@@ -286,7 +287,7 @@ def _model(args, section: str, build_params, forward, x_shape, flops: float) -> 
         zm, tm = to_zd(mask, zdt), to_torch(mask, tdt)
         zo, to = Ops("zd"), Ops("torch")
         with torch.no_grad():
-            eager = lambda: forward(to, tx, tp, tm)  # noqa: E731
+            eager = lambda: forward(to, tx, tp, tm)
             ref = as_np(eager())
             if dt == "fp32":
                 ref32 = ref
@@ -360,7 +361,8 @@ def run_first(args) -> None:
         env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(cache, "cupy"))
         for label in ("first process (compile + tune)", "second process (disk caches)"):
             code = FIRST.format(here=os.path.dirname(os.path.abspath(__file__)), cache=cache)
-            r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+            r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env,
+                               timeout=900)
             line = [ln for ln in r.stdout.splitlines() if ln.startswith("FIRST")]
             if not line:
                 record("first", "block fp32 first forward", label, None, note=f"failed: {r.stderr[-300:]}")

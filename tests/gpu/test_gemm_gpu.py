@@ -20,10 +20,13 @@ BF = np.dtype(ml_dtypes.bfloat16)
 RNG = np.random.default_rng(11)
 
 
+def _heads(t):
+    return t.reshape(2, 80, 3, 3, 64).permute(2, 0, 3, 1, 4)
+
+
 def _cases():
     B, T, H, D = 2, 80, 3, 64
     qkv = RNG.standard_normal((B, T, 3 * H * D)).astype(np.float32)
-    ref = qkv.reshape(B, T, 3, H, D).transpose(2, 0, 3, 1, 4)
     a, b = RNG.standard_normal((200, 72)).astype(np.float32), RNG.standard_normal((72, 136)).astype(np.float32)
     x3, w, bias = (RNG.standard_normal((3, 50, 64)).astype(np.float32), RNG.standard_normal((64, 96)).astype(np.float32),
                    RNG.standard_normal(96).astype(np.float32))
@@ -31,10 +34,8 @@ def _cases():
     at = RNG.standard_normal((64, 130)).astype(np.float32)
     return [
         ("tails", [a, b], lambda t: t[0] @ t[1], lambda n: n[0] @ n[1]),
-        ("qk_view", [qkv], lambda t: (lambda v: v[0] @ v[1].mT)(t[0].reshape(B, T, 3, H, D).permute(2, 0, 3, 1, 4)),
-         lambda n: ref[0] @ np.swapaxes(ref[1], -1, -2) if n is not None else None),
-        ("pv_view", [qkv], lambda t: (lambda v: (v[0] @ v[1].mT) @ v[2])(t[0].reshape(B, T, 3, H, D).permute(2, 0, 3, 1, 4)),
-         None),
+        ("qk_view", [qkv], lambda t: _heads(t[0])[0] @ _heads(t[0])[1].mT, None),
+        ("pv_view", [qkv], lambda t: (_heads(t[0])[0] @ _heads(t[0])[1].mT) @ _heads(t[0])[2], None),
         ("x3d_bias_relu", [x3, w, bias], lambda t: zd.relu(t[0] @ t[1] + t[2]), lambda n: np.maximum(n[0] @ n[1] + n[2], 0)),
         ("broadcast_batch", [c, d], lambda t: t[0] @ t[1], lambda n: n[0] @ n[1]),
         ("transposed", [at, a[:64, :72]], lambda t: t[0].T @ t[1], lambda n: n[0].T @ n[1]),

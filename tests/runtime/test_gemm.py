@@ -155,7 +155,7 @@ def test_transformer_block_kernel_count():
     B, T, D, H = 2, 24, 32, 2
     hd = D // H
     x = zd.tensor(arr(B, T, D))
-    p = {k: zd.tensor(arr(*s) * 0.1) for k, s in (("wqkv", (D, 3 * D)), ("bqkv", (3 * D,)), ("wo", (D, D)),
+    p = {k: zd.tensor(arr(*s) * np.float32(0.1)) for k, s in (("wqkv", (D, 3 * D)), ("bqkv", (3 * D,)), ("wo", (D, D)),
                                                    ("w1", (D, 4 * D)), ("w2", (4 * D, D)))}
     mask = zd.tensor(np.triu(np.full((T, T), -np.inf, np.float32), 1))
     h = zd.layer_norm(x)

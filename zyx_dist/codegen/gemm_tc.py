@@ -103,16 +103,16 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
         ld = f"ldmatrix.sync.aligned.m8n8.x4{'.trans' if trans else ''}.shared.b16"
         if left:
             # a0..a3: rows 0-7/8-15 by k 0-7/8-15 of the m16 x k16 tile (lane l reads matrix l/8, row l%8)
-            addr = (f"&As[st][kk + ((l >> 4) << 3) + (l & 7)][wm + mi * 16 + (((l >> 3) & 1) << 3)]" if trans else
-                    f"&As[st][wm + mi * 16 + (((l >> 3) & 1) << 3) + (l & 7)][kk + ((l >> 4) << 3)]")
+            addr = ("&As[st][kk + ((l >> 4) << 3) + (l & 7)][wm + mi * 16 + (((l >> 3) & 1) << 3)]" if trans else
+                    "&As[st][wm + mi * 16 + (((l >> 3) & 1) << 3) + (l & 7)][kk + ((l >> 4) << 3)]")
             frag[True] = f"""      #pragma unroll
       for (int mi = 0; mi < {MI}; mi++)
         asm volatile("{ld} {{%0,%1,%2,%3}}, [%4];" : "=r"(fa[mi][0]), "=r"(fa[mi][1]), "=r"(fa[mi][2]),
                      "=r"(fa[mi][3]) : "r"(zd_smem({addr})) : "memory");"""
         else:
             # two n8 tiles: b0, b1 of tile 2j and b0, b1 of tile 2j+1 (k 0-7 and 8-15 of each)
-            addr = (f"&Bs[st][kk + (((l >> 3) & 1) << 3) + (l & 7)][wn + j * 16 + ((l >> 4) << 3)]" if trans else
-                    f"&Bs[st][wn + j * 16 + ((l >> 4) << 3) + (l & 7)][kk + (((l >> 3) & 1) << 3)]")
+            addr = ("&Bs[st][kk + (((l >> 3) & 1) << 3) + (l & 7)][wn + j * 16 + ((l >> 4) << 3)]" if trans else
+                    "&Bs[st][wn + j * 16 + ((l >> 4) << 3) + (l & 7)][kk + (((l >> 3) & 1) << 3)]")
             frag[False] = f"""      #pragma unroll
       for (int j = 0; j < {NI // 2}; j++)
         asm volatile("{ld} {{%0,%1,%2,%3}}, [%4];" : "=r"(fb[2 * j][0]), "=r"(fb[2 * j][1]),
