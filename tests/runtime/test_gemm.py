@@ -160,7 +160,7 @@ def test_transformer_block_kernel_count():
     mask = zd.tensor(np.triu(np.full((T, T), -np.inf, np.float32), 1))
     h = zd.layer_norm(x)
     qkv = (h @ p["wqkv"] + p["bqkv"]).reshape(B, T, 3, H, hd).permute(2, 0, 3, 1, 4)
-    s = (qkv[0] @ qkv[1].mT) * (1 / np.sqrt(hd)) + mask
+    s = (qkv[0] @ qkv[1].mT) * float(1 / np.sqrt(hd)) + mask
     a = (zd.softmax(s, axis=-1) @ qkv[2]).permute(0, 2, 1, 3).reshape(B, T, D)
     x = x + a @ p["wo"]
     y = x + zd.tanh(zd.layer_norm(x) @ p["w1"]) @ p["w2"]
