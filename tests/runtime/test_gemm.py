@@ -11,7 +11,7 @@ import pytest
 from helpers import run_kernels
 
 import zyx_dist as zd
-from zyx_dist.codegen import gemm
+from zyx_dist.codegen import attention, gemm
 from zyx_dist.codegen.options import KernelOpts, candidates
 from zyx_dist.codegen.render import facts, render_kernel
 from zyx_dist.fuse.kernelize import kernelize
@@ -149,9 +149,9 @@ def test_views_of_a_computed_qkv_are_read_in_place_no_copy_kernels():
 
 
 def test_transformer_block_kernel_count():
-    """layer norm, QKV (+bias), scores (*c + mask), softmax's row max and sum, p @ v (the softmax's
-    normalisation evaluated in its operand), the output projection (+bias, +residual), layer norm, the
-    MLP's two GEMMs (+bias, GELU; +bias, +residual): 9 kernels, no copies."""
+    """layer norm, QKV (+bias), the attention core (scores, softmax and p @ v in one kernel), the output
+    projection (+bias, +residual), layer norm, the MLP's two GEMMs (+bias, GELU; +bias, +residual): 7
+    kernels, no copies."""
     B, T, D, H = 2, 24, 32, 2
     hd = D // H
     x = zd.tensor(arr(B, T, D))
@@ -165,5 +165,6 @@ def test_transformer_block_kernel_count():
     x = x + a @ p["wo"]
     y = x + zd.tanh(zd.layer_norm(x) @ p["w1"]) @ p["w2"]
     ks = kernels_of(y)
-    assert len(ks) == 9, [k.shape for k in ks]
-    assert sum(gemm.match(k) is not None for k in ks) == 6
+    assert len(ks) == 7, [k.shape for k in ks]
+    assert sum(gemm.match(k) is not None for k in ks) == 4
+    assert sum(attention.match(k) is not None for k in ks) == 1

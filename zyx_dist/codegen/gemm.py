@@ -111,7 +111,7 @@ def _walk(x: Node, idx: tuple, pos: dict[int, int]) -> tuple[set[str], list[tupl
         if visits > WALK_LIMIT:
             return None
         if n.id in pos:
-            off = sym.add(*[sym.mul(e, s) for e, s in zip(ix, strides(n.shape)) if s])
+            off = tidy(sym.add(*[sym.mul(e, s) for e, s in zip(ix, strides(n.shape)) if s]))
             used |= sym.variables(off)
             loads.append((pos[n.id], off))
         elif n.op is Op.CONST:

@@ -50,6 +50,7 @@ class Shape:
     max_lws: int = 1024
     gemm_dims: tuple[int, ...] = ()  # GEMM: (batch, M, N, K)
     tensor_cores: bool = False  # GEMM: on tensor cores (half-type operands, CUDA)
+    attention: bool = False  # the fused attention kernel (one form)
 
 
 def default(s: Shape) -> KernelOpts:
@@ -59,6 +60,8 @@ def default(s: Shape) -> KernelOpts:
 def candidates(s: Shape) -> list[KernelOpts]:
     """Every variant worth timing, in order of preference (the default first)."""
     lws = [x for x in (256, 128, 512, 1024, 64) if x <= s.max_lws]
+    if s.attention:
+        return [KernelOpts()]
     if s.gemm:
         return gemm_candidates(s)
     if s.row:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ..dtypes import DType, bfloat16, bool_, float16, float64
 from ..fuse.kernelize import Kernel, row_suffix
 from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod
-from . import gemm, gemm_tc, options
+from . import attention, gemm, gemm_tc, options
 from . import symbolic as sym
 from .blocks import Block
 from .cexpr import all_nodes, ctype, flat_index, has_reduce, limit, literal, move_index, render_conds, strides, unary
@@ -385,6 +385,9 @@ class _Renderer:
         return options.Shape(prod(self.k.shape), loops, shortest, row, False, vectorisable, self.d.name, gpu, max_lws)
 
     def render(self) -> Program:
+        fused = attention.match(self.k)
+        if fused is not None:
+            return self.render_gemm(fused.spec, fused)
         spec = gemm.match(self.k) if self.opts.tile != gemm.PLAIN else None
         if spec is not None:
             return self.render_gemm(spec)
@@ -495,15 +498,17 @@ class _Renderer:
         return Program(self.name, "\n".join(src) + "\n", (threads,), (lws,), self.uses_fp64,
                        self.flops * prod(self.k.shape), nbytes, self.d.name, self.opts)
 
-    def render_gemm(self, spec: gemm.GemmSpec) -> Program:
-        """The GEMM template around this kernel: its operands and its epilogue evaluated by renderers of
-        their own (each in its own C scope), the reduce standing for the accumulator `acc`."""
+    def render_gemm(self, spec: gemm.GemmSpec, fused: attention.AttentionSpec | None = None) -> Program:
+        """The GEMM template (or, with `fused`, the attention kernel) around this kernel: its operands and
+        its epilogue evaluated by renderers of their own (each in its own C scope), the reduce standing
+        for the accumulator `acc`."""
         out = self.k.outputs[0]
         # indices address the inputs and the output only (never the product, which is not materialised)
         T = self.d.type("int" if max(n.size for n in self.k.inputs + self.k.outputs) < 2**31 - 1 else "long")
 
-        def operand(node: Node, idx: tuple) -> tuple[list[str], str]:
+        def operand(node: Node, idx: tuple, overrides: dict | None = None) -> tuple[list[str], str]:
             sub = _Renderer(self.k, self.d, self.name, self.opts)
+            sub.overrides.update(overrides or {})
             v, _ = sub.value(node, idx, frozenset(), sub.root)
             return sub.root.emit(0, T), v
 
@@ -514,15 +519,17 @@ class _Renderer:
             return [f"const {T} gid = {sym.render(flat)};", *sub.root.emit(0, T), sub.store(0, out, v)]
 
         o = self.opts
-        if gemm_tc.usable(spec, self.k, self.d):
+        if fused is not None:
+            body, gws, lws = attention.render(fused, self.name, self.d, self.params(), operand, epilogue, T)
+        elif gemm_tc.usable(spec, self.k, self.d):
             body, gws, lws = gemm_tc.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile)
         else:
             body, gws, lws = gemm.render(spec, self.name, self.d, self.params(), operand, epilogue, T, o.tile_k,
                                          bool(o.prefetch), o.tile)
         src = self.preamble() + [body]
         nbytes = sum(n.size * n.dtype.itemsize for n in self.k.inputs + self.k.outputs)
-        return Program(self.name, "\n".join(src), gws, lws, self.uses_fp64, 2 * spec.B * spec.M * spec.N * spec.K,
-                       nbytes, self.d.name, self.opts)
+        flops = 2 * spec.B * spec.M * spec.N * spec.K * (1 + (fused.head / spec.N if fused else 0))
+        return Program(self.name, "\n".join(src), gws, lws, self.uses_fp64, int(flops), nbytes, self.d.name, self.opts)
 
     def preamble(self) -> list[str]:
         d = self.d
@@ -554,6 +561,8 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
     d = DIALECTS[dialect] if isinstance(dialect, str) else dialect
     gpu = d.name == "cuda" if gpu is None else gpu
     r = _Renderer(kernel, d, "probe", KernelOpts())
+    if attention.match(kernel) is not None:  # one form: nothing to tune
+        return options.Shape(prod(kernel.shape), 1, 0, 0, False, False, d.name, gpu, max_lws, attention=True)
     spec = gemm.match(kernel)
     if spec is not None:
         return options.Shape(prod(kernel.shape), 1, spec.K, 0, True, False, d.name, gpu, max_lws,

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..graph.ir import Node, Op, prod, toposort
+from .attention import find as find_attention
 
 
 @dataclass
@@ -119,7 +120,34 @@ def kernelize(targets: list[Node]) -> list[Kernel]:
         if not extra:
             break
         stored |= extra
+    fused = _attention(order, stored, {t.id for t in targets})
+    if fused:  # attention in one kernel: its scores, row max and sum are not stored
+        stored -= fused
+        groups = _group(order, stored)
     return _kernels(order, stored, groups, {t.id for t in targets})
+
+
+def _attention(order: list[Node], stored: set[int], targets: set[int]) -> set[int]:
+    """Nodes of attention patterns (see fuse/attention.py) that one kernel computes: each pattern whose
+    inner nodes are neither requested nor pinned nor read by anything outside the pattern."""
+    consumers: dict[int, set[int]] = {}
+    for n in order:
+        for x in n.srcs:
+            consumers.setdefault(x.id, set()).add(n.id)
+    by_id = {n.id: n for n in order}
+    fused: set[int] = set()
+    for n in order:
+        if n.op is not Op.REDUCE:
+            continue
+        pattern = find_attention(n)
+        if pattern is None:
+            continue
+        inner = pattern.internal() - {n.id}
+        if any(i in targets or by_id[i].device is not None or not consumers.get(i, set()) <= inner | {n.id}
+               for i in inner if i in by_id):
+            continue
+        fused |= inner
+    return fused
 
 
 def _store_base(n: Node, stored: set[int], has_reduce: dict[int, bool]) -> None:
