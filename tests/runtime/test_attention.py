@@ -101,3 +101,5 @@ def test_scores_used_elsewhere_are_not_fused():
     assert len(ks) > 1
     got_out, got_p = zd.realize(out, p)
     np.testing.assert_allclose(got_out.numpy(), ref_attention(q, k, v, 1.0), rtol=1e-4, atol=1e-5)
+    e = np.exp(q @ np.swapaxes(k, -1, -2) - (q @ np.swapaxes(k, -1, -2)).max(-1, keepdims=True))
+    np.testing.assert_allclose(got_p.numpy(), e / e.sum(-1, keepdims=True), rtol=1e-4, atol=1e-6)

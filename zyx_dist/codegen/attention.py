@@ -159,7 +159,7 @@ def render(a: AttentionSpec, name: str, dialect, params: list[str], evaluate: Ev
     M, N, K, D = spec.M, spec.N, spec.K, a.head
     cols = 32 if max(D, N) <= 64 else 16  # keys per block: their scores stay in registers
     groups = -(-M // ROWS)
-    bz, gi, gj, gk = spec.vars()
+    bz, _, gj, gk = spec.vars()
     q_lines, q_val = evaluate(a.q, a.qk_idx, {})
     k_lines, k_val = evaluate(a.k, a.qk_idx, {})
     v_lines, v_val = evaluate(a.v, spec.index(bz, sym.ZERO, gj, gk), {})

@@ -69,6 +69,15 @@ def kernel_key(k: Kernel) -> tuple:
     return tuple(rows), outs
 
 
+SHUFFLED = ("float", "double", "int", "unsigned int", "long long", "unsigned long long")  # __shfl_xor_sync types
+
+
+def _terms(e: sym.Expr) -> tuple:
+    """An expression's terms and constant, in no particular order (two sums in different orders agree)."""
+    s = e if isinstance(e, sym.Sum) else sym.Sum(((e, 1),), 0)
+    return frozenset(s.terms), s.const
+
+
 class _Renderer:
     def __init__(self, kernel: Kernel, dialect: Dialect, name: str, opts: KernelOpts):
         self.k, self.d, self.name, self.opts = kernel, dialect, name, opts
@@ -154,9 +163,12 @@ class _Renderer:
         off = sym.render(offset)
         arg = f"in{self.inputs[n.id]}"
         at = self.home(block, idx, valid)
-        if not valid and self.row_offset(at) == off:  # the row's own element: read once, kept in registers
-            pos = self.inputs[n.id]
-            self.row_cache[pos] = self.typed_load(n, arg, off.replace(at.var.name, "c"))
+        mine = self.row_offset(at)
+        if not valid and mine is not None and _terms(offset) == _terms(mine):  # the row's own element: read
+            pos = self.inputs[n.id]                                          # once, kept in registers
+            row, cols = self.row_of
+            self.row_cache[pos] = self.typed_load(n, arg, sym.render(sym.add(sym.mul(row, cols),
+                                                                             sym.Var("c", 0, cols - 1))))
             return f"rc{pos}[p]", at
         if off in self.quad and not valid and n.dtype.name == "float32":  # one float4 load serves the quad
             pos = self.inputs[n.id]
@@ -170,7 +182,7 @@ class _Renderer:
             self.lane_loads.append((self.inputs[n.id], self.lane, offset, name, at))
         return name, at
 
-    def row_offset(self, block: Block) -> str | None:
+    def row_offset(self, block: Block) -> sym.Expr | None:
         """Cached row form: in a pass over the row (a top-level loop as long as the row), the offset of
         the row's own element, which is served from registers."""
         if self.row_of is None or block.parent is not self.root or block.var is None:
@@ -178,7 +190,7 @@ class _Renderer:
         row, cols = self.row_of
         if block.var.hi + 1 != cols or (block.reduce is None and block.var.name != "j"):
             return None
-        return sym.render(sym.add(sym.mul(row, cols), block.var))
+        return sym.add(sym.mul(row, cols), block.var)
 
     def typed_load(self, n: Node, arg: str, off: str) -> str:
         if n.dtype is float16:
@@ -373,6 +385,16 @@ class _Renderer:
         for i, loop in enumerate(loops):
             acc, dt, rop = loop.reduce
             t, red = ctype(dt, self.d), f"red{i}"
+            if self.d.name == "cuda" and size % 32 == 0 and t in SHUFFLED:
+                # warp shuffles, then one exchange of the warps' partials: 1 barrier, not log2(size)
+                loop.before_loop.insert(0, f"{shared} {t} {red}[{size // 32}];")
+                mine = self.combine(rop, dt, acc, f"__shfl_xor_sync(0xffffffffu, {acc}, o)")
+                rest = self.combine(rop, dt, acc, f"{red}[w]")
+                loop.group = ("lid", size, [
+                    f"for (int o = 16; o > 0; o >>= 1) {acc} = {mine};",
+                    f"if ((lid & 31) == 0) {red}[lid >> 5] = {acc};", barrier,
+                    f"{acc} = {red}[0];", f"for (int w = 1; w < {size // 32}; w++) {acc} = {rest};"])
+                continue
             both = self.combine(rop, dt, f"{red}[lid]", f"{red}[lid + s]")
             loop.before_loop.insert(0, f"{shared} {t} {red}[{size}];")
             loop.group = ("lid", size, [
