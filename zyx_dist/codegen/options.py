@@ -24,6 +24,7 @@ class KernelOpts:
     prefetch: int = 0  # GEMM: 1 = load the next tiles into registers while multiplying the current ones
     cache: int = 0  # row kernels: 1 = keep the row's elements in registers across the passes over it
     lanes: int = 0  # reduce loops without work-groups: iterations per pass, with vector loads (CPUs)
+    stages: int = 0  # tensor-core GEMM: shared-memory stages of the k-steps in flight (0 = 2, static memory)
     tile: int = 0  # GEMM: the tile shape (an index of gemm.TILES / gemm_tc.TILES); gemm.PLAIN = plain reduce loops
 
     def tag(self) -> str:
@@ -31,7 +32,8 @@ class KernelOpts:
         parts = [f"{k[0]}{v}" for k, v in (("lws", self.lws), ("elems", self.elems), ("vec", self.vec),
                                            ("group", self.group), ("unroll", self.unroll), ("k", self.tile_k),
                                            ("prefetch", self.prefetch), ("cache", self.cache),
-                                           ("lanes", self.lanes), ("tile", self.tile))]
+                                           ("lanes", self.lanes), ("tile", self.tile),
+                                           ("stages", self.stages))]
         return "".join(parts)
 
 
@@ -116,8 +118,8 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
         return (round(waste, 1), few, -tm * tn)
 
     tiles = sorted(range(len(GEMM_TILES)), key=rank)
-    if s.tensor_cores:
-        out = [KernelOpts(tile=t) for t in tiles[:2]]
+    if s.tensor_cores:  # two static stages first (they need no launch attribute), deeper pipelines next
+        out = [KernelOpts(tile=t, stages=st) for st in (0, 3, 4) for t in tiles[:2]]
     else:
         depths = (8, 16) if k > 8 else (8,)
         order = (1, 0) if s.gpu else (0, 1)

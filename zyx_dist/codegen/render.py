@@ -544,7 +544,8 @@ class _Renderer:
         if fused is not None:
             body, gws, lws = attention.render(fused, self.name, self.d, self.params(), operand, epilogue, T)
         elif gemm_tc.usable(spec, self.k, self.d):
-            body, gws, lws = gemm_tc.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile)
+            body, gws, lws = gemm_tc.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile,
+                                            o.stages)
         else:
             body, gws, lws = gemm.render(spec, self.name, self.d, self.params(), operand, epilogue, T, o.tile_k,
                                          bool(o.prefetch), o.tile)

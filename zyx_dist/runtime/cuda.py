@@ -106,12 +106,23 @@ class _Event:
 
 
 class _Kernel:
-    """A compiled module and its function (fetched once)."""
+    """A compiled module and its function (fetched once), and the dynamic shared memory its launches take."""
 
-    __slots__ = ("function", "module", "name")
+    __slots__ = ("function", "module", "name", "shared_bytes")
 
-    def __init__(self, module: Any, function: Any, name: str) -> None:
-        self.module, self.function, self.name = module, function, name
+    def __init__(self, module: Any, function: Any, name: str, shared_bytes: int = 0) -> None:
+        self.module, self.function, self.name, self.shared_bytes = module, function, name, shared_bytes
+
+
+SHARED_MARK = "// zyx_dist: dynamic shared bytes "  # a kernel that declares `extern __shared__` memory says how much
+
+
+def _shared_bytes(source: str) -> int:
+    at = source.find(SHARED_MARK)
+    if at < 0:
+        return 0
+    digits = source[at + len(SHARED_MARK):].split("\n", 1)[0].strip()
+    return int(digits) if digits.isdigit() else 0
 
 
 class CudaBackend:
@@ -240,7 +251,14 @@ class CudaBackend:
                 raise CompileError(
                     f"{self.name}: module has no kernel {name!r} ({e})\n{numbered(source)}", source=source, log=str(e)
                 ) from e
-        kernel = self._kernels[(key, name)] = _Kernel(module, function, name)
+        shared = _shared_bytes(source)
+        if shared > 48 * 1024:  # past the default limit only once the function's attribute is raised
+            try:
+                function.max_dynamic_shared_size_bytes = shared
+            except Exception as e:  # cupy or the driver refused: report it as a failed build
+                raise CompileError(f"{self.name}: kernel {name!r} needs {shared} bytes of shared memory: {e}",
+                                   source=source, log=str(e)) from e
+        kernel = self._kernels[(key, name)] = _Kernel(module, function, name, shared)
         return kernel
 
     def launch(
@@ -265,7 +283,10 @@ class CudaBackend:
                 if timed:
                     start = cp.cuda.Event(block=False, disable_timing=False)
                     start.record(self.stream)
-                prog.function((grid,), (block,), args)
+                if prog.shared_bytes:
+                    prog.function((grid,), (block,), args, shared_mem=prog.shared_bytes)
+                else:
+                    prog.function((grid,), (block,), args)
                 return _Event(self.stream, start)
         except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as e:
             raise self._error(f"launch of {prog.name} (gws={tuple(gws)}, lws={lws})", e) from e
