@@ -103,3 +103,13 @@ def test_scores_used_elsewhere_are_not_fused():
     np.testing.assert_allclose(got_out.numpy(), ref_attention(q, k, v, 1.0), rtol=1e-4, atol=1e-5)
     e = np.exp(q @ np.swapaxes(k, -1, -2) - (q @ np.swapaxes(k, -1, -2)).max(-1, keepdims=True))
     np.testing.assert_allclose(got_p.numpy(), e / e.sum(-1, keepdims=True), rtol=1e-4, atol=1e-6)
+
+
+def test_causal_mask_from_arange_comparison():
+    B, H, T, D = 1, 2, 50, 16
+    q, k, v = (RNG.standard_normal((B, H, T, D)).astype(np.float32) for _ in range(3))
+    i = zd.arange(T)
+    s = zd.where(i.reshape(T, 1) >= i.reshape(1, T), (zd.tensor(q) @ zd.tensor(k).mT) * 0.25, -math.inf)
+    out = zd.softmax(s, axis=-1) @ zd.tensor(v)
+    one_attention_kernel(out)
+    np.testing.assert_allclose(out.numpy(), ref_attention(q, k, v, 0.25, causal(T, T)), rtol=1e-4, atol=1e-5)
