@@ -34,9 +34,10 @@ def test_every_candidate_computes_what_numpy_does():
             t = build()
             seen: set = set()
             for k in kernelize([t.node]):
-                for gpu in (False, True):
-                    for o in options.candidates(facts(k, "opencl", gpu)):
-                        seen.add(o)
+                for dialect in ("opencl", "cuda"):  # CUDA-only options (pipeline stages) render on OpenCL too
+                    for gpu in (False, True):
+                        for o in options.candidates(facts(k, dialect, gpu)):
+                            seen.add(o)
             assert seen, label
             covered |= {f.name for f in dataclasses.fields(options.KernelOpts) for o in seen
                         if getattr(o, f.name) != getattr(options.KernelOpts(), f.name)}

@@ -187,13 +187,25 @@ def test_shared_subexpression_is_computed_once(build):
 
 
 def test_matmul_kernel(build):
-    a, b = leaf(3, 5), leaf(5, 7)
-    ae = g.expand(g.reshape(a, (3, 5, 1)), (3, 5, 7))
-    be = g.expand(g.reshape(b, (1, 5, 7)), (3, 5, 7))
+    a, b = leaf(30, 5), leaf(5, 70)
+    ae = g.expand(g.reshape(a, (30, 5, 1)), (30, 5, 70))
+    be = g.expand(g.reshape(b, (1, 5, 70)), (30, 5, 70))
     n = g.reduce(g.ReduceOp.SUM, g.binary(g.BinaryOp.MUL, ae, be), (1,))
-    src = build(one(n)).source  # the tiled GEMM: local-memory tiles of A and B, 8x8 register blocks
-    assert "__local float As[8][128]" in src and "barrier(CLK_LOCAL_MEM_FENCE)" in src and "k0 < 5;" in src
-    assert "in0[gi * 5 + gk * 1 + 0]" in src and "in1[gk * 7 + gj * 1 + 0]" in src  # A row-major, B row-major
+    src = build(one(n)).source  # the tiled GEMM: local-memory tiles of A and B, register blocks
+    assert "__local float As[8][" in src and "barrier(CLK_LOCAL_MEM_FENCE)" in src and "k0 < 5;" in src
+    # K = 5 rules out float4 reads of A's rows: element by element; B's rows of 70 likewise
+    assert "in0[(gi*5+gk)]" in src and "in1[(gk*70+gj)]" in src
+
+
+def test_matmul_views_are_read_in_place_as_aligned_float4s(build):
+    a, b = leaf(4, 64, 32), leaf(4, 48, 32)  # batched a @ b.mT: both operands contiguous along k
+    ae = g.expand(g.reshape(a, (4, 64, 1, 32)), (4, 64, 48, 32))
+    be = g.expand(g.reshape(b, (4, 1, 48, 32)), (4, 64, 48, 32))
+    n = g.reduce(g.ReduceOp.SUM, g.binary(g.BinaryOp.MUL, ae, be), (3,))
+    src = build(one(n)).source
+    assert "(*(__global const float4*)(in0 + (bz*2048+gi*32+gk)))" in src
+    assert "(*(__global const float4*)(in1 + (bz*1536+gj*32+gk)))" in src
+    assert "vload4" not in src  # the local tiles are read as aligned float4s too
 
 
 # ---- dtypes -----------------------------------------------------------------------------------------------

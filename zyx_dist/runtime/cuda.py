@@ -115,12 +115,23 @@ class _Event:
 
 
 class _Kernel:
-    """A compiled module and its function (fetched once)."""
+    """A compiled module and its function (fetched once), and the dynamic shared memory its launches take."""
 
-    __slots__ = ("function", "module", "name")
+    __slots__ = ("function", "module", "name", "shared_bytes")
 
-    def __init__(self, module: Any, function: Any, name: str) -> None:
-        self.module, self.function, self.name = module, function, name
+    def __init__(self, module: Any, function: Any, name: str, shared_bytes: int = 0) -> None:
+        self.module, self.function, self.name, self.shared_bytes = module, function, name, shared_bytes
+
+
+SHARED_MARK = "// zyx_dist: dynamic shared bytes "  # a kernel that declares `extern __shared__` memory says how much
+
+
+def _shared_bytes(source: str) -> int:
+    at = source.find(SHARED_MARK)
+    if at < 0:
+        return 0
+    digits = source[at + len(SHARED_MARK):].split("\n", 1)[0].strip()
+    return int(digits) if digits.isdigit() else 0
 
 
 class CudaBackend:
@@ -142,6 +153,7 @@ class CudaBackend:
             self.pool = cp.cuda.MemoryPool()
             self.stream = cp.cuda.Stream(non_blocking=True)
         self._cache = ProgramCache(self.name, "NVRTC build")
+        self._shared: dict[int, int] = {}  # id(module) -> the dynamic shared memory its source declares
         self._staging: list[tuple[_Event, Any]] = []  # pinned buffers of copies in flight
         self.comm: Any = None
         self.nccl_rank: int | None = None
@@ -233,14 +245,22 @@ class CudaBackend:
                 module.compile()  # NVRTC runs here (RawModule is lazy)
             except compiler.CompileException as e:
                 raise BuildError(_compile_log(e)) from e
+        self._shared[id(module)] = _shared_bytes(source)  # read by _entry (the cache keeps the module alive)
         return module
 
     def _entry(self, module: Any, name: str) -> _Kernel:
         with self._dev:
             try:
-                return _Kernel(module, module.get_function(name), name)
+                function = module.get_function(name)
             except cp.cuda.driver.CUDADriverError as e:
                 raise BuildError(str(e)) from e
+            shared = self._shared.get(id(module), 0)
+            if shared > 48 * 1024:  # past the default limit only once the function's attribute is raised
+                try:
+                    function.max_dynamic_shared_size_bytes = shared
+                except Exception as e:  # cupy or the driver refused: report it as a failed build
+                    raise BuildError(f"kernel {name!r} needs {shared} bytes of shared memory: {e}") from e
+            return _Kernel(module, function, name, shared)
 
     def launch(
         self,
@@ -264,7 +284,10 @@ class CudaBackend:
                 if timed:
                     start = cp.cuda.Event(block=False, disable_timing=False)
                     start.record(self.stream)
-                prog.function((grid,), (block,), args)
+                if prog.shared_bytes:
+                    prog.function((grid,), (block,), args, shared_mem=prog.shared_bytes)
+                else:
+                    prog.function((grid,), (block,), args)
                 return _Event(self.stream, start)
         except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as e:
             raise self._error(f"launch of {prog.name} (gws={tuple(gws)}, lws={lws})", e) from e
