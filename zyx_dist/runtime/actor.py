@@ -212,7 +212,3 @@ def decode_result(value: tuple) -> BatchResult:
     return BatchResult(tuple(Done(r) if r.__class__ is int else r for r in results), incarnation, nbytes, seconds,
                        graphs)
 
-
-def batch_result(value) -> BatchResult:
-    """The BatchResult part of what `WorkerActor.run` returned."""
-    return value[0] if isinstance(value, tuple) else value

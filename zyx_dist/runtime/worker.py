@@ -3,9 +3,10 @@ and programs named by the driver's integer ids) and runs them in order, asynchro
 backend's single queue: every command waits on the per-buffer events of what it reads and writes, so
 an out-of-order queue still respects data dependencies. It gives back a `BatchResult` of plain values
 (one `Done`/`Failed` per command run, CopyOut arrays, pool usage, the worker's incarnation id and,
-when profiling, device-side kernel times). Batch templates (`DefineTemplate`, `Replay`, runtime/replay.py)
-run a repeated plan without a command object per step, and on CUDA as captured graphs. A plain class:
-usable in-process, and wrapped by a Ray actor.
+when profiling, device-side kernel times). A plain class: usable in-process, and wrapped by a Ray actor.
+It drives its device only through `device.Device` (OpenCL, CUDA, or the NumPy reference device). Batch
+templates (`DefineTemplate`, `Replay`, runtime/replay.py) run a repeated plan without a command object per
+step, and on CUDA as captured graphs.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from ..protocol import (
     Spill,
     Sync,
 )
+from .device import CappedDevice, Device, GraphDevice, PeerDevice
 from .events import EventTracker
 from .pool import Block, MemoryPool
 from .replay import WorkerTemplate, compile_template, cuda_graphs_enabled, run_template
@@ -48,9 +50,10 @@ from .replay import WorkerTemplate, compile_template, cuda_graphs_enabled, run_t
 BACKENDS = ("opencl", "cuda")
 
 
-def _open_backend(device: str) -> Any:
+def _open_backend(device: str) -> Device:
     """The backend for a physical spec: `cuda:N`, or `opencl:N` / `opencl:cpu` / `opencl:auto`, the last two
-    optionally narrowed to a platform (`opencl:cpu@pocl`): see `opencl.open_index`."""
+    optionally narrowed to a platform (`opencl:cpu@pocl`): see `opencl.open_index`; or `reference:N`, the
+    NumPy test and debugging device (`reference.py`)."""
     kind, _, idx = device.partition(":")
     if kind == "cuda":
         if not idx.isdigit():
@@ -58,6 +61,10 @@ def _open_backend(device: str) -> Any:
         from .cuda import CudaBackend
 
         return CudaBackend(int(idx))
+    if kind == "reference" and idx.isdigit():
+        from .reference import ReferenceDevice
+
+        return ReferenceDevice(int(idx))
     if kind != "opencl" or not idx:
         raise DeviceError(f"unknown device {device!r}: backends are {', '.join(BACKENDS)} (e.g. 'opencl:0')")
     from .opencl import OpenCLBackend
@@ -78,7 +85,8 @@ class Worker:
     """Runs command batches on one device (e.g. "opencl:0") with a memory pool capped at `memory_limit` bytes."""
 
     def __init__(self, device: str, memory_limit: int | None = None, profile: bool | None = None) -> None:
-        self.backend = _open_backend(device)
+        self.backend: Device = _open_backend(device)
+        self.has_peer = isinstance(self.backend, PeerDevice)  # NCCL send/recv (a protocol check is slow: once)
         self.device = self.backend.name
         self.incarnation = uuid.uuid4().hex
         self.profile = logs.enabled("timings") if profile is None else profile
@@ -87,7 +95,7 @@ class Worker:
         # and other processes; a configured one never exceeds the device
         limit = int(device_mem * 0.9) if memory_limit is None else min(int(memory_limit), device_mem)
         self.pool = MemoryPool(self.backend, limit, device=self.device)
-        if hasattr(self.backend, "set_limit"):  # a backend with its own allocator pool (CUDA) caps it too
+        if isinstance(self.backend, CappedDevice):  # a backend with its own allocator pool (CUDA) caps it too
             self.backend.set_limit(limit)
         self.events = EventTracker()
         self._bufs: dict[int, Block] = {}
@@ -101,7 +109,7 @@ class Worker:
         self._templates: dict[int, WorkerTemplate] = {}  # batch templates (DefineTemplate), by id
         # (first launch, launches) of each CUDA graph replayed in the running batch
         self._graph_spans: list[tuple[int, int]] = []
-        self.graphs = cuda_graphs_enabled() and hasattr(self.backend, "capture_graph")
+        self.graphs = cuda_graphs_enabled() and isinstance(self.backend, GraphDevice)
         # the handler of each command class: one dict lookup per command instead of an isinstance chain
         self._handlers: dict[type, Any] = {
             Launch: self._launch, Alloc: self._alloc, Free: self._free, CopyIn: self._copy_in,
@@ -178,7 +186,7 @@ class Worker:
         d = self.backend.info()
         return {
             "name": self.device,
-            "backend": getattr(self.backend, "kind", "opencl"),
+            "backend": self.backend.kind,
             "device_name": d["name"],
             "vendor": d["vendor"],
             "driver_version": d.get("driver_version", ""),
@@ -190,7 +198,7 @@ class Worker:
             "fp16": d["fp16"],
             "fp64": d["fp64"],
             "incarnation": self.incarnation,
-            "nccl_rank": getattr(self.backend, "nccl_rank", None),
+            "nccl_rank": self.backend.nccl_rank if self.has_peer else None,
         }
 
     def stats(self) -> dict:
@@ -289,10 +297,10 @@ class Worker:
 
     def _compile(self, cmd: Compile, launches: list[Any]) -> None:
         if not logs.enabled("timings"):
-            self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name)
+            self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name, ops=cmd.ops)
             return
         start = time.perf_counter()
-        self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name)
+        self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name, ops=cmd.ops)
         logs.logger("timings").debug(f"zyx_dist: {self.device} compiled {cmd.name} in "
                                      f"{(time.perf_counter() - start) * 1e3:.1f} ms")
 
@@ -304,7 +312,7 @@ class Worker:
         self._synced = len(launches)
 
     def _peer(self, cmd: Send | Recv, launches: list[Any]) -> None:
-        if not hasattr(self.backend, "send"):
+        if not self.has_peer:
             raise NotImplementedError(
                 f"{type(cmd).__name__}: peer transfers need NCCL (CUDA workers); "
                 f"{self.device} cannot send or receive directly"

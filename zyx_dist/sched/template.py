@@ -21,9 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import itemgetter
 
+from .._util import bucket_size
 from ..graph.ir import Node, Op
 from ..protocol import Alloc, CopyIn, CopyOut, DefineTemplate, Free, Launch, Recv, Replay, Send, Sync, TransferRef
-from .scheduler import Schedule, SchedulerState, bucket_size
+from .scheduler import Schedule, SchedulerState
 
 
 def picker(slots: tuple[int, ...]) -> Callable[[tuple], tuple]:
