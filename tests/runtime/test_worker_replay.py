@@ -2,7 +2,9 @@
 with hand-written kernels, checked against NumPy: a DefineTemplate keeps a batch whose buffer fields are
 slots, a Replay runs it with its slots bound to buffer ids, exactly as the same batch written out would run;
 a failure inside a replay is one Failed for the Replay after which the template's frees still ran; a replay
-of an unknown template, or with the wrong number of buffers, fails clearly; reset forgets templates."""
+of an unknown template, or with the wrong number of buffers, fails clearly; reset forgets templates; and the
+worker's graph segments (on a backend with the graph capability) capture a buffer assignment the second
+time they meet it and replay it after, never for other buffers."""
 
 from __future__ import annotations
 
@@ -119,3 +121,55 @@ def test_replay_imports_and_exports_transfers(worker):
     res = worker.run([Replay(8, (10, 12), imports=(None,), exports=(78,))])  # the transfer's source failed
     assert isinstance(res.results[0], Failed) and "no data" in res.results[0].message
     assert 12 not in worker._bufs
+
+
+class RecordingGraphs:
+    """Mixed into the worker's real OpenCL backend: the graph capability (`device.GraphDevice`) with a
+    'capture' that records the launches and a 'graph launch' that queues them again, so the worker's segment
+    logic (capture on the second sighting of the same buffers, replay after, a new buffer never replaying an
+    old graph, the launches' times and events) runs on a real device. CUDA's own capture is tested on the GPU
+    (tests/gpu/test_cuda_graphs.py)."""
+
+    captures = 0
+    graph_launches = 0
+
+    def graph_key(self, handles):
+        return tuple(h.int_ptr for h in handles)
+
+    def capture_graph(self, launches):
+        self.captures += 1
+        return list(launches)
+
+    def launch_graph(self, graph, wait_for=(), timed=True):
+        self.graph_launches += 1
+        event, wait = None, list(wait_for)
+        for prog, handles, gws, lws in graph:
+            event = self.launch(prog, handles, gws, lws, wait, timed)
+            wait = [event]
+        return event
+
+
+def test_graph_segments_capture_on_the_second_sighting_and_never_replay_for_other_buffers(worker):
+    backend = worker.backend
+    backend.__class__ = type("OpenCLWithGraphs", (RecordingGraphs, type(backend)), {})
+    worker.graphs = True  # as a CUDA worker's is
+    x = np.random.default_rng(3).standard_normal(N).astype(np.float32)
+    setup(worker, x)  # defines template 5 now that the backend can capture: its two launches are one segment
+    want = (x * 2 + 1) + x
+    graphs = []
+    for i in range(6):  # each result freed before the next replay: the pool hands the same two blocks back
+        inter, out = 100 + 2 * i, 101 + 2 * i
+        res = worker.run([Replay(5, (10, inter, out)), CopyOut(out, "float32", (N,)), Free(out)])
+        np.testing.assert_allclose(ok(res)[1], want, rtol=1e-6)
+        assert len(res.kernel_seconds) == 2
+        graphs.append(res.graphs)
+    # the two blocks swap roles from one replay to the next (a freed block is reused first), so two buffer
+    # assignments alternate: each is captured the second time it is met, and replayed from then on
+    assert graphs[0] == graphs[1] == ()
+    assert all(len(g) == 1 and g[0][:2] == (0, 2) for g in graphs[2:])
+    assert backend.captures == 2 and backend.graph_launches == 4
+    held = [901, 902]  # results kept alive: the pool must hand out new blocks, never seen before
+    ok(worker.run([Alloc(b, x.nbytes) for b in held]))
+    res = worker.run([Replay(5, (10, 903, 904)), CopyOut(904, "float32", (N,))])
+    np.testing.assert_allclose(ok(res)[-1], want, rtol=1e-6)
+    assert res.graphs == () and backend.captures == 2 and backend.graph_launches == 4
