@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ..dtypes import DType, bool_, float16, float64
 from ..fuse.kernelize import Kernel, row_suffix
 from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod
-from . import gemm, options
+from . import cexpr, gemm, options
 from . import symbolic as sym
 from .blocks import Block
 from .cexpr import all_nodes, ctype, flat_index, has_reduce, limit, literal, move_index, render_conds, strides, unary
@@ -311,6 +311,10 @@ class _Renderer:
                   BinaryOp.AND: "&", BinaryOp.OR: "|", BinaryOp.XOR: "!=" if dt is bool_ else "^"}
         if op in simple:
             return f"({a} {simple[op]} {b})"
+        if op in cexpr.FLOAT_BINARY_FN:
+            return f"{cexpr.FLOAT_BINARY_FN[op]}({a}, {b})"
+        if op in (BinaryOp.SHL, BinaryOp.SHR):
+            return cexpr.shift(op, a, b, dt, t)
         if op in (BinaryOp.MAX, BinaryOp.MIN):
             cmp = ">" if op is BinaryOp.MAX else "<"
             nan = f" || {a} != {a}" if f else ""

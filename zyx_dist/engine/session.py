@@ -20,6 +20,7 @@ from .. import context
 from ..codegen.autotune import Target, Tuner
 from ..codegen.render import Program, kernel_key
 from ..config import Config, load_config
+from ..dtypes import dtype as to_dtype
 from ..errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
 from ..fuse.plan_cache import PlanCache
 from ..graph import lineage
@@ -27,7 +28,7 @@ from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
 from ..protocol import BatchResult, CopyOut, Done, Failed, Free, Reload, Spill, Sync
 from ..runtime.pool import bucket_size
-from ..sched.scheduler import DeviceModel, Schedule, SchedulerState, schedule
+from ..sched.scheduler import BufferState, DeviceModel, Schedule, SchedulerState, schedule
 from . import debug, probe
 from .backends import InProcessBackend, LostWorkers, resolve_devices
 
@@ -403,6 +404,51 @@ class Session:
             raise _error(ref.device, last)
         value = last.value
         return value if value.flags.writeable else value.copy()  # Ray hands out read-only views
+
+    # ---- zero-copy interop (DLPack, API.md section 10) ----------------------------------------------------
+
+    def export(self, node: Node) -> Any:
+        """The realized `node`'s buffer as an array sharing the device memory (read-only NumPy for a CPU
+        OpenCL worker, CuPy for a CUDA worker), holding the buffer's driver handle so the buffer stays
+        allocated while the array lives; None when the buffer is not in this process's reach (a Ray
+        worker, a GPU OpenCL device, a spilled buffer): the caller reads a host copy then."""
+        export = getattr(self.backend, "export_buffer", None)
+        ref = node.buffer
+        if export is None or ref is None or ref.session() is not self or node.size == 0:
+            return None
+        self._take_frees()
+        b = self.state.buffers.get(ref.id)
+        if b is None or b.spilled:
+            return None
+        return export(ref.device, ref.id, node.dtype.name, node.shape, ref)
+
+    def export_device(self, node: Node) -> tuple[int, int] | None:
+        """The DLPack device of what `export(node)` would give, or None when it would give nothing."""
+        ref = node.buffer
+        get = getattr(self.backend, "export_device", None)
+        if get is None or ref is None or ref.session() is not self:
+            return None
+        return get(ref.device)
+
+    def adopt(self, obj: Any, device: str | None) -> Node | None:
+        """A realized leaf over the memory of the DLPack producer `obj`, adopted by the worker of `device`
+        (default: the session's default device) without a copy, when that worker can reach the memory
+        (host memory on a CPU OpenCL worker, the same GPU on a CUDA worker, both in this process).
+        None otherwise: the caller makes a host copy."""
+        adopt = getattr(self.backend, "adopt_buffer", None)
+        if adopt is None:
+            return None
+        dev = self.resolve_device(device) or self.default_device
+        buf = self.state.new_id()
+        got = adopt(dev, buf, obj)
+        if got is None:
+            return None
+        nbytes, dtype_name, shape = got
+        self.state.buffers[buf] = BufferState(dev, nbytes, last_use=self.state.clock)
+        self.state.used[dev] += bucket_size(nbytes)
+        node = Node(Op.LEAF, (), None, shape, to_dtype(dtype_name))
+        node.buffer = self._ref(node, dev, buf, nbytes)
+        return node
 
     def resolve_device(self, name: str | None) -> str | None:
         """`name` checked against this session's devices (None stays None); DeviceError names the choices."""

@@ -23,6 +23,8 @@ from .tensor import Tensor
 __all__ = [
     "arange",
     "asarray",
+    "empty",
+    "empty_like",
     "eye",
     "full",
     "full_like",
@@ -68,11 +70,29 @@ def _infer(arr: np.ndarray, data: Any) -> DType:
     raise DTypeError(f"unsupported data of dtype {arr.dtype} (zyx_dist has no complex, string or object tensors)")
 
 
-def tensor(data: Any, dtype: Any = None, device: str | None = None) -> Tensor:
-    """A tensor from a NumPy array (copied), nested lists, a scalar, or a Tensor (itself, or cast)."""
+def tensor(data: Any, dtype: Any = None, device: str | None = None, *, copy: bool | None = None) -> Tensor:
+    """A tensor from a NumPy array (copied), nested lists, a scalar, or a Tensor (itself, or cast).
+
+    `copy` as the array API's `asarray`: True always gives a new tensor, None reuses a Tensor given as
+    it is; False also reuses it, and for other data raises ValueError when the data cannot become a
+    tensor without a copy (host data always needs one on its way to a device, except an array that a
+    CPU worker in this process can adopt, as `zd.from_dlpack` does)."""
     if isinstance(data, Tensor):
+        if copy is False and dtype is not None and dtypes.dtype(dtype) is not data.dtype:
+            raise ValueError(f"asarray(copy=False): casting {data.dtype} to {dtypes.dtype(dtype)} needs a copy")
         out = data if dtype is None else data.astype(dtype)
+        if copy and out is data:
+            out = Tensor(data.node)  # immutable: a new handle on the same value is a copy
         return _place(out, device)
+    if copy is False:
+        from .interop import from_dlpack
+
+        if dtype is not None and getattr(data, "dtype", None) is not None and \
+                dtypes.dtype(dtype) is not dtypes.dtype(data.dtype):
+            raise ValueError(f"asarray(copy=False): casting {data.dtype} to {dtypes.dtype(dtype)} needs a copy")
+        if not hasattr(data, "__dlpack__"):
+            raise ValueError(f"asarray(copy=False): {type(data).__name__} data cannot become a tensor without a copy")
+        return from_dlpack(data, device=device, copy=False)
     want = None if dtype is None else dtypes.dtype(dtype)
     try:
         if isinstance(data, np.ndarray) or want is None:
@@ -81,6 +101,8 @@ def tensor(data: Any, dtype: Any = None, device: str | None = None) -> Tensor:
             arr = np.array(data, dtype=want.np_dtype, order="C")
     except (ValueError, OverflowError) as e:  # ragged nesting, or an int no dtype holds
         raise ShapeError(f"cannot make a tensor of {type(data).__name__} data: {e}") from None
+    except TypeError as e:  # e.g. a list holding tensors of several elements
+        raise DTypeError(f"cannot make a tensor of {type(data).__name__} data: {e}") from None
     if arr.dtype == object and not isinstance(data, np.ndarray):
         big = [v for v in np.ravel(arr) if isinstance(v, int) and not -(2**63) <= v < 2**64]
         if big:
@@ -95,20 +117,32 @@ def tensor(data: Any, dtype: Any = None, device: str | None = None) -> Tensor:
 asarray = tensor
 
 
+def _dt(dtype: Any, default: DType) -> DType:
+    """`dtype`, where None means the call's default dtype (the array API's dtype=None)."""
+    return default if dtype is None else dtypes.dtype(dtype)
+
+
 def _fill(shape: Any, value: Any, dtype: DType, device: str | None) -> Tensor:
     return _place(Tensor(graph.const(value, as_shape(shape), dtype)), device)
 
 
 def zeros(shape: Any, dtype: Any = dtypes.float32, device: str | None = None) -> Tensor:
-    return _fill(shape, 0, dtypes.dtype(dtype), device)
+    return _fill(shape, 0, _dt(dtype, dtypes.DEFAULT_FLOAT), device)
 
 
 def ones(shape: Any, dtype: Any = dtypes.float32, device: str | None = None) -> Tensor:
-    return _fill(shape, 1, dtypes.dtype(dtype), device)
+    return _fill(shape, 1, _dt(dtype, dtypes.DEFAULT_FLOAT), device)
+
+
+def empty(shape: Any, dtype: Any = None, device: str | None = None) -> Tensor:
+    """The array API's `empty`: its values are unspecified; here they are zeros (a constant, no memory)."""
+    return _fill(shape, 0, _dt(dtype, dtypes.DEFAULT_FLOAT), device)
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, device: str | None = None) -> Tensor:
     """Every element `fill_value`; the dtype follows the value (bool, int32/int64, float32) unless given."""
+    if isinstance(fill_value, Tensor):  # a 0-d tensor as the value (the standard allows array scalars)
+        fill_value = fill_value.item()
     dt = dtypes.scalar_dtype(fill_value) if dtype is None else dtypes.dtype(dtype)
     return _fill(shape, fill_value, dt, device)
 
@@ -127,9 +161,14 @@ def ones_like(x: Any, dtype: Any = None, device: str | None = None) -> Tensor:
     return ones(x.shape, x.dtype if dtype is None else dtype, device)
 
 
-def full_like(x: Any, v: Any, dtype: Any = None, device: str | None = None) -> Tensor:
+def empty_like(x: Any, /, dtype: Any = None, device: str | None = None) -> Tensor:
     x = _like(x)
-    return full(x.shape, v, x.dtype if dtype is None else dtype, device)
+    return empty(x.shape, x.dtype if dtype is None else dtype, device)
+
+
+def full_like(x: Any, fill_value: Any, dtype: Any = None, device: str | None = None) -> Tensor:
+    x = _like(x)
+    return full(x.shape, fill_value, x.dtype if dtype is None else dtype, device)
 
 
 def _host(arr: np.ndarray, dtype: DType, device: str | None) -> Tensor:
@@ -168,10 +207,17 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, devic
     return _host(vals, dt, device)
 
 
-def linspace(a: float, b: float, n: int, dtype: Any = None, device: str | None = None) -> Tensor:
-    """`n` evenly spaced values from a to b, both included (float32 unless dtype is given)."""
-    (n,) = as_shape(n)
-    return _host(np.linspace(a, b, n), dtypes.float32 if dtype is None else dtypes.dtype(dtype), device)
+def linspace(a: Any, b: Any, num: Any = None, dtype: Any = None, device: str | None = None, *,
+             endpoint: bool = True, n: Any = None) -> Tensor:
+    """`num` evenly spaced values from a to b (b included unless `endpoint=False`); float32
+    unless dtype is given. API.md's `zd.linspace(a, b, n)` is the same call (`n=` is accepted too)."""
+    if num is None:
+        num = n
+    if num is None:
+        raise TypeError("linspace() missing the number of values (num)")
+    (num,) = as_shape(num)
+    dt = _dt(dtype, dtypes.DEFAULT_FLOAT)
+    return _host(np.linspace(a, b, num, endpoint=endpoint), dt, device)
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = dtypes.float32, device: str | None = None) -> Tensor:
@@ -179,7 +225,7 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = dtypes.float32, d
     n, m = as_shape((n, n if m is None else m))
     rows = arange(n, dtype=dtypes.int64).reshape(n, 1) + k
     cols = arange(m, dtype=dtypes.int64).reshape(1, m)
-    return _place((rows == cols).astype(dtype), device)
+    return _place((rows == cols).astype(_dt(dtype, dtypes.DEFAULT_FLOAT)), device)
 
 
 def manual_seed(seed: int) -> None:
@@ -193,7 +239,7 @@ def _gen(seed: int | None) -> np.random.Generator:
 
 
 def _float_dtype(dtype: Any) -> DType:
-    dt = dtypes.dtype(dtype)
+    dt = _dt(dtype, dtypes.DEFAULT_FLOAT)
     if not dt.is_float:
         raise DTypeError(f"random tensors need a float dtype, got {dt}")
     return dt
