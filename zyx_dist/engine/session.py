@@ -23,7 +23,7 @@ from ..config import Config, load_config
 from ..dtypes import dtype as to_dtype
 from ..errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
 from ..fuse.plan_cache import PlanCache
-from ..graph import lineage
+from ..graph import host_view, lineage
 from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
 from ..protocol import BatchResult, CopyOut, Done, Failed, Free, Reload, Spill, Sync
@@ -62,6 +62,9 @@ class BufferRef:
 
 # host copies of uploaded data kept so that tensors lost with a worker can be recomputed
 HOST_COPY_BUDGET = int(os.environ.get("ZYX_DIST_HOST_COPY_BYTES", str(2 << 30)))
+
+# a view of a realized buffer up to this size is read by copying the buffer out (see Session._read_view)
+HOST_VIEW_BYTES = 1 << 20
 
 _STAT_KEYS = ("kernels_launched", "kernel_cache_hits", "bytes_transferred", "transfers", "spills", "recoveries")
 
@@ -391,7 +394,12 @@ class Session:
     def _read(self, node: Node) -> np.ndarray:
         if node.op is Op.LEAF and node.buffer is None and node.host is not None:
             return node.host.copy()
+        if node.op is Op.CONST:
+            return np.full(node.shape, node.arg, node.dtype.np_dtype)
         if not node.realized:
+            view = self._read_view(node)
+            if view is not None:
+                return view
             self._realize([node])
         if node.size == 0:
             return np.zeros(node.shape, node.dtype.np_dtype)
@@ -449,6 +457,22 @@ class Session:
         node = Node(Op.LEAF, (), None, shape, to_dtype(dtype_name))
         node.buffer = self._ref(node, dev, buf, nbytes)
         return node
+
+    def _read_view(self, node: Node) -> np.ndarray | None:
+        """A view (movement ops only) of a constant, a host leaf, or a realized buffer no larger than
+        HOST_VIEW_BYTES (or than a few times the view), read as its source moved on the host: no
+        kernel, whose source would differ for every index and offset. None: compute it on a device."""
+        chain = host_view.movement_chain(node)
+        if chain is None:
+            return None
+        src, moves = chain
+        if src.op is Op.LEAF and src.buffer is not None:
+            nbytes = _nbytes(src)
+            if nbytes > max(HOST_VIEW_BYTES, 4 * _nbytes(node)) or not src.realized:
+                return None
+        elif src.op is Op.LEAF and src.host is None:
+            return None
+        return host_view.apply(self._read(src), moves)
 
     def resolve_device(self, name: str | None) -> str | None:
         """`name` checked against this session's devices (None stays None); DeviceError names the choices."""

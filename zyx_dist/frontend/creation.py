@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 from typing import Any
 
 import numpy as np
@@ -223,6 +224,7 @@ def linspace(a: Any, b: Any, num: Any = None, dtype: Any = None, device: str | N
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = dtypes.float32, device: str | None = None) -> Tensor:
     """Ones on the k-th diagonal. Built lazily from two small index vectors, not an n*m host array."""
     n, m = as_shape((n, n if m is None else m))
+    k = max(-n - 1, min(m + 1, operator.index(k)))  # a diagonal outside the matrix: all zeros, as any farther one
     rows = arange(n, dtype=dtypes.int64).reshape(n, 1) + k
     cols = arange(m, dtype=dtypes.int64).reshape(1, m)
     return _place((rows == cols).astype(_dt(dtype, dtypes.DEFAULT_FLOAT)), device)

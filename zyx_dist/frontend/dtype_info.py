@@ -139,8 +139,8 @@ class Info:
     """What `zd.__array_namespace_info__()` gives: the namespace's capabilities, devices and dtypes."""
 
     def capabilities(self) -> dict:
-        # boolean mask indexing is not supported (a data-dependent shape inside indexing); nonzero and
-        # unique_* are, by realizing their input
+        # boolean masks as indices raise TypeError (API.md section 5 indexes by ints, slices and integer
+        # arrays only); nonzero and unique_* realize their input
         return {"boolean indexing": False, "data-dependent shapes": True}
 
     def default_device(self) -> str:
