@@ -222,6 +222,9 @@ class Session:
         for n in nodes:
             if n.size == 0 and not n.realized:
                 n.become_leaf(None)
+        if self.host_copies is None:  # in-process workers: a small view costs a memcpy, a kernel a compile
+            for view in host_view.small_views([n for n in nodes if not n.realized], self._small_source):
+                host_view.to_host_leaf(view, self._read(view))
         ta = time.perf_counter()
         kernels, programs = self.plans.kernels([n for n in nodes if not n.realized], self.program)
         tb = tc = time.perf_counter()
@@ -457,6 +460,13 @@ class Session:
         node = Node(Op.LEAF, (), None, shape, to_dtype(dtype_name))
         node.buffer = self._ref(node, dev, buf, nbytes)
         return node
+
+    def _small_source(self, leaf: Node) -> bool:
+        """A leaf whose small views are read on the host at plan time: host data, or a realized buffer of
+        this session no larger than HOST_VIEW_BYTES."""
+        if leaf.buffer is None:
+            return leaf.host is not None
+        return leaf.realized and leaf.buffer.session() is self and _nbytes(leaf) <= HOST_VIEW_BYTES
 
     def _read_view(self, node: Node) -> np.ndarray | None:
         """A view (movement ops only) of a constant, a host leaf, or a realized buffer no larger than

@@ -3,7 +3,9 @@ expand, pad/crop, flip) over a constant, a host leaf or a realized buffer holds 
 it is the source's values moved by NumPy. `movement_chain` takes a node and gives its source and the
 movement nodes above it (or None when anything else is in the way); `apply` replays them on an array.
 The session uses this so that `x[i].item()` on a small realized tensor reads the buffer instead of
-compiling a kernel per index (the index offsets are part of a kernel's source).
+compiling a kernel per index (the index offsets are part of a kernel's source), and `small_views` finds
+the small offset views that a graph about to run reads, which the session turns into host leaves
+(`to_host_leaf`) so that `x[i] * y[j]` compiles one kernel for every i and j, not one per pair.
 """
 
 from __future__ import annotations
@@ -49,3 +51,33 @@ def apply(arr: np.ndarray, moves: list[Node]) -> np.ndarray:
             if any(lo or hi for lo, hi in grow):
                 arr = np.pad(arr, grow, constant_values=np.array(value, dtype=arr.dtype))
     return np.array(arr, order="C", copy=True)
+
+
+SMALL_VIEW = 64  # elements: views up to this size are worth a host read to keep offsets out of kernels
+
+
+def small_views(roots: list[Node], source_ok) -> list[Node]:
+    """The movement nodes reachable from `roots` that crop, pad or flip (so their offsets would be part of
+    a kernel's source), hold at most SMALL_VIEW elements, and sit on a leaf that `source_ok` accepts.
+    One walk, stopping at leaves and at the views found."""
+    found: list[Node] = []
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if n.id in seen or n.op is Op.LEAF or n.op is Op.CONST:
+            continue
+        seen.add(n.id)
+        if n.op in _MOVES and n.size <= SMALL_VIEW:
+            chain = movement_chain(n)
+            if chain is not None and chain[0].op is Op.LEAF and any(m.op in (Op.PAD, Op.FLIP) for m in chain[1]) \
+                    and source_ok(chain[0]):
+                found.append(n)
+                continue
+        stack.extend(n.srcs)
+    return found
+
+
+def to_host_leaf(node: Node, values: np.ndarray) -> None:
+    """Turn a view into a host leaf of its values (value-preserving: every graph that uses it is unchanged)."""
+    node.op, node.srcs, node.arg, node.buffer, node.host = Op.LEAF, (), None, None, values
