@@ -62,7 +62,7 @@ def run_suite(report: Path, examples: int, files: list[str]) -> dict:
            f"--max-examples={examples}", "--disable-deadline", "--derandomize",
            f"--xfails-file={HERE / 'xfails.txt'}", "--json-report", f"--json-report-file={report}",
            "-o", "addopts=", "--timeout=0", *[f"array_api_tests/{f}" for f in files]]
-    proc = subprocess.run(cmd, cwd=VENDOR, env=env, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(cmd, check=False, cwd=VENDOR, env=env, capture_output=True, text=True, timeout=1800)
     if not report.exists():
         raise AssertionError(f"the array API suite did not run (exit {proc.returncode}):\n{proc.stdout[-4000:]}"
                              f"\n{proc.stderr[-4000:]}")

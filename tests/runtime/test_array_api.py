@@ -153,6 +153,7 @@ def test_manipulation_functions():
     b1, b2 = zd.broadcast_arrays(zd.ones((3, 1)), zd.ones((1, 4)))
     assert b1.shape == b2.shape == (3, 4)
     np.testing.assert_array_equal(zd.repeat(zd.tensor([1, 2, 3]), zd.tensor([2, 0, 1])).numpy(), [1, 1, 3])
+    np.testing.assert_array_equal(zd.repeat(zd.tensor([1, 2]), np.array([1, 2])).numpy(), [1, 2, 2])
     np.testing.assert_array_equal(zd.concat([x, x], axis=None).numpy(), np.concatenate([a.ravel(), a.ravel()]))
     np.testing.assert_array_equal(zd.diff(x, axis=1, n=2).numpy(), np.diff(a, axis=1, n=2))
     np.testing.assert_array_equal(zd.count_nonzero(x - 3, axis=2).numpy(), np.count_nonzero(a - 3, axis=2))

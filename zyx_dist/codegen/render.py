@@ -312,7 +312,8 @@ class _Renderer:
         if op in simple:
             return f"({a} {simple[op]} {b})"
         if op in cexpr.FLOAT_BINARY_FN:
-            return f"{cexpr.FLOAT_BINARY_FN[op]}({a}, {b})"
+            fn = cexpr.FLOAT_BINARY_FN[op]
+            return f"{fn}({a}, {b})" if f else f"(({t}){fn}((float){a}, (float){b}))"
         if op in (BinaryOp.SHL, BinaryOp.SHR):
             return cexpr.shift(op, a, b, dt, t)
         if op in (BinaryOp.MAX, BinaryOp.MIN):

@@ -123,7 +123,7 @@ class _Methods:
     def isinf(self): return ew.isinf(self)
     def maximum(self, o): return ew.maximum(self, o)
     def minimum(self, o): return ew.minimum(self, o)
-    def clip(self, min=None, max=None): return ew.clip(self, min, max)
+    def clip(self, min=None, max=None, *, lo=None, hi=None): return ew.clip(self, min, max, lo=lo, hi=hi)
 
     def sum(self, axis=None, keepdims=False, *, dtype=None): return reduce.sum(self, axis, keepdims, dtype=dtype)
     def prod(self, axis=None, keepdims=False, *, dtype=None): return reduce.prod(self, axis, keepdims, dtype=dtype)

@@ -226,14 +226,18 @@ def tile(x: Any, reps: Any) -> Tensor:
 
 def repeat(x: Any, repeats: Any, axis: int | None = None) -> Tensor:
     """Repeat each element `repeats` times along `axis` (flattened first if None). `repeats` may also
-    give one count per element (a list, array or tensor): the output's size then depends on the
-    counts, so a tensor of counts is realized and read, and the result is a gather."""
+    give one count per element (an integer tensor or NumPy array, as the standard's array): the output's
+    size then depends on the counts, so a tensor of counts is realized and read, and the result is a
+    gather. A Python list of counts raises TypeError."""
     x = as_tensor(x)
     if isinstance(repeats, (bool, float)):
         raise TypeError(f"repeat takes integer repeats, got {repeats!r}")
     if axis is None:
         x, axis = flatten(x), 0
     ax = norm_axis(axis, x.ndim, x.shape)
+    if isinstance(repeats, (list, tuple)):
+        raise TypeError(f"repeat takes an int or an integer tensor/array of counts, got {type(repeats).__name__} "
+                        f"{repeats!r} (pass zd.tensor(counts))")
     if not isinstance(repeats, (int, np.integer)):
         counts = np.asarray(repeats.numpy() if isinstance(repeats, Tensor) else repeats)
         if counts.dtype.kind not in "iu":

@@ -99,7 +99,7 @@ class BinaryOp(enum.Enum):
     HYPOT = "hypot"
     COPYSIGN = "copysign"
     NEXTAFTER = "nextafter"
-    SHL = "shl"  # integers only; a count < 0 or >= the bit width gives 0 (SHR: the sign fill), as NumPy
+    SHL = "shl"  # integers only (bitwise); a count < 0 or >= the bit width gives 0 (SHR: the sign fill), as NumPy
     SHR = "shr"
 
 
@@ -118,8 +118,9 @@ FLOAT_ONLY_UNARY = {UnaryOp.EXP, UnaryOp.EXP2, UnaryOp.LOG, UnaryOp.LOG2, UnaryO
                     UnaryOp.COSH, UnaryOp.ASINH, UnaryOp.ACOSH, UnaryOp.ATANH}
 BOOL_UNARY = {UnaryOp.ISNAN, UnaryOp.ISINF}
 COMPARISONS = {BinaryOp.EQ, BinaryOp.NE, BinaryOp.LT, BinaryOp.LE, BinaryOp.GT, BinaryOp.GE}
-BITWISE = {BinaryOp.AND, BinaryOp.OR, BinaryOp.XOR}
-FLOAT_ONLY_BINARY = {BinaryOp.ATAN2, BinaryOp.HYPOT, BinaryOp.COPYSIGN, BinaryOp.NEXTAFTER}
+BITWISE = {BinaryOp.AND, BinaryOp.OR, BinaryOp.XOR, BinaryOp.SHL, BinaryOp.SHR}
+# float math that the front end only builds on floats; on integers (graph level only) it computes in float
+FLOAT_MATH_BINARY = {BinaryOp.ATAN2, BinaryOp.HYPOT, BinaryOp.COPYSIGN, BinaryOp.NEXTAFTER}
 INT_ONLY_BINARY = {BinaryOp.SHL, BinaryOp.SHR}
 
 Shape = tuple[int, ...]
@@ -333,8 +334,6 @@ def binary(op: BinaryOp, x: Node, y: Node) -> Node:
         raise DTypeError(f"bitwise {op.value} needs bool or integer tensors, got {x.dtype}")
     if op is BinaryOp.DIV and not x.dtype.is_float:
         raise DTypeError(f"true division node needs float operands, got {x.dtype}")
-    if op in FLOAT_ONLY_BINARY and not x.dtype.is_float:
-        raise DTypeError(f"{op.value} needs float operands, got {x.dtype}")
     if op in INT_ONLY_BINARY and not x.dtype.is_int:
         raise DTypeError(f"{op.value} needs integer operands, got {x.dtype}")
     dtype = bool_ if op in COMPARISONS else x.dtype
