@@ -65,6 +65,8 @@ HOST_COPY_BUDGET = int(os.environ.get("ZYX_DIST_HOST_COPY_BYTES", str(2 << 30)))
 
 # a view of a realized buffer up to this size is read by copying the buffer out (see Session._read_view)
 HOST_VIEW_BYTES = 1 << 20
+# realizes of results up to this size read their small views on the host first (see Session.plan)
+SMALL_RESULT_BYTES = 64 << 10
 
 _STAT_KEYS = ("kernels_launched", "kernel_cache_hits", "bytes_transferred", "transfers", "spills", "recoveries")
 
@@ -222,8 +224,11 @@ class Session:
         for n in nodes:
             if n.size == 0 and not n.realized:
                 n.become_leaf(None)
-        if self.host_copies is None:  # in-process workers: a small view costs a memcpy, a kernel a compile
-            for view in host_view.small_views([n for n in nodes if not n.realized], self._small_source):
+        todo = [n for n in nodes if not n.realized]
+        # in-process workers and small results (where a compile, not the run, is the cost): a small view
+        # costs a memcpy, and keeping its offsets out of the kernel saves a compile per offset
+        if self.host_copies is None and sum(_nbytes(n) for n in todo) <= SMALL_RESULT_BYTES:
+            for view in host_view.small_views(todo, self._small_source):
                 host_view.to_host_leaf(view, self._read(view))
         ta = time.perf_counter()
         kernels, programs = self.plans.kernels([n for n in nodes if not n.realized], self.program)
