@@ -3,10 +3,10 @@ they replace, timed in one run (median and IQR of --repeats runs).
 
     python benchmarks/interop_bench.py [--mib 256] [--repeats 20] [--json out.json]
 
-Here (PoCL, the CPU OpenCL device, in-process): NumPy -> tensor with `zd.from_dlpack` (the worker
-adopts the array's memory) against `zd.tensor(a).realize()` (a driver copy, then an upload), and tensor
--> NumPy with `np.from_dlpack(x)` (a read-only view of the mapped buffer) against `x.numpy()` (a copy
-out). On a GPU machine with cupy (the integrator runs it there; it skips that part cleanly without
+Here (the CPU OpenCL device, in-process; `ZYX_DIST_DEVICES=opencl-cpu:1@pocl` for PoCL): NumPy ->
+tensor with `zd.from_dlpack` (the worker adopts the array's memory) against `zd.tensor(a).realize()` (a
+driver copy, then an upload), and tensor -> NumPy with `np.from_dlpack(x)` (a read-only view of the
+mapped buffer) against `x.numpy()` (a copy out). On a GPU machine with cupy (the integrator runs it there; it skips that part cleanly without
 cupy): a 1 GiB CuPy array into an in-process CUDA worker and back, `zd.from_dlpack` / `cupy.from_dlpack`
 against the host round trip (`cupy.asnumpy` + `zd.tensor` + `x.numpy()` + `cupy.asarray`).
 """
@@ -42,16 +42,34 @@ def _row(name: str, nbytes: int, ours: dict, base: dict) -> dict:
     return {"workload": name, "bytes": nbytes, "zero_copy": ours, "copy": base}
 
 
+def _page_aligned(nbytes: int) -> np.ndarray:
+    raw = np.empty(nbytes + 4096, np.uint8)
+    off = (-raw.ctypes.data) % 4096
+    return raw[off:off + nbytes].view(np.float32)
+
+
 def cpu_rows(mib: int, repeats: int) -> list[dict]:
+    """The default CPU device (Intel's OpenCL CPU runtime where it works, else PoCL; ZYX_DIST_DEVICES=
+    opencl-cpu:1@pocl picks PoCL). NumPy memory as NumPy allocates it, and page-aligned: PoCL uses either
+    in place, Intel's runtime only the aligned one (it copies the other when the buffer is made)."""
     zd.init(ray=False)
-    a = np.random.default_rng(0).random(mib * (1 << 20) // 4, dtype=np.float32)
-    rows = [_row(f"numpy -> PoCL buffer ({mib} MiB)", a.nbytes,
-                 _stats(lambda: zd.from_dlpack(a), repeats),
-                 _stats(lambda: zd.tensor(a).realize(), repeats))]
-    x = (zd.from_dlpack(a) * 1).realize()
-    rows.append(_row(f"PoCL buffer -> numpy ({mib} MiB)", a.nbytes,
+    dev = zd.devices()[0]
+    print(f"device: {dev.name} ({dev.device_name})")
+    nbytes = mib * (1 << 20)
+    plain = np.random.default_rng(0).random(nbytes // 4, dtype=np.float32)
+    aligned = _page_aligned(nbytes)
+    aligned[:] = plain
+    rows = []
+    for label, a in (("numpy memory", plain), ("page-aligned", aligned)):
+        rows.append(_row(f"numpy -> {dev.name} buffer, {label} ({mib} MiB)", a.nbytes,
+                         _stats(lambda a=a: zd.from_dlpack(a), repeats),
+                         _stats(lambda a=a: zd.tensor(a).realize(), repeats)))
+    x = (zd.from_dlpack(plain) * 1).realize()
+    rows.append(_row(f"{dev.name} buffer -> numpy ({mib} MiB)", plain.nbytes,
                      _stats(lambda: np.from_dlpack(x), repeats), _stats(lambda: x.numpy(), repeats)))
-    assert np.array_equal(np.from_dlpack(x), a)
+    assert np.array_equal(np.from_dlpack(x), plain)
+    for r in rows:
+        r["device"] = dev.device_name
     zd.shutdown()
     return rows
 

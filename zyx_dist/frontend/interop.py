@@ -62,7 +62,8 @@ def from_dlpack(x: Any, /, *, device: str | None = None, copy: bool | None = Non
     """A tensor from any DLPack producer (NumPy, CuPy, torch, another Tensor). Zero-copy where a worker in
     this process can use the memory: a CPU OpenCL worker adopts host memory (NumPy, torch CPU), a CUDA
     worker adopts memory of its own GPU (CuPy, torch CUDA); the producer must then not be written while
-    the tensor lives. Otherwise one host copy, uploaded lazily. `copy=True` always copies; `copy=False`
+    the tensor lives (a CPU runtime may still copy memory that is not aligned as it needs: Intel's wants
+    4096 bytes, PoCL takes any). Otherwise one host copy, uploaded lazily. `copy=True` always copies; `copy=False`
     raises BufferError when a copy is needed."""
     if isinstance(x, Tensor):
         return Tensor(x.node) if copy else x
