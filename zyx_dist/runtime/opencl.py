@@ -170,6 +170,9 @@ def open_index(spec: str) -> int:
     return choose(devices, what, platform or None)[0]["index"]
 
 
+_PAGE = 4096  # host memory this aligned is used in place by every CPU OpenCL runtime (USE_HOST_PTR)
+
+
 class _View:
     """The array interface of a mapped buffer, read-only, holding the mapping and the driver's handle of
     the buffer: `np.asarray` of it is an array whose base keeps both alive (the map is released, and
@@ -285,7 +288,8 @@ class OpenCLBackend:
     def adopt(self, obj: Any) -> tuple[Any, int, np.dtype, tuple[int, ...], Any] | None:
         """A buffer over the host memory of `obj` (a CPU DLPack producer, C-contiguous) without a copy:
         on a CPU device a USE_HOST_PTR buffer is that memory itself. None when `obj` is not CPU memory,
-        not contiguous, or the device is not a CPU."""
+        not contiguous, not page-aligned where the runtime needs that (all but PoCL), or the device is
+        not a CPU."""
         if self.dlpack_device() is None or not hasattr(obj, "__dlpack__"):
             return None
         try:
@@ -295,6 +299,10 @@ class OpenCLBackend:
         except (BufferError, TypeError, ValueError, RuntimeError):
             return None
         if not arr.flags.c_contiguous or arr.nbytes == 0:
+            return None
+        # PoCL uses any host memory in place; other CPU runtimes (Intel's) only page-aligned memory, and
+        # copy the rest when the buffer is made, slower than the worker's own upload: let that run instead
+        if arr.ctypes.data % _PAGE and "portable computing language" not in self._info["platform"].lower():
             return None
         try:
             buf = cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR, hostbuf=arr)
