@@ -93,7 +93,10 @@ def tensor(data: Any, dtype: Any = None, device: str | None = None, *, copy: boo
             raise ValueError(f"asarray(copy=False): casting {data.dtype} to {dtypes.dtype(dtype)} needs a copy")
         if not hasattr(data, "__dlpack__"):
             raise ValueError(f"asarray(copy=False): {type(data).__name__} data cannot become a tensor without a copy")
-        return from_dlpack(data, device=device, copy=False)
+        try:
+            return from_dlpack(data, device=device, copy=False)
+        except BufferError as e:  # the standard's asarray says ValueError where from_dlpack says BufferError
+            raise ValueError(f"asarray(copy=False): {e}") from None
     want = None if dtype is None else dtypes.dtype(dtype)
     try:
         if isinstance(data, np.ndarray) or want is None:
