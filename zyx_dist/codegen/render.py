@@ -20,17 +20,23 @@ and shared subexpressions are computed once per loop level.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Generator
 from dataclasses import dataclass
 
 from ..dtypes import DType, bool_, float16, float64
-from ..fuse.kernelize import Kernel, row_suffix
-from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod
+from ..fuse.kernelize import Kernel
+from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod, toposort
 from . import gemm, options
 from . import symbolic as sym
 from .blocks import Block
-from .cexpr import all_nodes, ctype, flat_index, has_reduce, limit, literal, move_index, render_conds, strides, unary
+from .cexpr import all_nodes, ctype, flat_index, limit, literal, render_conds, strides, unary
 from .dialects import CUDA, DIALECTS, OPENCL, Dialect  # noqa: F401 -- re-exported
 from .options import KernelOpts
+from .symbolic import tangled
+from .views import chain, is_view_op
+
+# what an evaluation generator yields (node, index, validity, block), is sent and returns (C expression, block)
+Evaluation = Generator[tuple, tuple, tuple[str, Block]]
 
 
 @dataclass(frozen=True)
@@ -47,26 +53,20 @@ class Program:
 
 
 def kernel_key(k: Kernel) -> tuple:
-    """A structural key of the kernel (ops, shapes, dtypes; inputs by position): equal keys render equal code."""
+    """A structural key of the kernel (ops, shapes, dtypes; inputs by position): equal keys render equal
+    code. Rows come producers first (a worklist, so a graph of any depth has a key)."""
     pos = {n.id: i for i, n in enumerate(k.inputs)}
     local: dict[int, int] = {}
     rows: list[tuple] = []
-
-    def visit(n: Node) -> int:
-        if n.id in local:
-            return local[n.id]
+    for n in toposort(k.outputs, stop=lambda x: x.id in pos):
         if n.id in pos:
             row: tuple = ("in", pos[n.id], n.shape, n.dtype.name)
         else:
-            srcs = tuple(visit(s) for s in n.srcs)
             arg = n.arg.name if isinstance(n.arg, DType) else n.arg
-            row = (n.op.value, repr(arg), n.shape, n.dtype.name, srcs)
+            row = (n.op.value, repr(arg), n.shape, n.dtype.name, tuple(local[s.id] for s in n.srcs))
+        local[n.id] = len(rows)
         rows.append(row)
-        local[n.id] = len(rows) - 1
-        return local[n.id]
-
-    outs = tuple(visit(o) for o in k.outputs)
-    return tuple(rows), outs
+    return tuple(rows), tuple(local[o.id] for o in k.outputs), k.row
 
 
 class _Renderer:
@@ -111,17 +111,36 @@ class _Renderer:
         return block
 
     def value(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> tuple[str, Block]:
+        """(C expression, home block) of node n at idx. Each `compute` is a generator that yields the
+        operand values it needs; this loop runs them on an explicit stack, so a chain of any depth renders."""
+        stack: list = []
+        result = self.lookup(n, idx, valid, block, stack)
+        while stack:
+            key, gen = stack[-1]
+            try:
+                request = gen.send(result)
+            except StopIteration as done:
+                stack.pop()
+                result = done.value
+                result[1].memo[key] = result
+                continue
+            result = self.lookup(*request, stack)
+        return result
+
+    def lookup(self, n: Node, idx: tuple, valid: frozenset, block: Block, stack: list) -> tuple[str, Block] | None:
+        """The memoized value of n at idx visible from block, else None with its computation pushed."""
         key = (n.id, idx, valid)
         b: Block | None = block
         while b is not None:
             if key in b.memo:
                 return b.memo[key]
             b = b.parent
-        out = self.compute(n, idx, valid, block)
-        out[1].memo[key] = out
-        return out
+        stack.append((key, self.compute(n, idx, valid, block)))
+        return None
 
-    def compute(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> tuple[str, Block]:
+    def compute(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> Evaluation:
+        """A generator: yields (node, idx, valid, block) for each operand and receives its value; returns
+        (C expression, home block)."""
         if n.id in self.overrides:
             return self.overrides[n.id], self.root
         if n.id in self.inputs:
@@ -129,13 +148,16 @@ class _Renderer:
         op = n.op
         if op is Op.CONST:
             return literal(n.arg, n.dtype, self.d), self.root
-        if op in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.FLIP):
-            return self.value(n.srcs[0], move_index(n, idx), valid, block)
+        if is_view_op(n):
+            base, views = chain(n, lambda x: x.id in self.inputs or x.id in self.overrides)
+            return (yield base, self.through(views, idx, base.shape, block), valid, block)
         if op is Op.PAD:
-            return self.pad(n, idx, valid, block)
+            return (yield from self.pad(n, idx, valid, block))
         if op is Op.REDUCE:
-            return self.reduce(n, idx, valid, block)
-        vals = [self.value(s, idx, valid, block) for s in n.srcs]
+            return (yield from self.reduce(n, idx, valid, block))
+        vals = []
+        for s in n.srcs:
+            vals.append((yield s, idx, valid, block))
         srcs = [v[0] for v in vals]
         at = max((v[1] for v in vals), key=lambda b: b.depth)
         self.flops += 1
@@ -148,6 +170,32 @@ class _Renderer:
         else:
             expr = self.binary(n.arg, srcs[0], srcs[1], n.srcs[0].dtype, at)
         return self.var(at, n.dtype, expr), at
+
+    def through(self, views: list, idx: tuple, shape: tuple[int, ...], block: Block) -> tuple:
+        """The index into the node of `shape` under a stack of views (lowest first), given the index into
+        the top view. Where a view's flat position does not split into clean digits of its variables (a
+        reshape strides could not express), it is held in a temporary, so each view adds one line."""
+        flat = views[-1].index(idx)
+        for v in reversed(views[:-1]):
+            flat = v.index(self.split(flat, v.shape, block))
+        return self.split(flat, shape, block)
+
+    def split(self, flat: sym.Expr, shape: tuple[int, ...], block: Block) -> tuple:
+        idx = flat_index(shape, flat)
+        if not any(tangled(e) for e in idx):
+            return idx
+        key = ("flat", flat)
+        b: Block | None = block
+        while b is not None and key not in b.memo:
+            b = b.parent
+        if b is None:
+            at = self.home(block, (flat,), frozenset())
+            name = f"ix{self.count}"
+            self.count += 1
+            at.lines.append(f"{self.index_type} {name} = {sym.render(flat)};")
+            at.memo[key] = sym.Var(name, flat.lo, flat.hi, flat.names)
+            b = at
+        return flat_index(shape, b.memo[key])
 
     def load(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> tuple[str, Block]:
         offset = sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides(n.shape)) if s])
@@ -187,7 +235,7 @@ class _Renderer:
             return f"({arg}[{off}] != 0)"
         return f"{arg}[{off}]"
 
-    def pad(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> tuple[str, Block]:
+    def pad(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> Evaluation:
         widths, value = n.arg
         src = n.srcs[0]
         inner = []
@@ -201,12 +249,12 @@ class _Renderer:
             if c is not True:
                 conds.add(c)
         if not conds:
-            return self.value(src, tuple(inner), valid, block)
-        v, vat = self.value(src, tuple(inner), valid | frozenset(conds), block)
+            return (yield src, tuple(inner), valid, block)
+        v, vat = yield src, tuple(inner), valid | frozenset(conds), block
         at = max((vat, self.home(block, (), frozenset(conds))), key=lambda b: b.depth)
         return self.var(at, n.dtype, f"({render_conds(conds)} ? {v} : {literal(value, n.dtype, self.d)})"), at
 
-    def reduce(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> tuple[str, Block]:
+    def reduce(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> Evaluation:
         rop, axes = n.arg
         src = n.srcs[0]
         size = prod(src.shape[a] for a in axes)
@@ -233,7 +281,7 @@ class _Renderer:
                 inner[a] = sym.mod(rest, d)
                 rest = sym.div(rest, d)
             self.lane = u if width > 1 else None
-            v, _ = self.value(src, tuple(inner), valid, loop)
+            v, _ = yield src, tuple(inner), valid, loop
             loop.lines.append(self.update(rop, dt, name, v, loop))
             loop.before_loop.append(f"{ctype(dt, self.d)} {name} = {identity};")
         self.lane = None
@@ -382,9 +430,8 @@ class _Renderer:
         spec = gemm.match(self.k)
         if spec is not None:
             return self.render_gemm(spec)
-        row = self.row_dims()
-        if row:
-            return self.render_rows(row)
+        if self.k.row:
+            return self.render_rows(self.k.row)
         total = prod(self.k.shape)
         gid = sym.Var("gid", 0, total - 1)
         stores = self.elementwise_body(self.root, flat_index(self.k.shape, gid))
@@ -434,17 +481,6 @@ class _Renderer:
                f"    for ({T} gid = first; gid < {total} && gid < first + 4; gid++) {{",
                *["      " + ln for ln in scalar], "    }", "  }", "}"]
         return self.program(threads, o.lws, src, emit=False)
-
-    def row_dims(self) -> int:
-        """Row kernels (see kernelize): how many trailing output dims form the row that per-row reduces
-        broadcast back along; 0 when the kernel has no such broadcast (or only rows of one element)."""
-        inputs = set(self.inputs)
-        for n in all_nodes(self.k):
-            if n.op is Op.EXPAND and n.srcs[0].id not in inputs and has_reduce(n.srcs[0], inputs):
-                suffix = row_suffix(n)
-                if suffix is not None and self.k.shape[-len(suffix):] == suffix and prod(suffix) > 1:
-                    return len(suffix)
-        return 0
 
     def render_rows(self, dims: int) -> Program:
         """One work-group per row: the per-row reduces run as in-group reductions (every work-item gets the
@@ -541,9 +577,8 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
     r = _Renderer(kernel, d, "probe", KernelOpts())
     if gemm.match(kernel) is not None:
         return options.Shape(prod(kernel.shape), 1, 0, 0, True, False, d.name, gpu, max_lws)
-    dims = r.row_dims()
-    if dims:
-        return r.shape_facts(1, 0, prod(kernel.shape[-dims:]), gpu, max_lws)
+    if kernel.row:
+        return r.shape_facts(1, 0, prod(kernel.shape[-kernel.row:]), gpu, max_lws)
     r.elementwise_body(r.root, flat_index(kernel.shape, sym.Var("gid", 0, max(prod(kernel.shape) - 1, 0))))
     loops = [b.var.hi + 1 for b in r.root.lines if isinstance(b, Block)]
     return r.shape_facts(len(loops), min(loops, default=0), 0, gpu, max_lws)

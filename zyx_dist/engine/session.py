@@ -21,6 +21,7 @@ from ..codegen.autotune import Target, Tuner
 from ..codegen.render import Program, kernel_key
 from ..config import Config, load_config
 from ..errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
+from ..fuse.kernelize import Limits
 from ..fuse.plan_cache import PlanCache
 from ..graph import lineage
 from ..graph.ir import Node, Op
@@ -92,7 +93,6 @@ class Session:
         self.pending_frees: list[tuple[str, int]] = []  # appended to by BufferRef finalizers
         self.free_queue: list[tuple[str, int]] = []  # applied to the mirror, not yet sent
         self.programs: dict[tuple, Program] = {}  # (kernel key, dialect) -> program
-        self.plans = PlanCache()  # graph structure -> kernels and their programs
         self.bytes_in_use = {name: 0 for name in self.device_names}
         self.counters = dict.fromkeys(_STAT_KEYS, 0)
         self.trace_events: list[dict] | None = None  # set by zd.trace
@@ -100,6 +100,9 @@ class Session:
         # lineage is kept only where a worker can be lost (a Ray actor); in-process workers die with us
         self.host_copies = lineage.HostCopies(HOST_COPY_BUDGET) if hasattr(self.backend, "recover") else None
         self.infos = {name: self.backend.info(name) for name in self.device_names}
+        # graph structure -> kernels and their programs; every kernel must fit every device's argument space
+        self.plans = PlanCache(Limits(param_bytes=min(int(i.get("max_parameter_bytes") or 1024)
+                                                      for i in self.infos.values())))
         self.peaks = {}
         for name, info in self.infos.items():
             key = f"{info['backend']}:{info['device_name']}:{info['vendor']}"

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from ..graph.ir import Node, Op
-from .kernelize import Kernel, kernelize
+from .kernelize import DEFAULT_LIMITS, Kernel, Limits, kernelize
 
 MAX_ENTRIES = 256
 
@@ -35,7 +35,7 @@ def structure(targets: list[Node]) -> tuple[tuple, list[Node]]:
                 op = n.op
                 if op is leaf:
                     rows.append((n.shape, n.dtype.name, n.device))
-                else:  # the argument as _arg gives it, inlined: this walk runs on every realize
+                else:  # repr tells -0.0 from 0.0 and matches NaN with NaN: values are baked in
                     arg = n.arg.name if op is cast else repr(n.arg) if op is const or op is pad else n.arg
                     rows.append((op, arg, n.shape, n.dtype.name, n.device, tuple([index[s] for s in n.srcs])))
             continue
@@ -47,16 +47,11 @@ def structure(targets: list[Node]) -> tuple[tuple, list[Node]]:
     return (tuple(rows), tuple([index[t] for t in targets])), order
 
 
-def _arg(n: Node):
-    if n.op is Op.CAST:
-        return n.arg.name
-    if n.op in (Op.CONST, Op.PAD):  # repr tells -0.0 from 0.0 and matches NaN with NaN: values are baked in
-        return repr(n.arg)
-    return n.arg
-
-
 class PlanCache:
-    def __init__(self) -> None:
+    """Plans by graph structure, for one session (whose devices set the kernels' `limits`)."""
+
+    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
         self.entries: OrderedDict[tuple, list[tuple]] = OrderedDict()
         self.hits = 0
 
@@ -66,20 +61,20 @@ class PlanCache:
             key, order = structure(targets)
             entry = self.entries.get(key)  # hashes the key: no separate hash(key) first
         except TypeError:  # an argument that cannot be hashed: plan without the cache
-            kernels = kernelize(targets)
+            kernels = kernelize(targets, self.limits)
             return kernels, [render(k) for k in kernels]
         if entry is None:
-            kernels = kernelize(targets)
+            kernels = kernelize(targets, self.limits)
             pos = {n.id: i for i, n in enumerate(order)}
             programs = [render(k) for k in kernels]
             entry = [(tuple(pos[o.id] for o in k.outputs), tuple(pos[x.id] for x in k.inputs), k.device,
-                      tuple(pos[x.id] for x in k.frees_after), p) for k, p in zip(kernels, programs)]
+                      tuple(pos[x.id] for x in k.frees_after), k.row, p) for k, p in zip(kernels, programs)]
             self.entries[key] = entry
             if len(self.entries) > MAX_ENTRIES:
                 self.entries.popitem(last=False)
         else:
             self.entries.move_to_end(key)
             self.hits += 1
-        kernels = [Kernel([order[i] for i in outs], [order[i] for i in ins], dev, [order[i] for i in frees])
-                   for outs, ins, dev, frees, _ in entry]
+        kernels = [Kernel([order[i] for i in outs], [order[i] for i in ins], dev, [order[i] for i in frees], row)
+                   for outs, ins, dev, frees, row, _ in entry]
         return kernels, [p for *_, p in entry]
