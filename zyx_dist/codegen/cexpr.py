@@ -95,20 +95,6 @@ def flat_index(shape: tuple[int, ...], flat: sym.Expr) -> tuple:
     return tuple(sym.ZERO if d == 1 else sym.mod(sym.div(flat, s), d) for d, s in zip(shape, strides(shape)))
 
 
-def has_reduce(n: Node, inputs: set[int]) -> bool:
-    """Whether computing n (down to the kernel's inputs) runs a reduce."""
-    stack, seen = [n], set()
-    while stack:
-        x = stack.pop()
-        if x.id in seen or x.id in inputs:
-            continue
-        seen.add(x.id)
-        if x.op is Op.REDUCE:
-            return True
-        stack.extend(x.srcs)
-    return False
-
-
 def render_conds(conds) -> str:
     parts = sorted(sym.render_cond(c) for c in conds)
     return parts[0] if len(parts) == 1 else "(" + " && ".join(parts) + ")"

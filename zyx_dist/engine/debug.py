@@ -18,8 +18,8 @@ def print_kernels(kernels, programs) -> None:
 
 def print_ir(kernels) -> None:
     for k in kernels:
-        rows, outs = kernel_key(k)
-        print(f"zyx_dist: IR (outputs {list(outs)})")
+        rows, outs, row = kernel_key(k)
+        print(f"zyx_dist: IR (outputs {list(outs)}{f', a row kernel over the last {row} dims' if row else ''})")
         for i, row in enumerate(rows):
             print(f"  {i:3d} {row}")
 

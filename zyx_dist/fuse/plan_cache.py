@@ -19,31 +19,37 @@ MAX_ENTRIES = 256
 
 
 def structure(targets: list[Node]) -> tuple[tuple, list[Node]]:
-    """(the key, the nodes in key order): a depth-first walk that stops at leaves."""
+    """(the key, the nodes in key order): a depth-first walk, producers first, that stops at leaves. It
+    runs on every realize, so it is written for speed: a node stays on the stack until its sources are
+    indexed, and leaves have no sources to visit."""
     index: dict[Node, int] = {}  # nodes hash by identity
     order: list[Node] = []
     rows: list[tuple] = []
     leaf, cast, const, pad = Op.LEAF, Op.CAST, Op.CONST, Op.PAD
-    stack: list[tuple[Node, bool]] = [(t, False) for t in reversed(targets)]
-    pop, push = stack.pop, stack.append
+    stack = targets[::-1]
+    pop, push, emit, add = stack.pop, stack.append, rows.append, order.append
     while stack:
-        n, done = pop()
-        if done:
-            if n not in index:
-                index[n] = len(order)
-                order.append(n)
-                op = n.op
-                if op is leaf:
-                    rows.append((n.shape, n.dtype.name, n.device))
-                else:  # repr tells -0.0 from 0.0 and matches NaN with NaN: values are baked in
-                    arg = n.arg.name if op is cast else repr(n.arg) if op is const or op is pad else n.arg
-                    rows.append((op, arg, n.shape, n.dtype.name, n.device, tuple([index[s] for s in n.srcs])))
-            continue
+        n = stack[-1]
         if n in index:
+            pop()
             continue
-        push((n, True))
-        if n.op is not leaf:
-            stack.extend([(s, False) for s in reversed(n.srcs) if s not in index])
+        srcs = n.srcs
+        waiting = False
+        for s in reversed(srcs):
+            if s not in index:
+                push(s)
+                waiting = True
+        if waiting:
+            continue
+        pop()
+        index[n] = len(order)
+        add(n)
+        op = n.op
+        if op is leaf:
+            emit((n.shape, n.dtype.name, n.device))
+        else:  # repr tells -0.0 from 0.0 and matches NaN with NaN: values are baked in
+            arg = n.arg.name if op is cast else repr(n.arg) if op is const or op is pad else n.arg
+            emit((op, arg, n.shape, n.dtype.name, n.device, tuple([index[s] for s in srcs])))
     return (tuple(rows), tuple([index[t] for t in targets])), order
 
 
