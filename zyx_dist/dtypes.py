@@ -9,7 +9,7 @@ and a float scalar with an integer or bool tensor gives the default float (float
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -23,31 +23,23 @@ class DType:
     name: str
     np_dtype: np.dtype
     cname: str  # C type used for memory (OpenCL spelling; bool is stored as one byte)
+    # what every op asks of its operands' dtypes, read once from the NumPy dtype (asked on every op)
+    itemsize: int = field(init=False)
+    is_float: bool = field(init=False)
+    is_int: bool = field(init=False)
+    is_unsigned: bool = field(init=False)
+    is_bool: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        kind = self.np_dtype.kind
+        for name, value in (("itemsize", self.np_dtype.itemsize), ("is_float", kind == "f"),
+                            ("is_int", kind in "iu"), ("is_unsigned", kind == "u"), ("is_bool", kind == "b")):
+            object.__setattr__(self, name, value)
 
     @property
     def dtype(self) -> np.dtype:
         """The NumPy dtype; also what `np.dtype(zd.float32)` reads."""
         return self.np_dtype
-
-    @property
-    def itemsize(self) -> int:
-        return self.np_dtype.itemsize
-
-    @property
-    def is_float(self) -> bool:
-        return self.np_dtype.kind == "f"
-
-    @property
-    def is_int(self) -> bool:
-        return self.np_dtype.kind in "iu"
-
-    @property
-    def is_unsigned(self) -> bool:
-        return self.np_dtype.kind == "u"
-
-    @property
-    def is_bool(self) -> bool:
-        return self.np_dtype.kind == "b"
 
     def __repr__(self) -> str:
         return f"zd.{self.name}"
