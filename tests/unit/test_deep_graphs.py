@@ -136,6 +136,15 @@ def test_deep_recipe_and_rebuild():
     assert depth == DEEP and n.op is g.Op.LEAF and n.host is not None
 
 
+def test_recipe_of_shared_history_counts_each_node_once():
+    """`x - x.max()` reads x twice: counted per path, 300 such steps would weigh 2**300 nodes."""
+    x = leaf(4, 4)
+    x.lineage = g.leaf(np.zeros((4, 4), np.float32), x.dtype)
+    y = chain(x, 3000, row_max_every=10)
+    r = lineage.recipe(y, {})
+    assert r is not None and r.weight < 4 * 3000
+
+
 def test_rebuild_reuses_what_is_still_realized():
     x = leaf(4)
     x.lineage = g.leaf(np.zeros(4, np.float32), x.dtype)

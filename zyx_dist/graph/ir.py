@@ -138,7 +138,7 @@ class Node:
         self.host, self.device = host, device
         self.lineage: Node | None = None  # how to recompute the value once realized (see lineage.py)
         self.origin: Any = None  # in a recipe: a weak reference to the live node it describes
-        self.weight = 1  # in a recipe: its size in nodes, counted with repeats
+        self.weight = 1  # in a recipe: a bound on its size in nodes (see lineage.recipe)
 
     @property
     def realized(self) -> bool:

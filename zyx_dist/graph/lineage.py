@@ -47,26 +47,42 @@ class HostCopies:
             self.total -= nbytes
 
 
-def recipe(n: Node, memo: dict[int, Node]) -> Node | None:
-    """The recipe of `n` (called before `n` becomes a leaf); None when some source has no lineage.
-    `memo` (node id -> recipe) is shared by the nodes of one realize, so shared history is built once."""
+def recipe(n: Node, memo: dict[int, Node | None]) -> Node | None:
+    """The recipe of `n` (called before `n` becomes a leaf); None when some source has no lineage or the
+    history is longer than MAX_RECIPE_NODES. `memo` (node id -> recipe) is shared by the nodes of one
+    realize, so shared history is built once. A recipe's `weight` bounds its size in nodes: the nodes
+    this call builds plus the weights of the recipes it reaches that existed before (each once), so a
+    history with shared subgraphs (`x - x.max()`) counts each node once, not once per path."""
+    built: list[Node] = []
+    before: dict[int, Node] = {}  # recipes this one reaches that existed before the call
     for x in toposort([n], stop=lambda x: x.id in memo or x.op is Op.CONST or x.op is Op.LEAF):
         if x.id in memo:
-            continue
-        if x.op is Op.CONST:
-            r: Node | None = x
+            r = memo[x.id]
+        elif x.op is Op.CONST:
+            r = x
         elif x.op is Op.LEAF:
             r = x.lineage
         else:
             srcs = [memo[s.id] for s in x.srcs]
-            if any(s is None for s in srcs) or 1 + sum(s.weight for s in srcs) > MAX_RECIPE_NODES:  # type: ignore[union-attr]
+            if any(s is None for s in srcs):
                 r = None
             else:
                 r = Node(x.op, tuple(srcs), x.arg, x.shape, x.dtype, device=x.device)  # type: ignore[arg-type]
-                r.weight = 1 + sum(s.weight for s in srcs)  # type: ignore[union-attr]
                 r.origin = weakref.ref(x)
+                built.append(r)
+            memo[x.id] = r
+            continue
         memo[x.id] = r
-    return memo[n.id]
+        if r is not None:
+            before[r.id] = r
+    root = memo[n.id]
+    if built and root is not None:
+        weight = len(built) + sum(r.weight for r in before.values())
+        for r in built:
+            r.weight = weight  # an upper bound for the ones below the root: their history is part of it
+        if weight > MAX_RECIPE_NODES:
+            memo[n.id] = root = None
+    return root
 
 
 def rebuild(r: Node, alive, memo: dict[int, Node]) -> Node:
