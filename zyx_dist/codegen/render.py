@@ -9,9 +9,10 @@ them): one element per work-item, several a grid apart, or 4 adjacent ones throu
 stores; a work-group per output sharing its reduce loops; a work-group per row for row kernels (the
 per-row reduces as in-group reductions, the row optionally held in registers); the tiled GEMM
 (`gemm.py`) for matmul-shaped kernels. The program name carries the options too. A node is evaluated at a symbolic
-index (one expression per dim): movement ops only rewrite the index (permute reorders, expand zeroes,
-reshape flattens and splits by div/mod, flip mirrors, pad shifts and adds a validity condition), so
-they cost nothing. Loads under a validity condition are guarded (`c ? buf[i] : 0`) and a pad selects
+index (one expression per dim): movement ops only rewrite the index, so they cost nothing. A chain of
+reshapes, permutes, expands, flips and crops is one stack of strided views (`views.py`), a reshape that
+no strides express holding its flat index in one temporary; a pad shifts and adds a validity condition.
+Evaluation runs on an explicit stack (each node's computation a generator), never recursing. Loads under a validity condition are guarded (`c ? buf[i] : 0`) and a pad selects
 its value with `?:`, so padding never reads through to real data. A reduce opens a `for` loop; values
 are placed in the outermost loop where their index is defined (so loop-invariant work is hoisted),
 and shared subexpressions are computed once per loop level.
