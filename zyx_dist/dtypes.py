@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 from dataclasses import dataclass, field
 
+import ml_dtypes
 import numpy as np
 
 from .errors import DTypeError
@@ -26,14 +27,18 @@ class DType:
     # what every op asks of its operands' dtypes, read once from the NumPy dtype (asked on every op)
     itemsize: int = field(init=False)
     is_float: bool = field(init=False)
+    is_half: bool = field(init=False)  # 16-bit floats: stored in 16 bits, computed in float32, rounded on store
     is_int: bool = field(init=False)
     is_unsigned: bool = field(init=False)
     is_bool: bool = field(init=False)
 
     def __post_init__(self) -> None:
         kind = self.np_dtype.kind
-        for name, value in (("itemsize", self.np_dtype.itemsize), ("is_float", kind == "f"),
-                            ("is_int", kind in "iu"), ("is_unsigned", kind == "u"), ("is_bool", kind == "b")):
+        flags = (("itemsize", self.np_dtype.itemsize),
+                 ("is_float", kind == "f" or self.name == "bfloat16"),  # ml_dtypes' bfloat16 is of kind "V"
+                 ("is_half", self.name in ("float16", "bfloat16")),
+                 ("is_int", kind in "iu"), ("is_unsigned", kind == "u"), ("is_bool", kind == "b"))
+        for name, value in flags:
             object.__setattr__(self, name, value)
 
     @property
@@ -71,10 +76,13 @@ uint16 = DType("uint16", np.dtype(np.uint16), "ushort")
 uint32 = DType("uint32", np.dtype(np.uint32), "uint")
 uint64 = DType("uint64", np.dtype(np.uint64), "ulong")
 float16 = DType("float16", np.dtype(np.float16), "half")
+# stored as its 16 bits (OpenCL has no bfloat16 type): kernels load it by a shift into float32's top half
+bfloat16 = DType("bfloat16", np.dtype(ml_dtypes.bfloat16), "ushort")
 float32 = DType("float32", np.dtype(np.float32), "float")
 float64 = DType("float64", np.dtype(np.float64), "double")
 
-ALL: tuple[DType, ...] = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64)
+ALL: tuple[DType, ...] = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32,
+                          float64)
 _BY_NP = {d.np_dtype: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
 DEFAULT_FLOAT = float32
@@ -103,7 +111,17 @@ def dtype(x: object) -> DType:
 
 
 def promote(a: DType, b: DType) -> DType:
-    """NumPy 2 promotion of two tensor dtypes."""
+    """NumPy 2 promotion of two tensor dtypes. bfloat16 promotes as float16 does (with int8/uint8/bool it
+    stays, with int16/uint16 it becomes float32, with wider integers float64), and with float16 it gives
+    float32, the narrowest type holding both (JAX's rules agree where they overlap)."""
+    if a is bfloat16 or b is bfloat16:
+        other = b if a is bfloat16 else a
+        if other is bfloat16:
+            return bfloat16
+        if other is float16:
+            return float32
+        p = _BY_NP[np.promote_types(np.float16, other.np_dtype)]
+        return bfloat16 if p is float16 else p
     return _BY_NP[np.promote_types(a.np_dtype, b.np_dtype)]
 
 

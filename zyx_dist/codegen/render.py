@@ -24,13 +24,14 @@ import hashlib
 from collections.abc import Generator
 from dataclasses import dataclass
 
-from ..dtypes import DType, bool_, float16, float64
+from ..dtypes import DType, bfloat16, bool_, float16, float64
 from ..fuse.kernelize import Kernel
 from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod, toposort
-from . import gemm, options
+from ..protocol import KernelOps
+from . import attention, gemm, gemm_tc, options
 from . import symbolic as sym
 from .blocks import Block
-from .cexpr import all_nodes, ctype, flat_index, limit, literal, render_conds, strides, unary
+from .cexpr import all_nodes, binary, ctype, flat_index, limit, literal, preamble, render_conds, strides, unary
 from .dialects import CUDA, DIALECTS, OPENCL, Dialect  # noqa: F401 -- re-exported
 from .options import KernelOpts
 from .symbolic import tangled
@@ -51,6 +52,7 @@ class Program:
     bytes: int
     dialect: str = "opencl"
     opts: KernelOpts | None = None
+    ops: KernelOps | None = None  # the kernel as an op list, for a device that interprets it (autotune.Target)
 
 
 def kernel_key(k: Kernel) -> tuple:
@@ -68,6 +70,15 @@ def kernel_key(k: Kernel) -> tuple:
         local[n.id] = len(rows)
         rows.append(row)
     return tuple(rows), tuple(local[o.id] for o in k.outputs), k.row
+
+
+SHUFFLED = ("float", "double", "int", "unsigned int", "long long", "unsigned long long")  # __shfl_xor_sync types
+
+
+def _terms(e: sym.Expr) -> tuple:
+    """An expression's terms and constant, in no particular order (two sums in different orders agree)."""
+    s = e if isinstance(e, sym.Sum) else sym.Sum(((e, 1),), 0)
+    return frozenset(s.terms), s.const
 
 
 class _Renderer:
@@ -203,9 +214,12 @@ class _Renderer:
         off = sym.render(offset)
         arg = f"in{self.inputs[n.id]}"
         at = self.home(block, idx, valid)
-        if not valid and self.row_offset(at) == off:  # the row's own element: read once, kept in registers
-            pos = self.inputs[n.id]
-            self.row_cache[pos] = self.typed_load(n, arg, off.replace(at.var.name, "c"))
+        mine = self.row_offset(at)
+        if not valid and mine is not None and _terms(offset) == _terms(mine):  # the row's own element: read
+            pos = self.inputs[n.id]                                          # once, kept in registers
+            row, cols = self.row_of
+            self.row_cache[pos] = self.typed_load(n, arg, sym.render(sym.add(sym.mul(row, cols),
+                                                                             sym.Var("c", 0, cols - 1))))
             return f"rc{pos}[p]", at
         if off in self.quad and not valid and n.dtype.name == "float32":  # one float4 load serves the quad
             pos = self.inputs[n.id]
@@ -219,7 +233,7 @@ class _Renderer:
             self.lane_loads.append((self.inputs[n.id], self.lane, offset, name, at))
         return name, at
 
-    def row_offset(self, block: Block) -> str | None:
+    def row_offset(self, block: Block) -> sym.Expr | None:
         """Cached row form: in a pass over the row (a top-level loop as long as the row), the offset of
         the row's own element, which is served from registers."""
         if self.row_of is None or block.parent is not self.root or block.var is None:
@@ -227,11 +241,13 @@ class _Renderer:
         row, cols = self.row_of
         if block.var.hi + 1 != cols or (block.reduce is None and block.var.name != "j"):
             return None
-        return sym.render(sym.add(sym.mul(row, cols), block.var))
+        return sym.add(sym.mul(row, cols), block.var)
 
     def typed_load(self, n: Node, arg: str, off: str) -> str:
         if n.dtype is float16:
             return self.d.load_half.format(off=off, arg=arg)
+        if n.dtype is bfloat16:
+            return self.d.load_bf16.format(off=off, arg=arg)
         if n.dtype is bool_:
             return f"({arg}[{off}] != 0)"
         return f"{arg}[{off}]"
@@ -340,6 +356,8 @@ class _Renderer:
     def cast(self, x: str, src: DType, dst: DType, block: Block) -> str:
         if dst is bool_:
             return f"({x} != 0)"
+        if dst is bfloat16:  # from double through float, as ml_dtypes converts
+            return f"zd_bf16_round((float)({x}))"
         if dst is float16:  # round to half precision (OpenCL: through a private half slot)
             stmt, expr = self.d.round_half_double if src is float64 and self.d.round_half_double else self.d.round_half
             tmp = f"h{self.count}"
@@ -350,46 +368,9 @@ class _Renderer:
         return f"(({ctype(dst, self.d)})({x}))"
 
     def binary(self, op: BinaryOp, a: str, b: str, dt: DType, block: Block) -> str:
-        f, t = dt.is_float, ctype(dt, self.d)
-        if dt is bool_ and op in (BinaryOp.ADD, BinaryOp.MAX, BinaryOp.OR):
-            return f"({a} || {b})"
-        if dt is bool_ and op in (BinaryOp.MUL, BinaryOp.MIN, BinaryOp.AND):
-            return f"({a} && {b})"
-        simple = {BinaryOp.ADD: "+", BinaryOp.SUB: "-", BinaryOp.MUL: "*", BinaryOp.DIV: "/", BinaryOp.EQ: "==",
-                  BinaryOp.NE: "!=", BinaryOp.LT: "<", BinaryOp.LE: "<=", BinaryOp.GT: ">", BinaryOp.GE: ">=",
-                  BinaryOp.AND: "&", BinaryOp.OR: "|", BinaryOp.XOR: "!=" if dt is bool_ else "^"}
-        if op in simple:
-            return f"({a} {simple[op]} {b})"
-        if op in (BinaryOp.MAX, BinaryOp.MIN):
-            cmp = ">" if op is BinaryOp.MAX else "<"
-            nan = f" || {a} != {a}" if f else ""
-            return f"(({a} {cmp} {b}{nan}) ? {a} : {b})"
-        if op is BinaryOp.POW:
-            if f:
-                return f"pow({a}, {b})"
-            self.flops += 8
-            return f"ipow_{ctype(dt)}({a}, {b})"
-        if op is BinaryOp.MOD:
-            if f:
-                r = self.var(block, dt, f"fmod({a}, {b})")
-                return f"(({r} != 0) ? ((({b} < 0) != ({r} < 0)) ? {r} + {b} : {r}) : copysign(({t})0, {b}))"
-            if dt.is_unsigned:
-                return f"({b} == 0 ? ({t})0 : ({t})({a} % {b}))"
-            r = self.var(block, dt, f"(({b} == 0 || {b} == -1) ? ({t})0 : ({t})({a} % {b}))")
-            return f"(({r} != 0 && (({r} < 0) != ({b} < 0))) ? ({t})({r} + {b}) : {r})"
-        if op is BinaryOp.FLOORDIV:
-            if f:  # NumPy's npy_divmod, so results match bit for bit
-                m = self.var(block, dt, f"fmod({a}, {b})")
-                q = self.var(block, dt, f"({a} - {m}) / {b}")
-                q2 = self.var(block, dt, f"(({m} != 0) && (({b} < 0) != ({m} < 0))) ? {q} - 1 : {q}")
-                fl = self.var(block, dt, f"floor({q2})")
-                return (f"({b} == 0 ? {a} / {b} : ({q2} != 0 ? ({q2} - {fl} > ({t})0.5 ? {fl} + 1 : {fl})"
-                        f" : copysign(({t})0, {a} / {b})))")
-            if dt.is_unsigned:
-                return f"({b} == 0 ? ({t})0 : ({t})({a} / {b}))"
-            return (f"({b} == 0 ? ({t})0 : {b} == -1 ? ({t})(-{a}) : "
-                    f"({t})({a} / {b} - ((({a} % {b}) != 0) && (({a} < 0) != ({b} < 0)))))")
-        raise NotImplementedError(f"binary op {op}")
+        if op is BinaryOp.POW and not dt.is_float:
+            self.flops += 8  # the integer power's loop
+        return binary(op, a, b, dt, self.d, lambda t, expr: self.var(block, t, expr))
 
     # ---- the kernel ------------------------------------------------------------------------------------
 
@@ -402,6 +383,8 @@ class _Renderer:
     def store(self, i: int, o: Node, v: str) -> str:
         if o.dtype is float16:
             return self.d.store_half.format(v=v, arg=f"out{i}")
+        if o.dtype is bfloat16:
+            return self.d.store_bf16.format(v=v, arg=f"out{i}")
         return f"out{i}[gid] = ({self.d.type(o.dtype.cname)})({v});"
 
     def elementwise_body(self, block: Block, idx: tuple) -> list[str]:
@@ -416,6 +399,16 @@ class _Renderer:
         for i, loop in enumerate(loops):
             acc, dt, rop = loop.reduce
             t, red = ctype(dt, self.d), f"red{i}"
+            if self.d.name == "cuda" and size % 32 == 0 and t in SHUFFLED:
+                # warp shuffles, then one exchange of the warps' partials: 1 barrier, not log2(size)
+                loop.before_loop.insert(0, f"{shared} {t} {red}[{size // 32}];")
+                mine = self.combine(rop, dt, acc, f"__shfl_xor_sync(0xffffffffu, {acc}, o)")
+                rest = self.combine(rop, dt, acc, f"{red}[w]")
+                loop.group = ("lid", size, [
+                    f"for (int o = 16; o > 0; o >>= 1) {acc} = {mine};",
+                    f"if ((lid & 31) == 0) {red}[lid >> 5] = {acc};", barrier,
+                    f"{acc} = {red}[0];", f"for (int w = 1; w < {size // 32}; w++) {acc} = {rest};"])
+                continue
             both = self.combine(rop, dt, f"{red}[lid]", f"{red}[lid + s]")
             loop.before_loop.insert(0, f"{shared} {t} {red}[{size}];")
             loop.group = ("lid", size, [
@@ -428,7 +421,10 @@ class _Renderer:
         return options.Shape(prod(self.k.shape), loops, shortest, row, False, vectorisable, self.d.name, gpu, max_lws)
 
     def render(self) -> Program:
-        spec = gemm.match(self.k)
+        fused = attention.match(self.k)
+        if fused is not None:
+            return self.render_gemm(fused.spec, fused)
+        spec = gemm.match(self.k) if self.opts.tile != gemm.PLAIN else None
         if spec is not None:
             return self.render_gemm(spec)
         if self.k.row:
@@ -516,7 +512,7 @@ class _Renderer:
 
     def program(self, threads: int, lws: int, head: list[str], emit: bool = True) -> Program:
         """The kernel's source around `head` (and the emitted blocks, unless `head` already holds them)."""
-        src = self.preamble()
+        src = preamble(self.k, self.d, self.uses_fp64)
         src.append(f"{self.d.kernel_prefix} {self.name}({', '.join(self.params())}) {{")
         src += ["  " + ln for ln in head]
         if emit:
@@ -526,48 +522,39 @@ class _Renderer:
         return Program(self.name, "\n".join(src) + "\n", (threads,), (lws,), self.uses_fp64,
                        self.flops * prod(self.k.shape), nbytes, self.d.name, self.opts)
 
-    def render_gemm(self, spec: gemm.GemmSpec) -> Program:
-        def epilogue(gid: str, acc: str) -> tuple[list[str], str]:
-            self.overrides[spec.reduce.id] = acc
-            out = self.k.outputs[0]
-            dims = [d for d in out.shape if d != 1]
-            if dims == [spec.M, spec.N] and spec.out_strides == (spec.N, 1):
-                # the output is the (M, N) matrix itself: index it by the template's row and column, so an
-                # epilogue's operands (a bias) need no division of the flat index
-                rc = iter((sym.Var("gi", 0, spec.M - 1), sym.Var("gj", 0, spec.N - 1)))
-                idx = tuple(sym.ZERO if d == 1 else next(rc) for d in out.shape)
-            else:
-                idx = flat_index(out.shape, sym.Var(gid, 0, prod(out.shape) - 1))
-            v, _ = self.value(out, idx, frozenset(), self.root)
-            return self.root.emit(0, self.index_type), f"({self.d.type(out.dtype.cname)})({v})"
+    def render_gemm(self, spec: gemm.GemmSpec, fused: attention.AttentionSpec | None = None) -> Program:
+        """The GEMM template (or, with `fused`, the attention kernel) around this kernel: its operands and
+        its epilogue evaluated by renderers of their own (each in its own C scope), the reduce standing
+        for the accumulator `acc`."""
+        out = self.k.outputs[0]
+        # indices address the inputs and the output only (never the product, which is not materialised)
+        T = self.d.type("int" if max(n.size for n in self.k.inputs + self.k.outputs) < 2**31 - 1 else "long")
 
-        body, gws, lws = gemm.render(spec, self.name, self.d, self.params(), epilogue, self.index_type,
-                                     self.opts.tile_k, bool(self.opts.prefetch))
-        src = self.preamble() + [body]
+        def operand(node: Node, idx: tuple, overrides: dict | None = None) -> tuple[list[str], str]:
+            sub = _Renderer(self.k, self.d, self.name, self.opts)
+            sub.overrides.update(overrides or {})
+            v, _ = sub.value(node, idx, frozenset(), sub.root)
+            return sub.root.emit(0, T), v
+
+        def epilogue(flat: sym.Expr) -> list[str]:
+            sub = _Renderer(self.k, self.d, self.name, self.opts)
+            sub.overrides[spec.reduce.id] = "acc"
+            v, _ = sub.value(out, flat_index(out.shape, flat), frozenset(), sub.root)
+            return [f"const {T} gid = {sym.render(flat)};", *sub.root.emit(0, T), sub.store(0, out, v)]
+
+        o = self.opts
+        if fused is not None:
+            body, gws, lws = attention.render(fused, self.name, self.d, self.params(), operand, epilogue, T)
+        elif gemm_tc.usable(spec, self.k, self.d):
+            body, gws, lws = gemm_tc.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile,
+                                            o.stages)
+        else:
+            body, gws, lws = gemm.render(spec, self.name, self.d, self.params(), operand, epilogue, T, o.tile_k,
+                                         bool(o.prefetch), o.tile)
+        src = preamble(self.k, self.d, self.uses_fp64) + [body]
         nbytes = sum(n.size * n.dtype.itemsize for n in self.k.inputs + self.k.outputs)
-        return Program(self.name, "\n".join(src), gws, lws, self.uses_fp64, 2 * spec.M * spec.N * spec.K, nbytes,
-                       self.d.name, self.opts)
-
-    def preamble(self) -> list[str]:
-        d = self.d
-        lines = []
-        if any(n.dtype is float16 for n in self.k.inputs + self.k.outputs) or any(
-                n.op is Op.CAST and n.dtype is float16 for n in all_nodes(self.k)):
-            lines += d.half_preamble
-        lines += d.preamble
-        if self.uses_fp64:
-            lines += d.fp64_preamble
-        used = {o.dtype for o in all_nodes(self.k) if o.op is Op.BINARY and o.arg is BinaryOp.POW}
-        for dt in sorted(used, key=lambda d: d.name):
-            src_dt = dt
-            if src_dt.is_float:
-                continue
-            name, t = ctype(src_dt), ctype(src_dt, d)
-            neg = "" if src_dt.is_unsigned else (f"  if (b < 0) return a == 1 ? ({t})1 : a == -1 ? "
-                                                 f"((b & 1) ? ({t})-1 : ({t})1) : ({t})0;\n")
-            lines.append(f"{d.func_prefix}{t} ipow_{name}({t} a, {t} b) {{\n{neg}  {t} r = 1;\n"
-                         f"  while (b) {{ if (b & 1) r *= a; a *= a; b >>= 1; }}\n  return r;\n}}")
-        return lines
+        flops = 2 * spec.B * spec.M * spec.N * spec.K * (1 + (fused.head / spec.N if fused else 0))
+        return Program(self.name, "\n".join(src), gws, lws, self.uses_fp64, int(flops), nbytes, self.d.name, self.opts)
 
 
 def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = None,
@@ -576,8 +563,12 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
     d = DIALECTS[dialect] if isinstance(dialect, str) else dialect
     gpu = d.name == "cuda" if gpu is None else gpu
     r = _Renderer(kernel, d, "probe", KernelOpts())
-    if gemm.match(kernel) is not None:
-        return options.Shape(prod(kernel.shape), 1, 0, 0, True, False, d.name, gpu, max_lws)
+    if attention.match(kernel) is not None:  # one form: nothing to tune
+        return options.Shape(prod(kernel.shape), 1, 0, 0, False, False, d.name, gpu, max_lws, attention=True)
+    spec = gemm.match(kernel)
+    if spec is not None:
+        return options.Shape(prod(kernel.shape), 1, spec.K, 0, True, False, d.name, gpu, max_lws,
+                             (spec.B, spec.M, spec.N, spec.K), gemm_tc.usable(spec, kernel, d))
     if kernel.row:
         return r.shape_facts(1, 0, prod(kernel.shape[-kernel.row:]), gpu, max_lws)
     r.elementwise_body(r.root, flat_index(kernel.shape, sym.Var("gid", 0, max(prod(kernel.shape) - 1, 0))))

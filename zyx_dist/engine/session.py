@@ -7,27 +7,29 @@ counters of `zd.stats()` and the debug output of `ZYX_DIST_DEBUG`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .. import context
+from .. import context, logs
+from .._util import bucket_size
 from ..codegen.autotune import Target, Tuner
 from ..codegen.render import Program, kernel_key
 from ..config import Config, load_config
-from ..errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
+from ..errors import CompileError, ConfigError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
 from ..fuse.kernelize import Limits
 from ..fuse.plan_cache import PlanCache
 from ..graph import lineage
 from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
 from ..protocol import BatchResult, CopyOut, Done, Failed, Free, Reload, Spill, Sync
-from ..runtime.pool import bucket_size
 from ..sched.scheduler import DeviceModel, Schedule, SchedulerState, schedule
 from . import debug, probe
 from .backends import InProcessBackend, LostWorkers, resolve_devices
@@ -60,8 +62,15 @@ class BufferRef:
         fin.atexit = False
 
 
-# host copies of uploaded data kept so that tensors lost with a worker can be recomputed
-HOST_COPY_BUDGET = int(os.environ.get("ZYX_DIST_HOST_COPY_BYTES", str(2 << 30)))
+def host_copy_budget() -> int:
+    """Bytes of uploaded host data a Ray session keeps so that tensors lost with a worker can be recomputed
+    (ZYX_DIST_HOST_COPY_BYTES, read when a session starts; 2 GiB by default)."""
+    text = os.environ.get("ZYX_DIST_HOST_COPY_BYTES", "").strip()
+    try:
+        return int(text) if text else 2 << 30
+    except ValueError:
+        raise ConfigError(f"ZYX_DIST_HOST_COPY_BYTES: {text!r} is not a number of bytes") from None
+
 
 _STAT_KEYS = ("kernels_launched", "kernel_cache_hits", "bytes_transferred", "transfers", "spills", "recoveries")
 
@@ -72,6 +81,7 @@ class Session:
     def __init__(self, config: Config, devices: Any, ray: bool, address: str | None = None):
         self.config = config
         self.debug = config.debug
+        logs.apply_debug(config.debug)  # before the workers open: in-process ones log through the same loggers
         self.closed = True
         pairs = resolve_devices(devices if devices is not None else config.devices)
         if ray:
@@ -95,17 +105,17 @@ class Session:
         self.programs: dict[tuple, Program] = {}  # (kernel key, dialect) -> program
         self.bytes_in_use = {name: 0 for name in self.device_names}
         self.counters = dict.fromkeys(_STAT_KEYS, 0)
-        self.trace_events: list[dict] | None = None  # set by zd.trace
+        self.trace_events: Any = None  # a trace.Recorder while zd.trace is on
         self.holders: weakref.WeakValueDictionary[int, Node] = weakref.WeakValueDictionary()  # buffer -> node
         # lineage is kept only where a worker can be lost (a Ray actor); in-process workers die with us
-        self.host_copies = lineage.HostCopies(HOST_COPY_BUDGET) if hasattr(self.backend, "recover") else None
+        self.host_copies = lineage.HostCopies(host_copy_budget()) if hasattr(self.backend, "recover") else None
         self.infos = {name: self.backend.info(name) for name in self.device_names}
         # graph structure -> kernels and their programs; every kernel must fit every device's argument space
         self.plans = PlanCache(Limits(param_bytes=min(int(i.get("max_parameter_bytes") or 1024)
                                                       for i in self.infos.values())))
         self.peaks = {}
         for name, info in self.infos.items():
-            key = f"{info['backend']}:{info['device_name']}:{info['vendor']}"
+            key = _variant_key(info)  # device model and driver version
             self.peaks[name] = probe.measure(lambda b, n=name: self.backend.run_timed(n, b), key,
                                              self.config.autotune.cache_dir, info["backend"],
                                              int(info["memory_bytes"]))
@@ -113,10 +123,11 @@ class Session:
         self.targets: dict[str, Target] = {}
         for name, i in self.infos.items():
             key = _variant_key(i)
-            self.targets.setdefault(key, Target(key, i["backend"], i.get("type") == "gpu",
-                                                int(i.get("max_work_group_size") or 1024), name, *self.peaks[name]))
-        self.tuner = Tuner(self.config.autotune.enabled, self.config.autotune.budget, self.config.autotune.cache_dir,
-                           self.debug)
+            dialect, interpreted = Target.dialect_of(i["backend"])
+            self.targets.setdefault(key, Target(key, dialect, i.get("type") == "gpu",
+                                                int(i.get("max_work_group_size") or 1024), name, *self.peaks[name],
+                                                interpreted))
+        self.tuner = Tuner(self.config.autotune.enabled, self.config.autotune.budget, self.config.autotune.cache_dir)
         models = {name: DeviceModel(name, bool(i["fp64"]), self.peaks[name][0], self.peaks[name][1],
                                     int(i["memory_bytes"]), dialect=i["backend"], nccl_rank=i.get("nccl_rank"),
                                     variant=_variant_key(i))
@@ -125,11 +136,12 @@ class Session:
         if len(self.device_names) > 1:
             self.state.link = probe.links(self.backend, self.device_names, self.state.new_id,
                                           {n: m.nccl_rank for n, m in models.items()})
-        if self.debug & 1:
+        if logs.enabled("devices"):
             for d in self.devices():
-                print(f"zyx_dist: {d.name} ({d.backend}, {d.device_name}, node {d.node}) "
-                      f"{d.memory_bytes / 2**30:.1f} GiB, {d.compute_units} compute units, fp16={d.fp16} "
-                      f"fp64={d.fp64}, peaks {d.peak_gflops:.0f} GFLOP/s {d.peak_gbps:.1f} GB/s")
+                logs.logger("devices").debug(
+                    f"zyx_dist: {d.name} ({d.backend}, {d.device_name}, node {d.node}) "
+                    f"{d.memory_bytes / 2**30:.1f} GiB, {d.compute_units} compute units, fp16={d.fp16} "
+                    f"fp64={d.fp64}, peaks {d.peak_gflops:.0f} GFLOP/s {d.peak_gbps:.1f} GB/s")
 
     # ---- lifecycle -------------------------------------------------------------------------------------
 
@@ -210,8 +222,8 @@ class Session:
                 run = (lambda b, d=dev: self.backend.run_timed(d, b)) if dev is not None else None
                 free = self.state.devices[dev].memory - self.state.used[dev] if dev is not None else 0
                 prog = self.programs[(key, variant)] = self.tuner.program(kernel, target, run, free, self.state.new_id)
-                if self.debug & 16:
-                    print(f"zyx_dist: source of {prog.name}\n{prog.source}")
+                if logs.enabled("source"):
+                    logs.logger("source").debug(f"zyx_dist: source of {prog.name}\n{prog.source}")
             out[variant] = prog
         return out
 
@@ -285,11 +297,11 @@ class Session:
         if not sched.steps:
             return
         t1 = time.perf_counter()
-        if self.debug & 4:
+        if logs.enabled("kernels"):
             debug.print_kernels(kernels, programs)
-        if self.debug & 8:
+        if logs.enabled("ir"):
             debug.print_ir(kernels)
-        if self.debug & 64:
+        if logs.enabled("scheduler"):
             debug.print_schedule(sched)
         last: dict[str, list] = {}
         for step in sched.steps:
@@ -327,9 +339,9 @@ class Session:
         t3 = time.perf_counter()
         if self.trace_events is not None:
             self._trace(sched, results, (t0, t1, t2, t3))
-        if self.debug & 2:
-            print(f"zyx_dist: realize {len(kernels)} kernels in {len(sched.steps)} steps: plan "
-                  f"{1e3 * (t1 - t0):.2f} ms, run {1e3 * (t2 - t1):.2f} ms")
+        if logs.enabled("timings"):
+            logs.logger("timings").debug(f"zyx_dist: realize {len(kernels)} kernels in {len(sched.steps)} steps: "
+                                         f"plan {1e3 * (t1 - t0):.2f} ms, run {1e3 * (t2 - t1):.2f} ms")
 
     def _measure(self, sched: Schedule, results: list[dict[str, BatchResult]]) -> None:
         """Feed device-side kernel times back to the scheduler's cost model."""
@@ -346,10 +358,8 @@ class Session:
                     measured[(name, dev)] = secs if old is None else 0.5 * (old + secs)
 
     def _trace(self, sched: Schedule, results: list[dict[str, BatchResult]], times: tuple) -> None:
-        """Chrome trace events of this run (driver phases, every worker's commands): see plan.record_realize."""
-        from .explain import record_realize
-
-        record_realize(self, sched, results, times)
+        """Chrome trace events of this run (driver phases, every worker's commands): see trace.Recorder."""
+        self.trace_events.record(self, sched, results, times)
 
     def _check(self, sched: Schedule, results: list[dict[str, BatchResult]]) -> None:
         failures = [(dev, r) for step in results for dev, res in step.items()
@@ -474,6 +484,28 @@ def current() -> Session:
         init()
     assert _session is not None
     return _session
+
+
+def running() -> Session | None:
+    """The running session, or None; starts nothing. The one way tests and tools look at it."""
+    return _session
+
+
+@contextlib.contextmanager
+def set_aside() -> Iterator[None]:
+    """Put the running session aside for the duration: inside, `zd.init(...)` starts a second one (or
+    `zd.init` is refused as usual); on exit that one is shut down and the first is the running session again.
+    For tests and tools that need a differently configured session without losing the current one."""
+    global _session
+    saved, _session = _session, None
+    try:
+        yield
+    finally:
+        try:
+            shutdown()
+        finally:
+            _session = saved
+            logs.apply_debug(saved.debug if saved is not None else 0)  # the debug output of the session back
 
 
 def devices() -> list[DeviceInfo]:

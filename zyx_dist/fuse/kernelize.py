@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..graph.ir import Node, Op, prod, toposort
+from .attention import find as find_attention
 
 
 @dataclass
@@ -87,6 +88,17 @@ def row_suffix(n: Node) -> tuple[int, ...] | None:
     return n.shape[k:]
 
 
+VIEWS = (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.FLIP, Op.PAD)  # index arithmetic only
+
+
+def _view_base(n: Node) -> Node:
+    """The node under a chain of movement ops: storing it serves every view of it, read in place (so
+    `q @ k.mT` on a permuted, sliced qkv stores qkv once, not a copy per view)."""
+    while n.op in VIEWS:
+        n = n.srcs[0]
+    return n
+
+
 def _suffix_axes(shape: tuple[int, ...], suffix: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(range(len(shape) - len(suffix), len(shape)))
 
@@ -104,10 +116,15 @@ def kernelize(targets: list[Node], limits: Limits = DEFAULT_LIMITS) -> list[Kern
     while True:
         groups = _group(order, stored)
         reach = _reaching_groups(order, stored, groups)
-        extra = {n.id for n in order if n.id not in stored and has_reduce.get(n.id) and len(reach.get(n.id, ())) > 1}
+        extra = {_view_base(n).id for n in order
+                 if n.id not in stored and has_reduce.get(n.id) and len(reach.get(n.id, ())) > 1} - stored
         if not extra:
             break
         stored |= extra
+    fused = _attention(order, stored, {t.id for t in targets})
+    if fused:  # attention in one kernel: its scores, row max and sum are not stored
+        stored -= fused
+        groups = _group(order, stored)
     _, rows = _reduce_stores(order, stored, decide=False)
     return _kernels(order, stored, groups, {t.id for t in targets}, rows, limits)
 
@@ -133,20 +150,20 @@ def _reduce_stores(order: list[Node], stored: set[int], decide: bool) -> tuple[d
             suffix = row_suffix(n)
             if suffix is None or row[src.id] is not None:
                 if decide:
-                    stored.add(src.id)  # not recomputed per element
+                    _store_base(src, stored, has_reduce)  # not recomputed per element
             else:
                 row[n.id] = suffix
         elif n.op is Op.REDUCE and has_reduce[src.id] and src.id not in stored:
             per_row = row[src.id] is not None and n.arg[1] == _suffix_axes(src.shape, row[src.id])
             if decide and (not per_row or passes[src.id] >= ROW_PASSES):
-                stored.add(src.id)  # the inner reduce runs in parallel rather than inside the outer loop
+                _store_base(src, stored, has_reduce)  # the inner reduce runs in parallel, not inside the outer loop
         elif rows and (len(rows) > 1 or n.op not in ROW_OPS):
             if decide:
                 stored.update(s.id for s in live if row[s.id] is not None)  # rows that do not line up: stored
         elif rows:
             row[n.id] = rows.pop()
         if n.op is Op.REDUCE:
-            passes[n.id] = 1 if src.id in stored else passes[src.id] + 1
+            passes[n.id] = passes[src.id] + 1 if has_reduce[src.id] and src.id not in stored else 1
         has_reduce[n.id] = n.op is Op.REDUCE or any(has_reduce[s.id] and s.id not in stored for s in n.srcs)
     return has_reduce, row
 
@@ -200,6 +217,39 @@ class _Union:
         out = self.big if id(self.big) in owned else set(self.big)
         out |= self.rest
         return out
+
+
+def _attention(order: list[Node], stored: set[int], targets: set[int]) -> set[int]:
+    """Nodes of attention patterns (see fuse/attention.py) that one kernel computes: each pattern whose
+    inner nodes are neither requested nor pinned nor read by anything outside the pattern."""
+    consumers: dict[int, set[int]] = {}
+    for n in order:
+        for x in n.srcs:
+            consumers.setdefault(x.id, set()).add(n.id)
+    by_id = {n.id: n for n in order}
+    fused: set[int] = set()
+    for n in order:
+        if n.op is not Op.REDUCE:
+            continue
+        pattern = find_attention(n)
+        if pattern is None:
+            continue
+        inner = pattern.internal() - {n.id}
+        if any(i in targets or by_id[i].device is not None or not consumers.get(i, set()) <= inner | {n.id}
+               for i in inner if i in by_id):
+            continue
+        fused |= inner
+    return fused
+
+
+def _store_base(n: Node, stored: set[int], has_reduce: dict[int, bool]) -> None:
+    """Store the node under n's movement ops (n itself when it computes); the views between no longer
+    carry a reduce into their consumers."""
+    while n.op in VIEWS and not is_input(n.srcs[0]):
+        has_reduce[n.id] = False
+        n = n.srcs[0]
+    if not is_input(n):
+        stored.add(n.id)
 
 
 def _group(order: list[Node], stored: set[int]) -> dict[int, int]:

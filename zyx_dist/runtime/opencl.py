@@ -1,7 +1,7 @@
 """Actor side: the OpenCL backend of a worker, and the only module that imports pyopencl. It takes a
 position in the global list of OpenCL devices (every device of every platform, platform order then
 device order) and gives the small interface a `Worker` drives: alloc/free device buffers, non-blocking
-copy in, blocking copy out, compile (cached by source), launch, and the events that order them on one
+copy in, blocking copy out, compile (`device.ProgramCache`), launch, and the events that order them on one
 command queue (out-of-order with profiling where the device allows it). pyopencl errors become
 zyx_dist errors: allocation failures `OutOfMemoryError`, build failures `CompileError`, others
 `DeviceError`.
@@ -15,7 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CompileError, DeviceError, OutOfMemoryError, numbered
+from .. import logs
+from ..errors import DeviceError, OutOfMemoryError
+from ..protocol import KernelOps
+from .device import BuildError, ProgramCache
+from .icd import register_pip_runtimes
+from .opencl_select import INTEL_FIX, by_index, choose, diagnose
 
 try:
     import pyopencl as cl
@@ -31,25 +36,19 @@ _TYPES = {"GPU": "gpu", "CPU": "cpu", "ACCELERATOR": "accelerator", "CUSTOM": "c
 
 def _require_cl() -> Any:
     if cl is None:
-        raise DeviceError("pyopencl is not installed: `pip install pyopencl pocl-binary-distribution`")
+        raise DeviceError("pyopencl is not installed: `pip install pyopencl`, and an OpenCL driver "
+                          f"(for the CPU: {INTEL_FIX})")
     return cl
 
 
 def _devices() -> list[tuple[Any, Any]]:
     """(platform, device) pairs in the stable global order."""
     _require_cl()
+    register_pip_runtimes()  # before the loader's first look at its ICD files
     try:
         platforms = cl.get_platforms()
-    except cl.Error as e:  # no ICD loader entries: clGetPlatformIDs fails with PLATFORM_NOT_FOUND_KHR
-        platforms, err = [], e
-    else:
-        err = None
-    if not platforms:
-        raise DeviceError(
-            "no OpenCL platform found"
-            + (f" ({err})" if err else "")
-            + "; install an OpenCL driver, e.g. `pip install pocl-binary-distribution` for the CPU"
-        )
+    except cl.Error:  # no ICD loader entries: clGetPlatformIDs fails with PLATFORM_NOT_FOUND_KHR
+        platforms = []
     out = []
     for p in platforms:
         try:
@@ -65,13 +64,72 @@ def _device_type(d: Any) -> str:
     return names[0] if names else str(d.type)
 
 
+# A kernel every working device builds and runs: a platform whose compiler is broken for this machine (PoCL's
+# LLVM on a CPU it does not know) fails here, when the device is listed, not on the user's first kernel.
+SELF_TEST_SOURCE = """__kernel void zyx_dist_self_test(__global float *x) {
+    int i = get_global_id(0);
+    x[i] = x[i] * 2.0f + (float)i;
+}"""
+_SELF_TEST_N = 64
+_self_tests: dict[tuple, str | None] = {}  # (platform, version, device, driver) -> None if it works, else why
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            fields = dict(line.split(":", 1) for line in f.read().split("\n\n", 1)[0].splitlines() if ":" in line)
+    except OSError:
+        return ""
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    return f"{fields.get('model name', '')}, CPU family {fields.get('cpu family', '?')}".strip(", ")
+
+
+def self_test(p: Any, d: Any) -> str | None:
+    """None when a tiny kernel builds and computes the right values on device `d`, else the reason (cached
+    per process)."""
+    key = (p.name, p.version, d.name, d.driver_version)
+    if key in _self_tests:
+        return _self_tests[key]
+    problem = None
+    host = np.arange(_SELF_TEST_N, dtype=np.float32)
+    try:
+        ctx = cl.Context([d])
+        queue = cl.CommandQueue(ctx, d)
+        program = cl.Program(ctx, SELF_TEST_SOURCE)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                program.build()
+        except cl.Error as e:
+            try:
+                log = program.get_build_info(d, cl.program_build_info.LOG)
+            except cl.Error:
+                log = ""
+            # the build log says why; pyopencl's own message repeats the status code
+            problem = diagnose(log.strip() or str(e).split("\n")[0], p.name,
+                               _cpu_model() if _device_type(d) == "cpu" else "")
+        else:
+            buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
+            program.zyx_dist_self_test(queue, (_SELF_TEST_N,), None, buf)
+            out = np.empty_like(host)
+            cl.enqueue_copy(queue, out, buf, is_blocking=True)
+            if not np.array_equal(out, host * 2 + np.arange(_SELF_TEST_N, dtype=np.float32)):
+                problem = "its self-test kernel computed wrong values"
+    except cl.Error as e:
+        problem = f"its self-test failed: {' '.join(str(e).split())[:300]}"
+    _self_tests[key] = problem
+    return problem
+
+
 def _describe(index: int, p: Any, d: Any) -> dict:
     ext = d.extensions.split()
+    problem = self_test(p, d)
     return {
         "index": index,
         "name": d.name.strip(),
         "vendor": d.vendor.strip(),
         "platform": p.name.strip(),
+        "platform_version": p.version.strip(),
         "type": _device_type(d),
         "global_mem_size": int(d.global_mem_size),
         "max_mem_alloc_size": int(d.max_mem_alloc_size),
@@ -81,12 +139,38 @@ def _describe(index: int, p: Any, d: Any) -> dict:
         "fp16": "cl_khr_fp16" in ext,
         "fp64": "cl_khr_fp64" in ext or bool(d.double_fp_config),
         "driver_version": d.driver_version.strip(),
+        "usable": problem is None,
+        "problem": problem,
     }
 
 
+_reported: set[tuple] = set()  # devices whose problem was printed (ZYX_DIST_DEBUG bit 1), once per process
+
+
 def list_opencl_devices() -> list[dict]:
-    """Every OpenCL device of every platform, in platform order then device order."""
-    return [_describe(i, p, d) for i, (p, d) in enumerate(_devices())]
+    """Every OpenCL device of every platform, in platform order then device order, each self-tested
+    (`usable`, and `problem` saying why not; with ZYX_DIST_DEBUG bit 1 each problem is printed once)."""
+    out = [_describe(i, p, d) for i, (p, d) in enumerate(_devices())]
+    if logs.enabled("devices"):
+        for d in out:
+            key = (d["index"], d["name"], d["platform"])
+            if d["problem"] and key not in _reported:
+                _reported.add(key)
+                logs.emit("devices", f"zyx_dist: left out opencl:{d['index']} ({d['name']}, {d['platform']}): "
+                                     f"{d['problem']}")
+    return out
+
+
+def open_index(spec: str) -> int:
+    """The global device index a worker spec names: `N`, or `cpu` / `auto` optionally narrowed to one platform
+    (`cpu@pocl`, `auto@intel`), resolved on this machine by the selection rules of `opencl_select`."""
+    what, _, platform = spec.partition("@")
+    devices = list_opencl_devices()
+    if what.isdigit():
+        return by_index(devices, int(what))["index"]
+    if what not in ("cpu", "auto", "gpu"):
+        raise DeviceError(f"unknown OpenCL device {spec!r}: use a number, 'cpu' or 'auto' (optionally @platform)")
+    return choose(devices, what, platform or None)[0]["index"]
 
 
 def _is_alloc_failure(e: Exception) -> bool:
@@ -109,15 +193,15 @@ class _Kernel:
 
 
 class OpenCLBackend:
-    """One OpenCL device: a context and one command queue."""
+    """One OpenCL device (a `device.Device`): a context and one command queue. `spec` is what `open_index`
+    takes ("0", "cpu@pocl")."""
 
-    def __init__(self, index: int) -> None:
-        devices = _devices()
-        if not 0 <= index < len(devices):
-            names = ", ".join(f"opencl:{i} ({d.name.strip()})" for i, (_, d) in enumerate(devices))
-            raise DeviceError(f"no OpenCL device opencl:{index}; available: {names}")
+    kind = "opencl"
+
+    def __init__(self, spec: str | int) -> None:
+        index = open_index(str(spec))
         self.index = index
-        self.platform, self.device = devices[index]
+        self.platform, self.device = _devices()[index]
         self._info = _describe(index, self.platform, self.device)
         self.name = f"opencl:{index}"
         self.context = cl.Context([self.device])
@@ -127,8 +211,7 @@ class OpenCLBackend:
         self.out_of_order = bool(self.device.queue_properties & ooo)
         props = profiling | ooo if self.out_of_order else profiling
         self.queue = cl.CommandQueue(self.context, self.device, properties=props)
-        self._programs: dict[str, Any] = {}  # source -> built cl.Program
-        self._kernels: dict[tuple[str, str], _Kernel] = {}
+        self._cache = ProgramCache(self.name, "OpenCL build")
 
     def info(self) -> dict:
         """The device's description (see `list_opencl_devices`) plus the queue mode."""
@@ -173,36 +256,27 @@ class OpenCLBackend:
         except cl.Error as e:
             raise self._error("copy out", e) from e
 
-    def compile(self, source: str, name: str, options: str = "") -> _Kernel:
-        """Build `source` and return its kernel `name`; programs are cached by source text (and options)."""
-        key = source if not options else f"{options}\0{source}"
-        kernel = self._kernels.get((key, name))
-        if kernel is not None:
-            return kernel
-        program = self._programs.get(key)
-        if program is None:
-            program = cl.Program(self.context, source)
+    def compile(self, source: str, name: str, options: str = "", ops: KernelOps | None = None) -> _Kernel:
+        """Build `source` and return its kernel `name` (cached: `ProgramCache`; `ops` is not needed here)."""
+        return self._cache.kernel(source, name, options, self._build, self._entry)
+
+    def _build(self, source: str, options: str) -> Any:
+        program = cl.Program(self.context, source)
+        with warnings.catch_warnings():
+            # pyopencl warns about any compiler output (and about reading a failed build's log); the log is
+            # returned in errors instead.
+            warnings.simplefilter("ignore")
             try:
-                with warnings.catch_warnings():
-                    # pyopencl warns about any compiler output; the log is returned in errors instead.
-                    warnings.simplefilter("ignore")
-                    program.build(options=options.split() if options else [])
+                program.build(options=options.split() if options else [])
             except cl.Error as e:
-                log = self._build_log(program) or str(e)
-                raise CompileError(
-                    f"{self.name}: OpenCL build of kernel {name!r} failed\n{numbered(source)}\n--- build log ---\n{log}",
-                    source=source,
-                    log=log,
-                ) from e
-            self._programs[key] = program
+                raise BuildError(self._build_log(program) or str(e)) from e
+        return program
+
+    def _entry(self, program: Any, name: str) -> _Kernel:
         try:
-            k = cl.Kernel(program, name)
+            return _Kernel(program, cl.Kernel(program, name), name)
         except cl.Error as e:
-            raise CompileError(
-                f"{self.name}: program has no kernel {name!r} ({e})\n{numbered(source)}", source=source, log=str(e)
-            ) from e
-        kernel = self._kernels[(key, name)] = _Kernel(program, k, name)
-        return kernel
+            raise BuildError(str(e)) from e
 
     def launch(
         self,
@@ -245,8 +319,7 @@ class OpenCLBackend:
 
     def close(self) -> None:
         self.queue.finish()
-        self._kernels.clear()
-        self._programs.clear()
+        self._cache.clear()
 
     def _build_log(self, program: Any) -> str:
         try:

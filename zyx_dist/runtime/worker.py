@@ -4,11 +4,12 @@ backend's single queue: every command waits on the per-buffer events of what it 
 an out-of-order queue still respects data dependencies. It gives back a `BatchResult` of plain values
 (one `Done`/`Failed` per command run, CopyOut arrays, pool usage, the worker's incarnation id and,
 when profiling, device-side kernel times). A plain class: usable in-process, and wrapped by a Ray actor.
+It drives its device only through `device.Device` (OpenCL, CUDA, or the NumPy reference device).
 """
 
 from __future__ import annotations
 
-import os
+import time
 import traceback
 import uuid
 from collections.abc import Sequence
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, logs
 from ..errors import CompileError, DeviceError, OutOfMemoryError
 from ..protocol import (
     Alloc,
@@ -36,20 +37,17 @@ from ..protocol import (
     Spill,
     Sync,
 )
+from .device import CappedDevice, Device, PeerDevice
 from .events import EventTracker
 from .pool import Block, MemoryPool
 
 BACKENDS = ("opencl", "cuda")
 
 
-def _debug_flags() -> int:
-    try:
-        return int(os.environ.get("ZYX_DIST_DEBUG", "0") or 0)
-    except ValueError:
-        return 0
-
-
-def _open_backend(device: str) -> Any:
+def _open_backend(device: str) -> Device:
+    """The backend for a physical spec: `cuda:N`, or `opencl:N` / `opencl:cpu` / `opencl:auto`, the last two
+    optionally narrowed to a platform (`opencl:cpu@pocl`): see `opencl.open_index`; or `reference:N`, the
+    NumPy test and debugging device (`reference.py`)."""
     kind, _, idx = device.partition(":")
     if kind == "cuda":
         if not idx.isdigit():
@@ -57,23 +55,15 @@ def _open_backend(device: str) -> Any:
         from .cuda import CudaBackend
 
         return CudaBackend(int(idx))
-    if kind != "opencl":
-        raise DeviceError(f"unknown device {device!r}: backends are {', '.join(BACKENDS)} (e.g. 'opencl:0')")
-    from .opencl import OpenCLBackend, list_opencl_devices
+    if kind == "reference" and idx.isdigit():
+        from .reference import ReferenceDevice
 
-    devices = list_opencl_devices()
-    if idx in ("cpu", "auto"):  # a node's first CPU device, or its first GPU else its first device
-        kinds = ("cpu",) if idx == "cpu" else ("gpu", "cpu", "accelerator", "other")
-        ranked = [d for k in kinds for d in devices if d["type"] == k] or devices
-        if not ranked or (idx == "cpu" and ranked[0]["type"] != "cpu"):
-            raise DeviceError(f"no OpenCL {'CPU ' if idx == 'cpu' else ''}device on this node for {device!r} "
-                              f"(pip install pocl-binary-distribution)")
-        return OpenCLBackend(ranked[0]["index"])
-    index = int(idx) if idx.isdigit() else -1
-    if not 0 <= index < len(devices):
-        names = ", ".join(f"opencl:{d['index']} ({d['name']})" for d in devices) or "none"
-        raise DeviceError(f"no device {device!r}; available OpenCL devices: {names}")
-    return OpenCLBackend(index)
+        return ReferenceDevice(int(idx))
+    if kind != "opencl" or not idx:
+        raise DeviceError(f"unknown device {device!r}: backends are {', '.join(BACKENDS)} (e.g. 'opencl:0')")
+    from .opencl import OpenCLBackend
+
+    return OpenCLBackend(idx)
 
 
 def _failure(index: int, e: BaseException) -> Failed:
@@ -89,16 +79,17 @@ class Worker:
     """Runs command batches on one device (e.g. "opencl:0") with a memory pool capped at `memory_limit` bytes."""
 
     def __init__(self, device: str, memory_limit: int | None = None, profile: bool | None = None) -> None:
-        self.backend = _open_backend(device)
+        self.backend: Device = _open_backend(device)
+        self.has_peer = isinstance(self.backend, PeerDevice)  # NCCL send/recv (a protocol check is slow: once)
         self.device = self.backend.name
         self.incarnation = uuid.uuid4().hex
-        self.profile = bool(_debug_flags() & 2) if profile is None else profile
+        self.profile = logs.enabled("timings") if profile is None else profile
         device_mem = self.backend.memory_bytes
         # no configured limit: 90% of the device's memory (API.md section 9), leaving room for the driver
         # and other processes; a configured one never exceeds the device
         limit = int(device_mem * 0.9) if memory_limit is None else min(int(memory_limit), device_mem)
         self.pool = MemoryPool(self.backend, limit, device=self.device)
-        if hasattr(self.backend, "set_limit"):  # a backend with its own allocator pool (CUDA) caps it too
+        if isinstance(self.backend, CappedDevice):  # a backend with its own allocator pool (CUDA) caps it too
             self.backend.set_limit(limit)
         self.events = EventTracker()
         self._bufs: dict[int, Block] = {}
@@ -115,6 +106,12 @@ class Worker:
             CopyOut: self._copy_out, Compile: self._compile, Sync: self._sync, Send: self._peer,
             Recv: self._peer, Spill: self._spill, Reload: self._reload,
         }
+        if logs.enabled("devices"):
+            d = self.backend.info()
+            logs.logger("devices").debug(
+                f"zyx_dist: worker {self.device} opened {d['name']} ({d['vendor']}, driver "
+                f"{d.get('driver_version', '?')}), pool limit {limit / 2**20:.0f} MiB, incarnation "
+                f"{self.incarnation[:8]}")
 
     # -- public ------------------------------------------------------------------------------
 
@@ -159,7 +156,7 @@ class Worker:
         d = self.backend.info()
         return {
             "name": self.device,
-            "backend": getattr(self.backend, "kind", "opencl"),
+            "backend": self.backend.kind,
             "device_name": d["name"],
             "vendor": d["vendor"],
             "driver_version": d.get("driver_version", ""),
@@ -172,7 +169,7 @@ class Worker:
             "fp16": d["fp16"],
             "fp64": d["fp64"],
             "incarnation": self.incarnation,
-            "nccl_rank": getattr(self.backend, "nccl_rank", None),
+            "nccl_rank": self.backend.nccl_rank if self.has_peer else None,
         }
 
     def stats(self) -> dict:
@@ -254,7 +251,13 @@ class Worker:
         self.pool.free(block, self.events.forget(cmd.buf))
 
     def _compile(self, cmd: Compile, launches: list[Any]) -> None:
-        self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name)
+        if not logs.enabled("timings"):
+            self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name, ops=cmd.ops)
+            return
+        start = time.perf_counter()
+        self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name, ops=cmd.ops)
+        logs.logger("timings").debug(f"zyx_dist: {self.device} compiled {cmd.name} in "
+                                     f"{(time.perf_counter() - start) * 1e3:.1f} ms")
 
     def _sync(self, cmd: Sync, launches: list[Any]) -> None:
         self.backend.synchronize()
@@ -264,7 +267,7 @@ class Worker:
         self._synced = len(launches)
 
     def _peer(self, cmd: Send | Recv, launches: list[Any]) -> None:
-        if not hasattr(self.backend, "send"):
+        if not self.has_peer:
             raise NotImplementedError(
                 f"{type(cmd).__name__}: peer transfers need NCCL (CUDA workers); "
                 f"{self.device} cannot send or receive directly"
