@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import context, logs
-from .._util import bucket_size
+from .._util import bucket_size, gc_paused
 from ..codegen.autotune import Target, Tuner
 from ..codegen.render import Program, kernel_key
 from ..config import Config, load_config
@@ -234,7 +234,8 @@ class Session:
             if n.size == 0 and not n.realized:
                 n.become_leaf(None)
         ta = time.perf_counter()
-        kernels, programs = self.plans.kernels([n for n in nodes if not n.realized], self.program)
+        with gc_paused():
+            kernels, programs = self.plans.kernels([n for n in nodes if not n.realized], self.program)
         tb = tc = time.perf_counter()
         lost = [x for x in [*nodes, *(x for k in kernels for x in k.inputs)] if x.op is Op.LEAF and x.arg is LOST]
         if lost:
@@ -242,7 +243,8 @@ class Session:
                 f"tensor #{x.id} {x.shape} {x.dtype}" for x in {x.id: x for x in lost}.values()))
         # leaves realized directly (zd.tensor(a).realize()) are uploads without a kernel
         uploads = [n for n in nodes if n.op is Op.LEAF and n.buffer is None and n.size and n.host is not None]
-        sched = schedule(kernels, programs, self.state, self.default_device, uploads)
+        with gc_paused():
+            sched = schedule(kernels, programs, self.state, self.default_device, uploads)
         self.plan_phases = (ta, tb, tc, time.perf_counter())  # for zd.trace
         return kernels, programs, sched
 
@@ -331,11 +333,12 @@ class Session:
                 leaf.lineage = self.host_copies.keep(leaf)
             leaf.buffer, leaf.host = self._ref(leaf, dev, buf, nbytes), None
         memo: dict = {}
-        if self.host_copies is not None:  # recipes first: they read the history become_leaf drops
-            for nid in sched.outputs:
-                by_id[nid].lineage = lineage.recipe(by_id[nid], memo)
-        for nid, (dev, buf, nbytes) in sched.outputs.items():
-            by_id[nid].become_leaf(self._ref(by_id[nid], dev, buf, nbytes))
+        with gc_paused():
+            if self.host_copies is not None:  # recipes first: they read the history become_leaf drops
+                for nid in sched.outputs:
+                    by_id[nid].lineage = lineage.recipe(by_id[nid], memo)
+            for nid, (dev, buf, nbytes) in sched.outputs.items():
+                by_id[nid].become_leaf(self._ref(by_id[nid], dev, buf, nbytes))
         t3 = time.perf_counter()
         if self.trace_events is not None:
             self._trace(sched, results, (t0, t1, t2, t3))
