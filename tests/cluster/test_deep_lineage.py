@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+from helpers import deep_chain
 
 import zyx_dist as zd
 
@@ -45,22 +46,11 @@ def kill(dev: str) -> None:
     raise AssertionError(f"{dev} was not restarted")
 
 
-def chain(x, n: int, row_max_every: int = 0):
-    for i in range(n):
-        if row_max_every and i % row_max_every == row_max_every - 1:
-            x = x - x.max(axis=-1, keepdims=True)
-        elif i % 2 == 0:
-            x = x * np.float32(0.999)
-        else:
-            x = x + np.float32(0.001)
-    return x
-
-
 def test_deep_tensors_are_recomputed_from_their_lineage(ray_session):
     a = np.linspace(-2, 2, 4, dtype=np.float32)
     b = np.random.default_rng(1).standard_normal((4, 4)).astype(np.float32)
-    deep = chain(zd.tensor(a, device=VICTIM), 10_000).realize()
-    rows = chain(zd.tensor(b, device=VICTIM), 1000, row_max_every=10).realize()
+    deep = deep_chain(zd.tensor(a, device=VICTIM), 10_000).realize()
+    rows = deep_chain(zd.tensor(b, device=VICTIM), 1000, row_max_every=10).realize()
     arrays = [np.full(3, i, np.float32) for i in range(600)]
     wide = zd.tensor(arrays[0], device=VICTIM)
     for x in arrays[1:]:
@@ -69,11 +59,11 @@ def test_deep_tensors_are_recomputed_from_their_lineage(ray_session):
     assert VICTIM in (deep.device, rows.device, wide.device)
     before = zd.stats()["recoveries"]
     kill(VICTIM)
-    np.testing.assert_allclose(deep.numpy(), chain(a, 10_000), rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(rows.numpy(), chain(b, 1000, row_max_every=10), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(deep.numpy(), deep_chain(a, 10_000), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(rows.numpy(), deep_chain(b, 1000, row_max_every=10), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(wide.numpy(), np.sum(arrays, axis=0), rtol=1e-6)
     assert zd.stats()["recoveries"] > before
     # and the recomputed tensors go on: a further deep step on them, then another loss
-    more = chain(deep, 2000).realize()
+    more = deep_chain(deep, 2000).realize()
     kill(more.device)
-    np.testing.assert_allclose(more.numpy(), chain(chain(a, 10_000), 2000), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(more.numpy(), deep_chain(deep_chain(a, 10_000), 2000), rtol=1e-4, atol=1e-5)

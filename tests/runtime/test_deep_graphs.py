@@ -7,33 +7,21 @@ realized tensor also gets a lineage recipe of its whole history."""
 from __future__ import annotations
 
 import numpy as np
+from helpers import deep_chain
 
 import zyx_dist as zd
 
 
-def chain(x, n: int, row_max_every: int = 0):
-    """n ops on x (a zd.Tensor or a NumPy array, the same code for both): alternately * 0.999 and + 0.001,
-    and with row_max_every, every k-th op subtracts the row max instead."""
-    for i in range(n):
-        if row_max_every and i % row_max_every == row_max_every - 1:
-            x = x - x.max(axis=-1, keepdims=True)
-        elif i % 2 == 0:
-            x = x * np.float32(0.999)
-        else:
-            x = x + np.float32(0.001)
-    return x
-
-
 def test_ten_thousand_op_elementwise_chain():
     a = np.linspace(-2, 2, 4, dtype=np.float32)
-    out = chain(zd.tensor(a), 10_000)
-    np.testing.assert_allclose(out.numpy(), chain(a, 10_000), rtol=1e-4, atol=1e-5)
+    out = deep_chain(zd.tensor(a), 10_000)
+    np.testing.assert_allclose(out.numpy(), deep_chain(a, 10_000), rtol=1e-4, atol=1e-5)
 
 
 def test_three_thousand_op_chain_with_a_row_max_every_ten_ops():
     a = np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32)
-    out = chain(zd.tensor(a), 3000, row_max_every=10)
-    np.testing.assert_allclose(out.numpy(), chain(a, 3000, row_max_every=10), rtol=1e-4, atol=1e-5)
+    out = deep_chain(zd.tensor(a), 3000, row_max_every=10)
+    np.testing.assert_allclose(out.numpy(), deep_chain(a, 3000, row_max_every=10), rtol=1e-4, atol=1e-5)
 
 
 def test_sum_of_two_thousand_tensors():

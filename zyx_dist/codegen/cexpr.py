@@ -127,7 +127,7 @@ def unary(op: UnaryOp, x: str, dt: DType, dialect: Dialect = OPENCL) -> str:
     return f"{FLOAT_FN[op]}({x})"
 
 
-def binary(op: BinaryOp, a: str, b: str, dt: DType, dialect: Dialect, temp: Callable[[DType, str], str]) -> str:
+def binary_op(op: BinaryOp, a: str, b: str, dt: DType, dialect: Dialect, temp: Callable[[DType, str], str]) -> str:
     """C for `a op b` in dtype dt, NumPy's semantics (floor division and remainder with the divisor's sign,
     NaN-propagating max/min); `temp(dtype, expr)` declares a variable holding expr and gives its name."""
     f, t = dt.is_float, ctype(dt, dialect)

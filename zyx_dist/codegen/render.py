@@ -31,7 +31,7 @@ from ..protocol import KernelOps
 from . import attention, gemm, gemm_tc, options
 from . import symbolic as sym
 from .blocks import Block
-from .cexpr import all_nodes, binary, ctype, flat_index, limit, literal, preamble, render_conds, strides, unary
+from .cexpr import all_nodes, binary_op, ctype, flat_index, limit, literal, preamble, render_conds, strides, unary
 from .dialects import CUDA, DIALECTS, OPENCL, Dialect  # noqa: F401 -- re-exported
 from .options import KernelOpts
 from .symbolic import tangled
@@ -370,7 +370,7 @@ class _Renderer:
     def binary(self, op: BinaryOp, a: str, b: str, dt: DType, block: Block) -> str:
         if op is BinaryOp.POW and not dt.is_float:
             self.flops += 8  # the integer power's loop
-        return binary(op, a, b, dt, self.d, lambda t, expr: self.var(block, t, expr))
+        return binary_op(op, a, b, dt, self.d, lambda t, expr: self.var(block, t, expr))
 
     # ---- the kernel ------------------------------------------------------------------------------------
 

@@ -73,42 +73,43 @@ class Sum(Expr):
         return Sum, (self.terms, self.const)
 
 
-class Div(Expr):
+class _ByConstant(Expr):
+    """x combined with a positive constant c (Div, Mod): interned by (class, x, c), bounds from `_bounds`."""
+
+    __slots__ = ("c", "x")
+
+    def __new__(cls, x: Expr, c: int):  # gives an existing expression of the subclass where there is one
+        key = (cls, x, c)
+        e = _TABLE.get(key)
+        if e is None:
+            e = object.__new__(cls)
+            e.x, e.c, e.text, e.names = x, c, None, x.names
+            e.lo, e.hi = cls._bounds(x, c)
+            _TABLE[key] = e
+        return e
+
+    def __reduce__(self):
+        return type(self), (self.x, self.c)
+
+
+class Div(_ByConstant):
     """floor(x / c) for a constant c > 1 (operands are non-negative wherever the result is used)."""
 
-    __slots__ = ("c", "x")
+    __slots__ = ()
 
-    def __new__(cls, x: Expr, c: int) -> Div:  # noqa: PYI034
-        key = (cls, x, c)
-        e = _TABLE.get(key)
-        if e is None:
-            e = object.__new__(cls)
-            e.x, e.c, e.text, e.names = x, c, None, x.names
-            e.lo, e.hi = x.lo // c, x.hi // c
-            _TABLE[key] = e
-        return e
-
-    def __reduce__(self):
-        return Div, (self.x, self.c)
+    @staticmethod
+    def _bounds(x: Expr, c: int) -> tuple[int, int]:
+        return x.lo // c, x.hi // c
 
 
-class Mod(Expr):
+class Mod(_ByConstant):
     """x mod c for a constant c > 1."""
 
-    __slots__ = ("c", "x")
+    __slots__ = ()
 
-    def __new__(cls, x: Expr, c: int) -> Mod:  # noqa: PYI034
-        key = (cls, x, c)
-        e = _TABLE.get(key)
-        if e is None:
-            e = object.__new__(cls)
-            e.x, e.c, e.text, e.names = x, c, None, x.names
-            e.lo, e.hi = (x.lo, x.hi) if x.lo >= 0 and x.hi < c else (0, c - 1)
-            _TABLE[key] = e
-        return e
-
-    def __reduce__(self):
-        return Mod, (self.x, self.c)
+    @staticmethod
+    def _bounds(x: Expr, c: int) -> tuple[int, int]:
+        return (x.lo, x.hi) if x.lo >= 0 and x.hi < c else (0, c - 1)
 
 
 def num(v: int) -> Sum:
