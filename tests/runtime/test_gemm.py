@@ -11,7 +11,7 @@ import pytest
 from helpers import run_kernels
 
 import zyx_dist as zd
-from zyx_dist.codegen import attention, gemm
+from zyx_dist.codegen import attention, gemm, options
 from zyx_dist.codegen.options import KernelOpts, candidates
 from zyx_dist.codegen.render import facts, render_kernel
 from zyx_dist.fuse.kernelize import kernelize
@@ -35,14 +35,21 @@ def kernels_of(t: zd.Tensor):
 
 
 def check(t: zd.Tensor, expected: np.ndarray, *, gemm_kernel: bool = True, rtol=2e-5, atol=2e-5, kernels=1):
+    """One kernel (or `kernels`), rendered by a GEMM template, equal to NumPy: through the session (the CPU
+    device's default, gemm_cpu's template) and, for a GEMM, with the tiled GPU template run on the CPU too."""
     ks = kernels_of(t)
     assert len(ks) == kernels, f"{len(ks)} kernels, expected {kernels}"
+    results = []
     if gemm_kernel:
         assert gemm.match(ks[-1]) is not None, "not matched as a GEMM"
-        assert "As[" in render_kernel(ks[-1]).source
-    got = t.numpy()
-    assert got.shape == expected.shape
-    np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=rtol, atol=atol)
+        assert "As[" in render_kernel(ks[-1], gpu=True).source  # the tiled template's local tiles
+        assert "As[" not in render_kernel(ks[-1], gpu=False).source  # CPUs: gemm_cpu's, without them
+        with Worker("opencl:0") as w:
+            results.append(run_kernels(w, t, lambda k: options.default(facts(k, "opencl", True))))
+    results.append(t.numpy())  # last: realizing makes the node a leaf
+    for got in results:
+        assert got.shape == expected.shape
+        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("m,k,n", [(16, 16, 16), (70, 33, 45), (129, 8, 130), (17, 200, 31), (64, 3, 64),

@@ -47,8 +47,8 @@ def build(cl_ctx):
     """Render each kernel and build the source with OpenCL, returning the Program."""
     cl, ctx = cl_ctx
 
-    def _build(k: Kernel) -> Program:
-        prog = render_kernel(k)
+    def _build(k: Kernel, gpu: bool | None = None) -> Program:
+        prog = render_kernel(k, gpu=gpu)
         if prog.uses_fp64 and "cl_khr_fp64" not in ctx.devices[0].extensions:
             return prog
         try:

@@ -25,7 +25,7 @@ f32 = dt.float32
 def build():
     """Render a kernel to its Program (tests/runtime/test_render_build.py runs every test taking this fixture
     again, with each program built by OpenCL)."""
-    return lambda k: render_kernel(k)
+    return lambda k, gpu=None: render_kernel(k, gpu=gpu)
 
 
 def loads(src: str, arg: str = "in0") -> list[str]:
@@ -191,7 +191,7 @@ def test_matmul_kernel(build):
     ae = g.expand(g.reshape(a, (30, 5, 1)), (30, 5, 70))
     be = g.expand(g.reshape(b, (1, 5, 70)), (30, 5, 70))
     n = g.reduce(g.ReduceOp.SUM, g.binary(g.BinaryOp.MUL, ae, be), (1,))
-    src = build(one(n)).source  # the tiled GEMM: local-memory tiles of A and B, register blocks
+    src = build(one(n), gpu=True).source  # the tiled GEMM: local-memory tiles of A and B, register blocks
     assert "__local float As[8][" in src and "barrier(CLK_LOCAL_MEM_FENCE)" in src and "k0 < 5;" in src
     # K = 5 rules out float4 reads of A's rows: element by element; B's rows of 70 likewise
     assert "in0[(gi*5+gk)]" in src and "in1[(gk*70+gj)]" in src
@@ -202,7 +202,7 @@ def test_matmul_views_are_read_in_place_as_aligned_float4s(build):
     ae = g.expand(g.reshape(a, (4, 64, 1, 32)), (4, 64, 48, 32))
     be = g.expand(g.reshape(b, (4, 1, 48, 32)), (4, 64, 48, 32))
     n = g.reduce(g.ReduceOp.SUM, g.binary(g.BinaryOp.MUL, ae, be), (3,))
-    src = build(one(n)).source
+    src = build(one(n), gpu=True).source
     assert "(*(__global const float4*)(in0 + (bz*2048+gi*32+gk)))" in src
     assert "(*(__global const float4*)(in1 + (bz*1536+gj*32+gk)))" in src
     assert "vload4" not in src  # the local tiles are read as aligned float4s too
@@ -369,3 +369,17 @@ def test_index_type_accounts_for_huge_intermediates(build):
     n = g.reduce(g.ReduceOp.SUM, g.expand(x, (20, 2**31 + 3)), (1,))  # 20 outputs: not split
     src = build(one(n)).source
     assert not re.search(r"for \(int r\d+ = 0; r\d+ < 2147483651;", src), src
+
+
+def test_matmul_on_a_cpu_has_columns_in_simd_lanes_and_no_local_tiles(build):
+    a, b = leaf(30, 5), leaf(5, 70)
+    ae = g.expand(g.reshape(a, (30, 5, 1)), (30, 5, 70))
+    be = g.expand(g.reshape(b, (1, 5, 70)), (30, 5, 70))
+    prod = g.reduce(g.ReduceOp.SUM, g.binary(g.BinaryOp.MUL, ae, be), (1,))
+    n = g.binary(g.BinaryOp.ADD, prod, g.const(1.0, (30, 1, 70), dt.float32))
+    prog = build(one(n), gpu=False)
+    src = prog.source  # gemm_cpu: a column per work-item (dimension 0), 8 rows each, A broadcast, B per lane
+    assert "__local" not in src and "barrier" not in src
+    assert "get_global_id(0)" in src and "c[r] += a" not in src and "c[7] += a7 * b;" in src
+    assert prog.gws == (80, 4, 1) and prog.lws == (16, 1, 1)  # 70 columns padded to work-groups of 16, 30/8 rows
+    assert "min(i0 + 7, (int)29)" in src  # rows past the edge read the last row, store nothing

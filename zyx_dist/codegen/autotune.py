@@ -214,4 +214,5 @@ def _opts(data: object) -> KernelOpts | None:
     opts = KernelOpts(**data)
     return opts if opts.lws > 0 and opts.vec in (1, 4) and opts.elems >= 1 and opts.tile_k in (8, 16) \
         and opts.prefetch in (0, 1) and opts.cache in (0, 1) \
-        and opts.lanes in (0, 4, 8) and opts.tile <= codegen_options.PLAIN_GEMM and opts.stages in (0, 3, 4) else None
+        and opts.lanes in (0, 4, 8) and opts.tile <= codegen_options.PLAIN_GEMM and opts.stages in (0, 3, 4) \
+        and opts.cpu_rows in (0, 4, 8) else None

@@ -26,6 +26,7 @@ class KernelOpts:
     lanes: int = 0  # reduce loops without work-groups: iterations per pass, with vector loads (CPUs)
     stages: int = 0  # tensor-core GEMM: shared-memory stages of the k-steps in flight (0 = 2, static memory)
     tile: int = 0  # GEMM: the tile shape (an index of gemm.TILES / gemm_tc.TILES); gemm.PLAIN = plain reduce loops
+    cpu_rows: int = 0  # GEMM on CPUs: rows per work-item of gemm_cpu's template (0: the tiled GPU template)
 
     def tag(self) -> str:
         """A short name of the non-default choices, part of the program name."""
@@ -33,7 +34,7 @@ class KernelOpts:
                                            ("group", self.group), ("unroll", self.unroll), ("k", self.tile_k),
                                            ("prefetch", self.prefetch), ("cache", self.cache),
                                            ("lanes", self.lanes), ("tile", self.tile),
-                                           ("stages", self.stages))]
+                                           ("stages", self.stages), ("rows", self.cpu_rows))]
         return "".join(parts)
 
 
@@ -120,6 +121,8 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
     tiles = sorted(range(len(GEMM_TILES)), key=rank)
     if s.tensor_cores:  # two static stages first (they need no launch attribute), deeper pipelines next
         out = [KernelOpts(tile=t, stages=st) for st in (0, 3, 4) for t in tiles[:2]]
+    elif not s.gpu and s.dialect == "opencl":  # CPUs: SIMD lanes over columns, no local memory (gemm_cpu)
+        out = [KernelOpts(cpu_rows=r) for r in (8, 4)] + [KernelOpts(tile=tiles[0])]
     else:
         depths = (8, 16) if k > 8 else (8,)
         order = (1, 0) if s.gpu else (0, 1)
