@@ -444,15 +444,15 @@ class Session:
         OpenCL worker, CuPy for a CUDA worker), holding the buffer's driver handle so the buffer stays
         allocated while the array lives; None when the buffer is not in this process's reach (a Ray
         worker, a GPU OpenCL device, a spilled buffer): the caller reads a host copy then."""
-        export = getattr(self.backend, "export_buffer", None)
+        export_buffer = getattr(self.backend, "export_buffer", None)
         ref = node.buffer
-        if export is None or ref is None or ref.session() is not self or node.size == 0:
+        if export_buffer is None or ref is None or ref.session() is not self or node.size == 0:
             return None
         self._take_frees()
         b = self.state.buffers.get(ref.id)
         if b is None or b.spilled:
             return None
-        return export(ref.device, ref.id, node.dtype.name, node.shape, ref)
+        return export_buffer(ref.device, ref.id, node.dtype.name, node.shape, ref)
 
     def export_device(self, node: Node) -> tuple[int, int] | None:
         """The DLPack device of what `export(node)` would give, or None when it would give nothing."""
@@ -467,12 +467,12 @@ class Session:
         (default: the session's default device) without a copy, when that worker can reach the memory
         (host memory on a CPU OpenCL worker, the same GPU on a CUDA worker, both in this process).
         None otherwise: the caller makes a host copy."""
-        adopt = getattr(self.backend, "adopt_buffer", None)
-        if adopt is None:
+        adopt_buffer = getattr(self.backend, "adopt_buffer", None)
+        if adopt_buffer is None:
             return None
         dev = self.resolve_device(device) or self.default_device
         buf = self.state.new_id()
-        got = adopt(dev, buf, obj)
+        got = adopt_buffer(dev, buf, obj)
         if got is None:
             return None
         nbytes, dtype_name, shape = got
