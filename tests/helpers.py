@@ -189,3 +189,16 @@ def run_kernels(worker, t, pick, dialect: str = "opencl") -> np.ndarray:
     res = worker.run(cmds)
     assert all(type(r).__name__ == "Done" for r in res.results), [r for r in res.results if type(r).__name__ != "Done"]
     return res.results[-1 - len(bufs)].value
+
+
+def deep_chain(x, n: int, row_max_every: int = 0):
+    """n ops on x (a zd.Tensor or a NumPy array, the same code for both): alternately * 0.999 and + 0.001,
+    and with row_max_every, every k-th op subtracts the row max instead (an unrolled loop's shape)."""
+    for i in range(n):
+        if row_max_every and i % row_max_every == row_max_every - 1:
+            x = x - x.max(axis=-1, keepdims=True)
+        elif i % 2 == 0:
+            x = x * np.float32(0.999)
+        else:
+            x = x + np.float32(0.001)
+    return x

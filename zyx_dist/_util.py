@@ -4,7 +4,8 @@ is missing or damaged. Files are JSON, never pickle, so a cache file cannot run 
 and renamed into place, so a reader never sees half a file. Several processes share one cache directory (the
 workers of a cluster, parallel test runs, two checkouts): `update_json` reads, merges and writes under an
 exclusive `fcntl.flock` on a sibling lock file, so one process's new entries never overwrite another's. A
-read-only or missing directory only costs a new measurement. And `bucket_size`, the size classes of a
+read-only or missing directory only costs a new measurement. `gc_paused`, for the driver's walks over a
+whole graph. And `bucket_size`, the size classes of a
 worker's memory pool, which the driver's scheduler and tuner mirror when they count device memory: one rule,
 so both sides round every buffer alike.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import json
 import os
 import tempfile
@@ -100,3 +102,17 @@ def bucket_size(nbytes: int) -> int:
         return -(-n // SMALL_STEP) * SMALL_STEP
     step = max(SMALL, (1 << (n - 1).bit_length()) // STEPS_PER_OCTAVE)  # next power of two / 8
     return -(-n // step) * step
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: for the driver's passes over a whole graph, whose allocations
+    (a row per node, then freed by reference counting) would otherwise start full collections that
+    traverse every live node of a graph of 100,000 for nothing. Collection resumes (if it was on) after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

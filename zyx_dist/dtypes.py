@@ -9,7 +9,7 @@ and a float scalar with an integer or bool tensor gives the default float (float
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import ml_dtypes
 import numpy as np
@@ -24,36 +24,27 @@ class DType:
     name: str
     np_dtype: np.dtype
     cname: str  # C type used for memory (OpenCL spelling; bool is stored as one byte)
+    # what every op asks of its operands' dtypes, read once from the NumPy dtype (asked on every op)
+    itemsize: int = field(init=False)
+    is_float: bool = field(init=False)
+    is_half: bool = field(init=False)  # 16-bit floats: stored in 16 bits, computed in float32, rounded on store
+    is_int: bool = field(init=False)
+    is_unsigned: bool = field(init=False)
+    is_bool: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        kind = self.np_dtype.kind
+        flags = (("itemsize", self.np_dtype.itemsize),
+                 ("is_float", kind == "f" or self.name == "bfloat16"),  # ml_dtypes' bfloat16 is of kind "V"
+                 ("is_half", self.name in ("float16", "bfloat16")),
+                 ("is_int", kind in "iu"), ("is_unsigned", kind == "u"), ("is_bool", kind == "b"))
+        for name, value in flags:
+            object.__setattr__(self, name, value)
 
     @property
     def dtype(self) -> np.dtype:
         """The NumPy dtype; also what `np.dtype(zd.float32)` reads."""
         return self.np_dtype
-
-    @property
-    def itemsize(self) -> int:
-        return self.np_dtype.itemsize
-
-    @property
-    def is_float(self) -> bool:
-        return self.np_dtype.kind == "f" or self.name == "bfloat16"  # ml_dtypes' bfloat16 is of kind "V"
-
-    @property
-    def is_half(self) -> bool:
-        """16-bit floats: stored as 16 bits, computed in float32 inside kernels, rounded once on store."""
-        return self.name in ("float16", "bfloat16")
-
-    @property
-    def is_int(self) -> bool:
-        return self.np_dtype.kind in "iu"
-
-    @property
-    def is_unsigned(self) -> bool:
-        return self.np_dtype.kind == "u"
-
-    @property
-    def is_bool(self) -> bool:
-        return self.np_dtype.kind == "b"
 
     def __repr__(self) -> str:
         return f"zd.{self.name}"

@@ -1,15 +1,17 @@
 """Driver side: the C spellings and index helpers that the renderer and the GEMM template share. Takes
-nodes, dtypes and symbolic indices; gives C types, literals and unary-op expressions in a dialect, the
-index a movement op maps to, row-major strides and flat indices, and small walks over a kernel's nodes.
+nodes, dtypes and symbolic indices; gives C types, literals, unary- and binary-op expressions and a
+kernel's preamble in a dialect, the index a movement op maps to, row-major strides and flat indices, and
+small walks over a kernel's nodes.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
-from ..dtypes import DType, bool_, float64
+from ..dtypes import DType, bfloat16, bool_, float16, float64
 from ..fuse.kernelize import Kernel
 from ..graph.ir import BinaryOp, Node, Op, UnaryOp
 from . import symbolic as sym
@@ -96,20 +98,6 @@ def flat_index(shape: tuple[int, ...], flat: sym.Expr) -> tuple:
     return tuple(sym.ZERO if d == 1 else sym.mod(sym.div(flat, s), d) for d, s in zip(shape, strides(shape)))
 
 
-def has_reduce(n: Node, inputs: set[int]) -> bool:
-    """Whether computing n (down to the kernel's inputs) runs a reduce."""
-    stack, seen = [n], set()
-    while stack:
-        x = stack.pop()
-        if x.id in seen or x.id in inputs:
-            continue
-        seen.add(x.id)
-        if x.op is Op.REDUCE:
-            return True
-        stack.extend(x.srcs)
-    return False
-
-
 def render_conds(conds) -> str:
     parts = sorted(sym.render_cond(c) for c in conds)
     return parts[0] if len(parts) == 1 else "(" + " && ".join(parts) + ")"
@@ -152,3 +140,77 @@ def unary(op: UnaryOp, x: str, dt: DType, dialect: Dialect = OPENCL) -> str:
     if op in (UnaryOp.FLOOR, UnaryOp.CEIL, UnaryOp.ROUND) and not dt.is_float:
         return x
     return f"{FLOAT_FN[op]}({x})"
+
+
+def binary_op(op: BinaryOp, a: str, b: str, dt: DType, dialect: Dialect, temp: Callable[[DType, str], str]) -> str:
+    """C for `a op b` in dtype dt, NumPy's semantics (floor division and remainder with the divisor's sign,
+    NaN-propagating max/min); `temp(dtype, expr)` declares a variable holding expr and gives its name."""
+    f, t = dt.is_float, ctype(dt, dialect)
+    if dt is bool_ and op in (BinaryOp.ADD, BinaryOp.MAX, BinaryOp.OR):
+        return f"({a} || {b})"
+    if dt is bool_ and op in (BinaryOp.MUL, BinaryOp.MIN, BinaryOp.AND):
+        return f"({a} && {b})"
+    simple = {BinaryOp.ADD: "+", BinaryOp.SUB: "-", BinaryOp.MUL: "*", BinaryOp.DIV: "/", BinaryOp.EQ: "==",
+              BinaryOp.NE: "!=", BinaryOp.LT: "<", BinaryOp.LE: "<=", BinaryOp.GT: ">", BinaryOp.GE: ">=",
+              BinaryOp.AND: "&", BinaryOp.OR: "|", BinaryOp.XOR: "!=" if dt is bool_ else "^"}
+    if op in simple:
+        return f"({a} {simple[op]} {b})"
+    if op in FLOAT_BINARY_FN:
+        fn = FLOAT_BINARY_FN[op]
+        return f"{fn}({a}, {b})" if f else f"(({t}){fn}((float){a}, (float){b}))"
+    if op in (BinaryOp.SHL, BinaryOp.SHR):
+        return shift(op, a, b, dt, t)
+    if op in (BinaryOp.MAX, BinaryOp.MIN):
+        cmp = ">" if op is BinaryOp.MAX else "<"
+        nan = f" || {a} != {a}" if f else ""
+        return f"(({a} {cmp} {b}{nan}) ? {a} : {b})"
+    if op is BinaryOp.POW:
+        if f:
+            return f"pow({a}, {b})"
+        return f"ipow_{ctype(dt)}({a}, {b})"
+    if op is BinaryOp.MOD:
+        if f:
+            r = temp(dt, f"fmod({a}, {b})")
+            return f"(({r} != 0) ? ((({b} < 0) != ({r} < 0)) ? {r} + {b} : {r}) : copysign(({t})0, {b}))"
+        if dt.is_unsigned:
+            return f"({b} == 0 ? ({t})0 : ({t})({a} % {b}))"
+        r = temp(dt, f"(({b} == 0 || {b} == -1) ? ({t})0 : ({t})({a} % {b}))")
+        return f"(({r} != 0 && (({r} < 0) != ({b} < 0))) ? ({t})({r} + {b}) : {r})"
+    if op is BinaryOp.FLOORDIV:
+        if f:  # NumPy's npy_divmod, so results match bit for bit
+            m = temp(dt, f"fmod({a}, {b})")
+            q = temp(dt, f"({a} - {m}) / {b}")
+            q2 = temp(dt, f"(({m} != 0) && (({b} < 0) != ({m} < 0))) ? {q} - 1 : {q}")
+            fl = temp(dt, f"floor({q2})")
+            return (f"({b} == 0 ? {a} / {b} : ({q2} != 0 ? ({q2} - {fl} > ({t})0.5 ? {fl} + 1 : {fl})"
+                    f" : copysign(({t})0, {a} / {b})))")
+        if dt.is_unsigned:
+            return f"({b} == 0 ? ({t})0 : ({t})({a} / {b}))"
+        return (f"({b} == 0 ? ({t})0 : {b} == -1 ? ({t})(-{a}) : "
+                f"({t})({a} / {b} - ((({a} % {b}) != 0) && (({a} < 0) != ({b} < 0)))))")
+    raise NotImplementedError(f"binary op {op}")
+
+
+def preamble(kernel: Kernel, d: Dialect, uses_fp64: bool) -> list[str]:
+    """The lines a kernel's source starts with: the dialect's preamble, half/bfloat16/fp64 support where the
+    kernel needs it, and an integer power function per integer dtype it raises to a power."""
+    lines: list[str] = []
+    if any(n.dtype is float16 for n in kernel.inputs + kernel.outputs) or any(
+            n.op is Op.CAST and n.dtype is float16 for n in all_nodes(kernel)):
+        lines += d.half_preamble
+    lines += d.preamble
+    if any(n.dtype is bfloat16 for n in kernel.inputs + all_nodes(kernel)):
+        lines += d.bf16_preamble
+    if uses_fp64:
+        lines += d.fp64_preamble
+    used = {o.dtype for o in all_nodes(kernel) if o.op is Op.BINARY and o.arg is BinaryOp.POW}
+    for dt in sorted(used, key=lambda x: x.name):
+        src_dt = dt
+        if src_dt.is_float:
+            continue
+        name, t = ctype(src_dt), ctype(src_dt, d)
+        neg = "" if src_dt.is_unsigned else (f"  if (b < 0) return a == 1 ? ({t})1 : a == -1 ? "
+                                             f"((b & 1) ? ({t})-1 : ({t})1) : ({t})0;\n")
+        lines.append(f"{d.func_prefix}{t} ipow_{name}({t} a, {t} b) {{\n{neg}  {t} r = 1;\n"
+                     f"  while (b) {{ if (b & 1) r *= a; a *= a; b >>= 1; }}\n  return r;\n}}")
+    return lines

@@ -9,9 +9,10 @@ them): one element per work-item, several a grid apart, or 4 adjacent ones throu
 stores; a work-group per output sharing its reduce loops; a work-group per row for row kernels (the
 per-row reduces as in-group reductions, the row optionally held in registers); the tiled GEMM
 (`gemm.py`) for matmul-shaped kernels. The program name carries the options too. A node is evaluated at a symbolic
-index (one expression per dim): movement ops only rewrite the index (permute reorders, expand zeroes,
-reshape flattens and splits by div/mod, flip mirrors, pad shifts and adds a validity condition), so
-they cost nothing. Loads under a validity condition are guarded (`c ? buf[i] : 0`) and a pad selects
+index (one expression per dim): movement ops only rewrite the index, so they cost nothing. A chain of
+reshapes, permutes, expands, flips and crops is one stack of strided views (`views.py`), a reshape that
+no strides express holding its flat index in one temporary; a pad shifts and adds a validity condition.
+Evaluation runs on an explicit stack (each node's computation a generator), never recursing. Loads under a validity condition are guarded (`c ? buf[i] : 0`) and a pad selects
 its value with `?:`, so padding never reads through to real data. A reduce opens a `for` loop; values
 are placed in the outermost loop where their index is defined (so loop-invariant work is hoisted),
 and shared subexpressions are computed once per loop level.
@@ -20,18 +21,24 @@ and shared subexpressions are computed once per loop level.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Generator
 from dataclasses import dataclass
 
 from ..dtypes import DType, bfloat16, bool_, float16, float64
-from ..fuse.kernelize import Kernel, row_suffix
-from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod
+from ..fuse.kernelize import Kernel
+from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod, toposort
 from ..protocol import KernelOps
-from . import attention, cexpr, gemm, gemm_cpu, gemm_tc, options
+from . import attention, gemm, gemm_cpu, gemm_tc, options
 from . import symbolic as sym
 from .blocks import Block
-from .cexpr import all_nodes, ctype, flat_index, has_reduce, limit, literal, move_index, render_conds, strides, unary
+from .cexpr import all_nodes, binary_op, ctype, flat_index, limit, literal, preamble, render_conds, strides, unary
 from .dialects import CUDA, DIALECTS, OPENCL, Dialect  # noqa: F401 -- re-exported
 from .options import KernelOpts
+from .symbolic import tangled
+from .views import chain, is_view_op
+
+# what an evaluation generator yields (node, index, validity, block), is sent and returns (C expression, block)
+Evaluation = Generator[tuple, tuple, tuple[str, Block]]
 
 
 @dataclass(frozen=True)
@@ -49,26 +56,20 @@ class Program:
 
 
 def kernel_key(k: Kernel) -> tuple:
-    """A structural key of the kernel (ops, shapes, dtypes; inputs by position): equal keys render equal code."""
+    """A structural key of the kernel (ops, shapes, dtypes; inputs by position): equal keys render equal
+    code. Rows come producers first (a worklist, so a graph of any depth has a key)."""
     pos = {n.id: i for i, n in enumerate(k.inputs)}
     local: dict[int, int] = {}
     rows: list[tuple] = []
-
-    def visit(n: Node) -> int:
-        if n.id in local:
-            return local[n.id]
+    for n in toposort(k.outputs, stop=lambda x: x.id in pos):
         if n.id in pos:
             row: tuple = ("in", pos[n.id], n.shape, n.dtype.name)
         else:
-            srcs = tuple(visit(s) for s in n.srcs)
             arg = n.arg.name if isinstance(n.arg, DType) else n.arg
-            row = (n.op.value, repr(arg), n.shape, n.dtype.name, srcs)
+            row = (n.op.value, repr(arg), n.shape, n.dtype.name, tuple(local[s.id] for s in n.srcs))
+        local[n.id] = len(rows)
         rows.append(row)
-        local[n.id] = len(rows) - 1
-        return local[n.id]
-
-    outs = tuple(visit(o) for o in k.outputs)
-    return tuple(rows), outs
+    return tuple(rows), tuple(local[o.id] for o in k.outputs), k.row
 
 
 SHUFFLED = ("float", "double", "int", "unsigned int", "long long", "unsigned long long")  # __shfl_xor_sync types
@@ -122,17 +123,36 @@ class _Renderer:
         return block
 
     def value(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> tuple[str, Block]:
+        """(C expression, home block) of node n at idx. Each `compute` is a generator that yields the
+        operand values it needs; this loop runs them on an explicit stack, so a chain of any depth renders."""
+        stack: list = []
+        result = self.lookup(n, idx, valid, block, stack)
+        while stack:
+            key, gen = stack[-1]
+            try:
+                request = gen.send(result)
+            except StopIteration as done:
+                stack.pop()
+                result = done.value
+                result[1].memo[key] = result
+                continue
+            result = self.lookup(*request, stack)
+        return result
+
+    def lookup(self, n: Node, idx: tuple, valid: frozenset, block: Block, stack: list) -> tuple[str, Block] | None:
+        """The memoized value of n at idx visible from block, else None with its computation pushed."""
         key = (n.id, idx, valid)
         b: Block | None = block
         while b is not None:
             if key in b.memo:
                 return b.memo[key]
             b = b.parent
-        out = self.compute(n, idx, valid, block)
-        out[1].memo[key] = out
-        return out
+        stack.append((key, self.compute(n, idx, valid, block)))
+        return None
 
-    def compute(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> tuple[str, Block]:
+    def compute(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> Evaluation:
+        """A generator: yields (node, idx, valid, block) for each operand and receives its value; returns
+        (C expression, home block)."""
         if n.id in self.overrides:
             return self.overrides[n.id], self.root
         if n.id in self.inputs:
@@ -140,13 +160,16 @@ class _Renderer:
         op = n.op
         if op is Op.CONST:
             return literal(n.arg, n.dtype, self.d), self.root
-        if op in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.FLIP):
-            return self.value(n.srcs[0], move_index(n, idx), valid, block)
+        if is_view_op(n):
+            base, views = chain(n, lambda x: x.id in self.inputs or x.id in self.overrides)
+            return (yield base, self.through(views, idx, base.shape, block), valid, block)
         if op is Op.PAD:
-            return self.pad(n, idx, valid, block)
+            return (yield from self.pad(n, idx, valid, block))
         if op is Op.REDUCE:
-            return self.reduce(n, idx, valid, block)
-        vals = [self.value(s, idx, valid, block) for s in n.srcs]
+            return (yield from self.reduce(n, idx, valid, block))
+        vals = []
+        for s in n.srcs:
+            vals.append((yield s, idx, valid, block))
         srcs = [v[0] for v in vals]
         at = max((v[1] for v in vals), key=lambda b: b.depth)
         self.flops += 1
@@ -159,6 +182,32 @@ class _Renderer:
         else:
             expr = self.binary(n.arg, srcs[0], srcs[1], n.srcs[0].dtype, at)
         return self.var(at, n.dtype, expr), at
+
+    def through(self, views: list, idx: tuple, shape: tuple[int, ...], block: Block) -> tuple:
+        """The index into the node of `shape` under a stack of views (lowest first), given the index into
+        the top view. Where a view's flat position does not split into clean digits of its variables (a
+        reshape strides could not express), it is held in a temporary, so each view adds one line."""
+        flat = views[-1].index(idx)
+        for v in reversed(views[:-1]):
+            flat = v.index(self.split(flat, v.shape, block))
+        return self.split(flat, shape, block)
+
+    def split(self, flat: sym.Expr, shape: tuple[int, ...], block: Block) -> tuple:
+        idx = flat_index(shape, flat)
+        if not any(tangled(e) for e in idx):
+            return idx
+        key = ("flat", flat)
+        b: Block | None = block
+        while b is not None and key not in b.memo:
+            b = b.parent
+        if b is None:
+            at = self.home(block, (flat,), frozenset())
+            name = f"ix{self.count}"
+            self.count += 1
+            at.lines.append(f"{self.index_type} {name} = {sym.render(flat)};")
+            at.memo[key] = sym.Var(name, flat.lo, flat.hi, flat.names)
+            b = at
+        return flat_index(shape, b.memo[key])
 
     def load(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> tuple[str, Block]:
         offset = sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides(n.shape)) if s])
@@ -203,7 +252,7 @@ class _Renderer:
             return f"({arg}[{off}] != 0)"
         return f"{arg}[{off}]"
 
-    def pad(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> tuple[str, Block]:
+    def pad(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> Evaluation:
         widths, value = n.arg
         src = n.srcs[0]
         inner = []
@@ -217,12 +266,12 @@ class _Renderer:
             if c is not True:
                 conds.add(c)
         if not conds:
-            return self.value(src, tuple(inner), valid, block)
-        v, vat = self.value(src, tuple(inner), valid | frozenset(conds), block)
+            return (yield src, tuple(inner), valid, block)
+        v, vat = yield src, tuple(inner), valid | frozenset(conds), block
         at = max((vat, self.home(block, (), frozenset(conds))), key=lambda b: b.depth)
         return self.var(at, n.dtype, f"({render_conds(conds)} ? {v} : {literal(value, n.dtype, self.d)})"), at
 
-    def reduce(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> tuple[str, Block]:
+    def reduce(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> Evaluation:
         rop, axes = n.arg
         src = n.srcs[0]
         size = prod(src.shape[a] for a in axes)
@@ -249,7 +298,7 @@ class _Renderer:
                 inner[a] = sym.mod(rest, d)
                 rest = sym.div(rest, d)
             self.lane = u if width > 1 else None
-            v, _ = self.value(src, tuple(inner), valid, loop)
+            v, _ = yield src, tuple(inner), valid, loop
             loop.lines.append(self.update(rop, dt, name, v, loop))
             loop.before_loop.append(f"{ctype(dt, self.d)} {name} = {identity};")
         self.lane = None
@@ -319,51 +368,9 @@ class _Renderer:
         return f"(({ctype(dst, self.d)})({x}))"
 
     def binary(self, op: BinaryOp, a: str, b: str, dt: DType, block: Block) -> str:
-        f, t = dt.is_float, ctype(dt, self.d)
-        if dt is bool_ and op in (BinaryOp.ADD, BinaryOp.MAX, BinaryOp.OR):
-            return f"({a} || {b})"
-        if dt is bool_ and op in (BinaryOp.MUL, BinaryOp.MIN, BinaryOp.AND):
-            return f"({a} && {b})"
-        simple = {BinaryOp.ADD: "+", BinaryOp.SUB: "-", BinaryOp.MUL: "*", BinaryOp.DIV: "/", BinaryOp.EQ: "==",
-                  BinaryOp.NE: "!=", BinaryOp.LT: "<", BinaryOp.LE: "<=", BinaryOp.GT: ">", BinaryOp.GE: ">=",
-                  BinaryOp.AND: "&", BinaryOp.OR: "|", BinaryOp.XOR: "!=" if dt is bool_ else "^"}
-        if op in simple:
-            return f"({a} {simple[op]} {b})"
-        if op in cexpr.FLOAT_BINARY_FN:
-            fn = cexpr.FLOAT_BINARY_FN[op]
-            return f"{fn}({a}, {b})" if f else f"(({t}){fn}((float){a}, (float){b}))"
-        if op in (BinaryOp.SHL, BinaryOp.SHR):
-            return cexpr.shift(op, a, b, dt, t)
-        if op in (BinaryOp.MAX, BinaryOp.MIN):
-            cmp = ">" if op is BinaryOp.MAX else "<"
-            nan = f" || {a} != {a}" if f else ""
-            return f"(({a} {cmp} {b}{nan}) ? {a} : {b})"
-        if op is BinaryOp.POW:
-            if f:
-                return f"pow({a}, {b})"
-            self.flops += 8
-            return f"ipow_{ctype(dt)}({a}, {b})"
-        if op is BinaryOp.MOD:
-            if f:
-                r = self.var(block, dt, f"fmod({a}, {b})")
-                return f"(({r} != 0) ? ((({b} < 0) != ({r} < 0)) ? {r} + {b} : {r}) : copysign(({t})0, {b}))"
-            if dt.is_unsigned:
-                return f"({b} == 0 ? ({t})0 : ({t})({a} % {b}))"
-            r = self.var(block, dt, f"(({b} == 0 || {b} == -1) ? ({t})0 : ({t})({a} % {b}))")
-            return f"(({r} != 0 && (({r} < 0) != ({b} < 0))) ? ({t})({r} + {b}) : {r})"
-        if op is BinaryOp.FLOORDIV:
-            if f:  # NumPy's npy_divmod, so results match bit for bit
-                m = self.var(block, dt, f"fmod({a}, {b})")
-                q = self.var(block, dt, f"({a} - {m}) / {b}")
-                q2 = self.var(block, dt, f"(({m} != 0) && (({b} < 0) != ({m} < 0))) ? {q} - 1 : {q}")
-                fl = self.var(block, dt, f"floor({q2})")
-                return (f"({b} == 0 ? {a} / {b} : ({q2} != 0 ? ({q2} - {fl} > ({t})0.5 ? {fl} + 1 : {fl})"
-                        f" : copysign(({t})0, {a} / {b})))")
-            if dt.is_unsigned:
-                return f"({b} == 0 ? ({t})0 : ({t})({a} / {b}))"
-            return (f"({b} == 0 ? ({t})0 : {b} == -1 ? ({t})(-{a}) : "
-                    f"({t})({a} / {b} - ((({a} % {b}) != 0) && (({a} < 0) != ({b} < 0)))))")
-        raise NotImplementedError(f"binary op {op}")
+        if op is BinaryOp.POW and not dt.is_float:
+            self.flops += 8  # the integer power's loop
+        return binary_op(op, a, b, dt, self.d, lambda t, expr: self.var(block, t, expr))
 
     # ---- the kernel ------------------------------------------------------------------------------------
 
@@ -420,9 +427,8 @@ class _Renderer:
         spec = gemm.match(self.k) if self.opts.tile != gemm.PLAIN else None
         if spec is not None:
             return self.render_gemm(spec)
-        row = self.row_dims()
-        if row:
-            return self.render_rows(row)
+        if self.k.row:
+            return self.render_rows(self.k.row)
         total = prod(self.k.shape)
         gid = sym.Var("gid", 0, total - 1)
         stores = self.elementwise_body(self.root, flat_index(self.k.shape, gid))
@@ -473,17 +479,6 @@ class _Renderer:
                *["      " + ln for ln in scalar], "    }", "  }", "}"]
         return self.program(threads, o.lws, src, emit=False)
 
-    def row_dims(self) -> int:
-        """Row kernels (see kernelize): how many trailing output dims form the row that per-row reduces
-        broadcast back along; 0 when the kernel has no such broadcast (or only rows of one element)."""
-        inputs = set(self.inputs)
-        for n in all_nodes(self.k):
-            if n.op is Op.EXPAND and n.srcs[0].id not in inputs and has_reduce(n.srcs[0], inputs):
-                suffix = row_suffix(n)
-                if suffix is not None and self.k.shape[-len(suffix):] == suffix and prod(suffix) > 1:
-                    return len(suffix)
-        return 0
-
     def render_rows(self, dims: int) -> Program:
         """One work-group per row: the per-row reduces run as in-group reductions (every work-item gets the
         result), then the work-items stride through the row's elements. The row is read once from memory
@@ -517,7 +512,7 @@ class _Renderer:
 
     def program(self, threads: int, lws: int, head: list[str], emit: bool = True) -> Program:
         """The kernel's source around `head` (and the emitted blocks, unless `head` already holds them)."""
-        src = self.preamble()
+        src = preamble(self.k, self.d, self.uses_fp64)
         src.append(f"{self.d.kernel_prefix} {self.name}({', '.join(self.params())}) {{")
         src += ["  " + ln for ln in head]
         if emit:
@@ -559,33 +554,10 @@ class _Renderer:
         else:
             body, gws, lws = gemm.render(spec, self.name, self.d, self.params(), operand, epilogue, T, o.tile_k,
                                          bool(o.prefetch), o.tile)
-        src = self.preamble() + [body]
+        src = preamble(self.k, self.d, self.uses_fp64) + [body]
         nbytes = sum(n.size * n.dtype.itemsize for n in self.k.inputs + self.k.outputs)
         flops = 2 * spec.B * spec.M * spec.N * spec.K * (1 + (fused.head / spec.N if fused else 0))
         return Program(self.name, "\n".join(src), gws, lws, self.uses_fp64, int(flops), nbytes, self.d.name, self.opts)
-
-    def preamble(self) -> list[str]:
-        d = self.d
-        lines = []
-        if any(n.dtype is float16 for n in self.k.inputs + self.k.outputs) or any(
-                n.op is Op.CAST and n.dtype is float16 for n in all_nodes(self.k)):
-            lines += d.half_preamble
-        lines += d.preamble
-        if any(n.dtype is bfloat16 for n in self.k.inputs + all_nodes(self.k)):
-            lines += d.bf16_preamble
-        if self.uses_fp64:
-            lines += d.fp64_preamble
-        used = {o.dtype for o in all_nodes(self.k) if o.op is Op.BINARY and o.arg is BinaryOp.POW}
-        for dt in sorted(used, key=lambda d: d.name):
-            src_dt = dt
-            if src_dt.is_float:
-                continue
-            name, t = ctype(src_dt), ctype(src_dt, d)
-            neg = "" if src_dt.is_unsigned else (f"  if (b < 0) return a == 1 ? ({t})1 : a == -1 ? "
-                                                 f"((b & 1) ? ({t})-1 : ({t})1) : ({t})0;\n")
-            lines.append(f"{d.func_prefix}{t} ipow_{name}({t} a, {t} b) {{\n{neg}  {t} r = 1;\n"
-                         f"  while (b) {{ if (b & 1) r *= a; a *= a; b >>= 1; }}\n  return r;\n}}")
-        return lines
 
 
 def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = None,
@@ -600,9 +572,8 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
     if spec is not None:
         return options.Shape(prod(kernel.shape), 1, spec.K, 0, True, False, d.name, gpu, max_lws,
                              (spec.B, spec.M, spec.N, spec.K), gemm_tc.usable(spec, kernel, d))
-    dims = r.row_dims()
-    if dims:
-        return r.shape_facts(1, 0, prod(kernel.shape[-dims:]), gpu, max_lws)
+    if kernel.row:
+        return r.shape_facts(1, 0, prod(kernel.shape[-kernel.row:]), gpu, max_lws)
     r.elementwise_body(r.root, flat_index(kernel.shape, sym.Var("gid", 0, max(prod(kernel.shape) - 1, 0))))
     loops = [b.var.hi + 1 for b in r.root.lines if isinstance(b, Block)]
     return r.shape_facts(len(loops), min(loops, default=0), 0, gpu, max_lws)

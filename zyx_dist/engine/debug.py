@@ -22,8 +22,9 @@ def print_kernels(kernels, programs) -> None:
 def print_ir(kernels) -> None:
     log = logs.logger("ir")
     for k in kernels:
-        rows, outs = kernel_key(k)
-        lines = [f"zyx_dist: IR (outputs {list(outs)})", *(f"  {i:3d} {row}" for i, row in enumerate(rows))]
+        rows, outs, row = kernel_key(k)
+        kind = f", a row kernel over the last {row} dims" if row else ""
+        lines = [f"zyx_dist: IR (outputs {list(outs)}{kind})", *(f"  {i:3d} {r}" for i, r in enumerate(rows))]
         log.debug("\n".join(lines))
 
 

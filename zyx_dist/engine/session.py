@@ -20,12 +20,13 @@ from typing import Any
 import numpy as np
 
 from .. import context, logs
-from .._util import bucket_size
+from .._util import bucket_size, gc_paused
 from ..codegen.autotune import Target, Tuner
 from ..codegen.render import Program, kernel_key
 from ..config import Config, load_config
 from ..dtypes import dtype as to_dtype
 from ..errors import CompileError, ConfigError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
+from ..fuse.kernelize import Limits
 from ..fuse.plan_cache import PlanCache
 from ..graph import host_view, lineage
 from ..graph.ir import Node, Op
@@ -114,7 +115,6 @@ class Session:
         self.pending_frees: list[tuple[str, int]] = []  # appended to by BufferRef finalizers
         self.free_queue: list[tuple[str, int]] = []  # applied to the mirror, not yet sent
         self.programs: dict[tuple, Program] = {}  # (kernel key, dialect) -> program
-        self.plans = PlanCache()  # graph structure -> kernels and their programs (and plan templates)
         # plan templates (engine/templates.py): the worker templates each device was given, the ones to
         # forget with the next batch, and an epoch that a recovery moves on (stale templates are not run)
         self.known_templates: dict[str, set[int]] = {}
@@ -130,6 +130,9 @@ class Session:
         # lineage is kept only where a worker can be lost (a Ray actor); in-process workers die with us
         self.host_copies = lineage.HostCopies(host_copy_budget()) if hasattr(self.backend, "recover") else None
         self.infos = {name: self.backend.info(name) for name in self.device_names}
+        # graph structure -> kernels and their programs; every kernel must fit every device's argument space
+        self.plans = PlanCache(Limits(param_bytes=min(int(i.get("max_parameter_bytes") or 1024)
+                                                      for i in self.infos.values())))
         self.peaks = {}
         for name, info in self.infos.items():
             key = _variant_key(info)  # device model and driver version
@@ -270,9 +273,10 @@ class Session:
             self._host_small_views([n for n in nodes if not n.realized])
         ta = time.perf_counter()
         targets = [n for n in nodes if not n.realized]
-        if found is None:
-            found = self.plans.lookup(targets)
-        kernels, programs = self.plans.kernels_at(found, targets, self.program)
+        with gc_paused():
+            if found is None:
+                found = self.plans.lookup(targets)
+            kernels, programs = self.plans.kernels_at(found, targets, self.program)
         tb = tc = time.perf_counter()
         lost = [x for x in [*nodes, *(x for k in kernels for x in k.inputs)] if x.op is Op.LEAF and x.arg is LOST]
         if lost:
@@ -280,7 +284,8 @@ class Session:
                 f"tensor #{x.id} {x.shape} {x.dtype}" for x in {x.id: x for x in lost}.values()))
         # leaves realized directly (zd.tensor(a).realize()) are uploads without a kernel
         uploads = [n for n in nodes if n.op is Op.LEAF and n.buffer is None and n.size and n.host is not None]
-        sched = schedule(kernels, programs, self.state, self.default_device, uploads)
+        with gc_paused():
+            sched = schedule(kernels, programs, self.state, self.default_device, uploads)
         self.plan_phases = (ta, tb, tc, time.perf_counter())  # for zd.trace
         return kernels, programs, sched
 
@@ -400,11 +405,12 @@ class Session:
                 leaf.lineage = self.host_copies.keep(leaf)
             leaf.buffer, leaf.host = self._ref(leaf, dev, buf, nbytes), None
         memo: dict = {}
-        if self.host_copies is not None:  # recipes first: they read the history become_leaf drops
-            for nid in sched.outputs:
-                by_id[nid].lineage = lineage.recipe(by_id[nid], memo)
-        for nid, (dev, buf, nbytes) in sched.outputs.items():
-            by_id[nid].become_leaf(self._ref(by_id[nid], dev, buf, nbytes))
+        with gc_paused():
+            if self.host_copies is not None:  # recipes first: they read the history become_leaf drops
+                for nid in sched.outputs:
+                    by_id[nid].lineage = lineage.recipe(by_id[nid], memo)
+            for nid, (dev, buf, nbytes) in sched.outputs.items():
+                by_id[nid].become_leaf(self._ref(by_id[nid], dev, buf, nbytes))
         if planned is not None:
             templates.keep(self, found, inputs, sched, planned, before)
         t3 = time.perf_counter()
@@ -508,15 +514,15 @@ class Session:
         OpenCL worker, CuPy for a CUDA worker), holding the buffer's driver handle so the buffer stays
         allocated while the array lives; None when the buffer is not in this process's reach (a Ray
         worker, a GPU OpenCL device, a spilled buffer): the caller reads a host copy then."""
-        export = getattr(self.backend, "export_buffer", None)
+        export_buffer = getattr(self.backend, "export_buffer", None)
         ref = node.buffer
-        if export is None or ref is None or ref.session() is not self or node.size == 0:
+        if export_buffer is None or ref is None or ref.session() is not self or node.size == 0:
             return None
         self._take_frees()
         b = self.state.buffers.get(ref.id)
         if b is None or b.spilled:
             return None
-        return export(ref.device, ref.id, node.dtype.name, node.shape, ref)
+        return export_buffer(ref.device, ref.id, node.dtype.name, node.shape, ref)
 
     def export_device(self, node: Node) -> tuple[int, int] | None:
         """The DLPack device of what `export(node)` would give, or None when it would give nothing."""
@@ -531,12 +537,12 @@ class Session:
         (default: the session's default device) without a copy, when that worker can reach the memory
         (host memory on a CPU OpenCL worker, the same GPU on a CUDA worker, both in this process).
         None otherwise: the caller makes a host copy."""
-        adopt = getattr(self.backend, "adopt_buffer", None)
-        if adopt is None:
+        adopt_buffer = getattr(self.backend, "adopt_buffer", None)
+        if adopt_buffer is None:
             return None
         dev = self.resolve_device(device) or self.default_device
         buf = self.state.new_id()
-        got = adopt(dev, buf, obj)
+        got = adopt_buffer(dev, buf, obj)
         if got is None:
             return None
         nbytes, dtype_name, shape = got

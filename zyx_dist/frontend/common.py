@@ -80,6 +80,10 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
     """NumPy broadcasting (right-aligned); failure raises ShapeError naming every shape."""
     if shapes and all(s == shapes[0] for s in shapes):  # nothing to broadcast (most elementwise ops)
         return tuple(shapes[0])
+    if len(shapes) == 2 and len(shapes[0]) == len(shapes[1]):  # two of one rank (a row against a matrix)
+        out = tuple(d if e == 1 or e == d else e if d == 1 else -1 for d, e in zip(*shapes))
+        if -1 not in out:
+            return out
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(-ndim, 0):
@@ -109,16 +113,24 @@ def operands(*xs: Any, dtype: DType | Callable[[DType], DType] | None = None, ex
     `dtype` forces the result dtype, or maps the promoted one (e.g. to a float for true division);
     `extra` is one more shape to broadcast with (where's condition)."""
     if len(xs) == 2 and not extra:
+        a, b = xs
+        if a.__class__ is Tensor and b.__class__ is Tensor and not isinstance(dtype, DType):
+            na, nb = a.node, b.node
+            if na.dtype is nb.dtype:  # nothing to promote (`x + y`, `x - x.max(1, keepdims=True)`)
+                shape = na.shape if na.shape == nb.shape else broadcast_shapes(na.shape, nb.shape)
+                dt = na.dtype if dtype is None else dtype(na.dtype)
+                return [to_node(na, shape, dt), to_node(nb, shape, dt)]
         # a tensor and a Python scalar, either way round (`x * 2`, `1 - x`): the general path below, for
         # the most common case
         t, c = xs if xs[0].__class__ is Tensor else xs[::-1]
         if t.__class__ is Tensor and c.__class__ in _PY_SCALARS:
             if not isinstance(dtype, DType):
-                promoted = dtypes.weak_promote(t.dtype, c)
+                tdt = t.node.dtype
+                promoted = tdt if c.__class__ is float and tdt.is_float else dtypes.weak_promote(tdt, c)
                 dtype = promoted if dtype is None else dtype(promoted)
-            if t is xs[0]:  # nodes made in operand order, as below
-                return [to_node(t.node, t.shape, dtype), graph.const(c, t.shape, dtype)]
-            return [graph.const(c, t.shape, dtype), to_node(t.node, t.shape, dtype)]
+            if t is xs[0]:
+                return [to_node(t.node, t.shape, dtype), scalar_const(c, t.shape, dtype)]
+            return [scalar_const(c, t.shape, dtype), to_node(t.node, t.shape, dtype)]
     xs = [x if isinstance(x, _DIRECT) else as_tensor(x) for x in xs]
     tensors = [x for x in xs if isinstance(x, Tensor)]
     if not tensors:
@@ -134,7 +146,28 @@ def operands(*xs: Any, dtype: DType | Callable[[DType], DType] | None = None, ex
             if not isinstance(x, Tensor):
                 promoted = dtypes.weak_promote(promoted, x)
         dtype = promoted if dtype is None else dtype(promoted)
-    return [to_node(x.node, shape, dtype) if isinstance(x, Tensor) else graph.const(x, shape, dtype) for x in xs]
+    return [to_node(x.node, shape, dtype) if isinstance(x, Tensor) else scalar_const(x, shape, dtype) for x in xs]
+
+
+_SCALAR_CONSTS: dict[tuple, Node] = {}  # (type, value, shape, dtype) -> the constant node of that operand
+_SCALAR_CONSTS_MAX = 4096
+
+
+def scalar_const(c: Any, shape: Shape, dtype: DType) -> Node:
+    """The constant node of a scalar operand, one per (value, shape, dtype) and shared by every op that
+    uses it: `x = x * 0.5` in a loop makes one constant, not one per step (fewer nodes to build and walk
+    on every realize). Only operands share constants: no tensor of a user holds one, so none is ever
+    realized (turned into a leaf). 0.0 and NaN are not shared (0.0 == -0.0, and NaN != NaN)."""
+    cls = c.__class__
+    if cls is float and (c == 0.0 or math.isnan(c)) or cls not in _PY_SCALARS:
+        return graph.const(c, shape, dtype)
+    key = (cls, c, shape, dtype)
+    node = _SCALAR_CONSTS.get(key)
+    if node is None or node.op is not graph.Op.CONST:
+        if len(_SCALAR_CONSTS) >= _SCALAR_CONSTS_MAX:
+            _SCALAR_CONSTS.clear()
+        node = _SCALAR_CONSTS[key] = graph.const(c, shape, dtype)
+    return node
 
 
 def as_tensor(x: Any) -> Tensor:

@@ -67,7 +67,7 @@ def result_type(*arrays_and_dtypes: Any) -> DType:
     if not strong:
         if not weak:
             raise ValueError("result_type needs at least one tensor or dtype")
-        return dtypes.scalar_dtype(weak[0]) if len(weak) == 1 else result_type(dtypes.scalar_dtype(weak[0]), *weak[1:])
+        strong, weak = [dtypes.scalar_dtype(weak[0])], weak[1:]  # the first scalar sets the kind
     out = _as_dtype(strong[0], "result_type")
     for a in strong[1:]:
         out = dtypes.promote(out, _as_dtype(a, "result_type"))

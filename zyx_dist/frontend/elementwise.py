@@ -209,8 +209,9 @@ def _binary(op: BinaryOp, a: Any, b: Any, dtype: DType | Callable[[DType], DType
         if op is BinaryOp.SUB:
             raise DTypeError("subtract of bool tensors is not supported (use logical_xor or ^)")
         if op in (BinaryOp.FLOORDIV, BinaryOp.MOD, BinaryOp.POW):
-            return _binary(op, a, b, dtype=dtypes.int8)
-        op = {BinaryOp.ADD: BinaryOp.OR, BinaryOp.MUL: BinaryOp.AND}.get(op, op)
+            x, y = operands(a, b, dtype=dtypes.int8)
+        else:
+            op = {BinaryOp.ADD: BinaryOp.OR, BinaryOp.MUL: BinaryOp.AND}.get(op, op)
     return Tensor(graph.binary(op, x, y))
 
 

@@ -47,9 +47,9 @@ def roll(x: Any, /, shift: Any, *, axis: Any = None) -> Tensor:
     """Shift elements along `axis` (the flattened tensor if None), wrapping around: each axis is two
     crops joined in the other order, index arithmetic only."""
     x = as_tensor(x)
-    if axis is None:
-        flat = reshape(x, (x.size,))
-        return reshape(roll(flat, shift, axis=0), x.shape)
+    shape = x.shape
+    if axis is None:  # the flattened tensor, rolled along its one axis, then given its shape back
+        x, axis = reshape(x, (x.size,)), 0
     shifts = list(shift) if isinstance(shift, (tuple, list)) else [shift]
     axes = list(axis) if isinstance(axis, (tuple, list)) else [axis]
     if len(shifts) == 1 and len(axes) > 1:
@@ -68,7 +68,7 @@ def roll(x: Any, /, shift: Any, *, axis: Any = None) -> Tensor:
             continue
         lead = (slice(None),) * ax
         out = concat([out[(*lead, slice(n - k, n))], out[(*lead, slice(0, n - k))]], axis=ax)
-    return out
+    return reshape(out, shape) if out.shape != shape else out
 
 
 def broadcast_arrays(*arrays: Any) -> list[Tensor]:

@@ -12,7 +12,9 @@ one kernel: a per-row reduce broadcast back along trailing dims (softmax's max a
 mean) is fused into its consumers, which the renderer runs one work-group per row. Requested nodes of
 the same shape that do not depend on each other share one multi-output kernel, so `zd.realize(a, b)` computes
 their common subgraph once. Movement ops never make a kernel of their own: the renderer turns them
-into index arithmetic.
+into index arithmetic. Beyond zyx: a kernel that would exceed a device's limits (its argument space, a
+bound on its size) stores an intermediate so that each kernel fits, and every kernel carries the
+decisions the renderer needs (whether it is a row kernel), so nothing is derived twice.
 """
 
 from __future__ import annotations
@@ -30,10 +32,32 @@ class Kernel:
     device: str | None = None
     # intermediates (outputs of earlier kernels, not requested) that no later kernel reads
     frees_after: list[Node] = field(default_factory=list)
+    # a row kernel (see `row_suffix`): how many trailing output dims form the row that its per-row reduces
+    # broadcast back along, which the renderer runs one work-group per row; 0 for any other kernel
+    row: int = 0
 
     @property
     def shape(self) -> tuple[int, ...]:
         return self.outputs[0].shape
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one kernel may hold. `param_bytes`: the device's kernel argument space (OpenCL's
+    CL_DEVICE_MAX_PARAMETER_SIZE, at least 1024 on every full-profile device; CUDA's 4 KiB), spent at
+    `pointer_bytes` per buffer argument; `nodes`: the computed nodes of one kernel, which bounds its
+    source (and its compile time) whatever the graph."""
+
+    param_bytes: int = 1024
+    pointer_bytes: int = 8
+    nodes: int = 512
+
+    @property
+    def buffers(self) -> int:
+        return self.param_bytes // self.pointer_bytes
+
+
+DEFAULT_LIMITS = Limits()
 
 
 def is_input(n: Node) -> bool:
@@ -46,6 +70,9 @@ def _expands(n: Node) -> bool:
 
 
 ROW_MAX = 1 << 15  # the longest row a softmax-like kernel keeps in one work-group
+# per-row reduces one row kernel chains (softmax and layer norm have 2): each pass over the row recomputes
+# what the earlier passes computed, so a longer chain (an unrolled loop) would grow its source quadratically
+ROW_PASSES = 4
 ROW_OPS = (Op.UNARY, Op.BINARY, Op.CAST, Op.WHERE)  # ops that keep a row's layout
 
 
@@ -76,41 +103,15 @@ def _suffix_axes(shape: tuple[int, ...], suffix: tuple[int, ...]) -> tuple[int, 
     return tuple(range(len(shape) - len(suffix), len(shape)))
 
 
-def kernelize(targets: list[Node]) -> list[Kernel]:
+def kernelize(targets: list[Node], limits: Limits = DEFAULT_LIMITS) -> list[Kernel]:
     targets = list({t.id: t for t in targets if not is_input(t) and t.size > 0}.values())
     if not targets:
         return []
     order = toposort(targets, stop=is_input)
     stored: set[int] = {t.id for t in targets}
     stored |= {n.id for n in order if n.device is not None and not is_input(n)}
-
-    # Expand after a reduce: store what is expanded (zyx's is_preceded_by_reduce), in one bottom-up pass,
-    # except a row broadcast (see `row_suffix`): softmax-like kernels then read each row once.
-    has_reduce: dict[int, bool] = {}
-    row: dict[int, tuple[int, ...] | None] = {}  # the row (trailing dims) a node depends on through a row broadcast
-    for n in order:
-        row[n.id] = None
-        if is_input(n) or n.op is Op.CONST:
-            has_reduce[n.id] = False
-            continue
-        live = [s for s in n.srcs if s.id not in stored]
-        rows = {row[s.id] for s in live} - {None}
-        src = n.srcs[0]
-        if _expands(n) and has_reduce[src.id] and src.id not in stored:
-            suffix = row_suffix(n)
-            if suffix is None or row[src.id] is not None:
-                _store_base(src, stored, has_reduce)  # not recomputed per element
-            else:
-                row[n.id] = suffix
-        elif n.op is Op.REDUCE and has_reduce[src.id] and src.id not in stored:
-            if row[src.id] is None or n.arg[1] != _suffix_axes(src.shape, row[src.id]):
-                _store_base(src, stored, has_reduce)  # the inner reduce runs in parallel, not inside the outer loop
-        elif rows and (len(rows) > 1 or n.op not in ROW_OPS):
-            stored.update(s.id for s in live if row[s.id] is not None)  # rows that do not line up: stored
-        elif rows:
-            row[n.id] = rows.pop()
-        has_reduce[n.id] = n.op is Op.REDUCE or any(has_reduce[s.id] and s.id not in stored for s in n.srcs)
-
+    has_reduce, _ = _reduce_stores(order, stored, decide=True)
+    _fit(order, stored, limits)
     # A reduce-bearing node needed by several kernels is stored once; repeat until no new store appears.
     while True:
         groups = _group(order, stored)
@@ -124,7 +125,98 @@ def kernelize(targets: list[Node]) -> list[Kernel]:
     if fused:  # attention in one kernel: its scores, row max and sum are not stored
         stored -= fused
         groups = _group(order, stored)
-    return _kernels(order, stored, groups, {t.id for t in targets})
+    _, rows = _reduce_stores(order, stored, decide=False)
+    return _kernels(order, stored, groups, {t.id for t in targets}, rows, limits)
+
+
+def _reduce_stores(order: list[Node], stored: set[int], decide: bool) -> tuple[dict[int, bool], dict]:
+    """Expand after a reduce: store what is expanded (zyx's is_preceded_by_reduce), in one bottom-up pass,
+    except a row broadcast (see `row_suffix`): softmax-like kernels then read each row once. With `decide`
+    the stores are added to `stored`; either way gives, per node, whether computing it runs a reduce and
+    the row (trailing dims) it depends on through a row broadcast, for the stores as they stand."""
+    has_reduce: dict[int, bool] = {}
+    row: dict[int, tuple[int, ...] | None] = {}
+    passes: dict[int, int] = {}  # per-row reduces chained in the kernel computing the node
+    for n in order:
+        row[n.id] = None
+        if is_input(n) or n.op is Op.CONST:
+            has_reduce[n.id], passes[n.id] = False, 0
+            continue
+        live = [s for s in n.srcs if s.id not in stored]
+        rows = {row[s.id] for s in live} - {None}
+        passes[n.id] = max([passes[s.id] for s in live], default=0)
+        src = n.srcs[0]
+        if _expands(n) and has_reduce[src.id] and src.id not in stored:
+            suffix = row_suffix(n)
+            if suffix is None or row[src.id] is not None:
+                if decide:
+                    _store_base(src, stored, has_reduce)  # not recomputed per element
+            else:
+                row[n.id] = suffix
+        elif n.op is Op.REDUCE and has_reduce[src.id] and src.id not in stored:
+            per_row = row[src.id] is not None and n.arg[1] == _suffix_axes(src.shape, row[src.id])
+            if decide and (not per_row or passes[src.id] >= ROW_PASSES):
+                _store_base(src, stored, has_reduce)  # the inner reduce runs in parallel, not inside the outer loop
+        elif rows and (len(rows) > 1 or n.op not in ROW_OPS):
+            if decide:
+                stored.update(s.id for s in live if row[s.id] is not None)  # rows that do not line up: stored
+        elif rows:
+            row[n.id] = rows.pop()
+        if n.op is Op.REDUCE:
+            passes[n.id] = passes[src.id] + 1 if has_reduce[src.id] and src.id not in stored else 1
+        has_reduce[n.id] = n.op is Op.REDUCE or any(has_reduce[s.id] and s.id not in stored for s in n.srcs)
+    return has_reduce, row
+
+
+def _fit(order: list[Node], stored: set[int], limits: Limits) -> None:
+    """Store intermediates so that no kernel computes more than `limits.nodes` nodes or reads more buffers
+    than its argument space holds (besides its output). In one pass, producers first, a node's kernel so
+    far (the nodes it computes, the buffers it reads) is its computed sources' together; where that is too
+    much, the source with the most is stored, until it fits. A source's sets pass on to its only consumer
+    without a copy, so a chain costs O(1) per node."""
+    consumers: dict[int, int] = {}
+    for n in order:
+        for s in set(n.srcs):
+            consumers[s.id] = consumers.get(s.id, 0) + 1
+    computed: dict[int, set[int]] = {}  # node -> ids of the nodes its kernel computes so far
+    reads: dict[int, set[int]] = {}  # node -> ids of the buffers its kernel reads so far
+    max_reads = limits.buffers - 1
+    for n in order:
+        if is_input(n) or n.op is Op.CONST:
+            continue
+        live = list({s.id: s for s in n.srcs if s.id not in stored and not is_input(s) and s.op is not Op.CONST}.values())
+        loads = {s.id for s in n.srcs if s.id in stored or is_input(s)}
+        while True:
+            nodes = _Union([computed[s.id] for s in live], {n.id})
+            bufs = _Union([reads[s.id] for s in live], loads)
+            if not live or (nodes.size <= limits.nodes and bufs.size <= max_reads):
+                break
+            table = computed if nodes.size > limits.nodes else reads
+            cut = max(live, key=lambda s: len(table[s.id]))
+            live.remove(cut)
+            stored.add(cut.id)
+            loads.add(cut.id)
+        owned = {id(computed[s.id]) for s in live if consumers[s.id] == 1} | {id(reads[s.id]) for s in live if consumers[s.id] == 1}
+        computed[n.id], reads[n.id] = nodes.build(owned), bufs.build(owned)
+
+
+class _Union:
+    """The union of some sets and `extra`, sized without building it: the largest set plus what the
+    others add. `build` reuses (mutates) the largest set where no one else reads it."""
+
+    def __init__(self, sets: list[set[int]], extra: set[int]):
+        self.big = max(sets, key=len, default=set())
+        self.rest = set(extra)
+        for x in sets:
+            if x is not self.big:
+                self.rest |= x
+        self.rest -= self.big
+        self.size = len(self.big) + len(self.rest)
+
+    def build(self, owned: set[int]) -> set[int]:
+        out = self.big if id(self.big) in owned else set(self.big)
+        out |= self.rest
+        return out
 
 
 def _attention(order: list[Node], stored: set[int], targets: set[int]) -> set[int]:
@@ -236,27 +328,23 @@ def _reaching_groups(order: list[Node], stored: set[int], groups: dict[int, int]
     return reach
 
 
-def _kernels(order: list[Node], stored: set[int], groups: dict[int, int], targets: set[int]) -> list[Kernel]:
+def _kernels(order: list[Node], stored: set[int], groups: dict[int, int], targets: set[int], rows: dict,
+             limits: Limits) -> list[Kernel]:
     by_group: dict[int, list[Node]] = {}
     for n in order:
         if n.id in stored:
             by_group.setdefault(groups[n.id], []).append(n)
     kernels: list[Kernel] = []
     for outs in by_group.values():  # insertion order follows `order`, so producers come first
-        inputs: dict[int, Node] = {}
-        seen: set[int] = set()
-        stack = list(outs)
-        while stack:
-            n = stack.pop()
-            if n.id in seen:
-                continue
-            seen.add(n.id)
-            for s in n.srcs:
-                if is_input(s) or s.id in stored:
-                    inputs.setdefault(s.id, s)
-                else:
-                    stack.append(s)
-        kernels.append(Kernel(outs, sorted(inputs.values(), key=lambda x: x.id), outs[0].device))
+        inputs = _inputs(outs, stored)
+        if len(outs) > 1 and len(inputs) + len(outs) > limits.buffers:  # shared work, but too many arguments
+            parts = [[o] for o in outs]
+        else:
+            parts = [outs]
+        for part in parts:
+            inputs = _inputs(part, stored) if len(parts) > 1 else inputs
+            row = max(len(rows[o.id] or ()) for o in part)
+            kernels.append(Kernel(part, sorted(inputs.values(), key=lambda x: x.id), part[0].device, row=row))
     kernels = _launch_order(kernels)
     last_use: dict[int, int] = {}
     for i, k in enumerate(kernels):
@@ -267,6 +355,24 @@ def _kernels(order: list[Node], stored: set[int], groups: dict[int, int], target
         if nid in by_id and nid not in targets:
             kernels[i].frees_after.append(by_id[nid])
     return kernels
+
+
+def _inputs(outs: list[Node], stored: set[int]) -> dict[int, Node]:
+    """The buffers a kernel computing `outs` reads: the stored nodes and inputs under them."""
+    inputs: dict[int, Node] = {}
+    seen: set[int] = set()
+    stack = list(outs)
+    while stack:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        for s in n.srcs:
+            if is_input(s) or s.id in stored:
+                inputs.setdefault(s.id, s)
+            else:
+                stack.append(s)
+    return inputs
 
 
 def _launch_order(kernels: list[Kernel]) -> list[Kernel]:

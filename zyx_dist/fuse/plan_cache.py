@@ -13,46 +13,44 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from ..graph.ir import Node, Op
-from .kernelize import Kernel, kernelize
+from .kernelize import DEFAULT_LIMITS, Kernel, Limits, kernelize
 
 MAX_ENTRIES = 256
 
 
 def structure(targets: list[Node]) -> tuple[tuple, list[Node]]:
-    """(the key, the nodes in key order): a depth-first walk that stops at leaves."""
+    """(the key, the nodes in key order): a depth-first walk, producers first, that stops at leaves. It
+    runs on every realize, so it is written for speed: a node stays on the stack until its sources are
+    indexed, and leaves have no sources to visit."""
     index: dict[Node, int] = {}  # nodes hash by identity
     order: list[Node] = []
     rows: list[tuple] = []
     leaf, cast, const, pad = Op.LEAF, Op.CAST, Op.CONST, Op.PAD
-    stack: list[tuple[Node, bool]] = [(t, False) for t in reversed(targets)]
-    pop, push = stack.pop, stack.append
+    stack = targets[::-1]
+    pop, push, emit, add = stack.pop, stack.append, rows.append, order.append
     while stack:
-        n, done = pop()
-        if done:
-            if n not in index:
-                index[n] = len(order)
-                order.append(n)
-                op = n.op
-                if op is leaf:
-                    rows.append((n.shape, n.dtype.name, n.device))
-                else:  # the argument as _arg gives it, inlined: this walk runs on every realize
-                    arg = n.arg.name if op is cast else repr(n.arg) if op is const or op is pad else n.arg
-                    rows.append((op, arg, n.shape, n.dtype.name, n.device, tuple([index[s] for s in n.srcs])))
-            continue
+        n = stack[-1]
         if n in index:
+            pop()
             continue
-        push((n, True))
-        if n.op is not leaf:
-            stack.extend([(s, False) for s in reversed(n.srcs) if s not in index])
+        srcs = n.srcs
+        waiting = False
+        for s in reversed(srcs):
+            if s not in index:
+                push(s)
+                waiting = True
+        if waiting:
+            continue
+        pop()
+        index[n] = len(order)
+        add(n)
+        op = n.op
+        if op is leaf:
+            emit((n.shape, n.dtype.name, n.device))
+        else:  # repr tells -0.0 from 0.0 and matches NaN with NaN: values are baked in
+            arg = n.arg.name if op is cast else repr(n.arg) if op is const or op is pad else n.arg
+            emit((op, arg, n.shape, n.dtype.name, n.device, tuple([index[s] for s in srcs])))
     return (tuple(rows), tuple([index[t] for t in targets])), order
-
-
-def _arg(n: Node):
-    if n.op is Op.CAST:
-        return n.arg.name
-    if n.op in (Op.CONST, Op.PAD):  # repr tells -0.0 from 0.0 and matches NaN with NaN: values are baked in
-        return repr(n.arg)
-    return n.arg
 
 
 class _Key:
@@ -79,7 +77,10 @@ class Entry(list):
 
 
 class PlanCache:
-    def __init__(self) -> None:
+    """Plans by graph structure, for one session (whose devices set the kernels' `limits`)."""
+
+    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
         self.entries: OrderedDict[_Key, Entry] = OrderedDict()
         self.hits = 0
         self.dropped: list = []  # templates of evicted entries (their workers may forget them)
@@ -107,15 +108,15 @@ class PlanCache:
                    render: Callable[[Kernel], dict]) -> tuple[list[Kernel], list[dict]]:
         """`kernels` for a structure already looked up (`found` from `lookup`)."""
         if found is None:  # an argument that cannot be hashed: plan without the cache
-            kernels = kernelize(targets)
+            kernels = kernelize(targets, self.limits)
             return kernels, [render(k) for k in kernels]
         key, order, entry = found
         if entry is None:
-            kernels = kernelize(targets)
+            kernels = kernelize(targets, self.limits)
             pos = {n.id: i for i, n in enumerate(order)}
             programs = [render(k) for k in kernels]
             entry = Entry((tuple(pos[o.id] for o in k.outputs), tuple(pos[x.id] for x in k.inputs), k.device,
-                           tuple(pos[x.id] for x in k.frees_after), p) for k, p in zip(kernels, programs))
+                           tuple(pos[x.id] for x in k.frees_after), k.row, p) for k, p in zip(kernels, programs))
             entry.key, entry.templates = key, {}
             self.entries[key] = entry
             if len(self.entries) > MAX_ENTRIES:
@@ -123,6 +124,6 @@ class PlanCache:
                 self.dropped.extend(old.templates.values())
         else:
             self.hits += 1
-        kernels = [Kernel([order[i] for i in outs], [order[i] for i in ins], dev, [order[i] for i in frees])
-                   for outs, ins, dev, frees, _ in entry]
+        kernels = [Kernel([order[i] for i in outs], [order[i] for i in ins], dev, [order[i] for i in frees], row)
+                   for outs, ins, dev, frees, row, _ in entry]
         return kernels, [p for *_, p in entry]

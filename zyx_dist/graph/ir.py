@@ -162,7 +162,7 @@ class Node:
         self.host, self.device = host, device
         self.lineage: Node | None = None  # how to recompute the value once realized (see lineage.py)
         self.origin: Any = None  # in a recipe: a weak reference to the live node it describes
-        self.weight = 1  # in a recipe: its size in nodes, counted with repeats
+        self.weight = 1  # in a recipe: a bound on its size in nodes (see lineage.recipe)
 
     @property
     def realized(self) -> bool:
@@ -240,9 +240,11 @@ def permute(x: Node, axes: tuple[int, ...]) -> Node:
         return x
     if x.op is Op.CONST:
         return const(x.arg, shape, x.dtype)
-    if x.op is Op.PERMUTE:  # compose two permutes into one
-        inner = x.arg
-        return permute(x.srcs[0], tuple(inner[a] for a in axes))
+    if x.op is Op.PERMUTE:  # compose two permutes into one (x's source is no permute: they compose as built)
+        axes = tuple(x.arg[a] for a in axes)
+        x = x.srcs[0]
+        if axes == tuple(range(len(axes))):
+            return x
     return Node(Op.PERMUTE, (x,), axes, shape, x.dtype)
 
 
@@ -279,11 +281,14 @@ def pad(x: Node, widths: tuple[tuple[int, int], ...], value: Any = 0) -> Node:
         return const(value, shape, x.dtype)
     if x.op is Op.CONST and (all(lo <= 0 and hi <= 0 for lo, hi in widths) or _same(x.arg, value)):
         return const(x.arg, shape, x.dtype)
-    if all(lo <= 0 and hi <= 0 for lo, hi in widths) and x.op is Op.PAD and all(lo >= 0 and hi >= 0 for lo, hi in x.arg[0]):
-        # crop of a pad: crop the source where possible, so slicing a padded tensor adds no mask
-        inner = x.arg[0]
-        if all(-lo >= ilo and -hi >= ihi for (lo, hi), (ilo, ihi) in zip(widths, inner)):
-            return pad(x.srcs[0], tuple((lo + ilo, hi + ihi) for (lo, hi), (ilo, ihi) in zip(widths, inner)), 0)
+    # crop of a pad that cuts all of its padding away: crop the source, so slicing a padded tensor adds no mask
+    while (x.op is Op.PAD and all(lo <= 0 and hi <= 0 for lo, hi in widths)
+           and all(lo >= 0 and hi >= 0 and -wlo >= lo and -whi >= hi for (wlo, whi), (lo, hi) in zip(widths, x.arg[0]))):
+        x, widths, value = x.srcs[0], tuple((wlo + lo, whi + hi) for (wlo, whi), (lo, hi) in zip(widths, x.arg[0])), 0
+        if all(lo == 0 and hi == 0 for lo, hi in widths):
+            return x
+        if x.op is Op.CONST:
+            return const(x.arg, shape, x.dtype)
     return Node(Op.PAD, (x,), (widths, value), shape, x.dtype)
 
 
@@ -299,9 +304,11 @@ def flip(x: Node, axes: tuple[int, ...]) -> Node:
         return x
     if x.op is Op.CONST:
         return x
-    if x.op is Op.FLIP:  # flipping twice cancels
-        left = tuple(sorted(set(axes) ^ set(x.arg)))
-        return flip(x.srcs[0], left)
+    if x.op is Op.FLIP:  # flipping twice cancels (x's source is no flip: flips combine as built)
+        axes = tuple(sorted(set(axes) ^ set(x.arg)))
+        x = x.srcs[0]
+        if not axes:
+            return x
     return Node(Op.FLIP, (x,), axes, x.shape, x.dtype)
 
 

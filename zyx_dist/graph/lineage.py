@@ -3,7 +3,8 @@ computed (and the leaves it uploaded); gives each a *recipe*: a small graph of n
 device buffer and ends in host copies of uploaded data (kept within a byte budget, oldest dropped
 first) or constants. When a worker dies, `rebuild` turns a lost node back into a computation from
 its recipe, reusing every source that is still realized on a surviving worker, so exactly the lost
-tensors that are needed get recomputed.
+tensors that are needed get recomputed. Both walks are worklists in topological order, so a history of
+any depth (up to MAX_RECIPE_NODES) has a recipe.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 
-from .ir import Node, Op
+from .ir import Node, Op, toposort
 
 LOST = "lost"  # the `arg` of a leaf whose data went with its worker and cannot be recomputed
-MAX_RECIPE_NODES = 20_000  # a deeper history (e.g. a long training loop) is not kept: it would grow forever
+MAX_RECIPE_NODES = 100_000  # a deeper history (e.g. a long training loop) is not kept: it would grow forever
 
 
 class HostCopies:
@@ -46,45 +47,73 @@ class HostCopies:
             self.total -= nbytes
 
 
-def recipe(n: Node, memo: dict[int, Node]) -> Node | None:
-    """The recipe of `n` (called before `n` becomes a leaf); None when some source has no lineage."""
-    if n.id in memo:
-        return memo[n.id]
-    if n.op is Op.CONST:
-        r: Node | None = n
-    elif n.op is Op.LEAF:
-        r = n.lineage
-    else:
-        srcs = [recipe(s, memo) for s in n.srcs]
-        if any(s is None for s in srcs) or 1 + sum(s.weight for s in srcs) > MAX_RECIPE_NODES:  # type: ignore[union-attr]
-            r = None
+def recipe(n: Node, memo: dict[int, Node | None]) -> Node | None:
+    """The recipe of `n` (called before `n` becomes a leaf); None when some source has no lineage or the
+    history is longer than MAX_RECIPE_NODES. `memo` (node id -> recipe) is shared by the nodes of one
+    realize, so shared history is built once. A recipe's `weight` bounds its size in nodes: the nodes
+    this call builds plus the weights of the recipes it reaches that existed before (each once), so a
+    history with shared subgraphs (`x - x.max()`) counts each node once, not once per path."""
+    built: list[Node] = []
+    before: dict[int, Node] = {}  # recipes this one reaches that existed before the call
+    for x in toposort([n], stop=lambda x: x.id in memo or x.op is Op.CONST or x.op is Op.LEAF):
+        if x.id in memo:
+            r = memo[x.id]
+        elif x.op is Op.CONST:
+            r = x
+        elif x.op is Op.LEAF:
+            r = x.lineage
         else:
-            r = Node(n.op, tuple(srcs), n.arg, n.shape, n.dtype, device=n.device)  # type: ignore[arg-type]
-            r.weight = 1 + sum(s.weight for s in srcs)  # type: ignore[union-attr]
-            r.origin = weakref.ref(n)
-    memo[n.id] = r
-    return r
+            srcs = [memo[s.id] for s in x.srcs]
+            if any(s is None for s in srcs):
+                r = None
+            else:
+                r = Node(x.op, tuple(srcs), x.arg, x.shape, x.dtype, device=x.device)  # type: ignore[arg-type]
+                r.origin = weakref.ref(x)
+                built.append(r)
+            memo[x.id] = r
+            continue
+        memo[x.id] = r
+        if r is not None:
+            before[r.id] = r
+    root = memo[n.id]
+    if built and root is not None:
+        weight = len(built) + sum(r.weight for r in before.values())
+        for r in built:
+            r.weight = weight  # an upper bound for the ones below the root: their history is part of it
+        if weight > MAX_RECIPE_NODES:
+            memo[n.id] = root = None
+    return root
 
 
 def rebuild(r: Node, alive, memo: dict[int, Node]) -> Node:
     """A graph computing the value described by recipe `r`: sources still realized where `alive(node)`
     holds are used as they are; the rest is recomputed. Raises KeyError when a needed host copy is gone."""
-    if r.id in memo:
-        return memo[r.id]
-    live = r.origin() if r.origin is not None else None
-    if live is not None and live.realized and live.buffer is not None and alive(live):
-        out = live
-    elif r.op is Op.CONST:
-        out = r
-    elif r.op is Op.LEAF:
-        if r.host is None:
-            raise KeyError(r.id)
-        out = Node(Op.LEAF, (), None, r.shape, r.dtype, host=r.host)
-        out.lineage = r
-    else:
-        out = Node(r.op, tuple(rebuild(s, alive, memo) for s in r.srcs), r.arg, r.shape, r.dtype)
-    memo[r.id] = out
-    return out
+    def usable(x: Node) -> Node | None:
+        live = x.origin() if x.origin is not None else None
+        return live if live is not None and live.realized and live.buffer is not None and alive(live) else None
+
+    found: dict[int, Node | None] = {}  # recipe node -> its live, realized original (None: recompute it)
+
+    def stop(x: Node) -> bool:
+        found[x.id] = usable(x)
+        return x.id in memo or found[x.id] is not None or x.op is Op.CONST or x.op is Op.LEAF
+
+    for x in toposort([r], stop=stop):
+        if x.id in memo:
+            continue
+        if found[x.id] is not None:
+            out = found[x.id]
+        elif x.op is Op.CONST:
+            out = x
+        elif x.op is Op.LEAF:
+            if x.host is None:
+                raise KeyError(x.id)
+            out = Node(Op.LEAF, (), None, x.shape, x.dtype, host=x.host)
+            out.lineage = x
+        else:
+            out = Node(x.op, tuple(memo[s.id] for s in x.srcs), x.arg, x.shape, x.dtype)
+        memo[x.id] = out  # type: ignore[assignment]
+    return memo[r.id]
 
 
 def restore(node: Node, alive, memo: dict[int, Node]) -> None:

@@ -125,14 +125,14 @@ class WorkerActor:
         """Whether this worker can join an NCCL communicator (a CUDA worker with NCCL loadable)."""
         if getattr(self.worker.backend, "kind", "") != "cuda":
             return False
-        from .cuda import nccl_available
+        from . import cuda
 
-        return nccl_available()
+        return cuda.nccl_available()
 
     def nccl_unique_id(self):
-        from .cuda import nccl_unique_id
+        from . import cuda
 
-        return nccl_unique_id()
+        return cuda.nccl_unique_id()
 
     def init_nccl(self, unique_id, world_size: int, rank: int) -> int:
         """Join the communicator of all CUDA workers (every rank must be called concurrently)."""

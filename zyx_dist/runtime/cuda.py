@@ -68,6 +68,7 @@ def _describe(index: int) -> dict:
         "max_mem_alloc_size": total,
         "max_compute_units": int(p.get("multiProcessorCount", 0)),
         "max_work_group_size": int(p.get("maxThreadsPerBlock", 1024)),
+        "max_parameter_bytes": 4096,  # CUDA's kernel parameter space
         "compute_capability": f"{p.get('major', 0)}.{p.get('minor', 0)}",
         "l2_bytes": int(p.get("l2CacheSize", 0)),
         "fp16": True,

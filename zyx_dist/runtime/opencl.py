@@ -135,6 +135,7 @@ def _describe(index: int, p: Any, d: Any) -> dict:
         "max_mem_alloc_size": int(d.max_mem_alloc_size),
         "max_compute_units": int(d.max_compute_units),
         "max_work_group_size": int(d.max_work_group_size),
+        "max_parameter_bytes": int(d.max_parameter_size),  # the kernel argument space
         "fp16": "cl_khr_fp16" in ext,
         "fp64": "cl_khr_fp64" in ext or bool(d.double_fp_config),
         "driver_version": d.driver_version.strip(),

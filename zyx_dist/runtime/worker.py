@@ -195,6 +195,7 @@ class Worker:
             "free_bytes": max(0, self.pool.limit_bytes - self.pool.bytes_reserved),
             "compute_units": d["max_compute_units"],
             "max_work_group_size": d["max_work_group_size"],
+            "max_parameter_bytes": d.get("max_parameter_bytes", 1024),
             "fp16": d["fp16"],
             "fp64": d["fp64"],
             "incarnation": self.incarnation,
