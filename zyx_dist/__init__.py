@@ -6,6 +6,7 @@ or realized; the first op that needs a device starts the runtime with defaults (
 
 from __future__ import annotations
 
+from . import optim
 from .dtypes import (
     DType,
     dtype,
@@ -41,6 +42,6 @@ from .frontend import __all__ as _ops_all
 from .frontend.tensor import Tensor, realize
 
 __all__ = ["DType", "Tensor", "Session", "DeviceInfo", "Plan", "init", "shutdown", "devices", "realize",
-           "explain", "trace", "stats", "reset_stats", "dtype", "bool", "int8", "int16", "int32", "int64",
+           "explain", "trace", "optim", "stats", "reset_stats", "dtype", "bool", "int8", "int16", "int32", "int64",
            "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64", "ZyxError", "ShapeError",
            "DTypeError", "DeviceError", "OutOfMemoryError", "CompileError", "WorkerLostError", "ConfigError"] + list(_ops_all)

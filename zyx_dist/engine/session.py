@@ -22,7 +22,7 @@ from ..codegen.render import Program, kernel_key
 from ..config import Config, load_config
 from ..errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
 from ..fuse.plan_cache import PlanCache
-from ..graph import lineage
+from ..graph import companions, lineage, shard
 from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
 from ..protocol import BatchResult, CopyOut, Done, Failed, Free, Reload, Spill, Sync
@@ -215,11 +215,13 @@ class Session:
     def plan(self, nodes: list[Node]) -> tuple[list, list[dict[str, Program]], Schedule]:
         """Kernelize, render and schedule `nodes` (nothing runs; the session state does not change)."""
         self._take_frees()
+        nodes = companions.with_companions(nodes)
         for n in nodes:
             if n.size == 0 and not n.realized:
                 n.become_leaf(None)
         ta = time.perf_counter()
-        kernels, programs = self.plans.kernels([n for n in nodes if not n.realized], self.program)
+        affinity = shard.distribute([n for n in nodes if not n.realized])  # data parallelism: per shard
+        kernels, programs = self.plans.kernels([n for n in nodes if not n.realized], self.program, affinity)
         tb = tc = time.perf_counter()
         lost = [x for x in [*nodes, *(x for k in kernels for x in k.inputs)] if x.op is Op.LEAF and x.arg is LOST]
         if lost:

@@ -6,7 +6,8 @@ operators and methods on `Tensor`. Pure: builds graph nodes only, and reaches th
 
 from __future__ import annotations
 
-from . import creation, elementwise, linalg, methods, movement, reduce  # noqa: F401 -- methods installs itself
+from . import autodiff, creation, elementwise, linalg, methods, movement, reduce  # noqa: F401 -- methods installs itself
+from .autodiff import *
 from .creation import *
 from .elementwise import *
 from .linalg import *
@@ -14,4 +15,4 @@ from .movement import *
 from .reduce import *
 from .tensor import Tensor, realize  # noqa: F401 -- re-exported by the package
 
-__all__ = creation.__all__ + elementwise.__all__ + reduce.__all__ + movement.__all__ + linalg.__all__
+__all__ = autodiff.__all__ + creation.__all__ + elementwise.__all__ + reduce.__all__ + movement.__all__ + linalg.__all__

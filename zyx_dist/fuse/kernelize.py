@@ -64,7 +64,9 @@ def _suffix_axes(shape: tuple[int, ...], suffix: tuple[int, ...]) -> tuple[int, 
     return tuple(range(len(shape) - len(suffix), len(shape)))
 
 
-def kernelize(targets: list[Node]) -> list[Kernel]:
+def kernelize(targets: list[Node], affinity: dict[int, str] | None = None) -> list[Kernel]:
+    """`affinity` (node id -> device, from graph/shard.py) places the kernels of those nodes on that
+    device as a pin would, without storing anything more."""
     targets = list({t.id: t for t in targets if not is_input(t) and t.size > 0}.values())
     if not targets:
         return []
@@ -101,16 +103,16 @@ def kernelize(targets: list[Node]) -> list[Kernel]:
 
     # A reduce-bearing node needed by several kernels is stored once; repeat until no new store appears.
     while True:
-        groups = _group(order, stored)
+        groups = _group(order, stored, affinity)
         reach = _reaching_groups(order, stored, groups)
         extra = {n.id for n in order if n.id not in stored and has_reduce.get(n.id) and len(reach.get(n.id, ())) > 1}
         if not extra:
             break
         stored |= extra
-    return _kernels(order, stored, groups, {t.id for t in targets})
+    return _kernels(order, stored, groups, {t.id for t in targets}, affinity or {})
 
 
-def _group(order: list[Node], stored: set[int]) -> dict[int, int]:
+def _group(order: list[Node], stored: set[int], affinity: dict[int, str] | None = None) -> dict[int, int]:
     """Assign stored nodes to kernels. Two share a kernel when they have the same shape and device pin,
     neither depends on the other, and they share computed work (independent outputs stay separate
     kernels, so the scheduler can run them on different devices)."""
@@ -145,12 +147,13 @@ def _group(order: list[Node], stored: set[int]) -> dict[int, int]:
         direct = {group_of[d] for d in deps[n.id]}
         mine = _computed(n, stored)
         sharing = sorted({g for nid in mine for g in owners.get(nid, ())})  # groups computing some of it
+        where = n.device if n.device is not None or not affinity else affinity.get(n.id)
         for gid in sharing:
-            if kind[gid] == (n.shape, n.device) and not any(reaches(g, gid) for g in direct):
+            if kind[gid] == (n.shape, where) and not any(reaches(g, gid) for g in direct):
                 break
         else:
             gid = n.id
-            members[gid], needs[gid], kind[gid] = [], set(), (n.shape, n.device)
+            members[gid], needs[gid], kind[gid] = [], set(), (n.shape, where)
         members[gid].append(n)
         group_of[n.id] = gid
         needs[gid] |= direct
@@ -186,7 +189,8 @@ def _reaching_groups(order: list[Node], stored: set[int], groups: dict[int, int]
     return reach
 
 
-def _kernels(order: list[Node], stored: set[int], groups: dict[int, int], targets: set[int]) -> list[Kernel]:
+def _kernels(order: list[Node], stored: set[int], groups: dict[int, int], targets: set[int],
+             affinity: dict[int, str]) -> list[Kernel]:
     by_group: dict[int, list[Node]] = {}
     for n in order:
         if n.id in stored:
@@ -206,7 +210,8 @@ def _kernels(order: list[Node], stored: set[int], groups: dict[int, int], target
                     inputs.setdefault(s.id, s)
                 else:
                     stack.append(s)
-        kernels.append(Kernel(outs, sorted(inputs.values(), key=lambda x: x.id), outs[0].device))
+        device = outs[0].device if outs[0].device is not None else affinity.get(outs[0].id)
+        kernels.append(Kernel(outs, sorted(inputs.values(), key=lambda x: x.id), device))
     kernels = _launch_order(kernels)
     last_use: dict[int, int] = {}
     for i, k in enumerate(kernels):

@@ -60,16 +60,20 @@ class PlanCache:
         self.entries: OrderedDict[tuple, list[tuple]] = OrderedDict()
         self.hits = 0
 
-    def kernels(self, targets: list[Node], render: Callable[[Kernel], dict]) -> tuple[list[Kernel], list[dict]]:
-        """The kernels for `targets` (unrealized, non-empty nodes) and each kernel's programs."""
+    def kernels(self, targets: list[Node], render: Callable[[Kernel], dict],
+                affinity: dict[int, str] | None = None) -> tuple[list[Kernel], list[dict]]:
+        """The kernels for `targets` (unrealized, non-empty nodes) and each kernel's programs; `affinity`
+        as `kernelize` takes it (part of the key: it changes the grouping)."""
         try:
             key, order = structure(targets)
+            if affinity:
+                key = (key, tuple((i, affinity[n.id]) for i, n in enumerate(order) if n.id in affinity))
             entry = self.entries.get(key)  # hashes the key: no separate hash(key) first
         except TypeError:  # an argument that cannot be hashed: plan without the cache
-            kernels = kernelize(targets)
+            kernels = kernelize(targets, affinity)
             return kernels, [render(k) for k in kernels]
         if entry is None:
-            kernels = kernelize(targets)
+            kernels = kernelize(targets, affinity)
             pos = {n.id: i for i, n in enumerate(order)}
             programs = [render(k) for k in kernels]
             entry = [(tuple(pos[o.id] for o in k.outputs), tuple(pos[x.id] for x in k.inputs), k.device,

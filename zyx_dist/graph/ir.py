@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -188,6 +189,17 @@ def _normalise(value: Any, dtype: DType) -> Any:
     return v
 
 
+# A constant folded out of a movement or cast of another constant -> (op, arg, that constant). The folded
+# node has no sources (kernels inline it), so the gradient pass (autograd.py) reads its history here: a
+# parameter made by zd.zeros and broadcast still gets its gradient.
+FOLDED: weakref.WeakKeyDictionary[Node, tuple[Op, Any, Node]] = weakref.WeakKeyDictionary()
+
+
+def _fold(out: Node, op: Op, arg: Any, src: Node) -> Node:
+    FOLDED[out] = (op, arg, src)
+    return out
+
+
 # ---- movement ------------------------------------------------------------------------------------------
 
 def reshape(x: Node, shape: Shape) -> Node:
@@ -197,7 +209,7 @@ def reshape(x: Node, shape: Shape) -> Node:
     if shape == x.shape:
         return x
     if x.op is Op.CONST:
-        return const(x.arg, shape, x.dtype)
+        return _fold(const(x.arg, shape, x.dtype), Op.RESHAPE, shape, x)
     if x.op is Op.RESHAPE:
         x = x.srcs[0]
         if shape == x.shape:
@@ -213,7 +225,7 @@ def permute(x: Node, axes: tuple[int, ...]) -> Node:
     if axes == tuple(range(len(axes))):
         return x
     if x.op is Op.CONST:
-        return const(x.arg, shape, x.dtype)
+        return _fold(const(x.arg, shape, x.dtype), Op.PERMUTE, axes, x)
     if x.op is Op.PERMUTE:  # compose two permutes into one
         inner = x.arg
         return permute(x.srcs[0], tuple(inner[a] for a in axes))
@@ -229,8 +241,10 @@ def expand(x: Node, shape: Shape) -> Node:
         raise ShapeError(f"cannot broadcast shape {x.shape} to {shape}")
     if shape == x.shape:
         return x
-    if x.op is Op.CONST or prod(shape) == 0:
-        return const(x.arg if x.op is Op.CONST else 0, shape, x.dtype)
+    if prod(shape) == 0:
+        return const(0, shape, x.dtype)
+    if x.op is Op.CONST:
+        return _fold(const(x.arg, shape, x.dtype), Op.EXPAND, shape, x)
     if x.op is Op.EXPAND:
         x = x.srcs[0]
     return Node(Op.EXPAND, (x,), shape, shape, x.dtype)
@@ -252,7 +266,7 @@ def pad(x: Node, widths: tuple[tuple[int, int], ...], value: Any = 0) -> Node:
     if x.size == 0:  # nothing of x survives: every element is padding
         return const(value, shape, x.dtype)
     if x.op is Op.CONST and (all(lo <= 0 and hi <= 0 for lo, hi in widths) or _same(x.arg, value)):
-        return const(x.arg, shape, x.dtype)
+        return _fold(const(x.arg, shape, x.dtype), Op.PAD, (widths, value), x)
     if all(lo <= 0 and hi <= 0 for lo, hi in widths) and x.op is Op.PAD and all(lo >= 0 and hi >= 0 for lo, hi in x.arg[0]):
         # crop of a pad: crop the source where possible, so slicing a padded tensor adds no mask
         inner = x.arg[0]
@@ -271,8 +285,8 @@ def flip(x: Node, axes: tuple[int, ...]) -> Node:
     axes = tuple(sorted({int(a) for a in axes if x.shape[int(a)] > 1}))
     if not axes:
         return x
-    if x.op is Op.CONST:
-        return x
+    if x.op is Op.CONST:  # the same values, but a node of its own, so a gradient flows back flipped
+        return _fold(const(x.arg, x.shape, x.dtype), Op.FLIP, axes, x)
     if x.op is Op.FLIP:  # flipping twice cancels
         left = tuple(sorted(set(axes) ^ set(x.arg)))
         return flip(x.srcs[0], left)
@@ -285,7 +299,7 @@ def cast(x: Node, dtype: DType) -> Node:
     if dtype is x.dtype:
         return x
     if x.op is Op.CONST:
-        return const(x.arg, x.shape, dtype)
+        return _fold(const(x.arg, x.shape, dtype), Op.CAST, dtype, x)
     return Node(Op.CAST, (x,), dtype, x.shape, dtype)
 
 
