@@ -1,7 +1,8 @@
 """Driver side: register- and local-memory-tiled code for matmul-shaped kernels. Takes a kernel from
 the kernelizer; `match` recognises a sum over one axis of the product of two inputs seen through
 movement ops only, where each operand's address is affine in (row, k) and (k, column) (so `A @ B`,
-`A @ B.T`, batched-free 2-D products and their epilogues such as `relu(A @ B + b)` all qualify), and
+`A @ B.T`, batched-free 2-D products and their epilogues such as `relu(A @ B + b)` all qualify, stored
+through reshapes and permutes too, as the backward of a matmul stores `A.T @ G`), and
 `render` gives the tiled kernel: each work-group computes a TILE_M x TILE_N block of the output through
 `__local`/`__shared__` tiles of A and B, each work-item an 8x8 register block read from the tiles as
 float4 pairs (optionally with the next tiles' loads in flight during the arithmetic), and the rest of the kernel (bias, activation, casts) is evaluated on each accumulator
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..graph.ir import Node, Op, ReduceOp, prod
+from ..graph.ir import Node, Op, ReduceOp
 from . import symbolic as sym
 from .cexpr import move_index, strides
 
@@ -62,9 +63,12 @@ def match(kernel) -> GemmSpec | None:
     out = kernel.outputs[0]
     pos = {n.id: i for i, n in enumerate(kernel.inputs)}
     reduces: list[Node] = []
-    stack, seen = [(out, True)], set()
-    while stack:  # the reduce must be reached through elementwise ops and reshapes only
-        n, direct = stack.pop()
+    parents: dict[int, list[Node]] = {}  # node on a path from the output to the reduce -> its consumers there
+    stack, seen = [(out, True, None)], set()
+    while stack:  # the reduce must be reached through elementwise ops, reshapes and permutes only
+        n, direct, parent = stack.pop()
+        if direct and parent is not None:
+            parents.setdefault(n.id, []).append(parent)
         if n.id in seen or n.id in pos:
             continue
         seen.add(n.id)
@@ -73,8 +77,8 @@ def match(kernel) -> GemmSpec | None:
                 return None
             reduces.append(n)
             continue
-        keep = direct and (n.op in ELEMENTWISE or n.op is Op.RESHAPE)
-        stack.extend((s, keep) for s in n.srcs)
+        keep = direct and (n.op in ELEMENTWISE or n.op in (Op.RESHAPE, Op.PERMUTE))
+        stack.extend((s, keep, n if keep else None) for s in n.srcs)
     if len(reduces) != 1:
         return None
     r = reduces[0]
@@ -105,9 +109,45 @@ def match(kernel) -> GemmSpec | None:
     i, j = rows[0], cols[0]
     if any(ca[d] or cb[d] for d in range(len(shape)) if d not in (i, j, k)):
         return None
-    ostrides = [prod(r.shape[d + 1:]) for d in range(len(r.shape))]
+    ostrides = _output_strides(out, r, i, j, parents)
+    if ostrides is None:
+        return None
     return GemmSpec(r, ia, ib, shape[i], shape[j], shape[k], (ca[i], ca[k], ca[-1]), (cb[k], cb[j], cb[-1]),
-                    (ostrides[i], ostrides[j]))
+                    ostrides)
+
+
+def _output_strides(out: Node, r: Node, i: int, j: int, parents: dict[int, list[Node]]) -> tuple[int, int] | None:
+    """(s0, s1) with the output's flat index of the reduce's element (row, col) = row * s0 + col * s1, found
+    by carrying the reduce's index up to the output through the reshapes and permutes between them (the
+    backward of a matmul stores its gradient transposed); None when that is not affine, or when two paths
+    disagree on where an element goes."""
+    idx: dict[int, tuple] = {r.id: tuple(sym.Var("gi", 0, d - 1) if a == i else sym.Var("gj", 0, d - 1) if a == j
+                                         else sym.ZERO for a, d in enumerate(r.shape))}
+    work = [r]
+    while work:
+        n = work.pop()
+        for p in parents.get(n.id, ()):
+            if p.op is Op.PERMUTE:
+                up = tuple(idx[n.id][a] for a in p.arg)
+            elif p.op is Op.RESHAPE:
+                flat = sym.add(*[sym.mul(e, st) for e, st in zip(idx[n.id], strides(n.shape)) if st])
+                up = tuple(sym.ZERO if d == 1 else sym.mod(sym.div(flat, st), d)
+                           for d, st in zip(p.shape, strides(p.shape)))
+            else:
+                up = idx[n.id]
+            if p.id in idx:
+                if idx[p.id] != up:
+                    return None
+                continue
+            idx[p.id] = up
+            work.append(p)
+    if out.id not in idx:
+        return None
+    flat = sym.add(*[sym.mul(e, st) for e, st in zip(idx[out.id], strides(out.shape)) if st])
+    coef = _affine(flat, ["gi", "gj"])
+    if coef is None or coef[2] != 0:
+        return None
+    return coef[0], coef[1]
 
 
 def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, index_type: str,

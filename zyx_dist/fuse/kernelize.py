@@ -78,6 +78,7 @@ def kernelize(targets: list[Node], affinity: dict[int, str] | None = None) -> li
     # except a row broadcast (see `row_suffix`): softmax-like kernels then read each row once.
     has_reduce: dict[int, bool] = {}
     row: dict[int, tuple[int, ...] | None] = {}  # the row (trailing dims) a node depends on through a row broadcast
+    origin: dict[int, set[int]] = {}  # of a node with a row: the nodes whose row broadcasts give it that row
     for n in order:
         row[n.id] = None
         if is_input(n) or n.op is Op.CONST:
@@ -91,25 +92,59 @@ def kernelize(targets: list[Node], affinity: dict[int, str] | None = None) -> li
             if suffix is None or row[src.id] is not None:
                 stored.add(src.id)  # not recomputed per element
             else:
-                row[n.id] = suffix
+                row[n.id], origin[n.id] = suffix, {src.id}
         elif n.op is Op.REDUCE and has_reduce[src.id] and src.id not in stored:
-            if row[src.id] is None or n.arg[1] != _suffix_axes(src.shape, row[src.id]):
+            if row[src.id] is not None and n.arg[1] != _suffix_axes(src.shape, row[src.id]):
+                # a row broadcast reduced along other axes (the backward of a matmul: the output gradient
+                # broadcast over k, summed over m or n): the broadcast values are stored, not the product
+                stored |= origin[src.id]
+                if _bears_reduce(src, stored):
+                    stored.add(src.id)
+            elif row[src.id] is None:
                 stored.add(src.id)  # the inner reduce runs in parallel rather than inside the outer loop
         elif rows and (len(rows) > 1 or n.op not in ROW_OPS):
             stored.update(s.id for s in live if row[s.id] is not None)  # rows that do not line up: stored
         elif rows:
             row[n.id] = rows.pop()
+            origin[n.id] = set().union(*(origin[s.id] for s in live if row[s.id] is not None))
         has_reduce[n.id] = n.op is Op.REDUCE or any(has_reduce[s.id] and s.id not in stored for s in n.srcs)
 
     # A reduce-bearing node needed by several kernels is stored once; repeat until no new store appears.
+    # Only the lowest such nodes of a chain are stored in one round: once a reduce's result is stored, the
+    # elementwise ops above it are cheap to recompute in each kernel that needs them (storing them all
+    # would make one kernel per op of a training step's forward pass, which its backward reads again).
     while True:
         groups = _group(order, stored, affinity)
         reach = _reaching_groups(order, stored, groups)
-        extra = {n.id for n in order if n.id not in stored and has_reduce.get(n.id) and len(reach.get(n.id, ())) > 1}
+        bearing = _reduce_bearing(order, stored)
+        extra = {n.id for n in order if n.id not in stored and bearing[n.id] and len(reach.get(n.id, ())) > 1}
         if not extra:
             break
-        stored |= extra
+        by_id = {n.id: n for n in order}
+        stored |= {i for i in extra if not any(s.id in extra for s in by_id[i].srcs)}
     return _kernels(order, stored, groups, {t.id for t in targets}, affinity or {})
+
+
+def _bears_reduce(root: Node, stored: set[int]) -> bool:
+    """Does computing `root` run a reduce that is not stored?"""
+    stack, seen = [root], set()
+    while stack:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if n.op is Op.REDUCE:
+            return True
+        stack.extend(s for s in n.srcs if s.id not in stored and not is_input(s))
+    return False
+
+
+def _reduce_bearing(order: list[Node], stored: set[int]) -> dict[int, bool]:
+    """For each node: does computing it run a reduce (one not stored below it)?"""
+    out: dict[int, bool] = {}
+    for n in order:
+        out[n.id] = n.op is Op.REDUCE or (not is_input(n) and any(out[s.id] and s.id not in stored for s in n.srcs))
+    return out
 
 
 def _group(order: list[Node], stored: set[int], affinity: dict[int, str] | None = None) -> dict[int, int]:
