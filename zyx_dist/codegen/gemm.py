@@ -33,6 +33,7 @@ class GemmSpec:
     a_off: tuple[int, int, int]  # offset = row * a_off[0] + k * a_off[1] + a_off[2]
     b_off: tuple[int, int, int]  # offset = k * b_off[0] + col * b_off[1] + b_off[2]
     out_strides: tuple[int, int]  # flat output index = row * s0 + col * s1
+    out_index: str | None = None  # else the flat output index as a C expression of gi, gj (a head split)
 
 
 def _operand(x: Node, pos: dict[int, int], idx: tuple) -> tuple[int, sym.Expr] | None:
@@ -109,18 +110,20 @@ def match(kernel) -> GemmSpec | None:
     i, j = rows[0], cols[0]
     if any(ca[d] or cb[d] for d in range(len(shape)) if d not in (i, j, k)):
         return None
-    ostrides = _output_strides(out, r, i, j, parents)
-    if ostrides is None:
+    flat = _output_index(out, r, i, j, parents)
+    if flat is None:
         return None
+    coef = _affine(flat, ["gi", "gj"])
+    ostrides, index = ((coef[0], coef[1]), None) if coef is not None and coef[2] == 0 else ((0, 0), sym.render(flat))
     return GemmSpec(r, ia, ib, shape[i], shape[j], shape[k], (ca[i], ca[k], ca[-1]), (cb[k], cb[j], cb[-1]),
-                    ostrides)
+                    ostrides, index)
 
 
-def _output_strides(out: Node, r: Node, i: int, j: int, parents: dict[int, list[Node]]) -> tuple[int, int] | None:
-    """(s0, s1) with the output's flat index of the reduce's element (row, col) = row * s0 + col * s1, found
-    by carrying the reduce's index up to the output through the reshapes and permutes between them (the
-    backward of a matmul stores its gradient transposed); None when that is not affine, or when two paths
-    disagree on where an element goes."""
+def _output_index(out: Node, r: Node, i: int, j: int, parents: dict[int, list[Node]]) -> sym.Expr | None:
+    """The output's flat index of the reduce's element (gi, gj), found by carrying the reduce's index up to
+    the output through the reshapes and permutes between them (the backward of a matmul stores its gradient
+    transposed, attention splits a projection into heads); None when two paths disagree on where an
+    element goes."""
     idx: dict[int, tuple] = {r.id: tuple(sym.Var("gi", 0, d - 1) if a == i else sym.Var("gj", 0, d - 1) if a == j
                                          else sym.ZERO for a, d in enumerate(r.shape))}
     work = [r]
@@ -143,11 +146,7 @@ def _output_strides(out: Node, r: Node, i: int, j: int, parents: dict[int, list[
             work.append(p)
     if out.id not in idx:
         return None
-    flat = sym.add(*[sym.mul(e, st) for e, st in zip(idx[out.id], strides(out.shape)) if st])
-    coef = _affine(flat, ["gi", "gj"])
-    if coef is None or coef[2] != 0:
-        return None
-    return coef[0], coef[1]
+    return sym.add(*[sym.mul(e, st) for e, st in zip(idx[out.id], strides(out.shape)) if st])
 
 
 def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, index_type: str,
@@ -273,7 +272,7 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, inde
     for (int n = 0; n < 8; n++) {{  // unrolled, so c stays in registers whatever the epilogue does
       const {T} gi = bi + ty * 4 + (m & 3) + (m >> 2) * 64, gj = bj + tx * 4 + (n & 3) + (n >> 2) * 64;
       if (gi < {M} && gj < {N}) {{
-          const {T} gid = gi * {s0} + gj * {s1};
+          const {T} gid = {spec.out_index or f"gi * {s0} + gj * {s1}"};
           const float acc = c[m][n];
 {body}
           out0[gid] = {value};

@@ -101,7 +101,9 @@ def kernelize(targets: list[Node], affinity: dict[int, str] | None = None) -> li
                 if _bears_reduce(src, stored):
                     stored.add(src.id)
             elif row[src.id] is None:
-                stored.add(src.id)  # the inner reduce runs in parallel rather than inside the outer loop
+                # the inner reduces run in parallel rather than inside the outer loop: they are stored (the
+                # elementwise ops between them and this reduce are recomputed in its loop)
+                stored |= _inner_reduces(src, stored)
         elif rows and (len(rows) > 1 or n.op not in ROW_OPS):
             stored.update(s.id for s in live if row[s.id] is not None)  # rows that do not line up: stored
         elif rows:
@@ -123,6 +125,22 @@ def kernelize(targets: list[Node], affinity: dict[int, str] | None = None) -> li
         by_id = {n.id: n for n in order}
         stored |= {i for i in extra if not any(s.id in extra for s in by_id[i].srcs)}
     return _kernels(order, stored, groups, {t.id for t in targets}, affinity or {})
+
+
+def _inner_reduces(root: Node, stored: set[int]) -> set[int]:
+    """The reduces computing `root` runs, nearest first (not those below another one)."""
+    out: set[int] = set()
+    stack, seen = [root], set()
+    while stack:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if n.op is Op.REDUCE:
+            out.add(n.id)
+            continue
+        stack.extend(s for s in n.srcs if s.id not in stored and not is_input(s))
+    return out
 
 
 def _bears_reduce(root: Node, stored: set[int]) -> bool:
