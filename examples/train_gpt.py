@@ -14,19 +14,16 @@ import numpy as np
 
 import zyx_dist as zd
 
-WORDS = "the a cat dog bird sat ran saw on under near mat log tree and".split()
+ARTICLES, NOUNS, VERBS, PLACES = ["the", "a"], ["cat", "dog", "bird"], ["sat", "ran", "saw"], ["on", "under", "near"]
 
 
 def corpus(n_chars, seed=0):
-    """Sentences from a tiny grammar ("the cat sat on the mat. "): learnable structure, no download."""
-    rng = np.random.default_rng(seed)
-    out = []
-    while sum(map(len, out)) < n_chars:
-        noun = lambda: f"{WORDS[rng.integers(0, 2)]} {WORDS[rng.integers(2, 5)]}"  # noqa: E731
-        out.append(f"{noun()} {WORDS[rng.integers(5, 8)]} {WORDS[rng.integers(8, 11)]} {noun()}. ")
-    text = "".join(out)[:n_chars]
+    """Sentences of a tiny grammar ("the cat sat on a dog. "): structure to learn, no download."""
+    rng, text = np.random.default_rng(seed), ""
+    while len(text) < n_chars:
+        text += " ".join(w[rng.integers(len(w))] for w in (ARTICLES, NOUNS, VERBS, PLACES, ARTICLES, NOUNS)) + ". "
     vocab = sorted(set(text))
-    return np.array([vocab.index(c) for c in text]), len(vocab)
+    return np.array([vocab.index(c) for c in text[:n_chars]]), len(vocab)
 
 
 def init_params(vocab, cfg, seed=0):
@@ -58,12 +55,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name, default in [("steps", 60), ("batch", 8), ("block", 16), ("embed", 32), ("heads", 2), ("layers", 2),
                           ("devices", 1)]:
-        ap.add_argument(f"--{name}", type=int, default=default)
+        ap.add_argument(f"--{name}", type=int, default=default)  # --devices N: the batch sharded over N
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--dtype", default="float32")
     cfg = ap.parse_args()
-    cpu = None if os.environ.get("ZYX_DIST_DEVICES") or cfg.devices == 1 else {"opencl-cpu": cfg.devices}
-    zd.init(ray=False, devices=cpu)
+    zd.init(ray=False, devices=None if os.environ.get("ZYX_DIST_DEVICES") or cfg.devices < 2 else {"opencl-cpu": cfg.devices})
     devs = [d.name for d in zd.devices()][: cfg.devices]
     text, vocab = corpus(20_000)
     dt, eye = zd.dtype(cfg.dtype), np.eye(vocab, dtype=np.float32)
@@ -71,8 +67,7 @@ def main() -> None:
     mask = zd.tensor(np.triu(np.full((cfg.block, cfg.block), -1e9, np.float32), 1)).astype(dt)
     opt, rng, losses = zd.optim.Adam(params, lr=cfg.lr), np.random.default_rng(1), []
     for step in range(cfg.steps):
-        starts = rng.integers(0, len(text) - cfg.block - 1, cfg.batch)
-        window = text[starts[:, None] + np.arange(cfg.block + 1)]
+        window = text[rng.integers(0, len(text) - cfg.block - 1, cfg.batch)[:, None] + np.arange(cfg.block + 1)]
         x_hot, y_hot = (zd.tensor(eye[window[:, s]]).astype(dt) for s in (slice(0, -1), slice(1, None)))
         if len(devs) > 1:
             x_hot, y_hot = x_hot.shard(devs), y_hot.shard(devs)
@@ -85,7 +80,7 @@ def main() -> None:
     first, last = np.mean(losses[:3]), np.mean(losses[-3:])
     print(f"loss fell from {first:.3f} to {last:.3f} (vocabulary {vocab}, ln V = {np.log(vocab):.3f}) on {devs}")
     zd.shutdown()
-    if not last < 0.75 * first:
+    if not last < 0.6 * first:
         raise SystemExit("train_gpt: the loss did not fall enough")
     print("train_gpt: ok")
 
