@@ -181,16 +181,17 @@ def _group(order: list[Node], stored: set[int], affinity: dict[int, str] | None 
     members: dict[int, list[Node]] = {}
     needs: dict[int, set[int]] = {}  # group -> groups it reads from directly
 
-    def reaches(src: int, dst: int) -> bool:
-        stack, seen = [src], set()
+    def closure(starts: set[int]) -> set[int]:
+        """The groups reachable from `starts` (themselves included) along `needs`: one walk per stored
+        node, not one per pair of groups (a backward graph has hundreds of stored ancestors per node)."""
+        seen = set(starts)
+        stack = list(starts)
         while stack:
-            g = stack.pop()
-            if g == dst:
-                return True
-            if g not in seen:
-                seen.add(g)
-                stack.extend(needs[g])
-        return False
+            for g in needs[stack.pop()]:
+                if g not in seen:
+                    seen.add(g)
+                    stack.append(g)
+        return seen
 
     owners: dict[int, set[int]] = {}  # computed (not stored, not input) node -> groups whose kernels evaluate it
     kind: dict[int, tuple] = {}  # group -> (shape, device pin)
@@ -201,8 +202,13 @@ def _group(order: list[Node], stored: set[int], affinity: dict[int, str] | None 
         mine = _computed(n, stored)
         sharing = sorted({g for nid in mine for g in owners.get(nid, ())})  # groups computing some of it
         where = n.device if n.device is not None or not affinity else affinity.get(n.id)
+        upstream = None  # joining a group this node's inputs depend on would make a cycle
         for gid in sharing:
-            if kind[gid] == (n.shape, where) and not any(reaches(g, gid) for g in direct):
+            if kind[gid] != (n.shape, where):
+                continue
+            if upstream is None:
+                upstream = closure(direct)
+            if gid not in upstream:
                 break
         else:
             gid = n.id
