@@ -168,7 +168,7 @@ def run_torch(gpt, cfg, data, vocab, args, compiled: bool) -> dict:
         return loss
 
     for i in range(args.warmup):
-        losses.append(float(step(i)))
+        losses.append(step(i).item())
     rates = []
     for r in range(args.rounds):
         sync()
@@ -177,7 +177,7 @@ def run_torch(gpt, cfg, data, vocab, args, compiled: bool) -> dict:
             loss = step(args.warmup + r * args.steps + i)
         sync()
         rates.append(args.steps / (time.perf_counter() - t0))
-        losses.append(float(loss))
+        losses.append(loss.item())
     out = summary(rates)
     out.update(first_loss=losses[0], last_loss=losses[-1], device=dev, torch=torch.__version__)
     return out
