@@ -3,22 +3,22 @@
     python benchmarks/cpu_bench.py [--n-log2 24] [--repeats 10] [--json out.json]
 
 Workloads: the fused elementwise chain relu(x*2+1)*sigmoid(x), row softmax, sum, and a 512x512 matmul,
-all float32. Times are the best of `--repeats` wall-clock runs of realize() (which blocks until the result
-exists on the device) after a warm-up that compiles; NumPy computes the same expression. Prints GB/s or
-GFLOP/s for both and the ratio (>1 means zyx_dist is faster).
+all float32. Each figure is the median of `--repeats` wall-clock rounds of realize() (which blocks until the
+result exists on the device) after a warm-up that compiles, with the IQR of the rounds; NumPy computes the
+same expression in the same run. Prints GB/s or GFLOP/s for both and the ratio of the medians (>1 means
+zyx_dist is faster); `--json` rows carry min/median/IQR/rounds, the commit, package versions and the device
+with its driver (zyx_dist/tools/records.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import platform
 
 import numpy as np
 
 import zyx_dist as zd
-from zyx_dist.tools.bench import best_seconds
+from zyx_dist.tools import records
 
 
 def main() -> None:
@@ -51,17 +51,23 @@ def main() -> None:
         ("matmul", None, 2 * m**3, lambda: (xA @ xB).realize(), lambda: A @ B),
     ]
     rows = []
-    print(f"device {dev.name} ({dev.device_name}); NumPy {np.__version__}; {platform.processor() or platform.machine()}")
-    print(f"{'workload':10s} {'zyx_dist':>14s} {'numpy':>14s} {'ratio':>7s}")
+    env = records.environment()
+    ours_hw = records.session_devices()
+    numpy_hw = [{"name": "cpu", "backend": "numpy", "device": records.cpu_model(), "driver": ""}]
+    print(f"device {dev.name} ({dev.device_name}); NumPy {np.__version__}; {records.cpu_model()}; "
+          f"commit {env['commit']}")
+    print(f"{'workload':10s} {'zyx_dist (median, IQR)':>26s} {'numpy (median, IQR)':>26s} {'ratio':>7s}")
     for name, nbytes, flops, ours, theirs in workloads:
-        t_ours, t_np = best_seconds(ours, 1, args.repeats), best_seconds(theirs, 1, args.repeats)
-        unit, scale = ("GB/s", nbytes) if nbytes else ("GFLOP/s", flops)
-        v_ours, v_np = scale / t_ours / 1e9, scale / t_np / 1e9
-        print(f"{name:10s} {v_ours:9.2f} {unit:4s} {v_np:9.2f} {unit:4s} {t_np / t_ours:6.2f}x")
-        day = datetime.date.today().isoformat()
-        for system, v in (("zyx_dist-opencl", v_ours), ("numpy", v_np)):
-            rows.append({"date": day, "machine": platform.node() or "cpu", "system": system, "workload": name,
-                         "value": round(v, 3), "unit": unit})
+        r_ours, r_np = records.time_rounds(ours, 1, args.repeats), records.time_rounds(theirs, 1, args.repeats)
+        unit, work = ("GB/s", nbytes) if nbytes else ("GFLOP/s", flops)
+        s_ours, s_np = records.summary(r_ours), records.summary(r_np)
+        v_ours, v_np = records.rate_of(work, s_ours["median_ms"]), records.rate_of(work, s_np["median_ms"])
+        shown = [f"{v:9.2f} {unit:7s} {100 * records.relative_iqr(st):4.0f}%" for v, st in ((v_ours, s_ours),
+                                                                                            (v_np, s_np))]
+        print(f"{name:10s} {shown[0]:>26s} {shown[1]:>26s} {v_ours / v_np:6.2f}x")
+        for system, v, rounds, hw in (("zyx_dist-opencl", v_ours, r_ours, ours_hw), ("numpy", v_np, r_np, numpy_hw)):
+            rows.append(records.row(env, system, name, v, unit, rounds, hw,
+                                    best_value=round(records.rate_of(work, records.summary(rounds)["min_ms"]), 4)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -16,13 +16,15 @@ independent work on several PoCL workers through Ray.
     The 3 PoCL workers share this machine's cores (each PoCL device uses every core), so the ceiling is
     about cores / 1 (~2x on a 2-core machine), less the cost of running 3 OpenCL runtimes at once.
 
-Prints the figures and, with `--json`, writes rows `{date, machine, system, workload, value, unit}`.
+Prints the figures and, with `--json`, writes rows `{date, machine, system, workload, value, unit}` with the
+spread of the timed rounds behind each (`rounds, min_ms, median_ms, q1_ms, q3_ms, iqr_ms, max_ms`, per kernel
+for the dispatch rows), the devices with their drivers, the commit and package versions
+(zyx_dist/tools/records.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
 import json
 import os
@@ -33,6 +35,7 @@ import time
 import numpy as np
 
 import zyx_dist as zd
+from zyx_dist.tools import records
 
 
 def timed(fn, repeats: int, warmup: int = 2) -> list[float]:
@@ -91,6 +94,8 @@ def dispatch(n_kernels: int, size: int, repeats: int) -> dict:
         "realize_best": min(realize_s) * us, "realize_median": statistics.median(realize_s) * us,
         "plan_best": min(plan_s) * us, "plan_median": statistics.median(plan_s) * us,
         "build_median": statistics.median(build_s) * us, "per_device": per_dev, "transfers": transfers,
+        "realize_rounds": [t / n_kernels for t in realize_s], "plan_rounds": [t / n_kernels for t in plan_s],
+        "hardware": records.session_devices(),
     }
 
 
@@ -132,7 +137,7 @@ def chains(n: int, length: int, repeats: int) -> dict:
     s1 = zd.stats()
     return {"best": min(times), "median": statistics.median(times), "devices": first_devices,
             "transfers": (s1["transfers"] - s0["transfers"]) / (repeats + 1),
-            "flops": 3 * length * 2 * n**3}
+            "flops": 3 * length * 2 * n**3, "rounds": times, "hardware": records.session_devices()}
 
 
 def print_chains(label: str, r: dict) -> None:
@@ -151,13 +156,13 @@ def main() -> None:
     ap.add_argument("--chain-repeats", type=int, default=5)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    day = datetime.date.today().isoformat()
-    machine = platform.node() or "cpu"
+    env = records.environment()
+    machine = env["machine"]
     rows = []
 
-    def row(system: str, workload: str, value: float, unit: str) -> None:
-        rows.append({"date": day, "machine": machine, "system": system, "workload": workload,
-                     "value": round(float(value), 3), "unit": unit})
+    def row(system: str, workload: str, value: float, unit: str, result: dict | None = None, key: str = "") -> None:
+        rows.append(records.row(env, system, workload, value, unit, result.get(key) if result else None,
+                                result.get("hardware") if result else None))
 
     cores = os.cpu_count() or 1
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
@@ -174,8 +179,8 @@ def main() -> None:
             r = dispatch(k, args.size, args.repeats)
             print_dispatch(label, r, k)
             results[system] = r
-            row(system, f"dispatch_{k}_kernels", r["realize_median"], "us/kernel")
-            row(system, f"driver_plan_{k}_kernels", r["plan_median"], "us/kernel")
+            row(system, f"dispatch_{k}_kernels", r["realize_median"], "us/kernel", r, "realize_rounds")
+            row(system, f"driver_plan_{k}_kernels", r["plan_median"], "us/kernel", r, "plan_rounds")
             if system == "zyx_dist-ray-3w":
                 c3 = chains(args.matmul, args.chain, args.chain_repeats)
         finally:
@@ -184,7 +189,7 @@ def main() -> None:
     try:
         r1 = dispatch(k, args.size, args.repeats)
         print_dispatch("Ray, 1 worker", r1, k)
-        row("zyx_dist-ray-1w", f"dispatch_{k}_kernels", r1["realize_median"], "us/kernel")
+        row("zyx_dist-ray-1w", f"dispatch_{k}_kernels", r1["realize_median"], "us/kernel", r1, "realize_rounds")
         c1 = chains(args.matmul, args.chain, args.chain_repeats)
     finally:
         zd.shutdown()
@@ -202,8 +207,8 @@ def main() -> None:
     if c3["transfers"]:
         print("     (the chains start on separate workers; later realizes move data between workers: the scheduler "
               "trusts per-worker kernel times measured while the workers competed for the cores)")
-    row("zyx_dist-ray-3w", f"matmul_chains_3x{L}_{n}", c3["median"] * 1e3, "ms")
-    row("zyx_dist-ray-1w", f"matmul_chains_3x{L}_{n}", c1["median"] * 1e3, "ms")
+    row("zyx_dist-ray-3w", f"matmul_chains_3x{L}_{n}", c3["median"] * 1e3, "ms", c3, "rounds")
+    row("zyx_dist-ray-1w", f"matmul_chains_3x{L}_{n}", c1["median"] * 1e3, "ms", c1, "rounds")
     row("zyx_dist-ray-3w-vs-1w", f"matmul_chains_3x{L}_{n}_speedup", speedup_median, "x")
     if args.json:
         with open(args.json, "w") as f:

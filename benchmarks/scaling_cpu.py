@@ -5,21 +5,22 @@ against NumPy and the wall time), and the dispatch cost of 200 small independent
 
     python benchmarks/scaling_cpu.py [--workers 1,2,4,8] [--size 256] [--json out.json]
 
-The PoCL workers share this machine's cores, so times show overhead and plan shape, not speed-up.
+The PoCL workers share this machine's cores, so times show overhead and plan shape, not speed-up. Times
+are medians of timed rounds; `--json` rows keep the rounds' spread, the devices with their drivers, the
+commit and package versions (zyx_dist/tools/records.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import datetime
 import json
-import platform
-import time
+import statistics
 
 import numpy as np
 
 import zyx_dist as zd
+from zyx_dist.tools import records
 
 
 def branches_graph(inputs, weights):
@@ -42,6 +43,7 @@ def main() -> None:
     ws = [rng.standard_normal((n, n), dtype=np.float32) / n**0.5 for _ in range(8)]
     want = sum((np.maximum(x @ w, 0) @ w) for x, w in zip(xs, ws)).sum(axis=0)
     rows = []
+    env = records.environment()
     for count in (int(c) for c in args.workers.split(",")):
         zd.init(devices={"opencl-cpu": count})
         try:
@@ -52,32 +54,29 @@ def main() -> None:
             per = collections.Counter(k.device for k in plan.kernels)
             got = branches_graph(inputs, weights).numpy()
             err = float(np.abs(got - want).max() / np.abs(want).max())
-            best = min(_time(lambda i=inputs, w=weights: branches_graph(i, w).realize()) for _ in range(3))
+            rounds = records.time_rounds(lambda i=inputs, w=weights: branches_graph(i, w).realize(), 0, 5)
+            median = statistics.median(rounds)
             small = [zd.tensor(rng.random(64, dtype=np.float32), device=names[i % count]).realize()
                      for i in range(200)]
             zd.realize(*[s * 2 + 1 for s in small])
-            disp = min(_time(lambda sm=small: zd.realize(*[s * 2 + 1 for s in sm])) for _ in range(5)) / 200
+            disp_rounds = [t / 200 for t in records.time_rounds(lambda sm=small: zd.realize(*[s * 2 + 1 for s in sm]),
+                                                                  0, 5)]
+            disp = statistics.median(disp_rounds)
             print(f"{count} workers: 8 branches + reduction: {len(plan.kernels)} kernels "
                   f"({', '.join(f'{d}: {c}' for d, c in sorted(per.items()))}), {len(plan.transfers)} transfers "
-                  f"({sum(t.nbytes for t in plan.transfers)} bytes), rel err {err:.1e}, {best * 1e3:.1f} ms; "
+                  f"({sum(t.nbytes for t in plan.transfers)} bytes), rel err {err:.1e}, {median * 1e3:.1f} ms median; "
                   f"dispatch {disp * 1e6:.1f} us/kernel", flush=True)
-            day = datetime.date.today().isoformat()
-            for wl, v, unit in (("branches8_ms", best * 1e3, "ms"), ("dispatch_us_per_kernel", disp * 1e6, "us"),
-                                ("branches8_transfers", len(plan.transfers), "count")):
-                rows.append({"date": day, "machine": platform.node() or "cpu", "system": f"zyx_dist-opencl-cpu x{count}",
-                             "workload": wl, "value": round(v, 2), "unit": unit})
+            hardware = records.session_devices()
+            for wl, v, unit, rs in (("branches8_ms", median * 1e3, "ms", rounds),
+                                    ("dispatch_us_per_kernel", disp * 1e6, "us", disp_rounds),
+                                    ("branches8_transfers", len(plan.transfers), "count", None)):
+                rows.append(records.row(env, f"zyx_dist-opencl-cpu x{count}", wl, v, unit, rs, hardware))
             assert err < 1e-4, err
         finally:
             zd.shutdown()
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
-
-
-def _time(fn) -> float:
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
 
 
 if __name__ == "__main__":

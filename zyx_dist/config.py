@@ -16,8 +16,10 @@ from fractions import Fraction
 from typing import Any
 
 import yaml
+from platformdirs import user_cache_dir
 
 from .errors import ConfigError
+from .logs import parse_debug
 
 __all__ = [
     "BENCHMARK_BASELINES",
@@ -31,6 +33,7 @@ __all__ = [
     "RayConfig",
     "SchedulerConfig",
     "WorkloadConfig",
+    "default_cache_dir",
     "load_config",
     "parse_devices",
     "parse_devices_string",
@@ -43,10 +46,19 @@ POLICIES = ("heft", "round_robin", "single")
 BENCHMARK_WORKLOADS = ("ew_chain", "softmax", "layernorm", "sum", "matmul", "mlp", "attention", "branches")
 BENCHMARK_DTYPES = ("float32", "float16", "float64")
 BENCHMARK_BASELINES = ("numpy", "cupy", "torch")
-DEFAULT_CACHE_DIR = "~/.cache/zyx_dist"
+
+
+def default_cache_dir() -> str:
+    """The user's cache directory for zyx_dist as the platform defines it, read now: on Linux
+    `$XDG_CACHE_HOME/zyx_dist`, or `~/.cache/zyx_dist` when XDG_CACHE_HOME is unset."""
+    return user_cache_dir("zyx_dist", appauthor=False)
+
+
+DEFAULT_CACHE_DIR = default_cache_dir()  # as it was when zyx_dist was imported; configs read it afresh
 DEVICE_NAME = re.compile(r"^(cuda|opencl):(\d+)$")
-DEVICE_COUNT_KEYS = ("opencl-cpu",)
-_DEVICES_HELP = "use 'auto', a list such as ['cuda:0', 'opencl:1'], or {'opencl-cpu': N} with N >= 1"
+DEVICE_COUNT_KEYS = ("opencl-cpu", "platform")
+_DEVICES_HELP = ("use 'auto', a list such as ['cuda:0', 'opencl:1'], or {'opencl-cpu': N} with N >= 1 "
+                 "(and optionally 'platform': 'intel', 'pocl' or part of an OpenCL platform name)")
 _SIZE_HELP = "use bytes or e.g. '512MiB', '2GiB', '1.5GB'"
 _SIZE_UNITS = {
     "b": 1,
@@ -55,7 +67,7 @@ _SIZE_UNITS = {
 }  # fmt: skip
 _SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-z]*)\s*$", re.IGNORECASE)
 
-# "auto", a tuple of device names, or {"opencl-cpu": N}.
+# "auto", a tuple of device names, or {"opencl-cpu": N} (with an optional "platform": str).
 Devices = str | tuple | dict
 
 
@@ -68,7 +80,7 @@ class SchedulerConfig:
 class AutotuneConfig:
     enabled: bool = True
     budget: int = 20  # candidate variants timed per new kernel
-    cache_dir: str = field(default_factory=lambda: os.path.expanduser(DEFAULT_CACHE_DIR))  # expanded
+    cache_dir: str = field(default_factory=default_cache_dir)  # expanded
 
 
 @dataclass(frozen=True)
@@ -256,38 +268,35 @@ def parse_devices(value: Any, key: str = "devices") -> Devices:
         if not value:
             raise ConfigError(f"{key}: empty mapping ({_DEVICES_HELP})")
         _check_keys(value, DEVICE_COUNT_KEYS, key)
-        return {k: _int(n, _dotted(key, k), 1) for k, n in value.items()}
+        if "opencl-cpu" not in value:
+            raise ConfigError(f"{key}: {_show(value)} asks for no worker ({_DEVICES_HELP})")
+        out: dict[str, Any] = {"opencl-cpu": _int(value["opencl-cpu"], _dotted(key, "opencl-cpu"), 1)}
+        if "platform" in value:
+            out["platform"] = _str(value["platform"], _dotted(key, "platform"))
+        return out
     raise ConfigError(f"{key}: {_show(value)} is not allowed ({_DEVICES_HELP})")
 
 
 def parse_devices_string(text: str, key: str = "ZYX_DIST_DEVICES") -> Devices:
     """Devices from a string as ZYX_DIST_DEVICES (or a --devices option) gives them: "auto", a comma
-    list such as "opencl:0,opencl:1", or "opencl-cpu:3" (meaning {"opencl-cpu": 3})."""
+    list such as "opencl:0,opencl:1", "opencl-cpu:3" (meaning {"opencl-cpu": 3}) or "opencl-cpu:3@pocl"
+    (3 workers on PoCL's CPU device: {"opencl-cpu": 3, "platform": "pocl"})."""
     text = text.strip()
     if text == "auto":
         return "auto"
-    m = re.match(r"^(opencl-cpu):([0-9]+)$", text)
-    value: Any = {m.group(1): int(m.group(2))} if m else [p.strip() for p in text.split(",")]
+    m = re.match(r"^(opencl-cpu):([0-9]+)(?:@(\S+))?$", text)
+    value: Any = [p.strip() for p in text.split(",")]
+    if m:
+        value = {m.group(1): int(m.group(2)), **({"platform": m.group(3)} if m.group(3) else {})}
     try:
         return parse_devices(value, key)
     except ConfigError as e:
         reason = str(e).split(": ", 1)[-1].split(" (")[0]
         raise ConfigError(
             f"{key}: {_show(text)} is not allowed: {reason} "
-            "(use 'auto', a comma list such as 'opencl:0,opencl:1', or 'opencl-cpu:N' with N >= 1)"
+            "(use 'auto', a comma list such as 'opencl:0,opencl:1', or 'opencl-cpu:N' with N >= 1, "
+            "optionally 'opencl-cpu:N@PLATFORM' with PLATFORM intel, pocl or part of a platform name)"
         ) from None
-
-
-def _debug_from_env(text: str) -> int:
-    text = text.strip()
-    try:
-        value = int(text, 0)
-    except ValueError:
-        try:
-            value = int(text)
-        except ValueError:
-            raise ConfigError(f"ZYX_DIST_DEBUG: {_show(text)} is not an integer (use an integer >= 0)") from None
-    return _int(value, "ZYX_DIST_DEBUG", 0)
 
 
 # ------------------------------------------------------------------------------------------------ loading
@@ -476,7 +485,7 @@ def load_config(config: str | os.PathLike | Mapping | Config | None = None) -> C
         overrides["devices"] = parse_devices_string(env_devices)
     env_debug = os.environ.get("ZYX_DIST_DEBUG", "").strip()
     if env_debug:
-        overrides["debug"] = _debug_from_env(env_debug)
+        overrides["debug"] = parse_debug(env_debug)
     if overrides:
         cfg = replace(cfg, **overrides)
     return cfg

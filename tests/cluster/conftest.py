@@ -1,6 +1,6 @@
 """Set-up of the cluster tier: ONE local Ray instance with 3 PoCL OpenCL CPU workers
 (`zd.init(devices={"opencl-cpu": 3})`, actors `zyx_dist/worker/opencl:0..2` in namespace `zyx_dist`, one
-logical GPU each) shared by every test under tests/cluster.
+logical CPU each) shared by every test under tests/cluster.
 
 How the session is switched:
 - The root conftest's session fixture `zd_session` (an in-process session, `zd.init(ray=False)`) is

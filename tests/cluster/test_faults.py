@@ -36,6 +36,7 @@ import numpy as np
 import pytest
 
 import zyx_dist as zd
+from zyx_dist.engine import ray_backend
 from zyx_dist.engine import session as zsession
 
 ray = pytest.importorskip("ray")
@@ -220,6 +221,31 @@ def test_spilled_tensor_survives_a_failed_realize(small_memory):
 # ---- 2. lost workers on Ray (3 workers, max_restarts 20) ------------------------------------------------
 
 WORKERS = [f"opencl:{i}" for i in range(3)]
+
+
+def test_restart_and_death_are_told_apart_by_exception_type():
+    """Ray says which it is by the class it raises; the words of the message do not count (the driver once
+    looked for "restart" in them)."""
+    unavailable = ray.exceptions.ActorUnavailableError("The actor is temporarily unavailable: IOError", None)
+    died = ray.exceptions.ActorDiedError()
+    died.error_msg += " It may be restarting."  # words that used to mean "wait for it"
+    plain = ray.exceptions.RayActorError(error_msg="The actor was restarted")
+    assert ray_backend.actor_restarting(unavailable)
+    assert not ray_backend.actor_restarting(died) and not ray_backend.actor_restarting(plain)
+
+
+@pytest.fixture
+def classified(monkeypatch) -> list[str]:
+    """The class names of the actor errors `RayBackend.recover` classifies, in order."""
+    seen: list[str] = []
+    real = ray_backend.actor_restarting
+
+    def spy(error):
+        seen.append(type(error).__name__)
+        return real(error)
+
+    monkeypatch.setattr(ray_backend, "actor_restarting", spy)
+    return seen
 
 
 @pytest.fixture(scope="module")
@@ -408,6 +434,63 @@ def test_repeated_kills_of_one_worker(ray_faults):
         check(x + i, a * 2 + i)
 
 
+@ray.remote(max_restarts=1, max_task_retries=0, num_cpus=0)
+class Napper:
+    """A bare actor for the exceptions Ray itself raises around a restart and a death."""
+
+    def nap(self, seconds: float) -> int:
+        time.sleep(seconds)
+        return os.getpid()
+
+
+def test_rays_own_exceptions_are_classified(ray_faults):
+    """A call in flight when its actor is killed with restarts left fails with ActorUnavailableError: restarting.
+    A call to an actor killed for good fails with ActorDiedError: dead."""
+    a = Napper.remote()
+    first = ray.get(a.nap.remote(0), timeout=60)
+    busy = a.nap.remote(10)
+    time.sleep(1.0)  # it is running
+    ray.kill(a, no_restart=False)
+    with pytest.raises(ray.exceptions.RayActorError) as restarting:
+        ray.get(busy, timeout=60)
+    assert isinstance(restarting.value, ray.exceptions.ActorUnavailableError), repr(restarting.value)
+    assert ray_backend.actor_restarting(restarting.value)
+    deadline = time.monotonic() + 60
+    while True:  # back, in a new process (calls made while it starts may meet ActorUnavailableError too)
+        try:
+            assert ray.get(a.nap.remote(0), timeout=60) != first
+            break
+        except ray.exceptions.ActorUnavailableError:
+            assert time.monotonic() < deadline, "the actor was not restarted"
+            time.sleep(0.1)
+    ray.kill(a, no_restart=True)
+    time.sleep(0.5)
+    with pytest.raises(ray.exceptions.RayActorError) as dead:
+        ray.get(a.nap.remote(0), timeout=60)
+    assert isinstance(dead.value, ray.exceptions.ActorDiedError), repr(dead.value)
+    assert not ray_backend.actor_restarting(dead.value)
+
+
+def test_a_restarting_worker_is_waited_for(ray_faults, classified):
+    """The worker dies by `os._exit` and Ray restarts it: `recover` waits for it (any error it meets on the way
+    is an ActorUnavailableError; its call may also just wait in Ray's queue for the new process) and keeps the
+    worker; what it held is recomputed."""
+    dev = "opencl:1"
+    a = rng_data((40, 30), seed=30)
+    x = (zd.tensor(a, device=dev) * 3).realize()
+    count_fault()
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(actor(dev).crash.remote(), timeout=60)  # the process is gone; Ray starts a new one
+    before = recoveries()
+    t = time.monotonic()
+    ray_faults.recover({dev})
+    assert set(classified) <= {"ActorUnavailableError"}, classified
+    assert time.monotonic() - t < 60
+    assert recoveries() == before + 1 and [d.name for d in zd.devices()] == WORKERS  # kept, not dropped
+    check(x, a * 3)
+    check(zd.tensor(a, device=dev) + 1, a + 1)  # and it takes new work
+
+
 def test_nothing_leaks_after_recoveries(ray_faults):
     usage = live_in_use()
     assert all(v == 0 for v in usage.values()), f"buffers left after the tests' tensors were deleted: {usage}"
@@ -440,9 +523,10 @@ def every_worker(how: str):
         check(t, a + 1)
 
 
-def test_permanently_killed_worker_is_dropped(ray_faults):
-    """`ray.kill(..., no_restart=True)`: Ray will not bring it back; the driver drops it and the survivors do
-    the work, including recomputing what lived there (even tensors pinned to it)."""
+def test_permanently_killed_worker_is_dropped(ray_faults, classified):
+    """`ray.kill(..., no_restart=True)`: Ray will not bring it back (`ActorDiedError`, so the driver does not
+    wait for it); the driver drops it and the survivors do the work, including recomputing what lived there
+    (even tensors pinned to it)."""
     gone = "opencl:2"
     a, b = rng_data((64, 32), seed=16), rng_data((32, 16), seed=17)
     x = zd.tensor(a, device=gone).realize()
@@ -451,7 +535,9 @@ def test_permanently_killed_worker_is_dropped(ray_faults):
     before = recoveries()
     kill(gone, "ray.kill", wait=False, restart=False)
     time.sleep(1.0)
+    t = time.monotonic()
     check(y, a @ b)
+    assert classified == ["ActorDiedError"] and time.monotonic() - t < 30, classified  # no 60 s wait
     check(x, a)
     for i, a_i in enumerate(spread):
         check(a_i, a + i)
@@ -570,7 +656,7 @@ def test_recomputable_tensor_next_to_a_lost_upload(ray_no_host_copies):
         x.numpy()
 
 
-def test_worker_past_max_restarts_is_dropped(ray_no_host_copies):
+def test_worker_past_max_restarts_is_dropped(ray_no_host_copies, classified):
     """opencl:1 was restarted 3 times (max_restarts: 3); killed again, Ray does not bring it back: the driver
     drops it and opencl:0 does the work, recomputing what lived on opencl:1 from lineage."""
     gone = "opencl:1"
@@ -584,6 +670,7 @@ def test_worker_past_max_restarts_is_dropped(ray_no_host_copies):
         ray.get(actor(gone).incarnation.remote(), timeout=30)
     want_x = np.full((3, 4), 6, np.int32)
     check(x, want_x)
+    assert classified == ["ActorDiedError"], classified  # out of restarts: dead, not restarting
     assert recoveries() > before
     check(x + kept, want_x + a)
     assert [d.name for d in zd.devices()] == ["opencl:0"]

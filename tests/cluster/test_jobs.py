@@ -106,7 +106,7 @@ def _stop(proc: subprocess.Popen, temp_dir: str) -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("aiohttp") is None or importlib.util.find_spec("grpc") is None,
-                    reason="job submission needs ray[default] (pip install 'zyx_dist[cluster]')")
+                    reason="job submission needs ray[default] (pip install -e '.[cluster]')")
 def test_ray_job_submit_to_a_local_head_with_token_auth(no_session, tmp_path):
     ray_cli = _ray_cli()
     gcs, dash, client, agent, agent_grpc, renv, metrics = free_ports(7)
@@ -118,7 +118,7 @@ def test_ray_job_submit_to_a_local_head_with_token_auth(no_session, tmp_path):
                RAY_USAGE_STATS_ENABLED="0")
     head = subprocess.Popen(
         [ray_cli, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={gcs}", "--num-cpus=2",
-         "--num-gpus=2", "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}",
+         "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}",
          f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent}",
          f"--dashboard-agent-grpc-port={agent_grpc}", f"--runtime-env-agent-port={renv}",
          f"--metrics-export-port={metrics}", f"--temp-dir={temp_dir}", "--disable-usage-stats"],
@@ -171,12 +171,12 @@ def test_tensor_moves_between_workers_on_two_nodes(no_session):
 
     head_port, head_agent, node_agent = free_ports(3)
     cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "num_gpus": 1, "gcs_server_port": head_port, "include_dashboard": False,
+        "num_cpus": 1, "gcs_server_port": head_port, "include_dashboard": False,
         "dashboard_agent_listen_port": head_agent})
     try:
-        cluster.add_node(num_cpus=1, num_gpus=1, dashboard_agent_listen_port=node_agent)
+        cluster.add_node(num_cpus=1, dashboard_agent_listen_port=node_agent)
         cluster.wait_for_nodes()
-        # one logical GPU per node, one GPU per worker actor: opencl:0 and opencl:1 land on different nodes
+        # one CPU per node, one CPU per OpenCL worker actor: opencl:0 and opencl:1 land on different nodes
         zd.init(address=cluster.address, devices={"opencl-cpu": 2})
         devs = {d.name: d for d in zd.devices()}
         assert sorted(devs) == ["opencl:0", "opencl:1"]

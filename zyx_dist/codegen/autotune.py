@@ -5,19 +5,24 @@ its order of preference; the first `autotune.budget` of them are compiled and la
 tensor), timed by device-side timers, and the fastest wins. Trials are not user kernels: they go
 through `run_timed`, outside `zd.stats()["kernels_launched"]`. Winners are kept in memory and on disk
 as JSON under `autotune.cache_dir`, one file per device model and driver version, keyed by a hash of
-the kernel's structure, so a second process launches the winner at once. Kernels too short to repay
-their trials, and searches that could time nothing, keep the first candidate, unremembered.
+the cache format, the renderer's version (a digest of the codegen sources, so a renderer change never
+reuses a winner timed on other code) and the kernel's structure, so a second process launches the winner
+at once. Several processes may tune at once: a save merges into the file under its lock. Kernels too short
+to repay their trials, and searches that could time nothing, keep the first candidate, unremembered.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from .._util import read_json, write_json
+from .. import logs
+from .._util import read_json, update_json
 from ..fuse.kernelize import Kernel
 from ..protocol import Alloc, BatchResult, Compile, Done, Free, Launch, Sync
 from ..runtime.pool import bucket_size
@@ -27,6 +32,8 @@ from .render import Program, facts, kernel_key, render_kernel
 
 MIN_SECONDS = 2e-4  # kernels estimated shorter than this are not timed: the trials would cost more than they win
 TRIALS = 3  # launches per candidate; the fastest counts (the first may pay for a cold cache)
+AUTOTUNE_FORMAT = 2  # of autotune-v<N>-*.json and its keys; bump when either changes meaning
+MAX_ENTRIES = 4096  # per file; beyond it the oldest winners of other renderer versions go first
 
 
 @dataclass(frozen=True)
@@ -42,13 +49,35 @@ class Target:
     gbps: float
 
 
+@functools.lru_cache(maxsize=1)
+def renderer_version() -> str:
+    """A digest of the code that turns a kernel and its options into source: every module of this package but
+    the tuner itself. Any change to it gives a new version, so winners timed on other code are not reused."""
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha1()
+    try:
+        for path in sorted(here.glob("*.py")):
+            if path.name not in ("autotune.py", "__init__.py"):
+                digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    except OSError:  # sources not readable (a frozen install): the package version stands in
+        from importlib import metadata
+
+        try:
+            digest.update(metadata.version("zyx_dist").encode())
+        except metadata.PackageNotFoundError:
+            digest.update(b"unknown")
+    return digest.hexdigest()[:12]
+
+
 def kernel_hash(kernel: Kernel) -> str:
-    return hashlib.sha1(repr(kernel_key(kernel)).encode()).hexdigest()[:20]
+    """The cache key of a kernel's winner: format, renderer version and the kernel's structure."""
+    text = f"{AUTOTUNE_FORMAT}|{renderer_version()}|{kernel_key(kernel)!r}"
+    return hashlib.sha1(text.encode()).hexdigest()[:20]
 
 
 class Tuner:
-    def __init__(self, enabled: bool, budget: int, cache_dir: str | None, debug: int = 0) -> None:
-        self.enabled, self.budget, self.debug = enabled, budget, debug
+    def __init__(self, enabled: bool, budget: int, cache_dir: str | None) -> None:
+        self.enabled, self.budget = enabled, budget
         self.cache_dir = Path(os.path.expanduser(cache_dir)) if cache_dir else None
         self.chosen: dict[tuple[str, str], KernelOpts] = {}  # (target key, kernel hash) -> options
         self.disk: dict[str, dict] = {}  # target key -> the file's entries
@@ -82,8 +111,8 @@ class Tuner:
         try:
             won = self._time(kernel, target, run, new_id, cands[: self.budget], first)
         except Exception as e:  # noqa: BLE001 -- e.g. the worker was lost: the realize that follows finds out
-            if self.debug & 32:
-                print(f"zyx_dist: autotune of {first.name} on {target.device} stopped: {type(e).__name__}: {e}")
+            logs.emit("autotune", f"zyx_dist: autotune of {first.name} on {target.device} stopped: "
+                                  f"{type(e).__name__}: {e}")
             won = None
         if won is None:  # nothing timed: the default, not remembered
             return cands[0], first
@@ -112,16 +141,16 @@ class Tuner:
                 ok = all(isinstance(r, Done) for r in res.results) and len(res.kernel_seconds) == TRIALS
                 secs = min(res.kernel_seconds) if ok else float("inf")
                 times.append((secs, i, opts, prog))
-                if self.debug & 32:
+                if logs.enabled("autotune"):
                     shown = f"{secs * 1e6:9.1f} us" if ok else "   failed"
-                    print(f"zyx_dist: autotune {prog.name} on {target.device}: {opts.tag()} {shown}")
+                    logs.emit("autotune", f"zyx_dist: autotune {prog.name} on {target.device}: {opts.tag()} {shown}")
         finally:
             run([Free(b) for b in bufs])
         secs, _, best, prog = min(times, key=lambda t: (t[0], t[1]))
         if secs == float("inf"):
             return None
-        if self.debug & 32:
-            print(f"zyx_dist: autotune winner {best.tag()} ({secs * 1e6:.1f} us) of {len(times)} candidates")
+        logs.emit("autotune", f"zyx_dist: autotune winner {best.tag()} ({secs * 1e6:.1f} us) of {len(times)} "
+                              "candidates")
         return best, prog
 
     # ---- the disk cache: one JSON file per device model, never code ----------------------------------------
@@ -129,22 +158,42 @@ class Tuner:
     def _file(self, target: Target) -> Path | None:
         if self.cache_dir is None:
             return None
-        return self.cache_dir / f"autotune-{hashlib.sha1(target.key.encode()).hexdigest()[:16]}.json"
+        return self.cache_dir / f"autotune-v{AUTOTUNE_FORMAT}-{hashlib.sha1(target.key.encode()).hexdigest()[:16]}.json"
 
     def _entries(self, target: Target) -> dict:
         if target.key not in self.disk:
             path = self._file(target)
-            data = read_json(path) if path is not None else None
-            ok = isinstance(data, dict) and data.get("device") == target.key and isinstance(data.get("kernels"), dict)
-            self.disk[target.key] = data["kernels"] if ok else {}  # missing, damaged or foreign: tune again
+            self.disk[target.key] = _kernels_of(read_json(path) if path is not None else None, target.key)
         return self.disk[target.key]
 
     def _save(self, target: Target, h: str, opts: KernelOpts) -> None:
-        entries = self._entries(target)
-        entries[h] = {"opts": asdict(opts)}
+        entry = {"opts": asdict(opts), "renderer": renderer_version(), "saved": round(time.time(), 3)}
+        self._entries(target)[h] = entry
         path = self._file(target)
-        if path is not None:
-            write_json(path, {"device": target.key, "kernels": entries})
+        if path is None:
+            return
+
+        def merge(current: object) -> dict:  # what other processes saved since we read the file stays
+            kernels = _kernels_of(current, target.key)
+            kernels[h] = entry
+            if len(kernels) > MAX_ENTRIES:
+                mine = renderer_version()
+                order = sorted(kernels, key=lambda k: (kernels[k].get("renderer") == mine, kernels[k].get("saved", 0)))
+                for k in order[: len(kernels) - MAX_ENTRIES]:
+                    del kernels[k]
+            return {"format": AUTOTUNE_FORMAT, "device": target.key, "kernels": kernels}
+
+        self.disk[target.key] = update_json(path, merge)["kernels"]
+
+
+def _kernels_of(data: object, device: str) -> dict:
+    """The entries of an autotune file of this format and device model whose options this version reads;
+    {} for a missing, damaged or foreign file (tune again)."""
+    if not (isinstance(data, dict) and data.get("format") == AUTOTUNE_FORMAT and data.get("device") == device
+            and isinstance(data.get("kernels"), dict)):
+        return {}
+    return {h: e for h, e in data["kernels"].items()
+            if isinstance(h, str) and isinstance(e, dict) and _opts(e.get("opts")) is not None}
 
 
 def _opts(data: object) -> KernelOpts | None:

@@ -36,28 +36,27 @@ def substitute(batch: list[Command], data: dict) -> list[Command]:
 
 
 def resolve_devices(devices: Any, local: bool = True) -> list[tuple[str, str]]:
-    """(logical name, physical spec) for each worker to start. In-process (`local`), specs are checked
-    against this machine's OpenCL devices; on Ray they are resolved by each worker on its own node
-    (`opencl:cpu` is the node's first CPU device, `opencl:auto` its best device)."""
+    """(logical name, physical spec) for each worker to start. In-process (`local`), `auto` is resolved on this
+    machine (`runtime.discover`); on Ray each worker resolves its spec on its own node (`opencl:cpu` is the
+    node's preferred working CPU device, `opencl:auto` its best device, `@platform` narrows either)."""
     if isinstance(devices, dict):
         n = int(devices.get("opencl-cpu", 0))
         if n < 1:
             raise DeviceError(f"devices: {devices!r} asks for no worker")
-        return [(f"opencl:{i}", "opencl:cpu") for i in range(n)]
+        platform = devices.get("platform")
+        spec = f"opencl:cpu@{platform}" if platform else "opencl:cpu"
+        return [(f"opencl:{i}", spec) for i in range(n)]
     if devices in (None, "auto"):
-        cuda = _visible_cuda_devices()
-        if cuda:  # API.md: every CUDA GPU if any is visible, else OpenCL GPUs, else one OpenCL CPU
-            return [(f"cuda:{i}", f"cuda:{i}") for i in range(cuda)]
         if not local:
-            return [("opencl:0", "opencl:auto")]
-        from ..runtime.opencl import list_opencl_devices
+            from ..runtime.discover import cuda_devices
 
-        found = list_opencl_devices()
-        gpus = [d for d in found if d["type"] == "gpu"]
-        chosen = gpus or [d for d in found if d["type"] == "cpu"][:1] or found[:1]
-        if not chosen:
-            raise DeviceError("no device available: no OpenCL device found (pip install pocl-binary-distribution)")
-        return [(f"opencl:{i}", f"opencl:{d['index']}") for i, d in enumerate(chosen)]
+            cuda = len(cuda_devices())  # API.md: every CUDA GPU if any is visible, else the best OpenCL device
+            return [(f"cuda:{i}", f"cuda:{i}") for i in range(cuda)] if cuda else [("opencl:0", "opencl:auto")]
+        from ..runtime.discover import auto_specs
+
+        specs = auto_specs()
+        kind = specs[0].partition(":")[0]
+        return [(f"{kind}:{i}", spec) for i, spec in enumerate(specs)]
     out = []
     for name in devices:
         kind, _, idx = str(name).partition(":")
@@ -67,16 +66,6 @@ def resolve_devices(devices: Any, local: bool = True) -> list[tuple[str, str]]:
     if len(set(out)) != len(out):
         raise DeviceError(f"devices: {list(devices)!r} names a device twice")
     return out
-
-
-def _visible_cuda_devices() -> int:
-    """How many CUDA GPUs CuPy sees in this process (0 without CuPy or a driver)."""
-    try:
-        from ..runtime.cuda import list_cuda_devices
-
-        return len(list_cuda_devices())
-    except Exception:  # noqa: BLE001 -- no cupy, no driver, no device: not a CUDA machine
-        return 0
 
 
 class InProcessBackend:

@@ -1,8 +1,11 @@
 """Driver side: measures a device's peak memory bandwidth and compute with two short kernels sent
 through the ordinary protocol (device-side timers), for the scheduler's cost model and
 `zd.devices()`. Takes a `run(batch) -> BatchResult` function for one worker and the worker's info;
-gives (peak_gflops, peak_gbps). Results are cached per device model in memory and as JSON under the
-autotune cache directory, so a second process does not measure again.
+gives (peak_gflops, peak_gbps). Results are cached per device model (and driver version) in memory and as
+JSON under the autotune cache directory, so a second process does not measure again. The file's name and
+contents carry `PROBE_FORMAT` (a change to the probe kernels or the file's layout bumps it, so old figures
+are never read); writes merge under the file's lock, so processes probing different devices at once keep
+each other's figures.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._util import read_json, write_json
+from .._util import read_json, update_json
 from ..protocol import Alloc, BatchResult, Compile, CopyIn, CopyOut, Free, Launch, Recv, Send, Sync, TransferRef
 
 _BW_N = 1 << 22  # floats per buffer: 16 MiB in, 16 MiB out
@@ -44,12 +47,25 @@ _FL_SRC_CUDA = f"""extern "C" __global__ void probe_flops(float* __restrict__ ou
   out[i] = x0 + x1 + x2 + x3 + y0 + y1 + y2 + y3;
 }}"""
 _SOURCES = {"opencl": (_BW_SRC, _FL_SRC), "cuda": (_BW_SRC_CUDA, _FL_SRC_CUDA)}
+PROBE_FORMAT = 2  # of the probe kernels and of probe-v<N>.json: {"format": N, "peaks": {model key: [GFLOP/s, GB/s]}}
 _memory: dict[str, tuple[float, float]] = {}
 _NOMINAL = {"opencl": (10.0, 5.0), "cuda": (10_000.0, 1_000.0)}  # (GFLOP/s, GB/s) when nothing is measured
 
 
 def _cache_file(cache_dir: str) -> Path:
-    return Path(os.path.expanduser(cache_dir)) / "probe.json"
+    return Path(os.path.expanduser(cache_dir)) / f"probe-v{PROBE_FORMAT}.json"
+
+
+def _peaks_of(data: object) -> dict:
+    """The peaks of a probe file this version wrote; {} for anything else (missing, damaged, another format)."""
+    if isinstance(data, dict) and data.get("format") == PROBE_FORMAT and isinstance(data.get("peaks"), dict):
+        return data["peaks"]
+    return {}
+
+
+def _valid(peaks: object) -> bool:
+    return isinstance(peaks, list) and len(peaks) == 2 and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in peaks)
 
 
 def measure(run: Callable[[list], BatchResult], key: str, cache_dir: str | None,
@@ -58,10 +74,8 @@ def measure(run: Callable[[list], BatchResult], key: str, cache_dir: str | None,
     kernels in the device's `dialect` ("opencl" or "cuda")."""
     if key in _memory:
         return _memory[key]
-    disk = read_json(_cache_file(cache_dir)) if cache_dir else None
-    disk = disk if isinstance(disk, dict) else {}  # missing or damaged: measure again
-    peaks = disk.get(key)
-    if isinstance(peaks, list) and len(peaks) == 2 and all(isinstance(v, (int, float)) and v > 0 for v in peaks):
+    peaks = _peaks_of(read_json(_cache_file(cache_dir))).get(key) if cache_dir else None
+    if _valid(peaks):  # else missing or damaged: measure again
         _memory[key] = (float(peaks[0]), float(peaks[1]))
         return _memory[key]
     ids = range(-10, 0)  # negative ids never collide with the driver's
@@ -83,8 +97,12 @@ def measure(run: Callable[[list], BatchResult], key: str, cache_dir: str | None,
     gflops = _FL_N * _FL_ITERS * 16 / min(secs[1::2]) / 1e9
     _memory[key] = (gflops, gbps)
     if cache_dir:
-        disk[key] = [gflops, gbps]
-        write_json(_cache_file(cache_dir), disk)
+        def merge(current: object) -> dict:  # another process may have added other models meanwhile
+            peaks = {k: v for k, v in _peaks_of(current).items() if _valid(v)}
+            peaks[key] = [gflops, gbps]
+            return {"format": PROBE_FORMAT, "peaks": peaks}
+
+        update_json(_cache_file(cache_dir), merge)
     return _memory[key]
 
 

@@ -1,7 +1,8 @@
 """Driver side: the Ray backend (the only driver-side module that imports ray). Takes logical device
 names bound to physical specs, the config and a Ray address; starts (or joins) Ray, creates one named
-actor per device (`zyx_dist/worker/<device>` in the config's namespace, one logical GPU each), and runs
-scheduler steps on them: one actor call per worker per step, all submitted at once. A transfer's array
+actor per device (`zyx_dist/worker/<device>` in the config's namespace; a CUDA worker claims a GPU, an
+OpenCL worker a CPU: `worker_resources`), and runs scheduler steps on them: one actor call per worker per
+step, all submitted at once. A transfer's array
 goes from the exporting call's extra return value straight into the destination's later call, so Ray
 orders the two workers by that data alone and the driver never blocks except to collect results.
 """
@@ -18,6 +19,16 @@ from ..protocol import BatchResult, Command
 from .backends import LostWorkers, exports_of, substitute
 
 
+def _is_gpu(spec: str) -> bool:
+    return spec.startswith("cuda:")
+
+
+def worker_resources(spec: str) -> dict[str, float]:
+    """What a worker claims from Ray: a CUDA worker one GPU (Ray narrows CUDA_VISIBLE_DEVICES to it); an OpenCL
+    worker one CPU, since the device it drives is a CPU or a GPU that Ray does not schedule."""
+    return {"num_gpus": 1, "num_cpus": 0} if _is_gpu(spec) else {"num_gpus": 0, "num_cpus": 1}
+
+
 class RayBackend:
     def __init__(self, devices: list[tuple[str, str]], config: Any, address: str | None = None):
         from ..runtime.actor import WorkerActor
@@ -30,10 +41,10 @@ class RayBackend:
                                       "log_to_driver": True}
             if address:
                 kwargs["address"] = address
-            else:  # a new local instance (never a cluster that happens to run here): one logical GPU
-                kwargs["address"] = "local"  # per worker, so Ray places them as it would GPUs
-                kwargs["num_gpus"] = len(devices)
-                kwargs["num_cpus"] = max(2, os.cpu_count() or 1)
+            else:  # a new local instance, never a cluster that happens to run here; Ray finds the GPUs itself,
+                # and CPU workers get a logical CPU each even where there are more workers than cores
+                kwargs["address"] = "local"
+                kwargs["num_cpus"] = max(os.cpu_count() or 1, sum(1 for _, spec in devices if not _is_gpu(spec)))
             try:
                 ray.init(**kwargs)
             except Exception as e:
@@ -43,9 +54,9 @@ class RayBackend:
         try:
             for name, spec in devices:
                 self.actors[name] = WorkerActor.options(
-                    name=f"zyx_dist/worker/{name}", namespace=self.namespace, num_gpus=1, num_cpus=0,
+                    name=f"zyx_dist/worker/{name}", namespace=self.namespace, **worker_resources(spec),
                     max_restarts=config.ray.max_restarts, max_task_retries=0,
-                ).remote(spec, config.memory_limit, name)
+                ).remote(spec, config.memory_limit, name, config.debug)
             self.nccl_ranks = self._init_nccl([name for name, spec in devices if spec.startswith("cuda:")])
             self.infos = dict(zip(self.actors, self._get([a.info.remote() for a in self.actors.values()])))
             self.incarnations = {name: info["incarnation"] for name, info in self.infos.items()}
@@ -153,7 +164,8 @@ class RayBackend:
         return results
 
     def recover(self, name: str, timeout: float = 60.0) -> bool:
-        """Wait for Ray to restart worker `name`; True when it is back (empty), False when it is gone."""
+        """Wait for Ray to restart worker `name`; True when it is back (empty), False when it is gone. Told
+        apart by the exception Ray raises (`actor_restarting`), never by the text of its message."""
         import time
 
         deadline = time.monotonic() + timeout
@@ -163,9 +175,7 @@ class RayBackend:
                 self.incarnations[name] = ray.get(self.actors[name].reset.remote(), timeout=timeout)
                 return True
             except ray.exceptions.RayActorError as e:
-                if "restart" not in str(e).lower() and not isinstance(e, ray.exceptions.ActorUnavailableError):
-                    return False
-                if time.monotonic() > deadline:
+                if not actor_restarting(e) or time.monotonic() > deadline:
                     return False
                 time.sleep(0.2)
             except ray.exceptions.GetTimeoutError:
@@ -181,3 +191,10 @@ class RayBackend:
         if self.started_ray and ray.is_initialized():
             ray.shutdown()
         self.started_ray = False
+
+
+def actor_restarting(error: BaseException) -> bool:
+    """Whether an actor call failed because Ray is restarting the actor (`ActorUnavailableError`: it may come
+    back, with its state gone), as opposed to the actor being dead for good (`ActorDiedError`: killed with
+    `no_restart=True`, or out of `max_restarts`; any other `RayActorError` counts as dead too)."""
+    return isinstance(error, ray.exceptions.ActorUnavailableError)

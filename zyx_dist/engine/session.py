@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import context
+from .. import context, logs
 from ..codegen.autotune import Target, Tuner
 from ..codegen.render import Program, kernel_key
 from ..config import Config, load_config
@@ -71,6 +71,7 @@ class Session:
     def __init__(self, config: Config, devices: Any, ray: bool, address: str | None = None):
         self.config = config
         self.debug = config.debug
+        logs.apply_debug(config.debug)  # before the workers open: in-process ones log through the same loggers
         self.closed = True
         pairs = resolve_devices(devices if devices is not None else config.devices)
         if ray:
@@ -102,7 +103,7 @@ class Session:
         self.infos = {name: self.backend.info(name) for name in self.device_names}
         self.peaks = {}
         for name, info in self.infos.items():
-            key = f"{info['backend']}:{info['device_name']}:{info['vendor']}"
+            key = _variant_key(info)  # device model and driver version
             self.peaks[name] = probe.measure(lambda b, n=name: self.backend.run_timed(n, b), key,
                                              self.config.autotune.cache_dir, info["backend"],
                                              int(info["memory_bytes"]))
@@ -112,8 +113,7 @@ class Session:
             key = _variant_key(i)
             self.targets.setdefault(key, Target(key, i["backend"], i.get("type") == "gpu",
                                                 int(i.get("max_work_group_size") or 1024), name, *self.peaks[name]))
-        self.tuner = Tuner(self.config.autotune.enabled, self.config.autotune.budget, self.config.autotune.cache_dir,
-                           self.debug)
+        self.tuner = Tuner(self.config.autotune.enabled, self.config.autotune.budget, self.config.autotune.cache_dir)
         models = {name: DeviceModel(name, bool(i["fp64"]), self.peaks[name][0], self.peaks[name][1],
                                     int(i["memory_bytes"]), dialect=i["backend"], nccl_rank=i.get("nccl_rank"),
                                     variant=_variant_key(i))
@@ -122,11 +122,12 @@ class Session:
         if len(self.device_names) > 1:
             self.state.link = probe.links(self.backend, self.device_names, self.state.new_id,
                                           {n: m.nccl_rank for n, m in models.items()})
-        if self.debug & 1:
+        if logs.enabled("devices"):
             for d in self.devices():
-                print(f"zyx_dist: {d.name} ({d.backend}, {d.device_name}, node {d.node}) "
-                      f"{d.memory_bytes / 2**30:.1f} GiB, {d.compute_units} compute units, fp16={d.fp16} "
-                      f"fp64={d.fp64}, peaks {d.peak_gflops:.0f} GFLOP/s {d.peak_gbps:.1f} GB/s")
+                logs.logger("devices").debug(
+                    f"zyx_dist: {d.name} ({d.backend}, {d.device_name}, node {d.node}) "
+                    f"{d.memory_bytes / 2**30:.1f} GiB, {d.compute_units} compute units, fp16={d.fp16} "
+                    f"fp64={d.fp64}, peaks {d.peak_gflops:.0f} GFLOP/s {d.peak_gbps:.1f} GB/s")
 
     # ---- lifecycle -------------------------------------------------------------------------------------
 
@@ -207,8 +208,8 @@ class Session:
                 run = (lambda b, d=dev: self.backend.run_timed(d, b)) if dev is not None else None
                 free = self.state.devices[dev].memory - self.state.used[dev] if dev is not None else 0
                 prog = self.programs[(key, variant)] = self.tuner.program(kernel, target, run, free, self.state.new_id)
-                if self.debug & 16:
-                    print(f"zyx_dist: source of {prog.name}\n{prog.source}")
+                if logs.enabled("source"):
+                    logs.logger("source").debug(f"zyx_dist: source of {prog.name}\n{prog.source}")
             out[variant] = prog
         return out
 
@@ -284,11 +285,11 @@ class Session:
         if not sched.steps:
             return
         t1 = time.perf_counter()
-        if self.debug & 4:
+        if logs.enabled("kernels"):
             debug.print_kernels(kernels, programs)
-        if self.debug & 8:
+        if logs.enabled("ir"):
             debug.print_ir(kernels)
-        if self.debug & 64:
+        if logs.enabled("scheduler"):
             debug.print_schedule(sched)
         last: dict[str, list] = {}
         for step in sched.steps:
@@ -326,9 +327,9 @@ class Session:
         t3 = time.perf_counter()
         if self.trace_events is not None:
             self._trace(sched, results, (t0, t1, t2, t3))
-        if self.debug & 2:
-            print(f"zyx_dist: realize {len(kernels)} kernels in {len(sched.steps)} steps: plan "
-                  f"{1e3 * (t1 - t0):.2f} ms, run {1e3 * (t2 - t1):.2f} ms")
+        if logs.enabled("timings"):
+            logs.logger("timings").debug(f"zyx_dist: realize {len(kernels)} kernels in {len(sched.steps)} steps: "
+                                         f"plan {1e3 * (t1 - t0):.2f} ms, run {1e3 * (t2 - t1):.2f} ms")
 
     def _measure(self, sched: Schedule, results: list[dict[str, BatchResult]]) -> None:
         """Feed device-side kernel times back to the scheduler's cost model."""

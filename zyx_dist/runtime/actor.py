@@ -12,6 +12,7 @@ import os
 
 import ray
 
+from .. import logs
 from ..protocol import BatchResult, Command, CopyOut, Done
 from .worker import Worker
 
@@ -38,7 +39,10 @@ def local_spec(spec: str) -> str:
 
 @ray.remote
 class WorkerActor:
-    def __init__(self, spec: str, memory_limit: int | None, name: str):
+    def __init__(self, spec: str, memory_limit: int | None, name: str, debug: int | None = None):
+        # the driver's ZYX_DIST_DEBUG bits (its config), else this process's environment; the lines go to this
+        # process's stderr, which Ray forwards to the driver (log_to_driver)
+        logs.apply_debug(logs.debug_from_env() if debug is None else debug)
         self.name = name
         self.worker = Worker(local_spec(spec), memory_limit, profile=True)
 

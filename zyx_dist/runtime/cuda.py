@@ -26,10 +26,17 @@ except ImportError:  # reported when a device is opened, so importing zyx_dist n
 COMPILE_OPTIONS = ("-std=c++17",)
 
 
+# What to install for the CUDA backend; the README's set-up section says the same.
+CUPY_INSTALL_HINT = (
+    "install CuPy with its CUDA runtime parts for the CUDA major version of the driver (nvidia-smi shows it): "
+    "pip install 'cupy-cuda12x[ctk]' nvidia-nccl-cu12 for CUDA 12, or 'cupy-cuda13x[ctk]' nvidia-nccl-cu13 for "
+    "CUDA 13 (the same as the extras of a zyx_dist checkout: pip install -e '.[cuda12]' or -e '.[cuda13]')"
+)
+
+
 def _require_cupy(device: str = "cuda") -> Any:
     if cp is None:
-        raise DeviceError(f"{device}: cupy is not installed: `pip install cupy-cuda13x` "
-                          "(or cupy-cuda12x for CUDA 12 drivers)")
+        raise DeviceError(f"{device}: cupy is not installed: {CUPY_INSTALL_HINT}")
     return cp
 
 

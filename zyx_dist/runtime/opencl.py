@@ -15,7 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import logs
 from ..errors import CompileError, DeviceError, OutOfMemoryError, numbered
+from .icd import register_pip_runtimes
+from .opencl_select import INTEL_FIX, by_index, choose, diagnose
 
 try:
     import pyopencl as cl
@@ -31,25 +34,19 @@ _TYPES = {"GPU": "gpu", "CPU": "cpu", "ACCELERATOR": "accelerator", "CUSTOM": "c
 
 def _require_cl() -> Any:
     if cl is None:
-        raise DeviceError("pyopencl is not installed: `pip install pyopencl pocl-binary-distribution`")
+        raise DeviceError("pyopencl is not installed: `pip install pyopencl`, and an OpenCL driver "
+                          f"(for the CPU: {INTEL_FIX})")
     return cl
 
 
 def _devices() -> list[tuple[Any, Any]]:
     """(platform, device) pairs in the stable global order."""
     _require_cl()
+    register_pip_runtimes()  # before the loader's first look at its ICD files
     try:
         platforms = cl.get_platforms()
-    except cl.Error as e:  # no ICD loader entries: clGetPlatformIDs fails with PLATFORM_NOT_FOUND_KHR
-        platforms, err = [], e
-    else:
-        err = None
-    if not platforms:
-        raise DeviceError(
-            "no OpenCL platform found"
-            + (f" ({err})" if err else "")
-            + "; install an OpenCL driver, e.g. `pip install pocl-binary-distribution` for the CPU"
-        )
+    except cl.Error:  # no ICD loader entries: clGetPlatformIDs fails with PLATFORM_NOT_FOUND_KHR
+        platforms = []
     out = []
     for p in platforms:
         try:
@@ -65,13 +62,72 @@ def _device_type(d: Any) -> str:
     return names[0] if names else str(d.type)
 
 
+# A kernel every working device builds and runs: a platform whose compiler is broken for this machine (PoCL's
+# LLVM on a CPU it does not know) fails here, when the device is listed, not on the user's first kernel.
+SELF_TEST_SOURCE = """__kernel void zyx_dist_self_test(__global float *x) {
+    int i = get_global_id(0);
+    x[i] = x[i] * 2.0f + (float)i;
+}"""
+_SELF_TEST_N = 64
+_self_tests: dict[tuple, str | None] = {}  # (platform, version, device, driver) -> None if it works, else why
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            fields = dict(line.split(":", 1) for line in f.read().split("\n\n", 1)[0].splitlines() if ":" in line)
+    except OSError:
+        return ""
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    return f"{fields.get('model name', '')}, CPU family {fields.get('cpu family', '?')}".strip(", ")
+
+
+def self_test(p: Any, d: Any) -> str | None:
+    """None when a tiny kernel builds and computes the right values on device `d`, else the reason (cached
+    per process)."""
+    key = (p.name, p.version, d.name, d.driver_version)
+    if key in _self_tests:
+        return _self_tests[key]
+    problem = None
+    host = np.arange(_SELF_TEST_N, dtype=np.float32)
+    try:
+        ctx = cl.Context([d])
+        queue = cl.CommandQueue(ctx, d)
+        program = cl.Program(ctx, SELF_TEST_SOURCE)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                program.build()
+        except cl.Error as e:
+            try:
+                log = program.get_build_info(d, cl.program_build_info.LOG)
+            except cl.Error:
+                log = ""
+            # the build log says why; pyopencl's own message repeats the status code
+            problem = diagnose(log.strip() or str(e).split("\n")[0], p.name,
+                               _cpu_model() if _device_type(d) == "cpu" else "")
+        else:
+            buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
+            program.zyx_dist_self_test(queue, (_SELF_TEST_N,), None, buf)
+            out = np.empty_like(host)
+            cl.enqueue_copy(queue, out, buf, is_blocking=True)
+            if not np.array_equal(out, host * 2 + np.arange(_SELF_TEST_N, dtype=np.float32)):
+                problem = "its self-test kernel computed wrong values"
+    except cl.Error as e:
+        problem = f"its self-test failed: {' '.join(str(e).split())[:300]}"
+    _self_tests[key] = problem
+    return problem
+
+
 def _describe(index: int, p: Any, d: Any) -> dict:
     ext = d.extensions.split()
+    problem = self_test(p, d)
     return {
         "index": index,
         "name": d.name.strip(),
         "vendor": d.vendor.strip(),
         "platform": p.name.strip(),
+        "platform_version": p.version.strip(),
         "type": _device_type(d),
         "global_mem_size": int(d.global_mem_size),
         "max_mem_alloc_size": int(d.max_mem_alloc_size),
@@ -80,12 +136,38 @@ def _describe(index: int, p: Any, d: Any) -> dict:
         "fp16": "cl_khr_fp16" in ext,
         "fp64": "cl_khr_fp64" in ext or bool(d.double_fp_config),
         "driver_version": d.driver_version.strip(),
+        "usable": problem is None,
+        "problem": problem,
     }
 
 
+_reported: set[tuple] = set()  # devices whose problem was printed (ZYX_DIST_DEBUG bit 1), once per process
+
+
 def list_opencl_devices() -> list[dict]:
-    """Every OpenCL device of every platform, in platform order then device order."""
-    return [_describe(i, p, d) for i, (p, d) in enumerate(_devices())]
+    """Every OpenCL device of every platform, in platform order then device order, each self-tested
+    (`usable`, and `problem` saying why not; with ZYX_DIST_DEBUG bit 1 each problem is printed once)."""
+    out = [_describe(i, p, d) for i, (p, d) in enumerate(_devices())]
+    if logs.enabled("devices"):
+        for d in out:
+            key = (d["index"], d["name"], d["platform"])
+            if d["problem"] and key not in _reported:
+                _reported.add(key)
+                logs.emit("devices", f"zyx_dist: left out opencl:{d['index']} ({d['name']}, {d['platform']}): "
+                                     f"{d['problem']}")
+    return out
+
+
+def open_index(spec: str) -> int:
+    """The global device index a worker spec names: `N`, or `cpu` / `auto` optionally narrowed to one platform
+    (`cpu@pocl`, `auto@intel`), resolved on this machine by the selection rules of `opencl_select`."""
+    what, _, platform = spec.partition("@")
+    devices = list_opencl_devices()
+    if what.isdigit():
+        return by_index(devices, int(what))["index"]
+    if what not in ("cpu", "auto", "gpu"):
+        raise DeviceError(f"unknown OpenCL device {spec!r}: use a number, 'cpu' or 'auto' (optionally @platform)")
+    return choose(devices, what, platform or None)[0]["index"]
 
 
 def _is_alloc_failure(e: Exception) -> bool:
@@ -108,15 +190,12 @@ class _Kernel:
 
 
 class OpenCLBackend:
-    """One OpenCL device: a context and one command queue."""
+    """One OpenCL device: a context and one command queue. `spec` is what `open_index` takes ("0", "cpu@pocl")."""
 
-    def __init__(self, index: int) -> None:
-        devices = _devices()
-        if not 0 <= index < len(devices):
-            names = ", ".join(f"opencl:{i} ({d.name.strip()})" for i, (_, d) in enumerate(devices))
-            raise DeviceError(f"no OpenCL device opencl:{index}; available: {names}")
+    def __init__(self, spec: str | int) -> None:
+        index = open_index(str(spec))
         self.index = index
-        self.platform, self.device = devices[index]
+        self.platform, self.device = _devices()[index]
         self._info = _describe(index, self.platform, self.device)
         self.name = f"opencl:{index}"
         self.context = cl.Context([self.device])

@@ -8,7 +8,7 @@ when profiling, device-side kernel times). A plain class: usable in-process, and
 
 from __future__ import annotations
 
-import os
+import time
 import traceback
 import uuid
 from collections.abc import Sequence
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, logs
 from ..errors import CompileError, DeviceError, OutOfMemoryError
 from ..protocol import (
     Alloc,
@@ -42,14 +42,9 @@ from .pool import Block, MemoryPool
 BACKENDS = ("opencl", "cuda")
 
 
-def _debug_flags() -> int:
-    try:
-        return int(os.environ.get("ZYX_DIST_DEBUG", "0") or 0)
-    except ValueError:
-        return 0
-
-
 def _open_backend(device: str) -> Any:
+    """The backend for a physical spec: `cuda:N`, or `opencl:N` / `opencl:cpu` / `opencl:auto`, the last two
+    optionally narrowed to a platform (`opencl:cpu@pocl`): see `opencl.open_index`."""
     kind, _, idx = device.partition(":")
     if kind == "cuda":
         if not idx.isdigit():
@@ -57,23 +52,11 @@ def _open_backend(device: str) -> Any:
         from .cuda import CudaBackend
 
         return CudaBackend(int(idx))
-    if kind != "opencl":
+    if kind != "opencl" or not idx:
         raise DeviceError(f"unknown device {device!r}: backends are {', '.join(BACKENDS)} (e.g. 'opencl:0')")
-    from .opencl import OpenCLBackend, list_opencl_devices
+    from .opencl import OpenCLBackend
 
-    devices = list_opencl_devices()
-    if idx in ("cpu", "auto"):  # a node's first CPU device, or its first GPU else its first device
-        kinds = ("cpu",) if idx == "cpu" else ("gpu", "cpu", "accelerator", "other")
-        ranked = [d for k in kinds for d in devices if d["type"] == k] or devices
-        if not ranked or (idx == "cpu" and ranked[0]["type"] != "cpu"):
-            raise DeviceError(f"no OpenCL {'CPU ' if idx == 'cpu' else ''}device on this node for {device!r} "
-                              f"(pip install pocl-binary-distribution)")
-        return OpenCLBackend(ranked[0]["index"])
-    index = int(idx) if idx.isdigit() else -1
-    if not 0 <= index < len(devices):
-        names = ", ".join(f"opencl:{d['index']} ({d['name']})" for d in devices) or "none"
-        raise DeviceError(f"no device {device!r}; available OpenCL devices: {names}")
-    return OpenCLBackend(index)
+    return OpenCLBackend(idx)
 
 
 def _failure(index: int, e: BaseException) -> Failed:
@@ -92,7 +75,7 @@ class Worker:
         self.backend = _open_backend(device)
         self.device = self.backend.name
         self.incarnation = uuid.uuid4().hex
-        self.profile = bool(_debug_flags() & 2) if profile is None else profile
+        self.profile = logs.enabled("timings") if profile is None else profile
         device_mem = self.backend.memory_bytes
         # no configured limit: 90% of the device's memory (API.md section 9), leaving room for the driver
         # and other processes; a configured one never exceeds the device
@@ -115,6 +98,12 @@ class Worker:
             CopyOut: self._copy_out, Compile: self._compile, Sync: self._sync, Send: self._peer,
             Recv: self._peer, Spill: self._spill, Reload: self._reload,
         }
+        if logs.enabled("devices"):
+            d = self.backend.info()
+            logs.logger("devices").debug(
+                f"zyx_dist: worker {self.device} opened {d['name']} ({d['vendor']}, driver "
+                f"{d.get('driver_version', '?')}), pool limit {limit / 2**20:.0f} MiB, incarnation "
+                f"{self.incarnation[:8]}")
 
     # -- public ------------------------------------------------------------------------------
 
@@ -253,7 +242,13 @@ class Worker:
         self.pool.free(block, self.events.forget(cmd.buf))
 
     def _compile(self, cmd: Compile, launches: list[Any]) -> None:
+        if not logs.enabled("timings"):
+            self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name)
+            return
+        start = time.perf_counter()
         self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name)
+        logs.logger("timings").debug(f"zyx_dist: {self.device} compiled {cmd.name} in "
+                                     f"{(time.perf_counter() - start) * 1e3:.1f} ms")
 
     def _sync(self, cmd: Sync, launches: list[Any]) -> None:
         self.backend.synchronize()

@@ -4,15 +4,16 @@ Takes a workload name from the registry (`WORKLOADS`), a size and a dtype; `make
 NumPy inputs, how to build the lazy zyx_dist graph from them, the same computation for NumPy/CuPy (one
 array-API function, `xp` is the module) and for PyTorch, and the bytes or flops of one run (for GB/s or
 GFLOP/s). `run_case` times zyx_dist (wall clock of `zd.realize`, which blocks until the results exist on the
-devices) and `run_baseline` a baseline in the same process, each as the best of `repeats` runs after
-`warmup` untimed ones. Every workload is documented in configs/README.md.
+devices) and a `Baseline` the same computation in the same process, each as the seconds of `repeats` timed
+rounds after `warmup` untimed ones (reported as their median and spread, `tools/records.py`). Every workload
+is documented in configs/README.md.
 """
 
 from __future__ import annotations
 
 import importlib
 import math
-import time
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..config import BENCHMARK_WORKLOADS
+from .records import cpu_model, time_rounds
 
 ATTENTION_DIM = 64  # head dimension of the attention workload
 BRANCHES = 4  # independent branches of the branches workload
@@ -209,20 +211,19 @@ def check(case: Case, got: Sequence[np.ndarray]) -> float | None:
 
 
 def best_seconds(fn: Callable[[], Any], warmup: int, repeats: int) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+    """The fastest of `repeats` timed rounds (records keep every round: `time_rounds`)."""
+    return min(time_rounds(fn, warmup, repeats))
 
 
 @dataclass
 class Timing:
-    seconds: float
+    rounds: list[float]  # seconds of each timed round
     error: float | None = None  # set when the result did not match NumPy
+
+    @property
+    def seconds(self) -> float:
+        """The median round."""
+        return statistics.median(self.rounds)
 
 
 def run_case(case: Case, warmup: int, repeats: int, verify: bool = True) -> Timing:
@@ -236,8 +237,8 @@ def run_case(case: Case, warmup: int, repeats: int, verify: bool = True) -> Timi
         outs = zd.realize(*case.build(tensors))
         error = check(case, [o.numpy() for o in outs])
         warmup = max(0, warmup - 1)
-    seconds = best_seconds(lambda: zd.realize(*case.build(tensors)), warmup, repeats)
-    return Timing(seconds, error)
+    rounds = time_rounds(lambda: zd.realize(*case.build(tensors)), warmup, repeats)
+    return Timing(rounds, error)
 
 
 # ---- baselines (in this process, beside zyx_dist) ------------------------------------------------------------
@@ -254,15 +255,20 @@ class Baseline:
     def system(self) -> str:
         return self.name
 
-    def time(self, case: Case, warmup: int, repeats: int) -> float:
+    def devices(self) -> list[dict]:
+        """What it runs on, as result rows record it (name, backend, device, driver)."""
+        return [{"name": "cpu", "backend": self.name, "device": cpu_model(), "driver": ""}]
+
+    def time(self, case: Case, warmup: int, repeats: int) -> list[float]:
+        """Seconds of each timed round."""
         raise NotImplementedError
 
 
 class NumpyBaseline(Baseline):
     name = "numpy"
 
-    def time(self, case: Case, warmup: int, repeats: int) -> float:
-        return best_seconds(lambda: case.workload.ref(np, case.inputs), warmup, repeats)
+    def time(self, case: Case, warmup: int, repeats: int) -> list[float]:
+        return time_rounds(lambda: case.workload.ref(np, case.inputs), warmup, repeats)
 
 
 class CupyBaseline(Baseline):
@@ -277,7 +283,15 @@ class CupyBaseline(Baseline):
             return f"cupy is not usable here ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
         return None
 
-    def time(self, case: Case, warmup: int, repeats: int) -> float:
+    def devices(self) -> list[dict]:
+        cp = importlib.import_module("cupy")
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        return [{"name": f"cuda:{cp.cuda.Device().id}", "backend": "cupy", "device": name,
+                 "driver": f"CUDA driver {cp.cuda.runtime.driverGetVersion()}, runtime "
+                           f"{cp.cuda.runtime.runtimeGetVersion()}"}]
+
+    def time(self, case: Case, warmup: int, repeats: int) -> list[float]:
         cp = importlib.import_module("cupy")
         arrays = {k: cp.asarray(v) for k, v in case.inputs.items()}
 
@@ -285,7 +299,7 @@ class CupyBaseline(Baseline):
             case.workload.ref(cp, arrays)
             cp.cuda.Device().synchronize()
 
-        return best_seconds(run, warmup, repeats)
+        return time_rounds(run, warmup, repeats)
 
 
 class TorchBaseline(Baseline):
@@ -305,7 +319,14 @@ class TorchBaseline(Baseline):
     def system(self) -> str:
         return f"torch-{self._device()}"
 
-    def time(self, case: Case, warmup: int, repeats: int) -> float:
+    def devices(self) -> list[dict]:
+        torch = importlib.import_module("torch")
+        if self._device() == "cuda":
+            return [{"name": "cuda:0", "backend": "torch", "device": torch.cuda.get_device_name(0),
+                     "driver": f"CUDA {torch.version.cuda}"}]
+        return [{"name": "cpu", "backend": "torch", "device": cpu_model(), "driver": ""}]
+
+    def time(self, case: Case, warmup: int, repeats: int) -> list[float]:
         torch = importlib.import_module("torch")
         dev = self._device()
         tensors = {k: torch.from_numpy(v).to(dev) for k, v in case.inputs.items()}
@@ -316,7 +337,7 @@ class TorchBaseline(Baseline):
                 torch.cuda.synchronize()
 
         with torch.no_grad():
-            return best_seconds(run, warmup, repeats)
+            return time_rounds(run, warmup, repeats)
 
 
 BASELINES: dict[str, type[Baseline]] = {"numpy": NumpyBaseline, "cupy": CupyBaseline, "torch": TorchBaseline}

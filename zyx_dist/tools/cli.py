@@ -2,6 +2,7 @@
 
     zyx-dist info [--config PATH] [--devices SPEC] [--ray [--address ADDR]]
     zyx-dist bench CONFIG... [--out DIR] [--baseline numpy,cupy,torch] [--compare OLD.json] [--threshold PCT]
+                   [--noise K]
     zyx-dist explain SCRIPT_OR_CONFIG [--config PATH] [--devices SPEC] [--ray]
     zyx-dist trace CONFIG [--out trace.json]
 
@@ -10,7 +11,8 @@
 results.md and results.png. `explain` prints the plan of a config's workloads, or of the tensors a script's
 `build()` returns, without running them. `trace` runs each workload of a config once inside `zd.trace`.
 A bad config or option prints one line `zyx-dist: error: ...` and exits with status 2; `bench --compare`
-exits with status 1 when a workload got slower than the threshold.
+exits with status 1 when the median of one of our workloads fell by more than max(--threshold %, --noise x
+the relative IQR of its rounds in either run).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from . import records
 from .cli_bench import _bench, _load_bench_config, compare_results, results_markdown, run_benchmarks  # noqa: F401
 from .cli_common import OURS, PROG, CLIError, _flag, _num, _size, _start, format_table  # noqa: F401
 
@@ -91,16 +94,45 @@ def _ray_address() -> str | None:
 # ---------------------------------------------------------------------------------------------- info
 
 
+OPENCL_COLUMNS = ("opencl", "device", "platform", "type", "status")
+
+
+def _opencl_rows() -> list[tuple[str, ...]]:
+    """Every OpenCL device of this machine with its self-test outcome (also those a session left out)."""
+    from ..runtime.discover import opencl_devices
+
+    try:
+        found = opencl_devices()
+    except Exception as e:  # noqa: BLE001 -- only informational: no pyopencl, no loader
+        return [("-", "-", "-", "-", f"cannot list OpenCL devices: {e}")]
+    return [(f"opencl:{d['index']}", d["name"], d["platform"], d["type"],
+             "works" if d["usable"] else f"left out: {d['problem']}") for d in found]
+
+
+def _print_opencl_table(always: bool) -> None:
+    """This machine's OpenCL devices and their self-tests: when asked, or when one of them was left out."""
+    local = _opencl_rows()
+    if local and (always or any(not r[-1].startswith("works") for r in local)):
+        print("\nOpenCL devices on this machine (each self-tested when listed; a device left out says why):")
+        print(format_table(local, OPENCL_COLUMNS))
+
+
 def _info(args: argparse.Namespace) -> int:
     import zyx_dist as zd
 
-    _start(getattr(args, "config", None), ray=args.ray, address=args.address, devices=_devices_option(args.devices))
+    try:
+        _start(getattr(args, "config", None), ray=args.ray, address=args.address,
+               devices=_devices_option(args.devices))
+    except zd.DeviceError:  # no working device: the table of this machine's devices says why, then the error
+        _print_opencl_table(True)
+        raise
     try:
         rows = [_row(d) for d in zd.devices()]
         address = _ray_address() if args.ray else None
     finally:
         zd.shutdown()
     print(format_table(rows, COLUMNS))
+    _print_opencl_table(args.opencl)
     print(f"runtime: Ray at {address} (workers are actors zyx_dist/worker/<device>)" if address
           else "runtime: in-process workers (use --ray to start or join Ray)")
     return 0
@@ -245,9 +277,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     info = sub.add_parser("info", help="list the devices and workers (backend, memory, free, peaks, node)",
                           description="Start the runtime and print its devices as a table: backend, memory, free "
-                                      "memory, measured peaks, node; and the Ray address when on Ray.")
+                                      "memory, measured peaks, node; and the Ray address when on Ray. Every "
+                                      "OpenCL device of this machine is self-tested; those left out are listed "
+                                      "with the reason.")
     _add_session_options(info)
     info.add_argument("--address", metavar="ADDR", help="Ray address to join with --ray ('auto', 'host:6379')")
+    info.add_argument("--opencl", action="store_true",
+                      help="also list every OpenCL device of this machine with its self-test outcome")
     info.set_defaults(func=_info)
 
     bench = sub.add_parser("bench", help="run benchmark configs; write results.json/.md/.png",
@@ -260,10 +296,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="comma list of numpy, cupy, torch, or 'none' (default: the config's benchmark.baselines,"
                             " else numpy); ones not installed are skipped with a note")
     bench.add_argument("--compare", metavar="OLD.json",
-                       help="a results.json of an earlier run: print the change per workload and exit 1 when one of "
-                            "ours got slower than --threshold")
+                       help="a results.json of an earlier run: print the change of each median and exit 1 when one "
+                            "of ours fell by more than max(--threshold, --noise x IQR)")
     bench.add_argument("--threshold", metavar="PCT", type=float, default=10.0,
-                       help="regression threshold in percent for --compare (default: %(default)g)")
+                       help="smallest drop of a median, in percent, that --compare calls a regression "
+                            "(default: %(default)g)")
+    bench.add_argument("--noise", metavar="K", type=float, default=records.NOISE_IQR,
+                       help="--compare also needs the new median to be slower by more than K IQRs of the "
+                            "noisier run's rounds (default: %(default)g)")
     bench.add_argument("--ray", action="store_true", help="run the workers as Ray actors (as benchmark.ray: true)")
     bench.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     bench.set_defaults(func=_bench)

@@ -1,20 +1,20 @@
 """Driver side: `zyx-dist bench`. Takes benchmark configs (`configs/*.yaml`, schema in configs/README.md);
 runs their workloads (`zyx_dist.bench`) with the baselines beside them in this process, and gives a
-results JSON, a Markdown table, a PNG plot and, with `--compare`, the change per workload against an
-earlier results file (exit status 1 on a regression beyond the threshold)."""
+results JSON (rows with the median and spread of the timed rounds, the commit, package versions, devices
+and drivers: `tools/records.py`), a Markdown table, a PNG plot and, with `--compare`, the change of each
+median against an earlier results file (exit status 1 on a regression beyond the noise-aware limit)."""
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from . import records
 from .cli_common import OURS, PROG, CLIError, _start, format_table, markdown_table
 
 
@@ -100,8 +100,7 @@ def run_benchmarks(paths: Sequence[str], baseline_option: str | None = None, pro
         plans.append((path, cfg, names, cases))
     usable: dict[str, bench.Baseline | None] = {}
     bar = _Progress(sum(len(c) * (1 + len(b)) for _, _, b, c in plans), progress)
-    day = datetime.date.today().isoformat()
-    machine = platform.node() or platform.machine() or "unknown"
+    env = records.environment()
     rows: list[dict] = []
     done_baselines: set[tuple] = set()
     try:
@@ -116,7 +115,7 @@ def run_benchmarks(paths: Sequence[str], baseline_option: str | None = None, pro
             b_cfg = cfg.benchmark
             _start(cfg, ray=ray or b_cfg.ray)
             try:
-                devs = zd.devices()
+                hardware = records.session_devices()
                 system = f"{OURS}/{_config_name(path)}"
                 for wname, n, dt in cases:
                     case = bench.make_case(wname, n, dt)
@@ -125,8 +124,7 @@ def run_benchmarks(paths: Sequence[str], baseline_option: str | None = None, pro
                     if timing.error is not None:
                         bar.note(f"warning: {case.label} on {system} differs from NumPy (relative error "
                                  f"{timing.error:.3g})")
-                    row = _result(day, machine, system, case, timing.seconds)
-                    row["devices"] = [d.name for d in devs]
+                    row = _result(env, system, case, timing.rounds, hardware)
                     if timing.error is not None:
                         row["ok"] = False
                     rows.append(row)
@@ -138,8 +136,8 @@ def run_benchmarks(paths: Sequence[str], baseline_option: str | None = None, pro
                         if b is not None and key not in done_baselines:
                             done_baselines.add(key)
                             try:
-                                secs = b.time(case, b_cfg.warmup, b_cfg.repeats)
-                                rows.append(_result(day, machine, b.system(), case, secs))
+                                rounds = b.time(case, b_cfg.warmup, b_cfg.repeats)
+                                rows.append(_result(env, b.system(), case, rounds, b.devices()))
                             except Exception as e:  # noqa: BLE001 -- a baseline that cannot run a case is skipped
                                 bar.note(f"note: {bname} skipped {case.label}: {type(e).__name__}: {e}")
                         bar.step()
@@ -150,12 +148,16 @@ def run_benchmarks(paths: Sequence[str], baseline_option: str | None = None, pro
     return rows
 
 
-def _result(day: str, machine: str, system: str, case, seconds: float) -> dict:
-    from .bench import rate
-
-    return {"date": day, "machine": machine, "system": system, "workload": case.workload.name, "size": case.size,
-            "dtype": case.dtype, "value": round(rate(case, seconds), 4), "unit": case.unit,
-            "ms": round(seconds * 1e3, 4)}
+def _result(env: dict, system: str, case, rounds: Sequence[float], hardware: Sequence[dict]) -> dict:
+    """A results.json row: the rate at the median round (`value`, `ms`) and at the best (`best_value`), the
+    rounds' spread, the devices (`devices`: names, `hardware`: model and driver) and the run's environment."""
+    stats = records.summary(rounds)
+    r = records.row(env, system, case.workload.name, records.rate_of(case.work, stats["median_ms"]), case.unit,
+                    rounds, hardware, size=case.size, dtype=case.dtype, ms=stats["median_ms"],
+                    best_value=round(records.rate_of(case.work, stats["min_ms"]), 4),
+                    devices=[d["name"] for d in hardware])
+    order = ("date", "machine", "system", "workload", "size", "dtype", "value", "unit", "ms", "best_value")
+    return {k: r[k] for k in order} | {k: v for k, v in r.items() if k not in order}
 
 
 def _case_key(r: dict) -> tuple:
@@ -178,8 +180,8 @@ def results_markdown(rows: Sequence[dict]) -> str:
         line: list[Any] = [*key, unit]
         for s in systems:
             r = by_sys.get(s)
-            line.append("-" if r is None else f"{r['value']:.3f} ({r['ms']:.3f} ms)" + ("" if r.get("ok", True)
-                                                                                         else " WRONG"))
+            line.append("-" if r is None else f"{r['value']:.3f} ({r['ms']:.3f} ms{_spread(r)})"
+                        + ("" if r.get("ok", True) else " WRONG"))
         if "numpy" in systems:
             base = by_sys.get("numpy")
             for s in ours:
@@ -187,8 +189,16 @@ def results_markdown(rows: Sequence[dict]) -> str:
                 line.append(f"{r['value'] / base['value']:.2f}x" if r and base and base["value"] else "-")
         table.append(line)
     first = rows[0] if rows else {"date": "-", "machine": "-"}
-    title = f"# zyx-dist bench: {first['machine']}, {first['date']}\n\nHigher is better (GB/s or GFLOP/s; best run).\n"
+    commit = first.get("commit") or "unknown commit"
+    rounds = sorted({r["rounds"] for r in rows if "rounds" in r})
+    title = (f"# zyx-dist bench: {first['machine']}, {first['date']}, {commit}\n\nHigher is better (GB/s or "
+             f"GFLOP/s at the median of {'/'.join(map(str, rounds)) or '?'} timed rounds; in brackets the median "
+             "round and the IQR of the rounds as a percentage of it).\n")
     return title + "\n" + markdown_table(table, header) + "\n"
+
+
+def _spread(r: dict) -> str:
+    return f", IQR {100 * records.relative_iqr(r):.0f}%" if "iqr_ms" in r else ""
 
 
 def plot_results(rows: Sequence[dict], path: str | os.PathLike) -> None:
@@ -207,9 +217,15 @@ def plot_results(rows: Sequence[dict], path: str | os.PathLike) -> None:
         sub = [r for r in rows if r["unit"] == unit]
         cases = list(dict.fromkeys(_case_key(r) for r in sub))
         for j, s in enumerate(systems):
-            values = {_case_key(r): r["value"] for r in sub if r["system"] == s}
+            by_case = {_case_key(r): r for r in sub if r["system"] == s}
             xs = [i + (j - (len(systems) - 1) / 2) * width for i in range(len(cases))]
-            ax.bar(xs, [values.get(c, 0.0) for c in cases], width, label=s)
+            values = [by_case[c]["value"] if c in by_case else 0.0 for c in cases]
+            # the rates at the quartile rounds: the bar spans the middle half of the rounds
+            low = [max(0.0, v - v * by_case[c]["median_ms"] / by_case[c]["q3_ms"]) if c in by_case and
+                   by_case[c].get("q3_ms") else 0.0 for v, c in zip(values, cases)]
+            high = [max(0.0, v * by_case[c]["median_ms"] / by_case[c]["q1_ms"] - v) if c in by_case and
+                    by_case[c].get("q1_ms") else 0.0 for v, c in zip(values, cases)]
+            ax.bar(xs, values, width, label=s, yerr=[low, high], capsize=2)
         ax.set_xticks(range(len(cases)))
         ax.set_xticklabels([f"{w}\n{n} {d}" for w, n, d in cases], fontsize=8)
         ax.set_ylabel(unit)
@@ -222,9 +238,11 @@ def plot_results(rows: Sequence[dict], path: str | os.PathLike) -> None:
     plt.close(fig)
 
 
-def compare_results(new: Sequence[dict], old: Sequence[dict], threshold: float) -> tuple[str, list[str]]:
-    """A table of the change of each of our rows against the old results, and the regressions beyond
-    `threshold` percent (a lower value is a regression: every unit is higher-is-better)."""
+def compare_results(new: Sequence[dict], old: Sequence[dict], threshold: float,
+                    noise: float = records.NOISE_IQR) -> tuple[str, list[str]]:
+    """A table of the change of each of our rows against the old results, and the regressions: medians that
+    fell by more than `threshold` % and by more than `noise` IQRs of the noisier run (`records.regression`;
+    every unit is higher-is-better; rows of older files without medians are compared on the best round)."""
     old_by = {(r["system"], *_case_key(r)): r for r in old if str(r.get("system", "")).startswith(OURS)}
     lines, regressions = [], []
     for r in new:
@@ -234,16 +252,18 @@ def compare_results(new: Sequence[dict], old: Sequence[dict], threshold: float) 
         o = old_by.get(key)
         label = f"{r['system']} {r['workload']} n={r['size']} {r['dtype']}"
         if o is None or not o.get("value"):
-            lines.append((r["system"], r["workload"], r["size"], r["dtype"], "-", f"{r['value']:.3f}", "new"))
+            lines.append((r["system"], r["workload"], r["size"], r["dtype"], "-", f"{r['value']:.3f}", "-", "new"))
             continue
-        change = (r["value"] - o["value"]) / o["value"] * 100
-        verdict = f"{change:+.1f}%"
-        if change < -threshold:
-            verdict += f" REGRESSION (> {threshold:g}%)"
-            regressions.append(f"{label}: {o['value']:.3f} -> {r['value']:.3f} {r['unit']} ({change:+.1f}%)")
-        lines.append((r["system"], r["workload"], r["size"], r["dtype"], f"{o['value']:.3f}", f"{r['value']:.3f}",
-                      verdict))
-    table = format_table(lines, ("system", "workload", "size", "dtype", "old", "new", "change"))
+        change, limit, regressed = records.regression(r, o, threshold, noise)
+        new_v = r["value"] if "median_ms" in o or r.get("best_value") is None else r["best_value"]
+        verdict = f"{change:+.1f}%" + ("" if "median_ms" in o else " (best rounds: the old file has no medians)")
+        if regressed:
+            verdict += f" REGRESSION (worse than -{limit:.1f}%)"
+            regressions.append(f"{label}: {o['value']:.3f} -> {new_v:.3f} {r['unit']} ({change:+.1f}%, limit "
+                               f"-{limit:.1f}%)")
+        lines.append((r["system"], r["workload"], r["size"], r["dtype"], f"{o['value']:.3f}", f"{new_v:.3f}",
+                      f"-{limit:.1f}%", verdict))
+    table = format_table(lines, ("system", "workload", "size", "dtype", "old", "new", "limit", "change"))
     return table, regressions
 
 
@@ -265,6 +285,9 @@ def _read_results(path: str) -> list[dict]:
 def _bench(args: argparse.Namespace) -> int:
     if args.threshold < 0:
         raise CLIError(f"--threshold: {args.threshold:g} is negative (use a percentage >= 0)")
+    noise = getattr(args, "noise", records.NOISE_IQR)
+    if noise < 0:
+        raise CLIError(f"--noise: {noise:g} is negative (use a multiple of the IQR >= 0)")
     old = _read_results(args.compare) if args.compare else None  # fail before the long run, not after it
     rows = run_benchmarks(args.configs, args.baseline, progress=not args.quiet, ray=args.ray)
     out = Path(args.out)
@@ -278,12 +301,13 @@ def _bench(args: argparse.Namespace) -> int:
         print(f"wrote {out / 'results.json'}, {out / 'results.md'}, {out / 'results.png'}")
     except ImportError:
         print(f"wrote {out / 'results.json'}, {out / 'results.md'} (no plot: pip install matplotlib, or "
-              "'zyx_dist[bench]')")
+              "pip install -e '.[bench]' in the checkout)")
     if old is not None:
-        table, regressions = compare_results(rows, old, args.threshold)
-        print(f"\ncompared with {args.compare}:\n{table}")
+        table, regressions = compare_results(rows, old, args.threshold, noise)
+        print(f"\ncompared with {args.compare} (medians; limit: max({args.threshold:g}%, {noise:g} x IQR)):\n{table}")
         if regressions:
-            print(f"{PROG}: {len(regressions)} regression(s) beyond {args.threshold:g}%:", file=sys.stderr)
+            print(f"{PROG}: {len(regressions)} regression(s) beyond max({args.threshold:g}%, {noise:g} x IQR):",
+                  file=sys.stderr)
             for line in regressions:
                 print(f"  {line}", file=sys.stderr)
             return 1
