@@ -96,6 +96,17 @@ def test_per_shard_nodes_and_kernels_go_to_their_devices():
     np.testing.assert_allclose(evaluate(gw.node), np.einsum("bij,bik->jk", A, 2 * h), rtol=1e-11)
 
 
+def test_a_second_rewrite_keeps_the_shards_devices():
+    """explain() rewrites the targets; the realize that follows sees per-shard nodes, not shards."""
+    w = zd.tensor(W)
+    loss = ((sharded(A) @ w).tanh()).sum()
+    (gw,) = zd.grad(loss, [w])
+    first = kernelize([loss.node, gw.node], rewrite(loss, gw))
+    second = kernelize([loss.node, gw.node], rewrite(loss, gw))
+    assert [k.device for k in first] == [k.device for k in second]
+    assert {k.device for k in second} >= set(DEVS)
+
+
 def test_nothing_sharded_leaves_the_graph_alone():
     t = zd.tensor(A) * 2
     before = (t.node.op, t.node.srcs)

@@ -46,6 +46,8 @@ class Sharded:
 
 
 _SHARDED: weakref.WeakKeyDictionary[Node, Sharded] = weakref.WeakKeyDictionary()
+# per-shard nodes made by earlier rewrites (a graph explained, then realized, is rewritten once): their devices
+_MADE: weakref.WeakKeyDictionary[Node, str] = weakref.WeakKeyDictionary()
 
 _COMBINE = {ReduceOp.SUM: BinaryOp.ADD, ReduceOp.PROD: BinaryOp.MUL, ReduceOp.MAX: BinaryOp.MAX,
             ReduceOp.MIN: BinaryOp.MIN}
@@ -216,15 +218,18 @@ def _reshape_axis(old: tuple[int, ...], new: tuple[int, ...], axis: int,
 def distribute(targets: list[Node]) -> dict[int, str]:
     """Rewrite `targets` (in place, same values) to run per shard where they depend on sharded tensors;
     gives node id -> device for the per-shard nodes (empty when nothing is sharded)."""
-    if not _SHARDED:
+    if not _SHARDED and not _MADE:
         return {}
     targets = [t for t in targets if t.op is not Op.LEAF]
     order = toposort(targets)
-    if not any(n in _SHARDED for n in order):
+    if not any(n in _SHARDED or n in _MADE for n in order):
         return {}
     p = _Pass(max(n.id for n in order))
     for n in order:
         p.form[n.id] = p.visit(n)
+        dev = _MADE.get(n)
+        if dev is not None:
+            p.affinity.setdefault(n.id, dev)
     for t in targets:
         f = p.whole(p.form[t.id])
         if f is t:
@@ -233,4 +238,8 @@ def distribute(targets: list[Node]) -> dict[int, str]:
         t.op, t.srcs, t.arg = Op.RESHAPE, (f,), t.shape
         if f.id in p.affinity:
             p.affinity[t.id] = p.affinity[f.id]
+    made = {n.id: n for n in toposort(targets)}  # the rewritten graph
+    for nid, dev in p.affinity.items():
+        if nid in made:
+            _MADE[made[nid]] = dev
     return p.affinity
