@@ -86,6 +86,21 @@ def test_one_fused_update_kernel_per_parameter(make):
             assert st["kernel_cache_hits"] == len(shapes), st
 
 
+def test_half_precision_parameters_update_in_float32():
+    """Adam's eps (1e-8) and a small squared gradient underflow in float16: the update and the state are float32."""
+    p = zd.tensor(np.array([1.0, -2.0, 0.5], np.float16))
+    opt = zd.optim.Adam([p], lr=0.1)
+    g = zd.tensor(np.array([0.0, 1e-3, -4.0], np.float16))
+    for _ in range(2):
+        (p,) = opt.step([g])
+        p.realize()
+    assert p.dtype == zd.float16 and opt.v[0].dtype == zd.float32
+    want = NpAdam([np.array([1.0, -2.0, 0.5])], 0.1)
+    for _ in range(2):
+        (w,) = want.step([np.array([0.0, 1e-3, -4.0], np.float16).astype(np.float64)])
+    np.testing.assert_allclose(p.numpy().astype(np.float64), w, rtol=2e-3)
+
+
 def test_optimizer_errors():
     p = zd.tensor(np.ones(3, np.float32))
     with pytest.raises(zd.DTypeError):

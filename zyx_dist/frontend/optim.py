@@ -7,7 +7,8 @@ the new state is computed in the same kernel: the outputs share one node (the gr
 reads it), which is what makes the kernelizer put same-shape outputs into one kernel, and the new state
 rides along whenever the new parameter is realized (`graph.companions`), so `zd.realize(loss, *params)`
 computes everything of a step in one pass. Step-dependent scalars (Adam's bias corrections) are small
-host tensors, not constants baked into the kernel source, so every step reuses the same kernels.
+host tensors, not constants baked into the kernel source, so every step reuses the same kernels. Half
+precision parameters are updated, and their state kept, in float32 (rounded to the parameter's dtype once).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
+from ..dtypes import DType
 from ..errors import DTypeError, ShapeError
 from ..graph import companions
 from ..graph import ir as graph
@@ -51,6 +54,17 @@ def _scalar(value: float, like: Node) -> Node:
                                       (1,) * len(like.shape)), like.shape)
 
 
+def _compute_dtype(d: DType) -> DType:
+    """Half-precision parameters are updated in float32 and keep their state in float32 (Adam's eps and a
+    squared gradient underflow in float16); the new parameter is rounded once."""
+    return dtypes.float32 if d.is_float and d.itemsize < 4 else d
+
+
+def _updated(p: Tensor, update) -> Tensor:
+    """The new parameter: `update` of p (in the compute dtype), in p's dtype."""
+    return Tensor(graph.cast(update(graph.cast(p.node, _compute_dtype(p.dtype))), p.dtype))
+
+
 class Optimizer:
     """The common part: the parameters, checks of the gradients, the step count."""
 
@@ -79,7 +93,7 @@ class Optimizer:
             if g.shape != p.shape:
                 raise ShapeError(f"gradient {i} has shape {g.shape}, its parameter {p.shape}")
             # one node every output of the update computes (x * 1 is exact): see the module docstring
-            gn = graph.cast(g.node, p.dtype)
+            gn = graph.cast(g.node, _compute_dtype(p.dtype))
             out.append(_mul(gn, _c(1, gn)))
         return out
 
@@ -104,7 +118,7 @@ class SGD(Optimizer):
         new_params, new_velocity = [], []
         for i, (p, g) in enumerate(zip(self.params, gs)):
             if not mu:
-                new_params.append(Tensor(_sub(p.node, _mul(_c(self.lr, g), g))))
+                new_params.append(_updated(p, lambda w, g=g: _sub(w, _mul(_c(self.lr, g), g))))
                 continue
             v = None if self.velocity is None else self.velocity[i].node
 
@@ -112,7 +126,7 @@ class SGD(Optimizer):
                 # the first step's velocity is the gradient (as torch's buffer); + 0 makes it a node of its own
                 return _add(g, _c(0, g)) if v is None else _add(_mul(_c(mu, v), v), g)
 
-            pn = Tensor(_sub(p.node, _mul(_c(self.lr, g), velocity())))
+            pn = _updated(p, lambda w, g=g, velocity=velocity: _sub(w, _mul(_c(self.lr, g), velocity())))
             vt = Tensor(velocity())
             companions.attach(pn.node, [vt.node])
             new_params.append(pn)
@@ -159,7 +173,7 @@ class Adam(Optimizer):
                 return new if v is None else _add(_mul(_c(b2, v), v), new)
 
             denom = _add(_mul(graph.unary(UnaryOp.SQRT, moment2()), _scalar(inv_bc2, g)), _c(self.eps, g))
-            pn = Tensor(_sub(p.node, _div(_mul(_scalar(step_size, g), moment1()), denom)))
+            pn = _updated(p, lambda w, g=g, m1=moment1, d=denom: _sub(w, _div(_mul(_scalar(step_size, g), m1()), d)))
             mt, vt = Tensor(moment1()), Tensor(moment2())
             companions.attach(pn.node, [mt.node, vt.node])
             new_params.append(pn)
