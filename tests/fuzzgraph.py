@@ -26,12 +26,11 @@ shrinks failures), `program_from_seed(seed)` draws the same way from `random.Ran
 that run one program on several sessions, e.g. the 1-worker vs 3-worker determinism check).
 
 `detached_session()` is a context manager for tests that need a second session next to the running one
-(the running session is put aside in `zyx_dist.engine.session._session` and restored afterwards).
+(the running session is put aside by `zyx_dist.engine.session.set_aside` and restored afterwards).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import random
 from dataclasses import dataclass, field
@@ -506,16 +505,7 @@ def result_bits(prog: Program) -> list[tuple[str, tuple, bytes]]:
 
 # ---- sessions ---------------------------------------------------------------------------------------------
 
-@contextlib.contextmanager
 def detached_session():
     """Put the running session aside for the duration: inside, `zd.init(...)` starts a second one (or is
     refused); on exit that one is shut down and the original is the current session again."""
-    saved = zsession._session
-    zsession._session = None
-    try:
-        yield
-    finally:
-        try:
-            zd.shutdown()
-        finally:
-            zsession._session = saved
+    return zsession.set_aside()

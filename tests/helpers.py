@@ -145,6 +145,8 @@ def option_graphs(rng):
     Y, w = rng.standard_normal((48, 304)).astype(np.float32), rng.standard_normal(304).astype(np.float32)
     e = np.exp(X - X.max(1, keepdims=True))
     mu = X.mean(1, keepdims=True)
+    # small integers: every sum exact in float16, so the tensor-core candidates' results are exact too
+    Ah, Bh = rng.integers(-2, 3, (70, 40)).astype(np.float16), rng.integers(-2, 3, (40, 52)).astype(np.float16)
     return [
         ("ew_tail", lambda: zd.relu(zd.tensor(v) * 2 + 1) * zd.sigmoid(zd.tensor(v)),
          np.maximum(v * 2 + 1, 0) / (1 + np.exp(-v))),
@@ -157,6 +159,8 @@ def option_graphs(rng):
         ("row_dot", lambda: (zd.tensor(Y) * zd.tensor(w)).sum(1), (Y * w).sum(1)),  # 8 lanes, 2 vector loads
         ("total", lambda: zd.tensor(X).max(), X.max()),
         ("matmul_epilogue", lambda: zd.relu(zd.tensor(A) @ zd.tensor(B) + 1), np.maximum(A @ B + 1, 0)),
+        ("matmul_half", lambda: (zd.tensor(Ah) @ zd.tensor(Bh)).astype(zd.float32),
+         Ah.astype(np.float32) @ Bh.astype(np.float32)),
         ("int", lambda: (zd.tensor(i) * 3) % 7 - zd.tensor(i).sum(0), (i * 3) % 7 - i.sum(0)),
     ]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import optim
 from .dtypes import (
     DType,
+    bfloat16,
     dtype,
     float16,
     float32,
@@ -25,8 +26,9 @@ from .dtypes import (
 from .dtypes import (
     bool_ as bool,
 )
-from .engine.explain import Plan, explain, trace
+from .engine.explain import Plan, explain
 from .engine.session import DeviceInfo, Session, devices, init, reset_stats, shutdown, stats
+from .engine.trace import trace
 from .errors import (
     CompileError,
     ConfigError,
@@ -42,6 +44,7 @@ from .frontend import __all__ as _ops_all
 from .frontend.tensor import Tensor, realize
 
 __all__ = ["DType", "Tensor", "Session", "DeviceInfo", "Plan", "init", "shutdown", "devices", "realize",
-           "explain", "trace", "optim", "stats", "reset_stats", "dtype", "bool", "int8", "int16", "int32", "int64",
-           "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64", "ZyxError", "ShapeError",
+           "explain", "trace", "optim", "stats", "reset_stats", "dtype", "bool", "int8", "int16", "int32",
+           "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32", "float64", "ZyxError",
+           "ShapeError",
            "DTypeError", "DeviceError", "OutOfMemoryError", "CompileError", "WorkerLostError", "ConfigError"] + list(_ops_all)

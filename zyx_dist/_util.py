@@ -1,15 +1,18 @@
-"""Driver side: the on-disk caches' file handling (the probe's peaks, the autotuner's winners). Takes a
-path and plain data, or a merge function; gives the data back, or None when the file is missing or
-damaged. Files are JSON, never pickle, so a cache file cannot run code; they are written whole and renamed
-into place, so a reader never sees half a file. Several processes share one cache directory (the workers of
-a cluster, parallel test runs, two checkouts): `update_json` reads, merges and writes under an exclusive
-`fcntl.flock` on a sibling lock file, so one process's new entries never overwrite another's. A read-only or
-missing directory only costs a new measurement.
+"""Both sides: small helpers with no home stage. The on-disk caches' file handling (the probe's peaks, the
+autotuner's winners): a path and plain data, or a merge function, in; the data back, or None when the file
+is missing or damaged. Files are JSON, never pickle, so a cache file cannot run code; they are written whole
+and renamed into place, so a reader never sees half a file. Several processes share one cache directory (the
+workers of a cluster, parallel test runs, two checkouts): `update_json` reads, merges and writes under an
+exclusive `fcntl.flock` on a sibling lock file, so one process's new entries never overwrite another's. A
+read-only or missing directory only costs a new measurement. And `bucket_size`, the size classes of a
+worker's memory pool, which the driver's scheduler and tuner mirror when they count device memory: one rule,
+so both sides round every buffer alike.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import tempfile
@@ -81,3 +84,19 @@ def update_json(path: Path, merge: Callable[[Any], Any]) -> Any:
         data = merge(read_json(path))
         write_json(path, data)
     return data
+
+
+SMALL = 4096  # up to here buckets are 256-byte multiples
+SMALL_STEP = 256
+STEPS_PER_OCTAVE = 8  # above SMALL: 8 buckets per power of two, so rounding wastes at most 12.5%
+
+
+@functools.lru_cache(maxsize=4096)  # the driver's planner asks several times per kernel, for few sizes
+def bucket_size(nbytes: int) -> int:
+    """The bytes a worker's pool actually reserves for a request of `nbytes` (0 bytes still takes one small
+    bucket)."""
+    n = max(int(nbytes), 1)
+    if n <= SMALL:
+        return -(-n // SMALL_STEP) * SMALL_STEP
+    step = max(SMALL, (1 << (n - 1).bit_length()) // STEPS_PER_OCTAVE)  # next power of two / 8
+    return -(-n // step) * step

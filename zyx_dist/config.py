@@ -25,7 +25,6 @@ __all__ = [
     "BENCHMARK_BASELINES",
     "BENCHMARK_DTYPES",
     "BENCHMARK_WORKLOADS",
-    "DEFAULT_CACHE_DIR",
     "POLICIES",
     "AutotuneConfig",
     "BenchmarkConfig",
@@ -49,13 +48,14 @@ BENCHMARK_BASELINES = ("numpy", "cupy", "torch")
 
 
 def default_cache_dir() -> str:
-    """The user's cache directory for zyx_dist as the platform defines it, read now: on Linux
-    `$XDG_CACHE_HOME/zyx_dist`, or `~/.cache/zyx_dist` when XDG_CACHE_HOME is unset."""
+    """The user's cache directory for zyx_dist as the platform defines it, read when asked (never at import):
+    on Linux `$XDG_CACHE_HOME/zyx_dist`, or `~/.cache/zyx_dist` when XDG_CACHE_HOME is unset."""
     return user_cache_dir("zyx_dist", appauthor=False)
 
 
-DEFAULT_CACHE_DIR = default_cache_dir()  # as it was when zyx_dist was imported; configs read it afresh
-DEVICE_NAME = re.compile(r"^(cuda|opencl):(\d+)$")
+# `reference:N` is the NumPy test and debugging device (runtime/reference.py): accepted when named, never
+# chosen by `auto` nor offered in messages
+DEVICE_NAME = re.compile(r"^(cuda|opencl|reference):(\d+)$")
 DEVICE_COUNT_KEYS = ("opencl-cpu", "platform")
 _DEVICES_HELP = ("use 'auto', a list such as ['cuda:0', 'opencl:1'], or {'opencl-cpu': N} with N >= 1 "
                  "(and optionally 'platform': 'intel', 'pocl' or part of an OpenCL platform name)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 from .errors import DTypeError
@@ -35,7 +36,12 @@ class DType:
 
     @property
     def is_float(self) -> bool:
-        return self.np_dtype.kind == "f"
+        return self.np_dtype.kind == "f" or self.name == "bfloat16"  # ml_dtypes' bfloat16 is of kind "V"
+
+    @property
+    def is_half(self) -> bool:
+        """16-bit floats: stored as 16 bits, computed in float32 inside kernels, rounded once on store."""
+        return self.name in ("float16", "bfloat16")
 
     @property
     def is_int(self) -> bool:
@@ -79,10 +85,13 @@ uint16 = DType("uint16", np.dtype(np.uint16), "ushort")
 uint32 = DType("uint32", np.dtype(np.uint32), "uint")
 uint64 = DType("uint64", np.dtype(np.uint64), "ulong")
 float16 = DType("float16", np.dtype(np.float16), "half")
+# stored as its 16 bits (OpenCL has no bfloat16 type): kernels load it by a shift into float32's top half
+bfloat16 = DType("bfloat16", np.dtype(ml_dtypes.bfloat16), "ushort")
 float32 = DType("float32", np.dtype(np.float32), "float")
 float64 = DType("float64", np.dtype(np.float64), "double")
 
-ALL: tuple[DType, ...] = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64)
+ALL: tuple[DType, ...] = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32,
+                          float64)
 _BY_NP = {d.np_dtype: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
 DEFAULT_FLOAT = float32
@@ -111,7 +120,17 @@ def dtype(x: object) -> DType:
 
 
 def promote(a: DType, b: DType) -> DType:
-    """NumPy 2 promotion of two tensor dtypes."""
+    """NumPy 2 promotion of two tensor dtypes. bfloat16 promotes as float16 does (with int8/uint8/bool it
+    stays, with int16/uint16 it becomes float32, with wider integers float64), and with float16 it gives
+    float32, the narrowest type holding both (JAX's rules agree where they overlap)."""
+    if a is bfloat16 or b is bfloat16:
+        other = b if a is bfloat16 else a
+        if other is bfloat16:
+            return bfloat16
+        if other is float16:
+            return float32
+        p = _BY_NP[np.promote_types(np.float16, other.np_dtype)]
+        return bfloat16 if p is float16 else p
     return _BY_NP[np.promote_types(a.np_dtype, b.np_dtype)]
 
 

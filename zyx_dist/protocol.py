@@ -53,12 +53,29 @@ class CopyOut:
 
 
 @dataclass(frozen=True)
+class KernelOps:
+    """A fused kernel as plain data, for a device that interprets kernels instead of compiling their source
+    (the reference device). `inputs`: (shape, dtype name) of each input buffer, in argument order. `rows`:
+    the kernel's ops in topological order, each `(op, arg, shape, dtype name, source rows)`, where `op` is a
+    graph op's name ("input", "const", "reshape", "permute", "expand", "flip", "pad", "cast", "unary",
+    "binary", "where", "reduce") and `arg` plain data: the input's position, the constant, the shape, the
+    axes, (pad widths, value), the dtype name, the unary or binary op's name, or (reduce op's name, axes).
+    `outputs`: the row of each output buffer, whose arguments follow the inputs'."""
+
+    inputs: tuple[tuple[tuple[int, ...], str], ...]
+    rows: tuple[tuple, ...]
+    outputs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Compile:
-    """Build `source` (kernel entry point `name`) and keep it as program `prog` (cached by source)."""
+    """Build `source` (kernel entry point `name`) and keep it as program `prog` (cached by source). `ops`
+    is the same kernel as an op list, sent only to devices that interpret kernels (the reference device)."""
 
     prog: int
     source: str
     name: str
+    ops: KernelOps | None = None
 
 
 @dataclass(frozen=True)
@@ -147,3 +164,9 @@ class BatchResult:
     incarnation: str
     bytes_in_use: int
     kernel_seconds: tuple[float, ...] = ()
+
+
+def batch_result(value: Any) -> BatchResult:
+    """The BatchResult part of what a worker's call returned: a Ray actor's `run` returns the BatchResult
+    followed by the arrays of its exporting CopyOuts when the batch has any, else the BatchResult alone."""
+    return value[0] if isinstance(value, tuple) else value

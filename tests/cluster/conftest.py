@@ -46,6 +46,11 @@ RUNTIME_DIR = ROOT / "tests" / "runtime"
 # modules of tests/runtime that do not go through the zyx_dist session at all
 RUNTIME_EXCLUDED = {
     "test_worker.py": "tests the Worker class directly on a PoCL device, without a session or a backend",
+    "test_render_build.py": "builds the renderer's programs with pyopencl directly, without a session",
+    "test_autotune_pocl.py": ("runs candidates on a Worker directly, and the tuner in in-process sessions of its own "
+                              "(each would cost a Ray restart here) and in a second process"),
+    "test_group_reduce_pocl.py": "runs in an in-process session of its own, with the cost model's options patched",
+    "test_cli_smoke.py": "runs the real command in a subprocess with its own runtime: once (tests/runtime) is enough",
 }
 # single runtime tests left out here: (module file, test function name) -> reason
 RUNTIME_EXCLUDED_TESTS = {
@@ -76,7 +81,7 @@ def _is_ray(s) -> bool:
 
 def shared_ray_session() -> zd.Session:
     """The shared Ray session with 3 OpenCL CPU workers, started (again) if it is not the current one."""
-    s = zsession._session
+    s = zsession.running()
     if s is not None and s is _shared["session"] and not s.closed:
         return s
     if s is not None and not _is_ray(s) and _shared["session"] is None:
@@ -88,10 +93,11 @@ def shared_ray_session() -> zd.Session:
 
 def leave_cluster_tier(restore: bool) -> None:
     """Shut the Ray session down; start the in-process session again if the rest of the suite had one."""
-    if zsession._session is not None and (zsession._session is _shared["session"] or _is_ray(zsession._session)):
+    s = zsession.running()
+    if s is not None and (s is _shared["session"] or _is_ray(s)):
         zd.shutdown()
     _shared["session"] = None
-    if restore and _shared["restore"] and zsession._session is None:
+    if restore and _shared["restore"] and zsession.running() is None:
         zd.init(ray=False)
     _shared["restore"] = False
 

@@ -306,4 +306,4 @@ def test_every_pool_back_to_zero_after_all_tensors_die(ray_session):
     del ts, x
     collect()
     assert in_use() == dict.fromkeys(WORKERS, 0)
-    assert zsession._session is ray_session
+    assert zsession.running() is ray_session

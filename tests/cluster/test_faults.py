@@ -37,7 +37,6 @@ import pytest
 
 import zyx_dist as zd
 from zyx_dist.engine import ray_backend
-from zyx_dist.engine import session as zsession
 
 ray = pytest.importorskip("ray")
 
@@ -602,11 +601,11 @@ def test_kill_every_worker_before_realize(ray_faults, how):
 @pytest.fixture(scope="module")
 def ray_no_host_copies():
     """A fresh Ray session with 2 workers whose driver keeps no host copy of uploaded data (the budget of
-    `ZYX_DIST_HOST_COPY_BYTES`, read at import into `zyx_dist.engine.session.HOST_COPY_BUDGET`, set to 0), and
+    `ZYX_DIST_HOST_COPY_BYTES`, read when the session starts, set to 0), and
     `max_restarts: 3`: the three tests below each kill opencl:1 once, the fourth kill is one too many."""
     zd.shutdown()  # the session of part 2, if it ran
     mp = pytest.MonkeyPatch()
-    mp.setattr(zsession, "HOST_COPY_BUDGET", 0)
+    mp.setenv("ZYX_DIST_HOST_COPY_BYTES", "0")
     try:
         s = zd.init(config={"ray": {"max_restarts": 3}}, devices={"opencl-cpu": 2})
         yield s

@@ -21,7 +21,7 @@ from zyx_dist.engine import session as zsession
 
 def test_runtime_tests_here_run_on_the_shared_ray_session(request, cluster, zd_session):
     assert type(request.node.parent).__name__ == "RuntimeOnRay"
-    assert zsession._session is zd_session and cluster.is_ray(zd_session)
+    assert zsession.running() is zd_session and cluster.is_ray(zd_session)
     assert zd_session.device_names == cluster.workers
     assert ray.is_initialized()
     x = (zd.arange(6) * 2).realize()

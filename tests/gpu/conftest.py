@@ -37,7 +37,7 @@ def zd_session():
     import zyx_dist as zd
     from zyx_dist.engine import session as zsession
 
-    running = zsession._session
+    running = zsession.running()
     restore = running is not None and type(running.backend).__name__ == "InProcessBackend"
     zd.shutdown()
     yield None

@@ -215,7 +215,7 @@ def at_the_call(monkeypatch):
 
 @pytest.mark.parametrize("fn,exc,text", ROWS)
 def test_bad_call_raises_at_the_call(at_the_call, fn, exc, text):
-    running = zsession._session
+    running = zsession.running()
     launched = zd.stats()["kernels_launched"]
     with pytest.raises(exc) as info:
         fn()
@@ -223,7 +223,7 @@ def test_bad_call_raises_at_the_call(at_the_call, fn, exc, text):
     assert text in msg, f"{type(info.value).__name__}: {msg!r} does not name {text!r}"
     if issubclass(exc, zd.ZyxError):
         assert isinstance(info.value, zd.ZyxError)
-    assert zsession._session is running, "the bad call changed the running session"
+    assert zsession.running() is running, "the bad call changed the running session"
     assert zd.stats()["kernels_launched"] == launched
 
 

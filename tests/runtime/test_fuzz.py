@@ -30,7 +30,7 @@ RUNS = {"numpy": 0, "determinism": 0}
 
 @pytest.fixture(autouse=True)
 def in_process_only():
-    s = zsession._session
+    s = zsession.running()
     if s is not None and type(s.backend).__name__ == "RayBackend":
         pytest.skip("the Ray run of the fuzzer is tests/cluster/test_fuzz_ray.py")
 

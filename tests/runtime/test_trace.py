@@ -17,14 +17,14 @@ from zyx_dist.engine import session as zsession
 
 @pytest.fixture
 def two_devices():
-    s = zsession._session
+    s = zsession.running()
     if s is not None and len(s.device_names) >= 2:
         yield s.device_names[:2]
         return
     zd.shutdown()
     try:
         zd.init(ray=False, devices={"opencl-cpu": 2})
-        yield zsession._session.device_names
+        yield zsession.running().device_names
     finally:
         zd.shutdown()
         zd.init(ray=False)
@@ -84,7 +84,7 @@ def test_trace_has_a_track_per_device_kernels_transfers_and_allocations(tmp_path
 
 
 def test_trace_records_spills(tmp_path):
-    s = zsession._session
+    s = zsession.running()
     if s is not None and type(s.backend).__name__ == "RayBackend":
         pytest.skip("needs its own small-memory in-process session (the Ray tier shares one session)")
     zd.shutdown()

@@ -30,7 +30,7 @@ from zyx_dist.graph import ir as g
 
 f32 = dt.float32
 # the dtypes of the sweep (the brief's nine), and every dtype for casts and literals
-SWEEP = [dt.float32, dt.float16, dt.float64, dt.int8, dt.uint8, dt.int32, dt.int64, dt.uint32, dt.bool_]
+SWEEP = [dt.float32, dt.float16, dt.bfloat16, dt.float64, dt.int8, dt.uint8, dt.int32, dt.int64, dt.uint32, dt.bool_]
 NVCC = shutil.which("nvcc")
 NVCC_ARGS = ["--ptx", "-arch=sm_90", "-x", "cu"]
 
@@ -133,6 +133,7 @@ def all_kernels() -> list[tuple[str, Kernel]]:
         out.append((f"where_{dtype.name}", one(g.where(g.cast(a, dt.bool_), a, b))))
         if dtype is not dt.bool_:
             add(f"matmul_{dtype.name}", _matmul(leaf(3, 5, dtype=dtype), leaf(5, 7, dtype=dtype)))
+            add(f"gemm_{dtype.name}", _matmul(leaf(40, 36, dtype=dtype), leaf(36, 20, dtype=dtype)))
     for src in dt.ALL:  # every cast, from every dtype
         s = leaf(4, dtype=src)
         out.append((f"casts_from_{src.name}", one_kernel([g.cast(s, d) for d in dt.ALL if d is not src])))
@@ -331,3 +332,66 @@ def test_nvcc_accepts_kernels_on_their_own():
     with tempfile.TemporaryDirectory() as tmp:
         errors = _nvcc(sources, tmp)
     assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in errors.items())
+
+
+def _gemm_and_attention_kernels() -> dict[str, tuple[Kernel, object]]:
+    """The GEMM forms (views read in place, 3-D @ 2-D with an epilogue, transposed operands, per-element
+    operands) in float32 and on tensor cores in float16/bfloat16, each tile option; fused attention."""
+    from zyx_dist.codegen.options import KernelOpts
+
+    out: dict[str, tuple[Kernel, object]] = {}
+    for dtype in (dt.float32, dt.float16, dt.bfloat16):
+        B, T, H, D = 2, 40, 2, 16
+        qkv = g.permute(g.reshape(leaf(B, T, 3 * H * D, dtype=dtype), (B, T, 3, H, D)), (2, 0, 3, 1, 4))
+        q, k, v = (g.reshape(g.pad(qkv, ((-i, i - 2), (0, 0), (0, 0), (0, 0), (0, 0))), (B, H, T, D)) for i in range(3))
+        scores = _bmm(q, g.permute(k, (0, 1, 3, 2)))
+        forms = {
+            "qk_view": scores,
+            "x3d_bias_relu": g.binary(g.BinaryOp.MAX, g.binary(g.BinaryOp.ADD, _bmm(leaf(3, 50, 64, dtype=dtype),
+                                                                                      leaf(1, 64, 96, dtype=dtype)),
+                                                               g.expand(leaf(1, 1, 96, dtype=dtype), (3, 50, 96))),
+                                      g.const(0, (3, 50, 96), dtype)),
+            "transposed": _matmul(g.permute(leaf(64, 130, dtype=dtype), (1, 0)), leaf(64, 72, dtype=dtype)),
+        }
+        for name, node in forms.items():
+            for tile in range(4):
+                out[f"{name}_{dtype.name}_t{tile}"] = (one(node), KernelOpts(tile=tile, prefetch=1))
+            if dtype is not dt.float32:  # deeper pipelines in dynamic shared memory
+                for stages in (3, 4):
+                    out[f"{name}_{dtype.name}_s{stages}"] = (one(node), KernelOpts(stages=stages))
+        mx = g.reduce(g.ReduceOp.MAX, scores, (3,))
+        e = g.unary(g.UnaryOp.EXP, g.binary(g.BinaryOp.SUB, scores, g.expand(mx, scores.shape)))
+        p = g.binary(g.BinaryOp.DIV, e, g.expand(g.reduce(g.ReduceOp.SUM, e, (3,)), e.shape))
+        out[f"attention_{dtype.name}"] = (one(_bmm(p, v)), None)
+    return out
+
+
+def _bmm(a: g.Node, b: g.Node) -> g.Node:
+    *batch, m, k = a.shape
+    n = b.shape[-1]
+    nb = len(batch)
+    ae = g.expand(g.reshape(a, (*batch, m, 1, k)), (*batch, m, n, k))
+    bt = g.permute(b, (*range(nb), nb + 1, nb))
+    be = g.expand(g.reshape(bt, (*b.shape[:-2], 1, n, k)), (*batch, m, n, k))
+    return g.reshape(g.reduce(g.ReduceOp.SUM, g.binary(g.BinaryOp.MUL, ae, be), (nb + 2,)), (*batch, m, n))
+
+
+def test_gemm_and_attention_forms_render_as_such():
+    from zyx_dist.codegen import attention, gemm
+
+    for name, (k, opts) in _gemm_and_attention_kernels().items():
+        src = render_kernel(k, CUDA, opts).source
+        if name.startswith("attention"):
+            assert attention.match(k) is not None and "Ks[" in src, name
+        elif "float32" in name:
+            assert gemm.match(k) is not None and "As[" in src and "mma" not in src, name
+        else:
+            assert "mma.sync.aligned.m16n8k16.row.col.f32" in src and "ldmatrix" in src, name
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_nvcc_accepts_gemm_and_attention_forms():
+    sources = {name: render_kernel(k, CUDA, opts).source for name, (k, opts) in _gemm_and_attention_kernels().items()}
+    with tempfile.TemporaryDirectory() as tmp:
+        errors = _nvcc(sources, tmp)
+    assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in list(errors.items())[:2])

@@ -21,12 +21,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hst
 
 from zyx_dist import dtypes as dt
+from zyx_dist._util import bucket_size
 from zyx_dist.codegen.render import render_kernel
 from zyx_dist.errors import OutOfMemoryError
 from zyx_dist.fuse.kernelize import kernelize
 from zyx_dist.graph import ir as g
 from zyx_dist.protocol import Alloc, Compile, CopyIn, CopyOut, Free, Launch, Reload, Spill, Sync, TransferRef
-from zyx_dist.runtime.pool import bucket_size
 from zyx_dist.sched.scheduler import BufferState, DeviceModel, SchedulerState, schedule
 
 f32 = dt.float32

@@ -19,6 +19,7 @@ import pytest
 import zyx_dist as zd
 from zyx_dist import logs
 from zyx_dist.config import load_config
+from zyx_dist.engine import session as zsession
 from zyx_dist.errors import ConfigError
 from zyx_dist.runtime.worker import Worker
 
@@ -146,18 +147,14 @@ def test_the_applications_handlers_win(capsys, where):
 def test_session_debug_config_reaches_the_loggers(caplog):
     """A session's `debug` (config or ZYX_DIST_DEBUG) switches the areas on; with pytest's handlers on the root
     logger the records go there (caplog), not to our stderr fallback."""
-    zd.shutdown()
-    try:
-        zd.init({"debug": 4 | 64 | 2}, ray=False, devices={"opencl-cpu": 1})
+    with zsession.set_aside():  # the unit tier's session (reference devices) comes back afterwards
+        zd.init({"debug": 4 | 64 | 2}, ray=False, devices=["reference:0"])
         (zd.tensor(np.arange(8, dtype=np.float32)) * 2 + 1).numpy()
         names = {r.name for r in caplog.records}
         assert {"zyx_dist.kernels", "zyx_dist.scheduler", "zyx_dist.timings"} <= names
         assert "zyx_dist.source" not in names
         text = caplog.text
         assert "zyx_dist: kernel k_" in text and "zyx_dist: place k_" in text and "zyx_dist: realize 1 kernels" in text
-    finally:
-        zd.shutdown()
-        zd.init(ray=False)
     assert not logs.enabled("kernels")  # the default session has debug 0
 
 
@@ -166,7 +163,7 @@ import logging, sys
 import numpy as np, zyx_dist as zd
 if sys.argv[1] == "app":
     logging.basicConfig(stream=sys.stdout, level=logging.WARNING, format="APP %(name)s %(message)s")
-zd.init(ray=False, devices={"opencl-cpu": 1})
+zd.init(ray=False, devices=["reference:0"])
 print("result", (zd.tensor(np.ones(3, np.float32)) * 5).numpy().tolist(), flush=True)
 """
 

@@ -1,8 +1,8 @@
 """Unit tests of the OpenCL C renderer (`zyx_dist.codegen.render`): the important substrings of the
 generated source (index arithmetic of movement ops, guarded loads for pads, reduce loops and their
 identities, hoisting of loop-invariant loads, half/bool/double storage, literals, the index type) and
-the structural kernel key. Every program rendered here is also built with PoCL through pyopencl, so
-the text is checked to be valid OpenCL C (no kernel is run except in the bug reproduction at the end).
+the structural kernel key. No device: every test taking the `build` fixture runs again in
+tests/runtime/test_render_build.py with its programs built by PoCL, so the text is checked to be valid OpenCL C.
 """
 
 from __future__ import annotations
@@ -10,51 +10,22 @@ from __future__ import annotations
 import math
 import re
 
-import numpy as np
 import pytest
 from helpers import leaf, one, one_kernel
 
 from zyx_dist import dtypes as dt
-from zyx_dist.codegen.render import Program, kernel_key, literal, render_kernel
+from zyx_dist.codegen.render import kernel_key, literal, render_kernel
 from zyx_dist.fuse.kernelize import Kernel
 from zyx_dist.graph import ir as g
 
 f32 = dt.float32
 
 
-# ---- PoCL ----------------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def cl_ctx():
-    cl = pytest.importorskip("pyopencl")
-    try:
-        devices = [d for p in cl.get_platforms() for d in p.get_devices()]
-    except cl.Error as e:  # no ICD at all
-        pytest.skip(f"no OpenCL platform: {e}")
-    if not devices:
-        pytest.skip("no OpenCL device")
-    dev = next((d for d in devices if "pthread" in d.name.lower() or "cpu" in d.name.lower()), devices[0])
-    return cl, cl.Context([dev])
-
-
 @pytest.fixture
-def build(cl_ctx):
-    """Render each kernel and build the source with OpenCL, returning the Program."""
-    cl, ctx = cl_ctx
-
-    def _build(k: Kernel) -> Program:
-        prog = render_kernel(k)
-        if prog.uses_fp64 and "cl_khr_fp64" not in ctx.devices[0].extensions:
-            return prog
-        try:
-            cl.Program(ctx, prog.source).build()
-        except cl.RuntimeError as e:  # pragma: no cover - the message is the point
-            pytest.fail(f"generated source does not build:\n{prog.source}\n{e}")
-        return prog
-
-    return _build
-
-
+def build():
+    """Render a kernel to its Program (tests/runtime/test_render_build.py runs every test taking this fixture
+    again, with each program built by OpenCL)."""
+    return lambda k, gpu=None: render_kernel(k, gpu=gpu)
 
 
 def loads(src: str, arg: str = "in0") -> list[str]:
@@ -216,13 +187,25 @@ def test_shared_subexpression_is_computed_once(build):
 
 
 def test_matmul_kernel(build):
-    a, b = leaf(3, 5), leaf(5, 7)
-    ae = g.expand(g.reshape(a, (3, 5, 1)), (3, 5, 7))
-    be = g.expand(g.reshape(b, (1, 5, 7)), (3, 5, 7))
+    a, b = leaf(30, 5), leaf(5, 70)
+    ae = g.expand(g.reshape(a, (30, 5, 1)), (30, 5, 70))
+    be = g.expand(g.reshape(b, (1, 5, 70)), (30, 5, 70))
     n = g.reduce(g.ReduceOp.SUM, g.binary(g.BinaryOp.MUL, ae, be), (1,))
-    src = build(one(n)).source  # the tiled GEMM: local-memory tiles of A and B, 8x8 register blocks
-    assert "__local float As[8][128]" in src and "barrier(CLK_LOCAL_MEM_FENCE)" in src and "k0 < 5;" in src
-    assert "in0[gi * 5 + gk * 1 + 0]" in src and "in1[gk * 7 + gj * 1 + 0]" in src  # A row-major, B row-major
+    src = build(one(n), gpu=True).source  # the tiled GEMM: local-memory tiles of A and B, register blocks
+    assert "__local float As[8][" in src and "barrier(CLK_LOCAL_MEM_FENCE)" in src and "k0 < 5;" in src
+    # K = 5 rules out float4 reads of A's rows: element by element; B's rows of 70 likewise
+    assert "in0[(gi*5+gk)]" in src and "in1[(gk*70+gj)]" in src
+
+
+def test_matmul_views_are_read_in_place_as_aligned_float4s(build):
+    a, b = leaf(4, 64, 32), leaf(4, 48, 32)  # batched a @ b.mT: both operands contiguous along k
+    ae = g.expand(g.reshape(a, (4, 64, 1, 32)), (4, 64, 48, 32))
+    be = g.expand(g.reshape(b, (4, 1, 48, 32)), (4, 64, 48, 32))
+    n = g.reduce(g.ReduceOp.SUM, g.binary(g.BinaryOp.MUL, ae, be), (3,))
+    src = build(one(n), gpu=True).source
+    assert "(*(__global const float4*)(in0 + (bz*2048+gi*32+gk)))" in src
+    assert "(*(__global const float4*)(in1 + (bz*1536+gj*32+gk)))" in src
+    assert "vload4" not in src  # the local tiles are read as aligned float4s too
 
 
 # ---- dtypes -----------------------------------------------------------------------------------------------
@@ -388,33 +371,15 @@ def test_index_type_accounts_for_huge_intermediates(build):
     assert not re.search(r"for \(int r\d+ = 0; r\d+ < 2147483651;", src), src
 
 
-# ---- bug reproduction: C truncating division of a negative operand -----------------------------------------
-
-def run(cl_ctx, k: Kernel) -> list[np.ndarray]:
-    """Build and run a kernel whose inputs are host leaves; the outputs as arrays."""
-    cl, ctx = cl_ctx
-    p = render_kernel(k)
-    queue = cl.CommandQueue(ctx)
-    mf = cl.mem_flags
-    ins = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(x.host)) for x in k.inputs]
-    outs = [np.zeros(o.shape, o.dtype.np_dtype) for o in k.outputs]
-    bufs = [cl.Buffer(ctx, mf.WRITE_ONLY, o.nbytes) for o in outs]
-    getattr(cl.Program(ctx, p.source).build(), p.name)(queue, p.gws, p.lws, *ins, *bufs)
-    for o, b in zip(outs, bufs):
-        cl.enqueue_copy(queue, o, b)
-    queue.finish()
-    return outs
-
-
-def test_run_transpose_and_pad(cl_ctx):
-    xh = np.arange(12, dtype=np.float32).reshape(3, 4)
-    x = g.leaf(xh, f32)
-    (out,) = run(cl_ctx, one(g.pad(g.permute(x, (1, 0)), ((1, 0), (0, 2)), -1.0)))
-    np.testing.assert_array_equal(out, np.pad(xh.T, ((1, 0), (0, 2)), constant_values=-1.0))
-
-
-def test_run_flip_of_reshaped_transpose(cl_ctx):
-    xh = np.arange(12, dtype=np.float32).reshape(3, 4)
-    x = g.leaf(xh, f32)
-    (out,) = run(cl_ctx, one(g.flip(g.reshape(g.permute(x, (1, 0)), (12,)), (0,))))
-    np.testing.assert_array_equal(out, xh.T.reshape(-1)[::-1])
+def test_matmul_on_a_cpu_has_columns_in_simd_lanes_and_no_local_tiles(build):
+    a, b = leaf(30, 5), leaf(5, 70)
+    ae = g.expand(g.reshape(a, (30, 5, 1)), (30, 5, 70))
+    be = g.expand(g.reshape(b, (1, 5, 70)), (30, 5, 70))
+    prod = g.reduce(g.ReduceOp.SUM, g.binary(g.BinaryOp.MUL, ae, be), (1,))
+    n = g.binary(g.BinaryOp.ADD, prod, g.const(1.0, (30, 1, 70), dt.float32))
+    prog = build(one(n), gpu=False)
+    src = prog.source  # gemm_cpu: a column per work-item (dimension 0), 8 rows each, A broadcast, B per lane
+    assert "__local" not in src and "barrier" not in src
+    assert "get_global_id(0)" in src and "c[r] += a" not in src and "c[7] += a7 * b;" in src
+    assert prog.gws == (80, 4, 1) and prog.lws == (16, 1, 1)  # 70 columns padded to work-groups of 16, 30/8 rows
+    assert "min(i0 + 7, (int)29)" in src  # rows past the edge read the last row, store nothing

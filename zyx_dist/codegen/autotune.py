@@ -13,6 +13,7 @@ to repay their trials, and searches that could time nothing, keep the first cand
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import os
@@ -22,11 +23,11 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from .. import logs
-from .._util import read_json, update_json
+from .._util import bucket_size, read_json, update_json
 from ..fuse.kernelize import Kernel
 from ..protocol import Alloc, BatchResult, Compile, Done, Free, Launch, Sync
-from ..runtime.pool import bucket_size
 from . import options as codegen_options
+from .kernel_ops import kernel_ops
 from .options import KernelOpts
 from .render import Program, facts, kernel_key, render_kernel
 
@@ -47,6 +48,13 @@ class Target:
     device: str  # the worker that times the candidates
     gflops: float
     gbps: float
+    interpreted: bool = False  # a device that runs the kernel's op list, not its source: nothing to tune
+
+    @staticmethod
+    def dialect_of(backend: str) -> tuple[str, bool]:
+        """(dialect, interpreted) of a worker's backend: the reference device runs op lists, and its
+        programs carry OpenCL C beside them for `zd.explain` and the debug output."""
+        return ("opencl", True) if backend == "reference" else (backend, False)
 
 
 @functools.lru_cache(maxsize=1)
@@ -86,7 +94,9 @@ class Tuner:
     def program(self, kernel: Kernel, target: Target, run: Callable[[list], BatchResult] | None,
                 free_bytes: int, new_id: Callable[[], int]) -> Program:
         """`kernel` rendered for `target` with its tuned options (tuned now if it is new and worth it; `run`
-        None means: do not time anything now)."""
+        None means: do not time anything now). An interpreting target's program carries the op list."""
+        if target.interpreted:
+            return dataclasses.replace(render_kernel(kernel, target.dialect, None, target.gpu), ops=kernel_ops(kernel))
         return self._choose(kernel, target, run, free_bytes, new_id)[1]
 
     def _choose(self, kernel: Kernel, target: Target, run: Callable[[list], BatchResult] | None,
@@ -204,4 +214,5 @@ def _opts(data: object) -> KernelOpts | None:
     opts = KernelOpts(**data)
     return opts if opts.lws > 0 and opts.vec in (1, 4) and opts.elems >= 1 and opts.tile_k in (8, 16) \
         and opts.prefetch in (0, 1) and opts.cache in (0, 1) \
-        and opts.lanes in (0, 4, 8) else None
+        and opts.lanes in (0, 4, 8) and opts.tile <= codegen_options.PLAIN_GEMM and opts.stages in (0, 3, 4) \
+        and opts.cpu_rows in (0, 4, 8) else None

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..dtypes import DType, bool_, float16, float64
+from ..dtypes import DType, bool_, float64
 from ..fuse.kernelize import Kernel
 from ..graph.ir import Node, Op, UnaryOp
 from . import symbolic as sym
@@ -17,8 +17,9 @@ from .dialects import OPENCL, Dialect
 
 
 def ctype(dt: DType, dialect: Dialect = OPENCL) -> str:
-    """C type used for computing in registers (half is computed in float, as PoCL lacks cl_khr_fp16)."""
-    return "float" if dt is float16 else "bool" if dt is bool_ else dialect.type(dt.cname)
+    """C type used for computing in registers (half types are computed in float: PoCL lacks cl_khr_fp16,
+    and OpenCL has no bfloat16)."""
+    return "float" if dt.is_half else "bool" if dt is bool_ else dialect.type(dt.cname)
 
 
 def literal(value, dt: DType, dialect: Dialect = OPENCL) -> str:

@@ -37,7 +37,24 @@ class Dialect:
     store4: str = "vstore4({v}, 0, {ptr});"
     zero4: str = "(float4)(0.0f)"
     make4: str = "(float4)({}, {}, {}, {})"
+    # float4 access at a 16-byte aligned address (one 128-bit access; OpenCL's vload4 promises only
+    # element alignment, so a compiler may split it into four loads), and the suffix that aligns an array
+    load4_global: str = "(*(__global const float4*)({ptr}))"
+    load4_local: str = "(*(__local const float4*)({ptr}))"
+    store4_local: str = "*(__local float4*)({ptr}) = {v};"
+    align16: str = " __attribute__((aligned(16)))"
     preamble: tuple[str, ...] = ()
+    # bfloat16, stored as its 16 bits: loaded by a shift into float32's top half, stored rounded to nearest
+    # even (NaNs stay NaN, quiet), as ml_dtypes rounds
+    load_bf16: str = "zd_bf16_load({arg}[{off}])"
+    store_bf16: str = "{arg}[gid] = zd_bf16_store({v});"
+    bf16_preamble: tuple[str, ...] = (
+        "inline float zd_bf16_load(ushort h) { return as_float(((uint)h) << 16); }",
+        ("inline ushort zd_bf16_store(float f) {\n  uint u = as_uint(f);\n"
+        "  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);\n"
+        "  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}"),
+        "inline float zd_bf16_round(float f) { return zd_bf16_load(zd_bf16_store(f)); }",
+    )
     fp64_preamble: tuple[str, ...] = ()
     half_preamble: tuple[str, ...] = ()
 
@@ -96,10 +113,21 @@ CUDA = Dialect(
     store4="*reinterpret_cast<float4*>({ptr}) = {v};",
     zero4="make_float4(0.0f, 0.0f, 0.0f, 0.0f)",
     make4="make_float4({}, {}, {}, {})",
+    load4_global="(*reinterpret_cast<const float4*>({ptr}))",
+    load4_local="(*reinterpret_cast<const float4*>({ptr}))",
+    store4_local="*reinterpret_cast<float4*>({ptr}) = {v};",
+    align16="",
     # NVRTC compiles without system headers: no <math.h> macros unless defined here
     preamble=("#ifndef INFINITY", "#define INFINITY __int_as_float(0x7f800000)", "#endif",
               "#ifndef NAN", "#define NAN __int_as_float(0x7fc00000)", "#endif"),
     half_preamble=("#include <cuda_fp16.h>",),
+    bf16_preamble=(
+        "__device__ inline float zd_bf16_load(unsigned short h) { return __uint_as_float(((unsigned int)h) << 16); }",
+        ("__device__ inline unsigned short zd_bf16_store(float f) {\n  unsigned int u = __float_as_uint(f);\n"
+        "  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);\n"
+        "  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}"),
+        "__device__ inline float zd_bf16_round(float f) { return zd_bf16_load(zd_bf16_store(f)); }",
+    ),
 )
 
 DIALECTS = {d.name: d for d in (OPENCL, CUDA)}

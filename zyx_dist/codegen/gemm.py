@@ -1,70 +1,189 @@
 """Driver side: register- and local-memory-tiled code for matmul-shaped kernels. Takes a kernel from
-the kernelizer; `match` recognises a sum over one axis of the product of two inputs seen through
-movement ops only, where each operand's address is affine in (row, k) and (k, column) (so `A @ B`,
-`A @ B.T`, batched-free 2-D products and their epilogues such as `relu(A @ B + b)` all qualify, stored
-through reshapes and permutes too, as the backward of a matmul stores `A.T @ G`), and
-`render` gives the tiled kernel: each work-group computes a TILE_M x TILE_N block of the output through
-`__local`/`__shared__` tiles of A and B, each work-item an 8x8 register block read from the tiles as
-float4 pairs (optionally with the next tiles' loads in flight during the arithmetic), and the rest of the kernel (bias, activation, casts) is evaluated on each accumulator
-before its store.
+the kernelizer; `match` recognises a sum over one axis of the product of two operands, each a value
+computed from the kernel's inputs through movement and elementwise ops (no reduce), and sorts the
+product's other dims by which operand depends on them: the rows (the left operand only), the columns
+(the right operand only) and the batch (both, or neither). So `A @ B`, `A @ B.T`, batched and
+broadcast-batch products, `q @ k.mT` read through a permuted view, `x3d @ W` (its rows flattened into
+one M) and epilogues such as `relu(A @ B + b)` are all one GEMM, also when stored through permutes (the
+backward of a matmul, a projection split into attention heads). `render` gives the tiled kernel: each
+work-group computes a TILE_M x TILE_N block of one batch's output through `__local`/`__shared__` tiles
+of A and B, each work-item a block of 4 or 8 rows by 4 or 8 columns read from the tiles as float4s.
+An operand that is one float32 input seen through movement ops only is read in place as float4s where
+`contiguous` proves four neighbours lie side by side along k (or along the rows/columns); any other
+operand is evaluated element by element by the renderer (so pads, casts from half types and scaled
+operands work too). The rest of the kernel (bias, activation, casts) is evaluated on each accumulator
+before its store. Tensor cores for half types are in `gemm_tc.py`.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..graph.ir import Node, Op, ReduceOp
-from . import symbolic as sym
-from .cexpr import move_index, strides
+import numpy as np
 
-TILE_M = TILE_N = 128
-THREADS = 256  # 16 x 16 work-items, each an 8 x 8 block of contiguous rows and columns
+from ..graph.ir import Node, Op, ReduceOp, prod
+from . import symbolic as sym
+from .cexpr import flat_index, move_index, strides
+
+THREADS = 256  # 16 x 16 work-items
 ELEMENTWISE = (Op.UNARY, Op.BINARY, Op.CAST, Op.WHERE)
+MOVEMENT = (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.FLIP)
+MIN_SIDE = 16  # M or N below this: the plain reduce loops (a matrix-vector product) do as well
+WALK_LIMIT = 512  # operand subgraphs bigger than this are not worth a GEMM's per-element evaluation
+# tile shapes: (rows per work-item, columns per work-item); the work-group's tile is 16x that
+TILES = ((8, 8), (4, 8), (8, 4), (4, 4))
+PLAIN = len(TILES)  # the `tile` option that renders the kernel as plain reduce loops instead
+FLOAT_DTYPES = ("float32", "float16", "bfloat16")
+
+
+@dataclass(frozen=True)
+class View:
+    """An operand that is one input seen through movement ops only."""
+
+    pos: int  # input position
+    offset: sym.Expr  # element offset in that input, in the template variables bz, gi, gj, gk
+    dtype: str  # the input's dtype name
 
 
 @dataclass(frozen=True)
 class GemmSpec:
     reduce: Node
-    a: int  # input position of the left operand
-    b: int
-    M: int
-    N: int
-    K: int
-    a_off: tuple[int, int, int]  # offset = row * a_off[0] + k * a_off[1] + a_off[2]
-    b_off: tuple[int, int, int]  # offset = k * b_off[0] + col * b_off[1] + b_off[2]
-    out_strides: tuple[int, int]  # flat output index = row * s0 + col * s1
-    out_index: str | None = None  # else the flat output index as a C expression of gi, gj (a head split)
+    a: Node  # the operand that depends on the rows
+    b: Node  # the operand that depends on the columns
+    shape: tuple[int, ...]  # the product's shape
+    k: int  # the reduced dim of the product
+    batch: tuple[int, ...]  # dims of the product, each sorted by position
+    rows: tuple[int, ...]
+    cols: tuple[int, ...]
+    a_view: View | None
+    b_view: View | None
+    # when permutes lie between the reduce and the kernel's output (the backward of a matmul stores its
+    # gradient transposed, attention splits a projection into heads): the output and each node's consumers
+    # on the way up, through which the reduce's index is carried to the output's
+    out: Node | None = None
+    up: tuple[tuple[int, tuple[Node, ...]], ...] = ()
+
+    @property
+    def M(self) -> int:
+        return prod(self.shape[d] for d in self.rows)
+
+    @property
+    def N(self) -> int:
+        return prod(self.shape[d] for d in self.cols)
+
+    @property
+    def K(self) -> int:
+        return self.shape[self.k]
+
+    @property
+    def B(self) -> int:
+        return prod(self.shape[d] for d in self.batch)
+
+    def vars(self) -> tuple[sym.Var, sym.Var, sym.Var, sym.Var]:
+        """The template's variables: batch, row, column and k (C variables of the same names)."""
+        return (sym.Var("bz", 0, self.B - 1), sym.Var("gi", 0, self.M - 1), sym.Var("gj", 0, self.N - 1),
+                sym.Var("gk", 0, self.K - 1))
+
+    def index(self, bz: sym.Expr, gi: sym.Expr, gj: sym.Expr, gk: sym.Expr) -> tuple:
+        """The product's index at batch bz, row gi, column gj and depth gk (flat positions of their dims)."""
+        idx: list[sym.Expr] = [sym.ZERO] * len(self.shape)
+        for dims, flat in ((self.batch, bz), (self.rows, gi), (self.cols, gj)):
+            for d, e in zip(dims, flat_index(tuple(self.shape[d] for d in dims), flat)):
+                idx[d] = e
+        idx[self.k] = gk
+        return tuple(idx)
+
+    def out_flat(self) -> sym.Expr:
+        """The flat index in the kernel's output of the reduce's element at the template's (bz, gi, gj)."""
+        bz, gi, gj, _ = self.vars()
+        idx = self.index(bz, gi, gj, sym.ZERO)
+        if self.out is not None:
+            flat = _carry_up(self.reduce, idx, self.out, dict(self.up))
+            assert flat is not None  # checked by `match`
+            return flat
+        return sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides(self.reduce.shape)) if s])
 
 
-def _operand(x: Node, pos: dict[int, int], idx: tuple) -> tuple[int, sym.Expr] | None:
-    """(input position, offset expression) when x is an input seen through index-only movement ops."""
-    while x.id not in pos:
-        if x.op not in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.FLIP):
+def _carry_up(r: Node, idx: tuple, out: Node, parents: dict[int, tuple[Node, ...]]) -> sym.Expr | None:
+    """The output's flat index of the reduce's element at `idx`, carried up through the reshapes, permutes
+    and elementwise ops between them; None when two paths disagree on where the element goes."""
+    at: dict[int, tuple] = {r.id: idx}
+    work = [r]
+    while work:
+        n = work.pop()
+        for p in parents.get(n.id, ()):
+            if p.op is Op.PERMUTE:
+                new = tuple(at[n.id][a] for a in p.arg)
+            elif p.op is Op.RESHAPE:
+                flat = sym.add(*[sym.mul(e, st) for e, st in zip(at[n.id], strides(n.shape)) if st])
+                new = flat_index(p.shape, flat)
+            else:
+                new = at[n.id]
+            if p.id in at:
+                if at[p.id] != new:
+                    return None
+                continue
+            at[p.id] = new
+            work.append(p)
+    if out.id not in at:
+        return None
+    return sym.add(*[sym.mul(e, st) for e, st in zip(at[out.id], strides(out.shape)) if st])
+
+
+def _walk(x: Node, idx: tuple, pos: dict[int, int]) -> tuple[set[str], list[tuple[int, sym.Expr]], bool] | None:
+    """The variables the value of `x` at `idx` depends on, its loads (input position, offset) and whether
+    it computes anything beyond moving elements; None if it holds a reduce or is too big to repeat."""
+    used: set[str] = set()
+    loads: list[tuple[int, sym.Expr]] = []
+    computes = False
+    stack = [(x, idx)]
+    visits = 0
+    while stack:
+        n, ix = stack.pop()
+        visits += 1
+        if visits > WALK_LIMIT:
             return None
-        idx = move_index(x, idx)
-        x = x.srcs[0]
-    off = sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides(x.shape)) if s])
-    return pos[x.id], off
-
-
-def _affine(e: sym.Expr, names: list[str]) -> tuple[int, ...] | None:
-    """Coefficients of `names` and the constant, when e is affine in those variables only."""
-    s = e if isinstance(e, sym.Sum) else sym.Sum(((e, 1),), 0)
-    coef = dict.fromkeys(names, 0)
-    for t, c in s.terms:
-        if not isinstance(t, sym.Var) or t.name not in coef:
+        if n.id in pos:
+            off = tidy(sym.add(*[sym.mul(e, s) for e, s in zip(ix, strides(n.shape)) if s]))
+            used |= sym.variables(off)
+            loads.append((pos[n.id], off))
+        elif n.op is Op.CONST:
+            computes = True
+        elif n.op in MOVEMENT:
+            stack.append((n.srcs[0], move_index(n, ix)))
+        elif n.op is Op.PAD:
+            inner, padding = [], False
+            for e, (lo, _hi), d in zip(ix, n.arg[0], n.srcs[0].shape):
+                e2 = sym.add(e, -lo)
+                inner.append(e2)
+                c = sym.cond(e2, 0, d - 1)
+                if c is False:
+                    padding = True
+                elif c is not True:
+                    used |= sym.variables(c[0])
+                    computes = True
+            if padding:
+                computes = True
+            else:
+                stack.append((n.srcs[0], tuple(inner)))
+        elif n.op in ELEMENTWISE:
+            computes = True
+            stack.extend((s, ix) for s in n.srcs)
+        else:
             return None
-        coef[t.name] += c
-    return (*[coef[n] for n in names], s.const)
+    return used, loads, computes
 
 
 def match(kernel) -> GemmSpec | None:
-    if len(kernel.outputs) != 1 or kernel.outputs[0].dtype.name != "float32":
+    if len(kernel.outputs) != 1:
         return None
     out = kernel.outputs[0]
     pos = {n.id: i for i, n in enumerate(kernel.inputs)}
     reduces: list[Node] = []
     parents: dict[int, list[Node]] = {}  # node on a path from the output to the reduce -> its consumers there
+    permuted = False
     stack, seen = [(out, True, None)], set()
     while stack:  # the reduce must be reached through elementwise ops, reshapes and permutes only
         n, direct, parent = stack.pop()
@@ -79,206 +198,284 @@ def match(kernel) -> GemmSpec | None:
             reduces.append(n)
             continue
         keep = direct and (n.op in ELEMENTWISE or n.op in (Op.RESHAPE, Op.PERMUTE))
+        permuted |= keep and n.op is Op.PERMUTE
         stack.extend((s, keep, n if keep else None) for s in n.srcs)
     if len(reduces) != 1:
         return None
     r = reduces[0]
     rop, axes = r.arg
     src = r.srcs[0]
-    if rop is not ReduceOp.SUM or len(axes) != 1 or not r.dtype.is_float or r.dtype.itemsize != 4:
+    if rop is not ReduceOp.SUM or len(axes) != 1 or r.dtype.name not in FLOAT_DTYPES:
         return None
     if src.op is not Op.BINARY or src.arg.value != "mul":
         return None
-    shape = src.shape
-    names = [f"d{i}" for i in range(len(shape))]
-    idx = tuple(sym.Var(nm, 0, d - 1) if d > 1 else sym.ZERO for nm, d in zip(names, shape))
-    ops = [_operand(s, pos, idx) for s in src.srcs]
-    if any(o is None for o in ops):
+    shape, k = src.shape, axes[0]
+    idx = tuple(sym.Var(f"d{i}", 0, d - 1) if d > 1 else sym.ZERO for i, d in enumerate(shape))
+    walks = [_walk(s, idx, pos) for s in src.srcs]
+    if any(w is None for w in walks):
         return None
-    (ia, ea), (ib, eb) = ops  # type: ignore[misc]
-    ca, cb = _affine(ea, names), _affine(eb, names)
-    if ca is None or cb is None:
+    (ua, _, _), (ub, _, _) = walks  # type: ignore[misc]
+    dims = [d for d in range(len(shape)) if d != k and shape[d] > 1]
+    rows = tuple(d for d in dims if f"d{d}" in ua and f"d{d}" not in ub)
+    cols = tuple(d for d in dims if f"d{d}" in ub and f"d{d}" not in ua)
+    batch = tuple(d for d in dims if d not in rows and d not in cols)
+    up = tuple((i, tuple(ps)) for i, ps in parents.items()) if permuted else ()
+    spec = GemmSpec(r, src.srcs[0], src.srcs[1], shape, k, batch, rows, cols, None, None, out if up else None, up)
+    if min(spec.M, spec.N) < MIN_SIDE:
         return None
-    k = axes[0]
-    free = [d for d in range(len(shape)) if d != k and shape[d] > 1]
-    if len(free) != 2:
+    if up and _carry_up(r, spec.index(*spec.vars()[:3], sym.ZERO), out, dict(up)) is None:
         return None
-    rows = [d for d in free if ca[d] and not cb[d]]
-    cols = [d for d in free if cb[d] and not ca[d]]
-    if len(rows) != 1 or len(cols) != 1:
-        return None
-    i, j = rows[0], cols[0]
-    if any(ca[d] or cb[d] for d in range(len(shape)) if d not in (i, j, k)):
-        return None
-    flat = _output_index(out, r, i, j, parents)
-    if flat is None:
-        return None
-    coef = _affine(flat, ["gi", "gj"])
-    ostrides, index = ((coef[0], coef[1]), None) if coef is not None and coef[2] == 0 else ((0, 0), sym.render(flat))
-    return GemmSpec(r, ia, ib, shape[i], shape[j], shape[k], (ca[i], ca[k], ca[-1]), (cb[k], cb[j], cb[-1]),
-                    ostrides, index)
+    bz, gi, gj, gk = spec.vars()
+    views = []
+    for x, row, col in ((spec.a, gi, sym.ZERO), (spec.b, sym.ZERO, gj)):
+        w = _walk(x, spec.index(bz, row, col, gk), pos)
+        assert w is not None
+        _, loads, computes = w
+        plain = not computes and len(loads) == 1
+        views.append(View(loads[0][0], tidy(loads[0][1]), kernel.inputs[loads[0][0]].dtype.name) if plain else None)
+    return GemmSpec(r, spec.a, spec.b, shape, k, batch, rows, cols, views[0], views[1], spec.out, up)
 
 
-def _output_index(out: Node, r: Node, i: int, j: int, parents: dict[int, list[Node]]) -> sym.Expr | None:
-    """The output's flat index of the reduce's element (gi, gj), found by carrying the reduce's index up to
-    the output through the reshapes and permutes between them (the backward of a matmul stores its gradient
-    transposed, attention splits a projection into heads); None when two paths disagree on where an
-    element goes."""
-    idx: dict[int, tuple] = {r.id: tuple(sym.Var("gi", 0, d - 1) if a == i else sym.Var("gj", 0, d - 1) if a == j
-                                         else sym.ZERO for a, d in enumerate(r.shape))}
-    work = [r]
-    while work:
-        n = work.pop()
-        for p in parents.get(n.id, ()):
-            if p.op is Op.PERMUTE:
-                up = tuple(idx[n.id][a] for a in p.arg)
-            elif p.op is Op.RESHAPE:
-                flat = sym.add(*[sym.mul(e, st) for e, st in zip(idx[n.id], strides(n.shape)) if st])
-                up = tuple(sym.ZERO if d == 1 else sym.mod(sym.div(flat, st), d)
-                           for d, st in zip(p.shape, strides(p.shape)))
-            else:
-                up = idx[n.id]
-            if p.id in idx:
-                if idx[p.id] != up:
-                    return None
-                continue
-            idx[p.id] = up
-            work.append(p)
-    if out.id not in idx:
-        return None
-    return sym.add(*[sym.mul(e, st) for e, st in zip(idx[out.id], strides(out.shape)) if st])
+# ---- offsets: regrouped so that contiguity shows --------------------------------------------------------
+
+def _regroup(t: sym.Div | sym.Mod) -> sym.Expr:
+    """floor((g*X + r) / c) = floor(X / (c/g)) and (g*X + r) mod c = (X mod (c/g))*g + r, where g divides
+    c and 0 <= r < g: what a reshape that splits flattened rows leaves behind (`(gk + gi*1024) / 2**20`
+    is `gi / 1024` for gk < 1024), and which the simplifier's own division does not see."""
+    x, c = t.x, t.c
+    if not isinstance(x, sym.Sum):
+        return t
+    for g in sorted({math.gcd(c, abs(k)) for _, k in x.terms}, reverse=True):
+        if g <= 1:
+            continue
+        rest = sym.add(*[sym.mul(u, k) for u, k in x.terms if k % g], x.const % g)
+        lo, hi = sym.bounds(rest)
+        if lo < 0 or hi >= g:
+            continue
+        big = sym.add(*[sym.mul(u, k // g) for u, k in x.terms if k % g == 0], x.const // g)
+        if isinstance(t, sym.Div):
+            return sym.div(big, c // g)
+        return sym.add(sym.mul(sym.mod(big, c // g), g), rest)
+    return t
 
 
-def render(spec: GemmSpec, name: str, dialect, params: list[str], epilogue, index_type: str,
-           tile_k: int = 8, prefetch: bool = False) -> tuple[str, tuple, tuple]:
-    """Source and (gws, lws) of the tiled kernel. `epilogue(gid, acc)` gives (C lines, value expr).
-    Each work-item owns an 8x8 block, rows {ty*4..ty*4+3} and the same 64 further (columns likewise
-    with tx), so the float4 reads of a quarter warp from the local tiles are contiguous (no bank
-    conflicts) and its stores to the output are too. Tiles come from global memory as float4 where the
-    layout allows it; with `prefetch`, the next tile's loads are issued before the current tile is
+def tidy(e: sym.Expr) -> sym.Expr:
+    """e with its top-level division and modulo terms regrouped (a few passes, each may enable the next)."""
+    for _ in range(4):
+        s = e if isinstance(e, sym.Sum) else sym.Sum(((e, 1),), 0)
+        parts = [sym.mul(_regroup(t) if isinstance(t, (sym.Div, sym.Mod)) else t, k) for t, k in s.terms]
+        new = sym.add(*parts, s.const)
+        if new == e:
+            break
+        e = new
+    return e
+
+
+# ---- contiguity: may `width` neighbours along one variable be read as one vector? ------------------------
+
+def _evaluate(e: sym.Expr, name: str, values: np.ndarray) -> np.ndarray:
+    """e at every value of the variable `name` (e must hold no other variable)."""
+    done: dict[int, np.ndarray] = {}
+    stack: list[tuple[sym.Expr, bool]] = [(e, False)]
+    while stack:
+        x, ready = stack.pop()
+        if id(x) in done:
+            continue
+        kids = [t for t, _ in x.terms] if isinstance(x, sym.Sum) else [x.x] if isinstance(x, (sym.Div, sym.Mod)) else []
+        if not ready:
+            stack.append((x, True))
+            stack.extend((kid, False) for kid in kids)
+            continue
+        if isinstance(x, sym.Var):
+            if x.name != name:
+                raise ValueError(f"{x.name} is not {name}")
+            done[id(x)] = values
+        elif isinstance(x, sym.Sum):
+            total = np.full(values.shape, x.const, np.int64)
+            for t, c in x.terms:
+                total = total + c * done[id(t)]
+            done[id(x)] = total
+        elif isinstance(x, sym.Div):
+            done[id(x)] = done[id(x.x)] // x.c
+        else:
+            done[id(x)] = done[id(x.x)] % x.c
+    return done[id(e)]
+
+
+def contiguous(offset: sym.Expr, var: sym.Var, width: int) -> bool:
+    """Whether, for every value of the other variables, the elements at var = width*q .. width*q + width-1
+    lie at consecutive offsets starting at a multiple of `width` (so one aligned vector load reads them).
+    Terms free of `var` must be multiples of `width`; the terms in `var` alone are checked at every value."""
+    if (var.hi + 1) % width:
+        return False
+    s = offset if isinstance(offset, sym.Sum) else sym.Sum(((offset, 1),), 0)
+    mine = []
+    for t, c in s.terms:
+        names = sym.variables(t)
+        if var.name in names:
+            if names != {var.name}:
+                return False
+            mine.append((t, c))
+        elif c % width:
+            return False
+    if s.const % width or not mine:
+        return False
+    values = np.arange(var.hi + 1, dtype=np.int64)
+    f = sum(c * _evaluate(t, var.name, values) for t, c in mine).reshape(-1, width)
+    return bool(np.all(f[:, 0] % width == 0) and np.all(f - f[:, :1] == np.arange(width)))
+
+
+# ---- the kernel --------------------------------------------------------------------------------------------
+
+Operand = Callable[[Node, tuple], tuple[list[str], str]]  # (node, product index) -> (C lines, float value)
+Epilogue = Callable[[sym.Expr], list[str]]  # flat output index -> C lines that store the output at `gid`
+
+
+@dataclass(frozen=True)
+class _Tile:
+    """How one operand's tile (rows x tile_k, stored k-major in local memory as S[k][row]) is filled:
+    `slots` register slots per work-item of type `vtype`; `at` places slot r's element(s) (e, ii/q, kk/kq),
+    `fetch(k0)` reads them into `v` (zero past the edges) and `put` stores `v` into the tile; `guard` is
+    the condition for slots past the tile's end (empty when every slot is used)."""
+
+    slots: int
+    vtype: str
+    at: str
+    fetch: Callable[[str], str]
+    put: str
+    guard: str
+
+
+def _tile_loads(spec: GemmSpec, left: bool, rows: int, tile_k: int, T: str, dialect, operand: Operand) -> _Tile:
+    bz, gi, gj, gk = spec.vars()
+    view = spec.a_view if left else spec.b_view
+    node = spec.a if left else spec.b
+    me, size, first = (gi, spec.M, "bi") if left else (gj, spec.N, "bj")
+    tile = "As" if left else "Bs"
+    mode = "scalar"
+    if view is not None and view.dtype == "float32" and contiguous(view.offset, gk, 4):
+        mode = "k"
+    elif view is not None and view.dtype == "float32" and contiguous(view.offset, me, 4):
+        mode = "mn"
+    units = rows * tile_k // (4 if mode != "scalar" else 1)
+    guard = f"e < {units}" if units % THREADS else ""
+    edge = f"{guard + ' && ' if guard else ''}{me.name} < {size} && gk < {spec.K}"
+    e = f"const int e = tid + r * {THREADS};"
+    if mode in ("k", "mn"):
+        load = dialect.load4_global.format(ptr=f"in{view.pos} + {sym.render(view.offset)}")
+        if mode == "k":
+            at = f"{e} const int ii = e / {tile_k // 4}, kq = (e % {tile_k // 4}) * 4;"
+            put = " ".join(f"{tile}[kq + {u}][ii] = v.{c};" for u, c in enumerate("xyzw"))
+            where = "ii", "kq"
+        else:
+            at = f"{e} const int kk = e / {rows // 4}, q = (e % {rows // 4}) * 4;"
+            put = dialect.store4_local.format(ptr=f"&{tile}[kk][q]", v="v")
+            where = "q", "kk"
+
+        def fetch(k0: str) -> str:
+            return (f"const {T} {me.name} = {first} + {where[0]}, gk = {k0} + {where[1]}; "
+                    f"const float4 v = ({edge}) ? {load} : {dialect.zero4};")
+        return _Tile(-(-units // THREADS), "float4", at, fetch, put, guard)
+    # element by element: k fastest in the rows of A, the columns of B fastest
+    at = f"{e} " + (f"const int ii = e / {tile_k}, kk = e % {tile_k};" if left else
+                    f"const int kk = e / {rows}, ii = e % {rows};")
+    idx = spec.index(bz, gi, sym.ZERO, gk) if left else spec.index(bz, sym.ZERO, gj, gk)
+    lines, value = operand(node, idx)
+    inner = " ".join(lines)
+
+    def fetch_one(k0: str) -> str:
+        return (f"const {T} {me.name} = {first} + ii, gk = {k0} + kk; float v = 0.0f; "
+                f"if ({edge}) {{ {inner} v = {value}; }}")
+    return _Tile(-(-units // THREADS), "float", at, fetch_one, f"{tile}[kk][ii] = v;", guard)
+
+
+def render(spec: GemmSpec, name: str, dialect, params: list[str], operand: Operand, epilogue: Epilogue,
+           index_type: str, tile_k: int = 8, prefetch: bool = False, tile: int = 0) -> tuple[str, tuple, tuple]:
+    """Source and (gws, lws) of the tiled kernel. Each work-item owns RM x RN accumulators: rows
+    {ty*4..ty*4+3} (and, with 8 rows, the same TILE_M/2 further; columns likewise with tx), so the float4
+    reads of a quarter warp from the local tiles are contiguous (no bank conflicts) and its stores to
+    the output are too. With `prefetch`, the next tiles' loads are issued before the current tiles are
     multiplied, so they are in flight during the arithmetic."""
     shared, barrier, lid, grp = dialect.shared, dialect.barrier, dialect.local_id, dialect.group_id
-    f4, zero4 = "float4", dialect.zero4
+    RM, RN = TILES[tile]
+    TM, TN = 16 * RM, 16 * RN
+    M, N, K, T = spec.M, spec.N, spec.K, index_type
+    nbx, nby = -(-N // TN), -(-M // TM)
+    ta = _tile_loads(spec, True, TM, tile_k, T, dialect, operand)
+    tb = _tile_loads(spec, False, TN, tile_k, T, dialect, operand)
 
-    def load4(ptr: str) -> str:
-        return dialect.load4.format(ptr=ptr)
+    def loop(t: _Tile, body: str) -> str:
+        body = f"{t.at} {body}"
+        return f"    #pragma unroll\n    for (int r = 0; r < {t.slots}; r++) {{ {body} }}"
 
-    def store4(ptr: str, v: str) -> str:
-        return dialect.store4.format(ptr=ptr, v=v)
+    def put(t: _Tile, v: str | None = None) -> str:  # slots past the tile's end put nothing
+        code = t.put if v is None else f"const {t.vtype} v = {v}; {t.put}"
+        return f"if ({t.guard}) {{ {code} }}" if t.guard else code
 
-    M, N, K = spec.M, spec.N, spec.K
-    nbx = -(-N // TILE_N)
-    nby = -(-M // TILE_M)
-    ai, ak, a0 = spec.a_off
-    bk, bj, b0 = spec.b_off
-    s0, s1 = spec.out_strides
-    T = index_type
-    reps = tile_k // 8  # float4 loads per work-item per tile, for each of A and B
-    # float4 tile loads need 16-byte aligned rows: A with k contiguous, B with columns contiguous
-    a_vec = ak == 1 and ai % 4 == 0 and a0 % 4 == 0 and K % 4 == 0
-    b_vec = bj == 1 and bk % 4 == 0 and b0 % 4 == 0 and N % 4 == 0
-    prefetch = prefetch and a_vec and b_vec
-    # A: 128 rows x tile_k / 4 float4 of k; B: tile_k rows of k x 32 float4 of columns. Per operand: where
-    # work-item tid's r-th float4 lies, its load (zero past the edges) and its store into the local tile
-    a_at = f"const int e = tid + r * {THREADS}; const int ii = e / {tile_k // 4}, kq = (e % {tile_k // 4}) * 4;"
-    b_at = f"const int e = tid + r * {THREADS}; const int kk = e / 32, jq = (e % 32) * 4;"
-
-    def a_get(k0: str) -> str:
-        return (f"{a_at} const {T} gi = bi + ii, gk = {k0} + kq; const {f4} v = (gi < {M} && gk < {K}) ? "
-                f"{load4(f'in{spec.a} + gi * {ai} + gk + {a0}')} : {zero4};")
-
-    def b_get(k0: str) -> str:
-        return (f"{b_at} const {T} gj = bj + jq, gk = {k0} + kk; const {f4} v = (gj < {N} && gk < {K}) ? "
-                f"{load4(f'in{spec.b} + gk * {bk} + gj + {b0}')} : {zero4};")
-
-    def a_put(v: str) -> str:  # A transposed: k-major
-        return f"As[kq][ii] = {v}.x; As[kq + 1][ii] = {v}.y; As[kq + 2][ii] = {v}.z; As[kq + 3][ii] = {v}.w;"
-
-    def b_put(v: str) -> str:
-        return store4("&Bs[kk][jq]", v)
-
-    def per_float4(*blocks: str) -> str:
-        inner = "\n".join(f"      {{ {blk} }}" for blk in blocks)
-        return f"    #pragma unroll\n    for (int r = 0; r < {reps}; r++) {{\n{inner}\n    }}"
-
-    def fetch(k0: str) -> str:  # float4 tiles of A and B into the registers pa, pb
-        return per_float4(f"{a_get(k0)} pa[r] = v;", f"{b_get(k0)} pb[r] = v;")
-
-    def put() -> str:  # the registers pa, pb into the local tiles
-        return per_float4(f"{a_at} {a_put('pa[r]')}", f"{b_at} {b_put('pb[r]')}")
-
-    if a_vec:
-        load_a = per_float4(f"{a_get('k0')} {a_put('v')}")
-    else:
-        load_a = f"""    for (int r = 0; r < {TILE_M * tile_k // THREADS}; r++) {{
-      const int e = tid + r * {THREADS};
-      const int ii = e / {tile_k}, kk = e % {tile_k};
-      const {T} gi = bi + ii, gk = k0 + kk;
-      As[kk][ii] = (gi < {M} && gk < {K}) ? in{spec.a}[gi * {ai} + gk * {ak} + {a0}] : 0.0f;
-    }}"""
-    if b_vec:
-        load_b = per_float4(f"{b_get('k0')} {b_put('v')}")
-    else:
-        load_b = f"""    for (int r = 0; r < {TILE_N * tile_k // THREADS}; r++) {{
-      const int e = tid + r * {THREADS};
-      const int kk = e / {TILE_N}, jj = e % {TILE_N};
-      const {T} gj = bj + jj, gk = k0 + kk;
-      Bs[kk][jj] = (gj < {N} && gk < {K}) ? in{spec.b}[gk * {bk} + gj * {bj} + {b0}] : 0.0f;
-    }}"""
     if prefetch:
-        head = f"  {f4} pa[{reps}], pb[{reps}];\n  {{ const {T} k0 = 0;\n{fetch('k0')}\n  }}"
-        tile = f"""{put()}
-    {barrier}
-    if (k0 + {tile_k} < {K}) {{
-{fetch(f"(k0 + {tile_k})")}
-    }}"""
+        head = (f"  {ta.vtype} pa[{ta.slots}];\n  {tb.vtype} pb[{tb.slots}];\n  {{\n"
+                f"{loop(ta, ta.fetch('0') + ' pa[r] = v;')}\n{loop(tb, tb.fetch('0') + ' pb[r] = v;')}\n  }}")
+        tile_code = (f"{loop(ta, put(ta, 'pa[r]'))}\n{loop(tb, put(tb, 'pb[r]'))}\n    {barrier}\n"
+                     f"    if (k0 + {tile_k} < {K}) {{\n      const {T} k1 = k0 + {tile_k};\n"
+                     f"{loop(ta, '{ ' + ta.fetch('k1') + ' pa[r] = v; }')}\n"
+                     f"{loop(tb, '{ ' + tb.fetch('k1') + ' pb[r] = v; }')}\n    }}")
     else:
         head = ""
-        tile = f"{load_a}\n{load_b}\n    {barrier}"
-    lines, value = epilogue("gid", "acc")
-    body = "\n".join("          " + ln for ln in lines)
-    # two work-groups per compute unit: at most 128 registers per work-item, which an epilogue could exceed
+        tile_code = (f"{loop(ta, '{ ' + ta.fetch('k0') + ' ' + put(ta) + ' }')}\n"
+                     f"{loop(tb, '{ ' + tb.fetch('k0') + ' ' + put(tb) + ' }')}\n    {barrier}")
+
+    def reads(tile_name: str, n: int, half: int, of: str) -> str:
+        parts = [dialect.load4_local.format(ptr=f"&{tile_name}[kk][{of} * 4{' + ' + str(half) if h else ''}]")
+                 for h in range(n // 4)]
+        names = [f"{tile_name[0].lower()}{h}" for h in range(n // 4)]
+        regs = ", ".join(f"{nm}.{c}" for nm in names for c in "xyzw")
+        return (f"const float4 {', '.join(f'{nm} = {p}' for nm, p in zip(names, parts))};\n"
+                f"      const float r{tile_name[0].lower()}[{n}] = {{{regs}}};")
+
+    flat = spec.out_flat()
+    body = "\n".join("          " + ln for ln in epilogue(flat))
     prefix = dialect.bounded_prefix.format(threads=THREADS, groups=2)
+    row = "ty * 4 + (m & 3)" + (f" + (m >> 2) * {TM // 2}" if RM == 8 else "")
+    col = "tx * 4 + (n & 3)" + (f" + (n >> 2) * {TN // 2}" if RN == 8 else "")
+    align = dialect.align16
     src = f"""{prefix} {name}({', '.join(params)}) {{
-  {shared} float As[{tile_k}][{TILE_M}];
-  {shared} float Bs[{tile_k}][{TILE_N}];
+  {shared} float As[{tile_k}][{TM}]{align};
+  {shared} float Bs[{tile_k}][{TN}]{align};
   const int tid = {lid};
   const int tx = tid % 16, ty = tid / 16;
-  const {T} bi = ({T})({grp} / {nbx}) * {TILE_M}, bj = ({T})({grp} % {nbx}) * {TILE_N};
-  float c[8][8];
+  const {T} bz = ({T})({grp} / {nbx * nby});
+  const int tile = {grp} % {nbx * nby};
+  const {T} bi = ({T})(tile / {nbx}) * {TM}, bj = ({T})(tile % {nbx}) * {TN};
+  float c[{RM}][{RN}];
   #pragma unroll
-  for (int m = 0; m < 8; m++)
+  for (int m = 0; m < {RM}; m++)
     #pragma unroll
-    for (int n = 0; n < 8; n++) c[m][n] = 0.0f;
+    for (int n = 0; n < {RN}; n++) c[m][n] = 0.0f;
 {head}
   for ({T} k0 = 0; k0 < {K}; k0 += {tile_k}) {{
-{tile}
+{tile_code}
     #pragma unroll
     for (int kk = 0; kk < {tile_k}; kk++) {{
-      const {f4} a0 = {load4("&As[kk][ty * 4]")}, a1 = {load4("&As[kk][ty * 4 + 64]")};
-      const {f4} b0 = {load4("&Bs[kk][tx * 4]")}, b1 = {load4("&Bs[kk][tx * 4 + 64]")};
-      const float ra[8] = {{a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w}};
-      const float rb[8] = {{b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w}};
+      {reads("As", RM, TM // 2, "ty")}
+      {reads("Bs", RN, TN // 2, "tx")}
       #pragma unroll
-      for (int m = 0; m < 8; m++)
+      for (int m = 0; m < {RM}; m++)
         #pragma unroll
-        for (int n = 0; n < 8; n++) c[m][n] += ra[m] * rb[n];
+        for (int n = 0; n < {RN}; n++) c[m][n] += ra[m] * rb[n];
     }}
     {barrier}
   }}
   #pragma unroll
-  for (int m = 0; m < 8; m++) {{
+  for (int m = 0; m < {RM}; m++) {{
     #pragma unroll
-    for (int n = 0; n < 8; n++) {{  // unrolled, so c stays in registers whatever the epilogue does
-      const {T} gi = bi + ty * 4 + (m & 3) + (m >> 2) * 64, gj = bj + tx * 4 + (n & 3) + (n >> 2) * 64;
+    for (int n = 0; n < {RN}; n++) {{  // unrolled, so c stays in registers whatever the epilogue does
+      const {T} gi = bi + {row}, gj = bj + {col};
       if (gi < {M} && gj < {N}) {{
-          const {T} gid = {spec.out_index or f"gi * {s0} + gj * {s1}"};
           const float acc = c[m][n];
 {body}
-          out0[gid] = {value};
       }}
     }}
   }}
 }}
 """
-    return src, (nbx * nby * THREADS,), (THREADS,)
+    return src, (spec.B * nbx * nby * THREADS,), (THREADS,)

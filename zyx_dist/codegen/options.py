@@ -24,13 +24,17 @@ class KernelOpts:
     prefetch: int = 0  # GEMM: 1 = load the next tiles into registers while multiplying the current ones
     cache: int = 0  # row kernels: 1 = keep the row's elements in registers across the passes over it
     lanes: int = 0  # reduce loops without work-groups: iterations per pass, with vector loads (CPUs)
+    stages: int = 0  # tensor-core GEMM: shared-memory stages of the k-steps in flight (0 = 2, static memory)
+    tile: int = 0  # GEMM: the tile shape (an index of gemm.TILES / gemm_tc.TILES); gemm.PLAIN = plain reduce loops
+    cpu_rows: int = 0  # GEMM on CPUs: rows per work-item of gemm_cpu's template (0: the tiled GPU template)
 
     def tag(self) -> str:
         """A short name of the non-default choices, part of the program name."""
         parts = [f"{k[0]}{v}" for k, v in (("lws", self.lws), ("elems", self.elems), ("vec", self.vec),
                                            ("group", self.group), ("unroll", self.unroll), ("k", self.tile_k),
                                            ("prefetch", self.prefetch), ("cache", self.cache),
-                                           ("lanes", self.lanes))]
+                                           ("lanes", self.lanes), ("tile", self.tile),
+                                           ("stages", self.stages), ("rows", self.cpu_rows))]
         return "".join(parts)
 
 
@@ -47,6 +51,9 @@ class Shape:
     dialect: str
     gpu: bool
     max_lws: int = 1024
+    gemm_dims: tuple[int, ...] = ()  # GEMM: (batch, M, N, K)
+    tensor_cores: bool = False  # GEMM: on tensor cores (half-type operands, CUDA)
+    attention: bool = False  # the fused attention kernel (one form)
 
 
 def default(s: Shape) -> KernelOpts:
@@ -56,8 +63,10 @@ def default(s: Shape) -> KernelOpts:
 def candidates(s: Shape) -> list[KernelOpts]:
     """Every variant worth timing, in order of preference (the default first)."""
     lws = [x for x in (256, 128, 512, 1024, 64) if x <= s.max_lws]
+    if s.attention:
+        return [KernelOpts()]
     if s.gemm:
-        return [KernelOpts(tile_k=k, prefetch=p) for p in ((1, 0) if s.gpu else (0, 1)) for k in (8, 16)]
+        return gemm_candidates(s)
     if s.row:
         # one work-group per row; big groups share long rows, small ones leave room for more groups
         sizes = [g for g in lws if g <= max(32, s.row)] or [min(lws)]
@@ -89,3 +98,35 @@ def small(total: int, lws: int) -> int:
     while lws > 32 and lws > total:
         lws //= 2
     return lws
+
+
+GEMM_TILES = ((128, 128), (64, 128), (128, 64), (64, 64))  # gemm.TILES as work-group tiles
+PLAIN_GEMM = len(GEMM_TILES)  # gemm.PLAIN
+
+
+def gemm_candidates(s: Shape) -> list[KernelOpts]:
+    """GEMM tiles in order of how little of their work falls past the edges (tails) and how well they
+    fill a GPU with work-groups, big tiles first among equals (they reuse each loaded element most);
+    small K or a thin side also gets the plain reduce loops to compare against."""
+    b, m, n, k = s.gemm_dims
+    plain = KernelOpts(tile=PLAIN_GEMM)
+
+    def rank(t: int) -> tuple:
+        tm, tn = GEMM_TILES[t]
+        groups = b * -(-m // tm) * -(-n // tn)
+        waste = groups * tm * tn / (b * m * n)
+        few = s.gpu and groups < 264  # under two work-groups per compute unit of a big GPU
+        return (round(waste, 1), few, -tm * tn)
+
+    tiles = sorted(range(len(GEMM_TILES)), key=rank)
+    if s.tensor_cores:  # two static stages first (they need no launch attribute), deeper pipelines next
+        out = [KernelOpts(tile=t, stages=st) for st in (0, 3, 4) for t in tiles[:2]]
+    elif not s.gpu and s.dialect == "opencl":  # CPUs: SIMD lanes over columns, no local memory (gemm_cpu)
+        out = [KernelOpts(cpu_rows=r) for r in (8, 4)] + [KernelOpts(tile=tiles[0])]
+    else:
+        depths = (8, 16) if k > 8 else (8,)
+        order = (1, 0) if s.gpu else (0, 1)
+        out = [KernelOpts(tile=t, tile_k=d, prefetch=p) for t in tiles[:2] for p in order for d in depths]
+    if k <= 32 or min(m, n) < 64:
+        out.insert(1, plain)
+    return out

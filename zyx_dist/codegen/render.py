@@ -22,10 +22,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from ..dtypes import DType, bool_, float16, float64
+from ..dtypes import DType, bfloat16, bool_, float16, float64
 from ..fuse.kernelize import Kernel, row_suffix
 from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod
-from . import gemm, options
+from ..protocol import KernelOps
+from . import attention, gemm, gemm_cpu, gemm_tc, options
 from . import symbolic as sym
 from .blocks import Block
 from .cexpr import all_nodes, ctype, flat_index, has_reduce, limit, literal, move_index, render_conds, strides, unary
@@ -44,6 +45,7 @@ class Program:
     bytes: int
     dialect: str = "opencl"
     opts: KernelOpts | None = None
+    ops: KernelOps | None = None  # the kernel as an op list, for a device that interprets it (autotune.Target)
 
 
 def kernel_key(k: Kernel) -> tuple:
@@ -67,6 +69,15 @@ def kernel_key(k: Kernel) -> tuple:
 
     outs = tuple(visit(o) for o in k.outputs)
     return tuple(rows), outs
+
+
+SHUFFLED = ("float", "double", "int", "unsigned int", "long long", "unsigned long long")  # __shfl_xor_sync types
+
+
+def _terms(e: sym.Expr) -> tuple:
+    """An expression's terms and constant, in no particular order (two sums in different orders agree)."""
+    s = e if isinstance(e, sym.Sum) else sym.Sum(((e, 1),), 0)
+    return frozenset(s.terms), s.const
 
 
 class _Renderer:
@@ -154,9 +165,12 @@ class _Renderer:
         off = sym.render(offset)
         arg = f"in{self.inputs[n.id]}"
         at = self.home(block, idx, valid)
-        if not valid and self.row_offset(at) == off:  # the row's own element: read once, kept in registers
-            pos = self.inputs[n.id]
-            self.row_cache[pos] = self.typed_load(n, arg, off.replace(at.var.name, "c"))
+        mine = self.row_offset(at)
+        if not valid and mine is not None and _terms(offset) == _terms(mine):  # the row's own element: read
+            pos = self.inputs[n.id]                                          # once, kept in registers
+            row, cols = self.row_of
+            self.row_cache[pos] = self.typed_load(n, arg, sym.render(sym.add(sym.mul(row, cols),
+                                                                             sym.Var("c", 0, cols - 1))))
             return f"rc{pos}[p]", at
         if off in self.quad and not valid and n.dtype.name == "float32":  # one float4 load serves the quad
             pos = self.inputs[n.id]
@@ -170,7 +184,7 @@ class _Renderer:
             self.lane_loads.append((self.inputs[n.id], self.lane, offset, name, at))
         return name, at
 
-    def row_offset(self, block: Block) -> str | None:
+    def row_offset(self, block: Block) -> sym.Expr | None:
         """Cached row form: in a pass over the row (a top-level loop as long as the row), the offset of
         the row's own element, which is served from registers."""
         if self.row_of is None or block.parent is not self.root or block.var is None:
@@ -178,11 +192,13 @@ class _Renderer:
         row, cols = self.row_of
         if block.var.hi + 1 != cols or (block.reduce is None and block.var.name != "j"):
             return None
-        return sym.render(sym.add(sym.mul(row, cols), block.var))
+        return sym.add(sym.mul(row, cols), block.var)
 
     def typed_load(self, n: Node, arg: str, off: str) -> str:
         if n.dtype is float16:
             return self.d.load_half.format(off=off, arg=arg)
+        if n.dtype is bfloat16:
+            return self.d.load_bf16.format(off=off, arg=arg)
         if n.dtype is bool_:
             return f"({arg}[{off}] != 0)"
         return f"{arg}[{off}]"
@@ -291,6 +307,8 @@ class _Renderer:
     def cast(self, x: str, src: DType, dst: DType, block: Block) -> str:
         if dst is bool_:
             return f"({x} != 0)"
+        if dst is bfloat16:  # from double through float, as ml_dtypes converts
+            return f"zd_bf16_round((float)({x}))"
         if dst is float16:  # round to half precision (OpenCL: through a private half slot)
             stmt, expr = self.d.round_half_double if src is float64 and self.d.round_half_double else self.d.round_half
             tmp = f"h{self.count}"
@@ -353,6 +371,8 @@ class _Renderer:
     def store(self, i: int, o: Node, v: str) -> str:
         if o.dtype is float16:
             return self.d.store_half.format(v=v, arg=f"out{i}")
+        if o.dtype is bfloat16:
+            return self.d.store_bf16.format(v=v, arg=f"out{i}")
         return f"out{i}[gid] = ({self.d.type(o.dtype.cname)})({v});"
 
     def elementwise_body(self, block: Block, idx: tuple) -> list[str]:
@@ -367,6 +387,16 @@ class _Renderer:
         for i, loop in enumerate(loops):
             acc, dt, rop = loop.reduce
             t, red = ctype(dt, self.d), f"red{i}"
+            if self.d.name == "cuda" and size % 32 == 0 and t in SHUFFLED:
+                # warp shuffles, then one exchange of the warps' partials: 1 barrier, not log2(size)
+                loop.before_loop.insert(0, f"{shared} {t} {red}[{size // 32}];")
+                mine = self.combine(rop, dt, acc, f"__shfl_xor_sync(0xffffffffu, {acc}, o)")
+                rest = self.combine(rop, dt, acc, f"{red}[w]")
+                loop.group = ("lid", size, [
+                    f"for (int o = 16; o > 0; o >>= 1) {acc} = {mine};",
+                    f"if ((lid & 31) == 0) {red}[lid >> 5] = {acc};", barrier,
+                    f"{acc} = {red}[0];", f"for (int w = 1; w < {size // 32}; w++) {acc} = {rest};"])
+                continue
             both = self.combine(rop, dt, f"{red}[lid]", f"{red}[lid + s]")
             loop.before_loop.insert(0, f"{shared} {t} {red}[{size}];")
             loop.group = ("lid", size, [
@@ -379,7 +409,10 @@ class _Renderer:
         return options.Shape(prod(self.k.shape), loops, shortest, row, False, vectorisable, self.d.name, gpu, max_lws)
 
     def render(self) -> Program:
-        spec = gemm.match(self.k)
+        fused = attention.match(self.k)
+        if fused is not None:
+            return self.render_gemm(fused.spec, fused)
+        spec = gemm.match(self.k) if self.opts.tile != gemm.PLAIN else None
         if spec is not None:
             return self.render_gemm(spec)
         row = self.row_dims()
@@ -489,27 +522,42 @@ class _Renderer:
         return Program(self.name, "\n".join(src) + "\n", (threads,), (lws,), self.uses_fp64,
                        self.flops * prod(self.k.shape), nbytes, self.d.name, self.opts)
 
-    def render_gemm(self, spec: gemm.GemmSpec) -> Program:
-        def epilogue(gid: str, acc: str) -> tuple[list[str], str]:
-            self.overrides[spec.reduce.id] = acc
-            out = self.k.outputs[0]
-            dims = [d for d in out.shape if d != 1]
-            if dims == [spec.M, spec.N] and spec.out_strides == (spec.N, 1):
-                # the output is the (M, N) matrix itself: index it by the template's row and column, so an
-                # epilogue's operands (a bias) need no division of the flat index
-                rc = iter((sym.Var("gi", 0, spec.M - 1), sym.Var("gj", 0, spec.N - 1)))
-                idx = tuple(sym.ZERO if d == 1 else next(rc) for d in out.shape)
-            else:
-                idx = flat_index(out.shape, sym.Var(gid, 0, prod(out.shape) - 1))
-            v, _ = self.value(out, idx, frozenset(), self.root)
-            return self.root.emit(0, self.index_type), f"({self.d.type(out.dtype.cname)})({v})"
+    def render_gemm(self, spec: gemm.GemmSpec, fused: attention.AttentionSpec | None = None) -> Program:
+        """The GEMM template (or, with `fused`, the attention kernel) around this kernel: its operands and
+        its epilogue evaluated by renderers of their own (each in its own C scope), the reduce standing
+        for the accumulator `acc`."""
+        out = self.k.outputs[0]
+        # indices address the inputs and the output only (never the product, which is not materialised)
+        T = self.d.type("int" if max(n.size for n in self.k.inputs + self.k.outputs) < 2**31 - 1 else "long")
 
-        body, gws, lws = gemm.render(spec, self.name, self.d, self.params(), epilogue, self.index_type,
-                                     self.opts.tile_k, bool(self.opts.prefetch))
+        def operand(node: Node, idx: tuple, overrides: dict | None = None) -> tuple[list[str], str]:
+            sub = _Renderer(self.k, self.d, self.name, self.opts)
+            sub.overrides.update(overrides or {})
+            v, _ = sub.value(node, idx, frozenset(), sub.root)
+            return sub.root.emit(0, T), v
+
+        def epilogue(flat: sym.Expr) -> list[str]:
+            sub = _Renderer(self.k, self.d, self.name, self.opts)
+            sub.overrides[spec.reduce.id] = "acc"
+            v, _ = sub.value(out, flat_index(out.shape, flat), frozenset(), sub.root)
+            return [f"const {T} gid = {sym.render(flat)};", *sub.root.emit(0, T), sub.store(0, out, v)]
+
+        o = self.opts
+        if fused is not None:
+            body, gws, lws = attention.render(fused, self.name, self.d, self.params(), operand, epilogue, T)
+        elif o.cpu_rows and self.d.name == "opencl":
+            body, gws, lws = gemm_cpu.render(spec, self.name, self.d, self.params(), operand, epilogue, T,
+                                             o.cpu_rows)
+        elif gemm_tc.usable(spec, self.k, self.d):
+            body, gws, lws = gemm_tc.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile,
+                                            o.stages)
+        else:
+            body, gws, lws = gemm.render(spec, self.name, self.d, self.params(), operand, epilogue, T, o.tile_k,
+                                         bool(o.prefetch), o.tile)
         src = self.preamble() + [body]
         nbytes = sum(n.size * n.dtype.itemsize for n in self.k.inputs + self.k.outputs)
-        return Program(self.name, "\n".join(src), gws, lws, self.uses_fp64, 2 * spec.M * spec.N * spec.K, nbytes,
-                       self.d.name, self.opts)
+        flops = 2 * spec.B * spec.M * spec.N * spec.K * (1 + (fused.head / spec.N if fused else 0))
+        return Program(self.name, "\n".join(src), gws, lws, self.uses_fp64, int(flops), nbytes, self.d.name, self.opts)
 
     def preamble(self) -> list[str]:
         d = self.d
@@ -518,6 +566,8 @@ class _Renderer:
                 n.op is Op.CAST and n.dtype is float16 for n in all_nodes(self.k)):
             lines += d.half_preamble
         lines += d.preamble
+        if any(n.dtype is bfloat16 for n in self.k.inputs + all_nodes(self.k)):
+            lines += d.bf16_preamble
         if self.uses_fp64:
             lines += d.fp64_preamble
         used = {o.dtype for o in all_nodes(self.k) if o.op is Op.BINARY and o.arg is BinaryOp.POW}
@@ -539,8 +589,12 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
     d = DIALECTS[dialect] if isinstance(dialect, str) else dialect
     gpu = d.name == "cuda" if gpu is None else gpu
     r = _Renderer(kernel, d, "probe", KernelOpts())
-    if gemm.match(kernel) is not None:
-        return options.Shape(prod(kernel.shape), 1, 0, 0, True, False, d.name, gpu, max_lws)
+    if attention.match(kernel) is not None:  # one form: nothing to tune
+        return options.Shape(prod(kernel.shape), 1, 0, 0, False, False, d.name, gpu, max_lws, attention=True)
+    spec = gemm.match(kernel)
+    if spec is not None:
+        return options.Shape(prod(kernel.shape), 1, spec.K, 0, True, False, d.name, gpu, max_lws,
+                             (spec.B, spec.M, spec.N, spec.K), gemm_tc.usable(spec, kernel, d))
     dims = r.row_dims()
     if dims:
         return r.shape_facts(1, 0, prod(kernel.shape[-dims:]), gpu, max_lws)

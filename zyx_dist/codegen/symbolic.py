@@ -7,7 +7,6 @@ reshape of a contiguous view cost nothing (`(i*4 + j) / 4` with `0 <= j < 4` is 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 
@@ -132,23 +131,7 @@ def div(e: Expr, c: int) -> Expr:
         return add(q, lo // c)
     if isinstance(r, Div):  # (x / a) / c == x / (a*c)
         return add(q, Div(r.x, r.c * c))
-    inner = _common_factor_div(r, c)
-    if inner is not None:
-        return add(q, inner)
     return add(q, Div(r, c))
-
-
-def _common_factor_div(e: Expr, c: int) -> Expr | None:
-    """floor(e / c) as floor(a / (c/g)) when e = g*a + b with g dividing c and 0 <= b < g (a merged reshape
-    split again: `(i*17 + k) / 272` with 0 <= k < 17 is `i / 16`)."""
-    s = _as_sum(e)
-    for g in sorted({math.gcd(k, c) for _, k in s.terms if math.gcd(k, c) > 1}, reverse=True):
-        a = {t: k // g for t, k in s.terms if k % g == 0}
-        b = _norm({t: k for t, k in s.terms if k % g}, s.const)
-        lo, hi = bounds(b)
-        if 0 <= lo and hi < g:
-            return div(_norm(a, 0), c // g)
-    return None
 
 
 def mod(e: Expr, c: int) -> Expr:

@@ -60,7 +60,7 @@ def resolve_devices(devices: Any, local: bool = True) -> list[tuple[str, str]]:
     out = []
     for name in devices:
         kind, _, idx = str(name).partition(":")
-        if kind not in ("opencl", "cuda") or not idx.isdigit():
+        if kind not in ("opencl", "cuda", "reference") or not idx.isdigit():  # reference: see runtime/reference
             raise DeviceError(f"unknown device {name!r}: device names look like 'opencl:0' or 'cuda:1'")
         out.append((str(name), str(name)))
     if len(set(out)) != len(out):

@@ -49,7 +49,8 @@ _FL_SRC_CUDA = f"""extern "C" __global__ void probe_flops(float* __restrict__ ou
 _SOURCES = {"opencl": (_BW_SRC, _FL_SRC), "cuda": (_BW_SRC_CUDA, _FL_SRC_CUDA)}
 PROBE_FORMAT = 2  # of the probe kernels and of probe-v<N>.json: {"format": N, "peaks": {model key: [GFLOP/s, GB/s]}}
 _memory: dict[str, tuple[float, float]] = {}
-_NOMINAL = {"opencl": (10.0, 5.0), "cuda": (10_000.0, 1_000.0)}  # (GFLOP/s, GB/s) when nothing is measured
+# (GFLOP/s, GB/s) when nothing is measured; the reference device (NumPy, one op at a time) is never probed
+_NOMINAL = {"opencl": (10.0, 5.0), "cuda": (10_000.0, 1_000.0), "reference": (1.0, 1.0)}
 
 
 def _cache_file(cache_dir: str) -> Path:
@@ -74,6 +75,8 @@ def measure(run: Callable[[list], BatchResult], key: str, cache_dir: str | None,
     kernels in the device's `dialect` ("opencl" or "cuda")."""
     if key in _memory:
         return _memory[key]
+    if dialect not in _SOURCES:
+        return _NOMINAL[dialect]
     peaks = _peaks_of(read_json(_cache_file(cache_dir))).get(key) if cache_dir else None
     if _valid(peaks):  # else missing or damaged: measure again
         _memory[key] = (float(peaks[0]), float(peaks[1]))

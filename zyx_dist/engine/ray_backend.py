@@ -15,7 +15,7 @@ from typing import Any
 import ray
 
 from ..errors import DeviceError, WorkerLostError
-from ..protocol import BatchResult, Command
+from ..protocol import BatchResult, Command, batch_result
 from .backends import LostWorkers, exports_of, substitute
 
 
@@ -67,19 +67,14 @@ class RayBackend:
     def _init_nccl(self, names: list[str]) -> dict[str, int]:
         """One NCCL communicator over the CUDA workers `names` (rank = position), when there are two or
         more, every one of them can load NCCL, and ZYX_DIST_NCCL is not 0; else none (transfers between
-        them then go through the object store). The unique id is made here when cupy is importable,
-        else by the first worker; every rank joins concurrently (ncclCommInitRank blocks until all do)."""
+        them then go through the object store). The unique id is made by the first worker (rank 0, as NCCL
+        has it; the driver needs no CUDA); every rank joins concurrently (ncclCommInitRank blocks until all do)."""
         if len(names) < 2 or os.environ.get("ZYX_DIST_NCCL", "1").strip() in ("0", "false", "off"):
             return {}
         actors = [self.actors[n] for n in names]
         if not all(self._get([a.nccl_available.remote() for a in actors])):
             return {}
-        try:
-            from cupy.cuda import nccl
-
-            uid = nccl.get_unique_id()
-        except Exception:  # noqa: BLE001 -- no cupy or no NCCL on the driver: ask a worker
-            uid = self._get([actors[0].nccl_unique_id.remote()])[0]
+        uid = self._get([actors[0].nccl_unique_id.remote()])[0]
         if uid is None:
             return {}
         refs = [a.init_nccl.remote(uid, len(names), rank) for rank, a in enumerate(actors)]
@@ -107,19 +102,19 @@ class RayBackend:
     def info(self, name: str) -> dict:
         return self.infos[name]
 
+    def address(self) -> str | None:
+        """The address of the Ray cluster the workers run on (its GCS), for `zyx-dist info`."""
+        return ray.get_runtime_context().gcs_address if ray.is_initialized() else None
+
     def run(self, batches: dict[str, list[Command]]) -> dict[str, BatchResult]:
         return self.run_steps([batches])[0]
 
     def run_timed(self, name: str, batch: list[Command]) -> BatchResult:
-        from ..runtime.actor import batch_result
-
         return batch_result(self._get([self.actors[name].run.remote(batch, True)])[0])
 
     def run_steps(self, steps: list[dict[str, list[Command]]]) -> list[dict[str, BatchResult]]:
         """Submit every step's batches at once, then collect. Raises LostWorkers when a worker died
         (its call failed) or answered from a new incarnation (Ray restarted it empty)."""
-        from ..runtime.actor import batch_result
-
         exported: dict[int, Any] = {}
         pending: list[list[tuple[str, Any]]] = []
         for batches in steps:

@@ -7,26 +7,28 @@ counters of `zd.stats()` and the debug output of `ZYX_DIST_DEBUG`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import context, logs
+from .._util import bucket_size
 from ..codegen.autotune import Target, Tuner
 from ..codegen.render import Program, kernel_key
 from ..config import Config, load_config
-from ..errors import CompileError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
+from ..errors import CompileError, ConfigError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
 from ..fuse.plan_cache import PlanCache
 from ..graph import companions, lineage, shard
 from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
 from ..protocol import BatchResult, CopyOut, Done, Failed, Free, Reload, Spill, Sync
-from ..runtime.pool import bucket_size
 from ..sched.scheduler import DeviceModel, Schedule, SchedulerState, schedule
 from . import debug, probe
 from .backends import InProcessBackend, LostWorkers, resolve_devices
@@ -59,8 +61,15 @@ class BufferRef:
         fin.atexit = False
 
 
-# host copies of uploaded data kept so that tensors lost with a worker can be recomputed
-HOST_COPY_BUDGET = int(os.environ.get("ZYX_DIST_HOST_COPY_BYTES", str(2 << 30)))
+def host_copy_budget() -> int:
+    """Bytes of uploaded host data a Ray session keeps so that tensors lost with a worker can be recomputed
+    (ZYX_DIST_HOST_COPY_BYTES, read when a session starts; 2 GiB by default)."""
+    text = os.environ.get("ZYX_DIST_HOST_COPY_BYTES", "").strip()
+    try:
+        return int(text) if text else 2 << 30
+    except ValueError:
+        raise ConfigError(f"ZYX_DIST_HOST_COPY_BYTES: {text!r} is not a number of bytes") from None
+
 
 _STAT_KEYS = ("kernels_launched", "kernel_cache_hits", "bytes_transferred", "transfers", "spills", "recoveries")
 
@@ -96,10 +105,10 @@ class Session:
         self.plans = PlanCache()  # graph structure -> kernels and their programs
         self.bytes_in_use = {name: 0 for name in self.device_names}
         self.counters = dict.fromkeys(_STAT_KEYS, 0)
-        self.trace_events: list[dict] | None = None  # set by zd.trace
+        self.trace_events: Any = None  # a trace.Recorder while zd.trace is on
         self.holders: weakref.WeakValueDictionary[int, Node] = weakref.WeakValueDictionary()  # buffer -> node
         # lineage is kept only where a worker can be lost (a Ray actor); in-process workers die with us
-        self.host_copies = lineage.HostCopies(HOST_COPY_BUDGET) if hasattr(self.backend, "recover") else None
+        self.host_copies = lineage.HostCopies(host_copy_budget()) if hasattr(self.backend, "recover") else None
         self.infos = {name: self.backend.info(name) for name in self.device_names}
         self.peaks = {}
         for name, info in self.infos.items():
@@ -111,8 +120,10 @@ class Session:
         self.targets: dict[str, Target] = {}
         for name, i in self.infos.items():
             key = _variant_key(i)
-            self.targets.setdefault(key, Target(key, i["backend"], i.get("type") == "gpu",
-                                                int(i.get("max_work_group_size") or 1024), name, *self.peaks[name]))
+            dialect, interpreted = Target.dialect_of(i["backend"])
+            self.targets.setdefault(key, Target(key, dialect, i.get("type") == "gpu",
+                                                int(i.get("max_work_group_size") or 1024), name, *self.peaks[name],
+                                                interpreted))
         self.tuner = Tuner(self.config.autotune.enabled, self.config.autotune.budget, self.config.autotune.cache_dir)
         models = {name: DeviceModel(name, bool(i["fp64"]), self.peaks[name][0], self.peaks[name][1],
                                     int(i["memory_bytes"]), dialect=i["backend"], nccl_rank=i.get("nccl_rank"),
@@ -346,10 +357,8 @@ class Session:
                     measured[(name, dev)] = secs if old is None else 0.5 * (old + secs)
 
     def _trace(self, sched: Schedule, results: list[dict[str, BatchResult]], times: tuple) -> None:
-        """Chrome trace events of this run (driver phases, every worker's commands): see plan.record_realize."""
-        from .explain import record_realize
-
-        record_realize(self, sched, results, times)
+        """Chrome trace events of this run (driver phases, every worker's commands): see trace.Recorder."""
+        self.trace_events.record(self, sched, results, times)
 
     def _check(self, sched: Schedule, results: list[dict[str, BatchResult]]) -> None:
         failures = [(dev, r) for step in results for dev, res in step.items()
@@ -474,6 +483,28 @@ def current() -> Session:
         init()
     assert _session is not None
     return _session
+
+
+def running() -> Session | None:
+    """The running session, or None; starts nothing. The one way tests and tools look at it."""
+    return _session
+
+
+@contextlib.contextmanager
+def set_aside() -> Iterator[None]:
+    """Put the running session aside for the duration: inside, `zd.init(...)` starts a second one (or
+    `zd.init` is refused as usual); on exit that one is shut down and the first is the running session again.
+    For tests and tools that need a differently configured session without losing the current one."""
+    global _session
+    saved, _session = _session, None
+    try:
+        yield
+    finally:
+        try:
+            shutdown()
+        finally:
+            _session = saved
+            logs.apply_debug(saved.debug if saved is not None else 0)  # the debug output of the session back
 
 
 def devices() -> list[DeviceInfo]:

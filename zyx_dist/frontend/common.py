@@ -17,6 +17,7 @@ from ..dtypes import DType
 from ..errors import ShapeError
 from ..graph import ir as graph
 from ..graph.ir import Node
+from .data import asarray
 from .tensor import Tensor
 
 Shape = tuple[int, ...]
@@ -138,9 +139,5 @@ def operands(*xs: Any, dtype: DType | Callable[[DType], DType] | None = None, ex
 
 def as_tensor(x: Any) -> Tensor:
     """An operand as a Tensor (`zd.asarray` rules for arrays, lists and scalars)."""
-    if isinstance(x, Tensor):
-        return x
-    from .creation import asarray
-
-    return asarray(x)
+    return x if isinstance(x, Tensor) else asarray(x)
 

@@ -13,11 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import context, dtypes
+from .. import dtypes
 from ..dtypes import DType
 from ..errors import DTypeError, ShapeError
 from ..graph import ir as graph
 from .common import as_shape, shape_args
+from .data import asarray, place, resolve_device, tensor
 from .tensor import Tensor
 
 __all__ = [
@@ -38,65 +39,13 @@ __all__ = [
     "zeros_like",
 ]
 
-_rng = np.random.Generator(np.random.PCG64(0))
-
-
-def _place(t: Tensor, device: str | None) -> Tensor:
-    return t if device is None else t.to(device)
-
-
-def _resolve(device: str | None) -> str | None:
-    if device is None:
-        return None
-    return context.session().resolve_device(device)
-
-
-def _infer(arr: np.ndarray, data: Any) -> DType:
-    """The dtype of data given without one: NumPy arrays and scalars keep theirs; Python data takes
-    bool, int32 (int64 when a value does not fit) or float32."""
-    if isinstance(data, (np.ndarray, np.generic)):
-        return dtypes.dtype(arr.dtype)
-    kind = arr.dtype.kind
-    if kind == "b":
-        return dtypes.bool_
-    if kind in "iu":
-        if arr.size == 0 or (arr.min() >= -(2**31) and arr.max() < 2**31):
-            return dtypes.int32
-        return dtypes.int64 if arr.max() < 2**63 else dtypes.uint64
-    if kind == "f":
-        return dtypes.float32
-    raise DTypeError(f"unsupported data of dtype {arr.dtype} (zyx_dist has no complex, string or object tensors)")
-
-
-def tensor(data: Any, dtype: Any = None, device: str | None = None) -> Tensor:
-    """A tensor from a NumPy array (copied), nested lists, a scalar, or a Tensor (itself, or cast)."""
-    if isinstance(data, Tensor):
-        out = data if dtype is None else data.astype(dtype)
-        return _place(out, device)
-    want = None if dtype is None else dtypes.dtype(dtype)
-    try:
-        if isinstance(data, np.ndarray) or want is None:
-            arr = np.array(data, copy=True, order="C")
-        else:  # Python data with a dtype: convert directly, no detour through the default dtypes
-            arr = np.array(data, dtype=want.np_dtype, order="C")
-    except (ValueError, OverflowError) as e:  # ragged nesting, or an int no dtype holds
-        raise ShapeError(f"cannot make a tensor of {type(data).__name__} data: {e}") from None
-    if arr.dtype == object and not isinstance(data, np.ndarray):
-        big = [v for v in np.ravel(arr) if isinstance(v, int) and not -(2**63) <= v < 2**64]
-        if big:
-            raise DTypeError(f"integer {big[0]} does not fit any zyx_dist dtype (int64/uint64)")
-    dt = want or _infer(arr, data)
-    if arr.dtype != dt.np_dtype:
-        with np.errstate(all="ignore"):
-            arr = arr.astype(dt.np_dtype, order="C")
-    return Tensor(graph.leaf(arr, dt, device=_resolve(device)))
-
-
-asarray = tensor
+# The process's default generator (API.md section 3: `manual_seed` re-seeds it, as torch's does). The one piece
+# of front-end state; re-seeded in place, never rebound, so every holder of it sees the seed.
+_DEFAULT_RNG = np.random.Generator(np.random.PCG64(0))
 
 
 def _fill(shape: Any, value: Any, dtype: DType, device: str | None) -> Tensor:
-    return _place(Tensor(graph.const(value, as_shape(shape), dtype)), device)
+    return place(Tensor(graph.const(value, as_shape(shape), dtype)), device)
 
 
 def zeros(shape: Any, dtype: Any = dtypes.float32, device: str | None = None) -> Tensor:
@@ -136,7 +85,7 @@ def _host(arr: np.ndarray, dtype: DType, device: str | None) -> Tensor:
     """A host-built array as a leaf of `dtype` (exact: no device arithmetic involved)."""
     with np.errstate(all="ignore"):
         arr = arr.astype(dtype.np_dtype, order="C")  # not ascontiguousarray: it makes 0-d arrays 1-d
-    return Tensor(graph.leaf(arr, dtype, device=_resolve(device)))
+    return Tensor(graph.leaf(arr, dtype, device=resolve_device(device)))
 
 
 def _is_int(v: Any) -> bool:
@@ -179,17 +128,16 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = dtypes.float32, d
     n, m = as_shape((n, n if m is None else m))
     rows = arange(n, dtype=dtypes.int64).reshape(n, 1) + k
     cols = arange(m, dtype=dtypes.int64).reshape(1, m)
-    return _place((rows == cols).astype(dtype), device)
+    return place((rows == cols).astype(dtype), device)
 
 
 def manual_seed(seed: int) -> None:
     """Re-seed the generator that `rand`, `randn` and `uniform` use when called without `seed=`."""
-    global _rng
-    _rng = np.random.Generator(np.random.PCG64(seed))
+    _DEFAULT_RNG.bit_generator.state = np.random.PCG64(seed).state
 
 
 def _gen(seed: int | None) -> np.random.Generator:
-    return _rng if seed is None else np.random.Generator(np.random.PCG64(seed))
+    return _DEFAULT_RNG if seed is None else np.random.Generator(np.random.PCG64(seed))
 
 
 def _float_dtype(dtype: Any) -> DType:

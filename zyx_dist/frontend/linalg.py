@@ -15,7 +15,7 @@ from .common import Axis, as_tensor, broadcast_shapes, norm_axes
 from .elementwise import as_float
 from .movement import permute_dims
 from .reduce import max as max_
-from .reduce import mean, reduce_axes, var
+from .reduce import mean, reduce_axes
 from .reduce import sum as sum_
 from .tensor import Tensor
 
@@ -135,5 +135,6 @@ def log_softmax(x: Any, axis: Axis = -1) -> Tensor:
 def layer_norm(x: Any, axis: Axis = -1, eps: float = 1e-5) -> Tensor:
     """(x - mean) / sqrt(var + eps) over `axis` (int or tuple); no affine weights."""
     x = as_float(x)
-    return (x - mean(x, axis, keepdims=True)) * (var(x, axis, keepdims=True) + eps).rsqrt()
+    centred = x - mean(x, axis, keepdims=True)  # one mean, shared by the variance (two row passes, not three)
+    return centred * (mean(centred * centred, axis, keepdims=True) + eps).rsqrt()
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..graph.ir import Node, Op, prod, toposort
+from .attention import find as find_attention
 
 
 @dataclass
@@ -60,6 +61,17 @@ def row_suffix(n: Node) -> tuple[int, ...] | None:
     return n.shape[k:]
 
 
+VIEWS = (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.FLIP, Op.PAD)  # index arithmetic only
+
+
+def _view_base(n: Node) -> Node:
+    """The node under a chain of movement ops: storing it serves every view of it, read in place (so
+    `q @ k.mT` on a permuted, sliced qkv stores qkv once, not a copy per view)."""
+    while n.op in VIEWS:
+        n = n.srcs[0]
+    return n
+
+
 def _suffix_axes(shape: tuple[int, ...], suffix: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(range(len(shape) - len(suffix), len(shape)))
 
@@ -78,7 +90,7 @@ def kernelize(targets: list[Node], affinity: dict[int, str] | None = None) -> li
     # except a row broadcast (see `row_suffix`): softmax-like kernels then read each row once.
     has_reduce: dict[int, bool] = {}
     row: dict[int, tuple[int, ...] | None] = {}  # the row (trailing dims) a node depends on through a row broadcast
-    origin: dict[int, set[int]] = {}  # of a node with a row: the nodes whose row broadcasts give it that row
+    origin: dict[int, list[Node]] = {}  # of a node with a row: the nodes whose row broadcasts give it that row
     for n in order:
         row[n.id] = None
         if is_input(n) or n.op is Op.CONST:
@@ -90,16 +102,17 @@ def kernelize(targets: list[Node], affinity: dict[int, str] | None = None) -> li
         if _expands(n) and has_reduce[src.id] and src.id not in stored:
             suffix = row_suffix(n)
             if suffix is None or row[src.id] is not None:
-                stored.add(src.id)  # not recomputed per element
+                _store_base(src, stored, has_reduce)  # not recomputed per element
             else:
-                row[n.id], origin[n.id] = suffix, {src.id}
+                row[n.id], origin[n.id] = suffix, [src]
         elif n.op is Op.REDUCE and has_reduce[src.id] and src.id not in stored:
             if row[src.id] is not None and n.arg[1] != _suffix_axes(src.shape, row[src.id]):
                 # a row broadcast reduced along other axes (the backward of a matmul: the output gradient
                 # broadcast over k, summed over m or n): the broadcast values are stored, not the product
-                stored |= origin[src.id]
+                for o in origin[src.id]:
+                    _store_base(o, stored, has_reduce)
                 if _bears_reduce(src, stored):
-                    stored.add(src.id)
+                    _store_base(src, stored, has_reduce)
             elif row[src.id] is None:
                 # the inner reduces run in parallel rather than inside the outer loop: they are stored (the
                 # elementwise ops between them and this reduce are recomputed in its loop)
@@ -108,23 +121,61 @@ def kernelize(targets: list[Node], affinity: dict[int, str] | None = None) -> li
             stored.update(s.id for s in live if row[s.id] is not None)  # rows that do not line up: stored
         elif rows:
             row[n.id] = rows.pop()
-            origin[n.id] = set().union(*(origin[s.id] for s in live if row[s.id] is not None))
+            origin[n.id] = [o for s in live if row[s.id] is not None for o in origin[s.id]]
         has_reduce[n.id] = n.op is Op.REDUCE or any(has_reduce[s.id] and s.id not in stored for s in n.srcs)
 
     # A reduce-bearing node needed by several kernels is stored once; repeat until no new store appears.
     # Only the lowest such nodes of a chain are stored in one round: once a reduce's result is stored, the
     # elementwise ops above it are cheap to recompute in each kernel that needs them (storing them all
     # would make one kernel per op of a training step's forward pass, which its backward reads again).
+    by_id = {n.id: n for n in order}
     while True:
         groups = _group(order, stored, affinity)
         reach = _reaching_groups(order, stored, groups)
         bearing = _reduce_bearing(order, stored)
-        extra = {n.id for n in order if n.id not in stored and bearing[n.id] and len(reach.get(n.id, ())) > 1}
+        wanted = {n.id for n in order if n.id not in stored and bearing[n.id] and len(reach.get(n.id, ())) > 1}
+        extra = {_view_base(by_id[i]).id for i in wanted if not any(s.id in wanted for s in by_id[i].srcs)} - stored
         if not extra:
             break
-        by_id = {n.id: n for n in order}
-        stored |= {i for i in extra if not any(s.id in extra for s in by_id[i].srcs)}
+        stored |= extra
+    fused = _attention(order, stored, {t.id for t in targets})
+    if fused:  # attention in one kernel: its scores, row max and sum are not stored
+        stored -= fused
+        groups = _group(order, stored, affinity)
     return _kernels(order, stored, groups, {t.id for t in targets}, affinity or {})
+
+
+def _attention(order: list[Node], stored: set[int], targets: set[int]) -> set[int]:
+    """Nodes of attention patterns (see fuse/attention.py) that one kernel computes: each pattern whose
+    inner nodes are neither requested nor pinned nor read by anything outside the pattern."""
+    consumers: dict[int, set[int]] = {}
+    for n in order:
+        for x in n.srcs:
+            consumers.setdefault(x.id, set()).add(n.id)
+    by_id = {n.id: n for n in order}
+    fused: set[int] = set()
+    for n in order:
+        if n.op is not Op.REDUCE:
+            continue
+        pattern = find_attention(n)
+        if pattern is None:
+            continue
+        inner = pattern.internal() - {n.id}
+        if any(i in targets or by_id[i].device is not None or not consumers.get(i, set()) <= inner | {n.id}
+               for i in inner if i in by_id):
+            continue
+        fused |= inner
+    return fused
+
+
+def _store_base(n: Node, stored: set[int], has_reduce: dict[int, bool]) -> None:
+    """Store the node under n's movement ops (n itself when it computes); the views between no longer
+    carry a reduce into their consumers."""
+    while n.op in VIEWS and not is_input(n.srcs[0]):
+        has_reduce[n.id] = False
+        n = n.srcs[0]
+    if not is_input(n):
+        stored.add(n.id)
 
 
 def _inner_reduces(root: Node, stored: set[int]) -> set[int]:
@@ -145,16 +196,7 @@ def _inner_reduces(root: Node, stored: set[int]) -> set[int]:
 
 def _bears_reduce(root: Node, stored: set[int]) -> bool:
     """Does computing `root` run a reduce that is not stored?"""
-    stack, seen = [root], set()
-    while stack:
-        n = stack.pop()
-        if n.id in seen:
-            continue
-        seen.add(n.id)
-        if n.op is Op.REDUCE:
-            return True
-        stack.extend(s for s in n.srcs if s.id not in stored and not is_input(s))
-    return False
+    return bool(_inner_reduces(root, stored))
 
 
 def _reduce_bearing(order: list[Node], stored: set[int]) -> dict[int, bool]:

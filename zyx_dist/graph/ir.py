@@ -167,7 +167,9 @@ def const(value: Any, shape: Shape, dtype: DType) -> Node:
 
 
 # (type, value, dtype) -> the normalised value, for the Python scalars every `x * 2` brings: the NumPy
-# round trip costs microseconds. Zero and NaN floats are left out (0.0 == -0.0, and NaN != NaN).
+# round trip costs microseconds. Zero and NaN floats are left out (0.0 == -0.0, and NaN != NaN). A bounded
+# memo of a pure function, not state: clearing it changes only speed. (A dict, not functools.lru_cache: the
+# lookup is half the cost, 0.3 against 0.7 us per scalar.)
 _NORMALISED: dict[tuple, Any] = {}
 _NORMALISED_MAX = 4096
 

@@ -13,7 +13,7 @@ import os
 import ray
 
 from .. import logs
-from ..protocol import BatchResult, Command, CopyOut, Done
+from ..protocol import Command, CopyOut, Done
 from .worker import Worker
 
 
@@ -100,8 +100,3 @@ class WorkerActor:
         import os
 
         os._exit(1)
-
-
-def batch_result(value) -> BatchResult:
-    """The BatchResult part of what `WorkerActor.run` returned."""
-    return value[0] if isinstance(value, tuple) else value

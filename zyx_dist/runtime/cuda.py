@@ -2,7 +2,7 @@
 device index (as this process sees it: a Ray actor with one GPU sees its GPU as index 0) and gives the
 interface a `Worker` drives, the same as `OpenCLBackend`'s: alloc/free device memory from a per-backend
 CuPy memory pool capped at the worker's limit, non-blocking copy in through pinned staging buffers,
-blocking copy out, compile (NVRTC through `cupy.RawModule`, cached by source), launch, and the events
+blocking copy out, compile (NVRTC through `cupy.RawModule`, cached: `device.ProgramCache`), launch, and the events
 that order them on one non-blocking compute stream, plus NCCL point-to-point send/recv once
 `init_nccl` has joined the communicator. CuPy errors become zyx_dist errors: allocation failures
 `OutOfMemoryError`, NVRTC failures `CompileError` (numbered source and log), others `DeviceError`.
@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CompileError, DeviceError, OutOfMemoryError, numbered
+from ..errors import DeviceError, OutOfMemoryError
+from ..protocol import KernelOps
+from .device import BuildError, ProgramCache
 
 try:
     import cupy as cp
@@ -113,16 +115,28 @@ class _Event:
 
 
 class _Kernel:
-    """A compiled module and its function (fetched once)."""
+    """A compiled module and its function (fetched once), and the dynamic shared memory its launches take."""
 
-    __slots__ = ("function", "module", "name")
+    __slots__ = ("function", "module", "name", "shared_bytes")
 
-    def __init__(self, module: Any, function: Any, name: str) -> None:
-        self.module, self.function, self.name = module, function, name
+    def __init__(self, module: Any, function: Any, name: str, shared_bytes: int = 0) -> None:
+        self.module, self.function, self.name, self.shared_bytes = module, function, name, shared_bytes
+
+
+SHARED_MARK = "// zyx_dist: dynamic shared bytes "  # a kernel that declares `extern __shared__` memory says how much
+
+
+def _shared_bytes(source: str) -> int:
+    at = source.find(SHARED_MARK)
+    if at < 0:
+        return 0
+    digits = source[at + len(SHARED_MARK):].split("\n", 1)[0].strip()
+    return int(digits) if digits.isdigit() else 0
 
 
 class CudaBackend:
-    """One CUDA device: a CuPy memory pool, one non-blocking stream, NVRTC modules and (optionally) NCCL."""
+    """One CUDA device (a `device.PeerDevice` and `device.CappedDevice`): a CuPy memory pool, one non-blocking
+    stream, NVRTC modules and (optionally) NCCL."""
 
     kind = "cuda"
 
@@ -138,8 +152,8 @@ class CudaBackend:
         with self._dev:
             self.pool = cp.cuda.MemoryPool()
             self.stream = cp.cuda.Stream(non_blocking=True)
-        self._modules: dict[str, Any] = {}  # source -> RawModule
-        self._kernels: dict[tuple[str, str], _Kernel] = {}
+        self._cache = ProgramCache(self.name, "NVRTC build")
+        self._shared: dict[int, int] = {}  # id(module) -> the dynamic shared memory its source declares
         self._staging: list[tuple[_Event, Any]] = []  # pinned buffers of copies in flight
         self.comm: Any = None
         self.nccl_rank: int | None = None
@@ -217,38 +231,36 @@ class CudaBackend:
         except cp.cuda.runtime.CUDARuntimeError as e:
             raise self._error("copy out", e) from e
 
-    def compile(self, source: str, name: str, options: str = "") -> _Kernel:
-        """Compile `source` with NVRTC and return its kernel `name` (an `extern "C"` function); modules
-        are cached by source text (and options)."""
-        key = source if not options else f"{options}\0{source}"
-        kernel = self._kernels.get((key, name))
-        if kernel is not None:
-            return kernel
-        opts = COMPILE_OPTIONS + tuple(options.split())
+    def compile(self, source: str, name: str, options: str = "", ops: KernelOps | None = None) -> _Kernel:
+        """Compile `source` with NVRTC and return its kernel `name` (an `extern "C"` function), cached:
+        `ProgramCache` (`ops` is not needed here)."""
+        return self._cache.kernel(source, name, options, self._build, self._entry)
+
+    def _build(self, source: str, options: str) -> Any:
         from cupy.cuda import compiler
 
         with self._dev:
-            module = self._modules.get(key)
-            if module is None:
-                module = cp.RawModule(code=source, options=opts)
+            module = cp.RawModule(code=source, options=COMPILE_OPTIONS + tuple(options.split()))
             try:
-                module.compile()  # NVRTC runs here (RawModule is lazy); errors name the source
+                module.compile()  # NVRTC runs here (RawModule is lazy)
             except compiler.CompileException as e:
-                log = _compile_log(e)
-                raise CompileError(
-                    f"{self.name}: NVRTC build of kernel {name!r} failed\n{numbered(source)}\n--- build log ---\n{log}",
-                    source=source,
-                    log=log,
-                ) from e
-            self._modules[key] = module
+                raise BuildError(_compile_log(e)) from e
+        self._shared[id(module)] = _shared_bytes(source)  # read by _entry (the cache keeps the module alive)
+        return module
+
+    def _entry(self, module: Any, name: str) -> _Kernel:
+        with self._dev:
             try:
                 function = module.get_function(name)
             except cp.cuda.driver.CUDADriverError as e:
-                raise CompileError(
-                    f"{self.name}: module has no kernel {name!r} ({e})\n{numbered(source)}", source=source, log=str(e)
-                ) from e
-        kernel = self._kernels[(key, name)] = _Kernel(module, function, name)
-        return kernel
+                raise BuildError(str(e)) from e
+            shared = self._shared.get(id(module), 0)
+            if shared > 48 * 1024:  # past the default limit only once the function's attribute is raised
+                try:
+                    function.max_dynamic_shared_size_bytes = shared
+                except Exception as e:  # cupy or the driver refused: report it as a failed build
+                    raise BuildError(f"kernel {name!r} needs {shared} bytes of shared memory: {e}") from e
+            return _Kernel(module, function, name, shared)
 
     def launch(
         self,
@@ -272,7 +284,10 @@ class CudaBackend:
                 if timed:
                     start = cp.cuda.Event(block=False, disable_timing=False)
                     start.record(self.stream)
-                prog.function((grid,), (block,), args)
+                if prog.shared_bytes:
+                    prog.function((grid,), (block,), args, shared_mem=prog.shared_bytes)
+                else:
+                    prog.function((grid,), (block,), args)
                 return _Event(self.stream, start)
         except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as e:
             raise self._error(f"launch of {prog.name} (gws={tuple(gws)}, lws={lws})", e) from e
@@ -343,8 +358,7 @@ class CudaBackend:
         with self._dev:
             self.stream.synchronize()
             self._staging.clear()
-            self._kernels.clear()
-            self._modules.clear()
+            self._cache.clear()
             if self.comm is not None:
                 with contextlib.suppress(Exception):  # closing anyway
                     self.comm.destroy()

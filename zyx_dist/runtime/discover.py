@@ -2,7 +2,10 @@
 Takes nothing; gives the CUDA GPUs CuPy sees and every OpenCL device with its self-test outcome, and the
 physical specs `devices: auto` starts in one process (every CUDA GPU, else every working OpenCL GPU, else the
 preferred working CPU device; `opencl_select` says which). The device modules are imported here, when asked,
-so importing the engine never loads a driver.
+so importing the engine never loads a driver. This is the driver's one door for listing devices (beside
+`worker` and `actor`, through which it runs them; tests/unit/test_layout.py keeps it so): the driver never
+touches a device library itself, and a new backend adds its listing here. The reference device is never
+listed: it exists only where it is named.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Actor side: the OpenCL backend of a worker, and the only module that imports pyopencl. It takes a
 position in the global list of OpenCL devices (every device of every platform, platform order then
 device order) and gives the small interface a `Worker` drives: alloc/free device buffers, non-blocking
-copy in, blocking copy out, compile (cached by source), launch, and the events that order them on one
+copy in, blocking copy out, compile (`device.ProgramCache`), launch, and the events that order them on one
 command queue (out-of-order with profiling where the device allows it). pyopencl errors become
 zyx_dist errors: allocation failures `OutOfMemoryError`, build failures `CompileError`, others
 `DeviceError`.
@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 
 from .. import logs
-from ..errors import CompileError, DeviceError, OutOfMemoryError, numbered
+from ..errors import DeviceError, OutOfMemoryError
+from ..protocol import KernelOps
+from .device import BuildError, ProgramCache
 from .icd import register_pip_runtimes
 from .opencl_select import INTEL_FIX, by_index, choose, diagnose
 
@@ -190,7 +192,10 @@ class _Kernel:
 
 
 class OpenCLBackend:
-    """One OpenCL device: a context and one command queue. `spec` is what `open_index` takes ("0", "cpu@pocl")."""
+    """One OpenCL device (a `device.Device`): a context and one command queue. `spec` is what `open_index`
+    takes ("0", "cpu@pocl")."""
+
+    kind = "opencl"
 
     def __init__(self, spec: str | int) -> None:
         index = open_index(str(spec))
@@ -205,8 +210,7 @@ class OpenCLBackend:
         self.out_of_order = bool(self.device.queue_properties & ooo)
         props = profiling | ooo if self.out_of_order else profiling
         self.queue = cl.CommandQueue(self.context, self.device, properties=props)
-        self._programs: dict[str, Any] = {}  # source -> built cl.Program
-        self._kernels: dict[tuple[str, str], _Kernel] = {}
+        self._cache = ProgramCache(self.name, "OpenCL build")
 
     def info(self) -> dict:
         """The device's description (see `list_opencl_devices`) plus the queue mode."""
@@ -251,36 +255,27 @@ class OpenCLBackend:
         except cl.Error as e:
             raise self._error("copy out", e) from e
 
-    def compile(self, source: str, name: str, options: str = "") -> _Kernel:
-        """Build `source` and return its kernel `name`; programs are cached by source text (and options)."""
-        key = source if not options else f"{options}\0{source}"
-        kernel = self._kernels.get((key, name))
-        if kernel is not None:
-            return kernel
-        program = self._programs.get(key)
-        if program is None:
-            program = cl.Program(self.context, source)
+    def compile(self, source: str, name: str, options: str = "", ops: KernelOps | None = None) -> _Kernel:
+        """Build `source` and return its kernel `name` (cached: `ProgramCache`; `ops` is not needed here)."""
+        return self._cache.kernel(source, name, options, self._build, self._entry)
+
+    def _build(self, source: str, options: str) -> Any:
+        program = cl.Program(self.context, source)
+        with warnings.catch_warnings():
+            # pyopencl warns about any compiler output (and about reading a failed build's log); the log is
+            # returned in errors instead.
+            warnings.simplefilter("ignore")
             try:
-                with warnings.catch_warnings():
-                    # pyopencl warns about any compiler output; the log is returned in errors instead.
-                    warnings.simplefilter("ignore")
-                    program.build(options=options.split() if options else [])
+                program.build(options=options.split() if options else [])
             except cl.Error as e:
-                log = self._build_log(program) or str(e)
-                raise CompileError(
-                    f"{self.name}: OpenCL build of kernel {name!r} failed\n{numbered(source)}\n--- build log ---\n{log}",
-                    source=source,
-                    log=log,
-                ) from e
-            self._programs[key] = program
+                raise BuildError(self._build_log(program) or str(e)) from e
+        return program
+
+    def _entry(self, program: Any, name: str) -> _Kernel:
         try:
-            k = cl.Kernel(program, name)
+            return _Kernel(program, cl.Kernel(program, name), name)
         except cl.Error as e:
-            raise CompileError(
-                f"{self.name}: program has no kernel {name!r} ({e})\n{numbered(source)}", source=source, log=str(e)
-            ) from e
-        kernel = self._kernels[(key, name)] = _Kernel(program, k, name)
-        return kernel
+            raise BuildError(str(e)) from e
 
     def launch(
         self,
@@ -323,8 +318,7 @@ class OpenCLBackend:
 
     def close(self) -> None:
         self.queue.finish()
-        self._kernels.clear()
-        self._programs.clear()
+        self._cache.clear()
 
     def _build_log(self, program: Any) -> str:
         try:

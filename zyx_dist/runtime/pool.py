@@ -9,26 +9,12 @@ cached per bucket, so the steady state of a training loop allocates nothing on t
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._util import bucket_size
 from ..errors import OutOfMemoryError
-
-SMALL = 4096  # up to here buckets are 256-byte multiples
-SMALL_STEP = 256
-STEPS_PER_OCTAVE = 8  # above SMALL: 8 buckets per power of two, so rounding wastes at most 12.5%
-
-
-@functools.lru_cache(maxsize=4096)  # the driver's planner asks several times per kernel, for few sizes
-def bucket_size(nbytes: int) -> int:
-    """The bytes actually reserved for a request of `nbytes` (0 bytes still takes one small bucket)."""
-    n = max(int(nbytes), 1)
-    if n <= SMALL:
-        return -(-n // SMALL_STEP) * SMALL_STEP
-    step = max(SMALL, (1 << (n - 1).bit_length()) // STEPS_PER_OCTAVE)  # next power of two / 8
-    return -(-n // step) * step
 
 
 @dataclass(eq=False)
@@ -58,10 +44,6 @@ class MemoryPool:
     def buffers(self) -> int:
         """Number of live blocks."""
         return len(self._live)
-
-    @property
-    def bytes_cached(self) -> int:
-        return sum(b.size for blocks in self._cache.values() for b in blocks)
 
     def alloc(self, nbytes: int) -> Block:
         """A block of at least `nbytes` (a cached one of the same bucket when there is one)."""

@@ -4,6 +4,7 @@ backend's single queue: every command waits on the per-buffer events of what it 
 an out-of-order queue still respects data dependencies. It gives back a `BatchResult` of plain values
 (one `Done`/`Failed` per command run, CopyOut arrays, pool usage, the worker's incarnation id and,
 when profiling, device-side kernel times). A plain class: usable in-process, and wrapped by a Ray actor.
+It drives its device only through `device.Device` (OpenCL, CUDA, or the NumPy reference device).
 """
 
 from __future__ import annotations
@@ -36,15 +37,17 @@ from ..protocol import (
     Spill,
     Sync,
 )
+from .device import CappedDevice, Device, PeerDevice
 from .events import EventTracker
 from .pool import Block, MemoryPool
 
 BACKENDS = ("opencl", "cuda")
 
 
-def _open_backend(device: str) -> Any:
+def _open_backend(device: str) -> Device:
     """The backend for a physical spec: `cuda:N`, or `opencl:N` / `opencl:cpu` / `opencl:auto`, the last two
-    optionally narrowed to a platform (`opencl:cpu@pocl`): see `opencl.open_index`."""
+    optionally narrowed to a platform (`opencl:cpu@pocl`): see `opencl.open_index`; or `reference:N`, the
+    NumPy test and debugging device (`reference.py`)."""
     kind, _, idx = device.partition(":")
     if kind == "cuda":
         if not idx.isdigit():
@@ -52,6 +55,10 @@ def _open_backend(device: str) -> Any:
         from .cuda import CudaBackend
 
         return CudaBackend(int(idx))
+    if kind == "reference" and idx.isdigit():
+        from .reference import ReferenceDevice
+
+        return ReferenceDevice(int(idx))
     if kind != "opencl" or not idx:
         raise DeviceError(f"unknown device {device!r}: backends are {', '.join(BACKENDS)} (e.g. 'opencl:0')")
     from .opencl import OpenCLBackend
@@ -72,7 +79,8 @@ class Worker:
     """Runs command batches on one device (e.g. "opencl:0") with a memory pool capped at `memory_limit` bytes."""
 
     def __init__(self, device: str, memory_limit: int | None = None, profile: bool | None = None) -> None:
-        self.backend = _open_backend(device)
+        self.backend: Device = _open_backend(device)
+        self.has_peer = isinstance(self.backend, PeerDevice)  # NCCL send/recv (a protocol check is slow: once)
         self.device = self.backend.name
         self.incarnation = uuid.uuid4().hex
         self.profile = logs.enabled("timings") if profile is None else profile
@@ -81,7 +89,7 @@ class Worker:
         # and other processes; a configured one never exceeds the device
         limit = int(device_mem * 0.9) if memory_limit is None else min(int(memory_limit), device_mem)
         self.pool = MemoryPool(self.backend, limit, device=self.device)
-        if hasattr(self.backend, "set_limit"):  # a backend with its own allocator pool (CUDA) caps it too
+        if isinstance(self.backend, CappedDevice):  # a backend with its own allocator pool (CUDA) caps it too
             self.backend.set_limit(limit)
         self.events = EventTracker()
         self._bufs: dict[int, Block] = {}
@@ -148,7 +156,7 @@ class Worker:
         d = self.backend.info()
         return {
             "name": self.device,
-            "backend": getattr(self.backend, "kind", "opencl"),
+            "backend": self.backend.kind,
             "device_name": d["name"],
             "vendor": d["vendor"],
             "driver_version": d.get("driver_version", ""),
@@ -160,7 +168,7 @@ class Worker:
             "fp16": d["fp16"],
             "fp64": d["fp64"],
             "incarnation": self.incarnation,
-            "nccl_rank": getattr(self.backend, "nccl_rank", None),
+            "nccl_rank": self.backend.nccl_rank if self.has_peer else None,
         }
 
     def stats(self) -> dict:
@@ -243,10 +251,10 @@ class Worker:
 
     def _compile(self, cmd: Compile, launches: list[Any]) -> None:
         if not logs.enabled("timings"):
-            self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name)
+            self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name, ops=cmd.ops)
             return
         start = time.perf_counter()
-        self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name)
+        self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name, ops=cmd.ops)
         logs.logger("timings").debug(f"zyx_dist: {self.device} compiled {cmd.name} in "
                                      f"{(time.perf_counter() - start) * 1e3:.1f} ms")
 
@@ -258,7 +266,7 @@ class Worker:
         self._synced = len(launches)
 
     def _peer(self, cmd: Send | Recv, launches: list[Any]) -> None:
-        if not hasattr(self.backend, "send"):
+        if not self.has_peer:
             raise NotImplementedError(
                 f"{type(cmd).__name__}: peer transfers need NCCL (CUDA workers); "
                 f"{self.device} cannot send or receive directly"

@@ -20,11 +20,11 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from .._util import bucket_size
 from ..errors import DTypeError, OutOfMemoryError
 from ..fuse.kernelize import Kernel
 from ..graph.ir import Node
 from ..protocol import Alloc, Command, Compile, CopyIn, CopyOut, Free, Launch, Recv, Reload, Send, Spill, TransferRef
-from ..runtime.pool import bucket_size
 
 
 @dataclass(frozen=True)
@@ -418,7 +418,7 @@ class _Planner:
         prog_id = self.st.compiled[dev].get(prog.name)
         if prog_id is None:
             prog_id = self.st.new_id()
-            batch.append(Compile(prog_id, prog.source, prog.name))
+            batch.append(Compile(prog_id, prog.source, prog.name, prog.ops))
             self.st.compiled[dev][prog.name] = prog_id
         else:
             self.sched.cache_hits += 1

@@ -78,19 +78,6 @@ def _devices_option(text: str | None):
     return list(devices) if isinstance(devices, tuple) else devices
 
 
-
-
-def _ray_address() -> str | None:
-    try:
-        import ray
-
-        if ray.is_initialized():
-            return ray.get_runtime_context().gcs_address
-    except Exception:  # noqa: BLE001 -- only informational
-        return None
-    return None
-
-
 # ---------------------------------------------------------------------------------------------- info
 
 
@@ -121,14 +108,14 @@ def _info(args: argparse.Namespace) -> int:
     import zyx_dist as zd
 
     try:
-        _start(getattr(args, "config", None), ray=args.ray, address=args.address,
-               devices=_devices_option(args.devices))
+        session = _start(getattr(args, "config", None), ray=args.ray, address=args.address,
+                         devices=_devices_option(args.devices))
     except zd.DeviceError:  # no working device: the table of this machine's devices says why, then the error
         _print_opencl_table(True)
         raise
     try:
         rows = [_row(d) for d in zd.devices()]
-        address = _ray_address() if args.ray else None
+        address = session.backend.address() if args.ray else None
     finally:
         zd.shutdown()
     print(format_table(rows, COLUMNS))

@@ -1,0 +1,101 @@
+"""GPU tier: the GEMM templates against NumPy on CUDA (tensor cores for float16/bfloat16, the float32
+template) and on NVIDIA OpenCL, at every shape class (tails, batched, broadcast batch, `q @ k.mT` on a
+permuted qkv view, 3-D @ 2-D with a bias+relu epilogue, transposed operands, per-element operands) and
+with every tile option the tuner may pick."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from gpu_util import cuda_devices, nvidia_opencl_index
+from helpers import run_kernels
+
+import zyx_dist as zd
+from zyx_dist.codegen import gemm
+from zyx_dist.codegen.options import KernelOpts
+from zyx_dist.runtime.worker import Worker
+
+BF = np.dtype(ml_dtypes.bfloat16)
+RNG = np.random.default_rng(11)
+
+
+def _heads(t):
+    return t.reshape(2, 80, 3, 3, 64).permute(2, 0, 3, 1, 4)
+
+
+def _cases():
+    B, T, H, D = 2, 80, 3, 64
+    qkv = RNG.standard_normal((B, T, 3 * H * D)).astype(np.float32)
+    a, b = RNG.standard_normal((200, 72)).astype(np.float32), RNG.standard_normal((72, 136)).astype(np.float32)
+    x3, w, bias = (RNG.standard_normal((3, 50, 64)).astype(np.float32), RNG.standard_normal((64, 96)).astype(np.float32),
+                   RNG.standard_normal(96).astype(np.float32))
+    c, d = RNG.standard_normal((1, 3, 48, 40)).astype(np.float32), RNG.standard_normal((2, 1, 40, 24)).astype(np.float32)
+    at = RNG.standard_normal((64, 130)).astype(np.float32)
+    return [
+        ("tails", [a, b], lambda t: t[0] @ t[1], lambda n: n[0] @ n[1]),
+        ("qk_view", [qkv], lambda t: _heads(t[0])[0] @ _heads(t[0])[1].mT, None),
+        ("pv_view", [qkv], lambda t: (_heads(t[0])[0] @ _heads(t[0])[1].mT) @ _heads(t[0])[2], None),
+        ("x3d_bias_relu", [x3, w, bias], lambda t: zd.relu(t[0] @ t[1] + t[2]), lambda n: np.maximum(n[0] @ n[1] + n[2], 0)),
+        ("broadcast_batch", [c, d], lambda t: t[0] @ t[1], lambda n: n[0] @ n[1]),
+        ("transposed", [at, a[:64, :72]], lambda t: t[0].T @ t[1], lambda n: n[0].T @ n[1]),
+        ("scaled_operand", [a, b], lambda t: (t[0] * 0.5) @ t[1], lambda n: (n[0] * 0.5) @ n[1]),
+    ]
+
+
+CASES = _cases()
+
+
+def _expected(name, arrays, dtype):
+    conv = [x.astype(dtype).astype(np.float32) for x in arrays]
+    if name == "qk_view":
+        return _qk(conv[0])
+    for n, _, _, ref in CASES:
+        if n == name and ref is not None:
+            return ref(conv) if name != "qk_view" else _qk(conv[0])
+    B, T, H, D = 2, 80, 3, 64
+    v = conv[0].reshape(B, T, 3, H, D).transpose(2, 0, 3, 1, 4)
+    s = v[0] @ np.swapaxes(v[1], -1, -2)
+    if dtype != np.float32:
+        s = s.astype(dtype).astype(np.float32)
+    return s @ v[2]
+
+
+def _qk(qkv):
+    B, T, H, D = 2, 80, 3, 64
+    v = qkv.reshape(B, T, 3, H, D).transpose(2, 0, 3, 1, 4)
+    return v[0] @ np.swapaxes(v[1], -1, -2)
+
+
+pytestmark = pytest.mark.skipif(cuda_devices() == 0, reason="no CUDA GPU")
+
+
+@pytest.fixture(scope="module")
+def cuda_worker():
+    with Worker("cuda:0") as w:
+        yield w
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF], ids=["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("tile", [0, 3])
+def test_cuda_gemm_against_numpy(cuda_worker, dtype, case, tile):
+    name, arrays, build, _ = case
+    t = build([zd.tensor(x.astype(dtype)) for x in arrays])
+    exp = _expected(name, arrays, dtype)
+    got = run_kernels(cuda_worker, t, lambda k: KernelOpts(tile=tile, prefetch=1), "cuda").astype(np.float32)
+    scale = np.abs(exp).max()
+    tol = 1e-4 if dtype == np.float32 else 5e-3 if dtype == np.float16 else 1.5e-2
+    assert np.abs(got - exp).max() <= tol * scale, (name, np.abs(got - exp).max(), scale)
+
+
+@pytest.mark.skipif(nvidia_opencl_index() is None, reason="no NVIDIA OpenCL device")
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_nvidia_opencl_gemm_against_numpy(case):
+    name, arrays, build, _ = case
+    with Worker(f"opencl:{nvidia_opencl_index()}") as w:
+        for tile in range(len(gemm.TILES)):
+            t = build([zd.tensor(x) for x in arrays])
+            got = run_kernels(w, t, lambda k, tile=tile: KernelOpts(tile=tile, prefetch=1))
+            exp = _expected(name, arrays, np.float32)
+            assert np.abs(got - exp).max() <= 1e-4 * np.abs(exp).max()

@@ -1,0 +1,177 @@
+"""GEMM template against NumPy on PoCL at every shape class: plain 2-D products with tails, batched and
+broadcast-batch products, operands read in place through permuted, sliced, flipped and expanded views
+(`q @ k.mT` on a permuted qkv view), 3-D @ 2-D flattened, small K, thin sides, half-type operands,
+fused epilogues, and every tile option of the tuner. Each case also checks that the product is one
+kernel and that it is rendered by the GEMM template (its local tiles appear in the source)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import run_kernels
+
+import zyx_dist as zd
+from zyx_dist.codegen import attention, gemm, options
+from zyx_dist.codegen.options import KernelOpts, candidates
+from zyx_dist.codegen.render import facts, render_kernel
+from zyx_dist.fuse.kernelize import kernelize
+from zyx_dist.runtime.worker import Worker
+
+RNG = np.random.default_rng(7)
+
+
+@pytest.fixture(scope="module")
+def worker():
+    with Worker("opencl:0") as w:
+        yield w
+
+
+def arr(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def kernels_of(t: zd.Tensor):
+    return kernelize([t.node])
+
+
+def check(t: zd.Tensor, expected: np.ndarray, *, gemm_kernel: bool = True, rtol=2e-5, atol=2e-5, kernels=1):
+    """One kernel (or `kernels`), rendered by a GEMM template, equal to NumPy: through the session (the CPU
+    device's default, gemm_cpu's template) and, for a GEMM, with the tiled GPU template run on the CPU too."""
+    ks = kernels_of(t)
+    assert len(ks) == kernels, f"{len(ks)} kernels, expected {kernels}"
+    results = []
+    if gemm_kernel:
+        assert gemm.match(ks[-1]) is not None, "not matched as a GEMM"
+        assert "As[" in render_kernel(ks[-1], gpu=True).source  # the tiled template's local tiles
+        assert "As[" not in render_kernel(ks[-1], gpu=False).source  # CPUs: gemm_cpu's, without them
+        with Worker("opencl:0") as w:
+            results.append(run_kernels(w, t, lambda k: options.default(facts(k, "opencl", True))))
+    results.append(t.numpy())  # last: realizing makes the node a leaf
+    for got in results:
+        assert got.shape == expected.shape
+        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("m,k,n", [(16, 16, 16), (70, 33, 45), (129, 8, 130), (17, 200, 31), (64, 3, 64),
+                                   (33, 1000, 20)])
+def test_plain_2d_with_tails(m, k, n):
+    a, b = arr(m, k), arr(k, n)
+    check(zd.tensor(a) @ zd.tensor(b), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_transposed_operands():
+    a, b = arr(40, 36), arr(52, 36)
+    check(zd.tensor(a) @ zd.tensor(b).T, a @ b.T)
+    check(zd.tensor(a).T @ zd.tensor(arr(40, 24) * 0 + b[:40, :24]), a.T @ b[:40, :24])
+
+
+def test_batched_and_broadcast_batch():
+    a, b = arr(3, 4, 33, 20), arr(3, 4, 20, 40)
+    check(zd.tensor(a) @ zd.tensor(b), a @ b)
+    c, d = arr(1, 3, 32, 20), arr(2, 1, 20, 24)
+    check(zd.tensor(c) @ zd.tensor(d), c @ d)
+    e, w = arr(5, 24, 18), arr(18, 30)  # a weight expanded over a batch of its own
+    check(zd.tensor(e) @ zd.broadcast_to(zd.tensor(w), (4, 1, 18, 30)), e @ np.broadcast_to(w, (4, 1, 18, 30)))
+
+
+def test_q_at_k_transposed_from_permuted_qkv_view():
+    B, T, H, D = 2, 40, 3, 16
+    qkv = arr(B, T, 3 * H * D)
+    t = zd.tensor(qkv).reshape(B, T, 3, H, D).permute(2, 0, 3, 1, 4)
+    q, k = t[0], t[1]
+    ref = qkv.reshape(B, T, 3, H, D).transpose(2, 0, 3, 1, 4)
+    check(q @ k.mT, ref[0] @ np.swapaxes(ref[1], -1, -2))
+
+
+def test_attention_output_projection_from_permuted_heads():
+    B, H, T, D = 2, 4, 24, 8
+    a, wo = arr(B, H, T, D), arr(H * D, 40)
+    y = zd.tensor(a).permute(0, 2, 1, 3).reshape(B, T, H * D) @ zd.tensor(wo)
+    check(y, a.transpose(0, 2, 1, 3).reshape(B, T, H * D) @ wo)
+
+
+def test_3d_at_2d_is_one_flattened_gemm_with_bias_epilogue():
+    x, w, b = arr(3, 50, 64), arr(64, 48), arr(48)
+    y = zd.relu(zd.tensor(x) @ zd.tensor(w) + zd.tensor(b))
+    ks = kernels_of(y)
+    spec = gemm.match(ks[0])
+    assert spec is not None and (spec.B, spec.M, spec.N, spec.K) == (1, 150, 48, 64)
+    check(y, np.maximum(x @ w + b, 0))
+
+
+def test_sliced_and_flipped_views():
+    a, b = arr(50, 40), arr(45, 60)
+    check(zd.tensor(a)[5:45:2, 3:33] @ zd.tensor(b)[10:40, ::-1], a[5:45:2, 3:33] @ b[10:40, ::-1])
+    check(zd.flip(zd.tensor(a), 0) @ zd.tensor(b)[:40], a[::-1] @ b[:40])
+
+
+def test_scaled_and_half_operands_evaluated_per_element():
+    a, b = arr(33, 40), arr(40, 20)
+    check((zd.tensor(a) * 0.5) @ zd.tensor(b), (a * 0.5) @ b, rtol=1e-4)
+    ah, bh = a.astype(np.float16), b.astype(np.float16)
+    y = zd.tensor(ah) @ zd.tensor(bh)
+    assert y.dtype == zd.float16
+    check(y, (ah.astype(np.float32) @ bh.astype(np.float32)).astype(np.float16), rtol=2e-3, atol=2e-2)
+
+
+def test_thin_sides_and_vectors_use_plain_loops():
+    a, v = arr(40, 30), arr(30)
+    check(zd.tensor(a) @ zd.tensor(v), a @ v, gemm_kernel=False)
+    m2 = arr(30, 50)
+    check(zd.tensor(v) @ zd.tensor(m2), v @ m2, gemm_kernel=False)
+    r = arr(1, 30)
+    check(zd.tensor(r) @ zd.tensor(a.T), r @ a.T, gemm_kernel=False)
+
+
+def test_k_of_one_is_an_outer_product():
+    a, b = arr(20, 1), arr(1, 30)
+    check(zd.tensor(a) @ zd.tensor(b), a @ b, gemm_kernel=False)
+
+
+@pytest.mark.parametrize("opts", [KernelOpts(tile=t, tile_k=k, prefetch=p) for t in range(len(gemm.TILES))
+                                  for k in (8, 16) for p in (0, 1)] + [KernelOpts(tile=gemm.PLAIN)])
+def test_every_tile_option(opts, worker):
+    x, w = arr(2, 45, 36), arr(36, 70)
+    y = zd.tensor(x) @ zd.tensor(w) * 2.0
+    got = run_kernels(worker, y, lambda k: opts)
+    np.testing.assert_allclose(got, (x @ w) * 2.0, rtol=1e-4, atol=1e-4)
+
+
+def test_candidates_for_small_k_include_plain_loops():
+    x, w = arr(512, 4), arr(4, 512)
+    (k,) = kernels_of(zd.tensor(x) @ zd.tensor(w))
+    cands = candidates(facts(k, "opencl", gpu=True))
+    assert any(c.tile == gemm.PLAIN for c in cands[:2])
+
+
+def test_views_of_a_computed_qkv_are_read_in_place_no_copy_kernels():
+    B, T, H, D = 2, 24, 2, 16
+    x, w = arr(B, T, 32), arr(32, 3 * H * D)
+    qkv = (zd.tensor(x) @ zd.tensor(w)).reshape(B, T, 3, H, D).permute(2, 0, 3, 1, 4)
+    s = qkv[0] @ qkv[1].mT
+    ks = kernels_of(s)
+    assert len(ks) == 2 and all(gemm.match(k) is not None for k in ks)  # the qkv GEMM, then the scores GEMM
+    ref = (x @ w).reshape(B, T, 3, H, D).transpose(2, 0, 3, 1, 4)
+    np.testing.assert_allclose(s.numpy(), ref[0] @ np.swapaxes(ref[1], -1, -2), rtol=1e-4, atol=1e-4)
+
+
+def test_transformer_block_kernel_count():
+    """layer norm, QKV (+bias), the attention core (scores, softmax and p @ v in one kernel), the output
+    projection (+bias, +residual), layer norm, the MLP's two GEMMs (+bias, GELU; +bias, +residual): 7
+    kernels, no copies."""
+    B, T, D, H = 2, 24, 32, 2
+    hd = D // H
+    x = zd.tensor(arr(B, T, D))
+    p = {k: zd.tensor(arr(*s) * np.float32(0.1)) for k, s in (("wqkv", (D, 3 * D)), ("bqkv", (3 * D,)), ("wo", (D, D)),
+                                                   ("w1", (D, 4 * D)), ("w2", (4 * D, D)))}
+    mask = zd.tensor(np.triu(np.full((T, T), -np.inf, np.float32), 1))
+    h = zd.layer_norm(x)
+    qkv = (h @ p["wqkv"] + p["bqkv"]).reshape(B, T, 3, H, hd).permute(2, 0, 3, 1, 4)
+    s = (qkv[0] @ qkv[1].mT) * float(1 / np.sqrt(hd)) + mask
+    a = (zd.softmax(s, axis=-1) @ qkv[2]).permute(0, 2, 1, 3).reshape(B, T, D)
+    x = x + a @ p["wo"]
+    y = x + zd.tanh(zd.layer_norm(x) @ p["w1"]) @ p["w2"]
+    ks = kernels_of(y)
+    assert len(ks) == 7, [k.shape for k in ks]
+    assert sum(gemm.match(k) is not None for k in ks) == 4
+    assert sum(attention.match(k) is not None for k in ks) == 1

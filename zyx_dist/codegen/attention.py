@@ -1,0 +1,260 @@
+"""Driver side: one flash-attention style kernel for a kernel that holds `softmax(q @ k^T * s + mask) @ v`
+(recognised by fuse/attention.py, kept in one kernel by the kernelizer). Takes the kernel; `match` works
+out the index arithmetic (which dims are the batch, the query rows, the keys, the head dims of q/k and
+of v, and where each operand, the scoring and the output are read and written), `render` gives OpenCL C
+or CUDA C in which each work-item owns one query row: q's row and the output row stay in registers,
+the work-group brings blocks of BC keys (k and v) into local/shared memory, each work-item scores them
+(the scoring, e.g. the scale and the mask, evaluated by the renderer at that row and key), and an online
+softmax (running max and sum, the partial output rescaled when the max grows) accumulates p @ v, so
+the T x T scores are never stored. The output's epilogue runs on each element before its store.
+Everything is computed in float32 (half-type operands are converted as they are loaded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..fuse.attention import MAX_HEAD, MOVES, Attention
+from ..fuse.attention import find as find_attention
+from ..fuse.kernelize import Kernel
+from ..graph.ir import Node, Op
+from . import symbolic as sym
+from .cexpr import move_index
+from .gemm import ELEMENTWISE, Epilogue, GemmSpec, _walk, tidy
+
+ROWS = 64  # query rows (work-items) per work-group
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    pattern: Attention
+    spec: GemmSpec  # of p @ v: batch, query rows (M), head dim of v (N), keys (K)
+    q: Node  # the operands of q @ k^T (in its product's shape)
+    k: Node
+    v: Node  # p @ v's right operand
+    scores_idx: tuple  # the scores' index at the template's (bz, gi, gk)
+    qk_idx: tuple  # q @ k^T's product index at (bz, gi, gk, dd)
+    head: int  # head dim of q and k
+
+
+def _top_reduce(kernel: Kernel) -> Node | None:
+    """The one reduce the output is reached from through elementwise ops and reshapes."""
+    pos = {n.id for n in kernel.inputs}
+    found: list[Node] = []
+    stack, seen = [kernel.outputs[0]], set()
+    while stack:
+        n = stack.pop()
+        if n.id in seen or n.id in pos or n.op is Op.CONST:
+            continue
+        seen.add(n.id)
+        if n.op is Op.REDUCE:
+            found.append(n)
+        elif n.op in ELEMENTWISE or n.op is Op.RESHAPE:
+            stack.extend(n.srcs)
+        else:
+            return None
+    return found[0] if len(found) == 1 else None
+
+
+def _down(x: Node, stop: Node, idx: tuple) -> tuple | None:
+    """The index of `stop` reached from x at idx through movement ops (reshape, permute, expand)."""
+    while x is not stop:
+        if x.op not in MOVES:
+            return None
+        idx = move_index(x, idx)
+        x = x.srcs[0]
+    return idx
+
+
+def _qk_index(scores: Node, qk: Node, idx: tuple, inputs: set[int]) -> tuple | None:
+    """The index at which the scores at idx read q @ k^T (one place only), through elementwise and
+    movement ops (pads excepted)."""
+    found: set[tuple] = set()
+    stack = [(scores, idx)]
+    visits = 0
+    while stack:
+        n, ix = stack.pop()
+        visits += 1
+        if visits > 512:
+            return None
+        if n is qk:
+            found.add(tuple(tidy(e) for e in ix))
+        elif n.id in inputs or n.op is Op.CONST:
+            continue
+        elif n.op in ELEMENTWISE:
+            stack.extend((s, ix) for s in n.srcs)
+        elif n.op in (*MOVES, Op.FLIP):
+            stack.append((n.srcs[0], move_index(n, ix)))
+        else:
+            return None
+    return found.pop() if len(found) == 1 else None
+
+
+def match(kernel: Kernel) -> AttentionSpec | None:
+    if len(kernel.outputs) != 1:
+        return None
+    out = _top_reduce(kernel)
+    pattern = find_attention(out) if out is not None else None
+    if pattern is None:
+        return None
+    pos = {n.id: i for i, n in enumerate(kernel.inputs)}
+    if any(n.id in pos for n in (pattern.probs, pattern.scores, pattern.qk, pattern.row_max, pattern.row_sum)):
+        return None
+    mul = out.srcs[0]
+    side = next((s for s in mul.srcs if _down(s, pattern.probs, tuple(sym.ZERO for _ in s.shape)) is not None), None)
+    if side is None:
+        return None
+    vside = mul.srcs[1] if side is mul.srcs[0] else mul.srcs[0]
+    shape, kj = mul.shape, out.arg[1][0]
+    names = [f"d{i}" for i in range(len(shape))]
+    idx = tuple(sym.Var(nm, 0, d - 1) if d > 1 else sym.ZERO for nm, d in zip(names, shape))
+    sidx = _down(side, pattern.probs, idx)
+    axis = pattern.row_max.arg[1][0]
+    if sidx is None or sidx[axis] != idx[kj] or any(f"d{kj}" in sym.variables(e) for a, e in enumerate(sidx)
+                                                    if a != axis):
+        return None
+    pvars = set().union(*[sym.variables(e) for e in sidx])
+    w = _walk(vside, idx, pos)
+    if w is None:
+        return None
+    vvars = w[0]
+    dims = [d for d in range(len(shape)) if d != kj and shape[d] > 1]
+    rows = tuple(d for d in dims if names[d] in pvars and names[d] not in vvars)
+    cols = tuple(d for d in dims if names[d] in vvars and names[d] not in pvars)
+    batch = tuple(d for d in dims if d not in rows and d not in cols)
+    spec = GemmSpec(out, side, vside, shape, kj, batch, rows, cols, None, None)
+    if spec.N > MAX_HEAD:
+        return None
+    bz, gi, gj, gk = spec.vars()
+    scores_idx = _down(side, pattern.probs, spec.index(bz, gi, sym.ZERO, gk))
+    scores_idx = tuple(tidy(e) for e in scores_idx) if scores_idx is not None else None
+    qk = pattern.qk
+    at = _qk_index(pattern.scores, qk, scores_idx, set(pos)) if scores_idx is not None else None
+    if at is None:
+        return None
+    d_axis = qk.arg[1][0]
+    head = qk.srcs[0].shape[d_axis]
+    qk_idx = tuple(sym.Var("dd", 0, head - 1) if a == d_axis else e for a, e in enumerate(at))
+    ops = []
+    for x in qk.srcs[0].srcs:
+        wx = _walk(x, qk_idx, pos)
+        if wx is None or "gj" in wx[0]:
+            return None
+        ops.append((x, wx[0]))
+    q = next((x for x, used in ops if "gk" not in used), None)
+    k = next((x for x, used in ops if "gi" not in used and x is not q), None)
+    wv = _walk(vside, spec.index(bz, sym.ZERO, gj, gk), pos)
+    if q is None or k is None or wv is None or "gi" in wv[0] or head > MAX_HEAD:
+        return None
+    return AttentionSpec(pattern, spec, q, k, vside, scores_idx, qk_idx, head)
+
+
+Evaluate = Callable[[Node, tuple, dict], tuple[list[str], str]]  # (node, index, overrides) -> (C lines, value)
+
+
+def render(a: AttentionSpec, name: str, dialect, params: list[str], evaluate: Evaluate, epilogue: Epilogue,
+           index_type: str) -> tuple[str, tuple, tuple]:
+    spec, T = a.spec, index_type
+    M, N, K, D = spec.M, spec.N, spec.K, a.head
+    cols = 32 if max(D, N) <= 64 else 16  # keys per block: their scores stay in registers
+    groups = -(-M // ROWS)
+    bz, _, gj, gk = spec.vars()
+    q_lines, q_val = evaluate(a.q, a.qk_idx, {})
+    k_lines, k_val = evaluate(a.k, a.qk_idx, {})
+    v_lines, v_val = evaluate(a.v, spec.index(bz, sym.ZERO, gj, gk), {})
+    s_lines, s_val = evaluate(a.pattern.scores, a.scores_idx, {a.pattern.qk.id: "acc"})
+    body = "\n".join("      " + ln for ln in epilogue(spec.out_flat()))
+    shared, barrier, align = dialect.shared, dialect.barrier, dialect.align16
+    vec = D % 4 == 0 and N % 4 == 0
+
+    def dot(row: str) -> str:
+        if not vec:
+            return f"for (int dd = 0; dd < {D}; dd++) acc += q[dd] * Ks[{row}][dd];"
+        kv = dialect.load4_local.format(ptr=f"&Ks[{row}][dd]")
+        return (f"for (int dd = 0; dd < {D}; dd += 4) {{ const float4 kv = {kv}; "
+                f"acc += q[dd] * kv.x + q[dd + 1] * kv.y + q[dd + 2] * kv.z + q[dd + 3] * kv.w; }}")
+
+    def pv(row: str) -> str:
+        if not vec:
+            return f"for (int x = 0; x < {N}; x++) o[x] += p * Vs[{row}][x];"
+        vv = dialect.load4_local.format(ptr=f"&Vs[{row}][x]")
+        return (f"for (int x = 0; x < {N}; x += 4) {{ const float4 vv = {vv}; "
+                f"o[x] += p * vv.x; o[x + 1] += p * vv.y; o[x + 2] += p * vv.z; o[x + 3] += p * vv.w; }}")
+
+    prefix = dialect.bounded_prefix.format(threads=ROWS, groups=1)
+    src = f"""{prefix} {name}({', '.join(params)}) {{
+  {shared} float Ks[{cols}][{D}]{align};
+  {shared} float Vs[{cols}][{N}]{align};
+  const int tid = {dialect.local_id};
+  const {T} bz = ({T})({dialect.group_id} / {groups});
+  const {T} gi = ({T})({dialect.group_id} % {groups}) * {ROWS} + tid;
+  const bool live = gi < {M};
+  float q[{D}], o[{N}];
+  #pragma unroll
+  for (int dd = 0; dd < {D}; dd++) {{
+    float v = 0.0f;
+    if (live) {{ {' '.join(q_lines)} v = {q_val}; }}
+    q[dd] = v;
+  }}
+  #pragma unroll
+  for (int x = 0; x < {N}; x++) o[x] = 0.0f;
+  float m = -INFINITY, l = 0.0f;
+  for ({T} j0 = 0; j0 < {K}; j0 += {cols}) {{
+    {barrier}
+    for (int e = tid; e < {cols * D}; e += {ROWS}) {{
+      const int kj = e / {D}, dd = e % {D};
+      const {T} gk = j0 + kj;
+      float v = 0.0f;
+      if (gk < {K}) {{ {' '.join(k_lines)} v = {k_val}; }}
+      Ks[kj][dd] = v;
+    }}
+    for (int e = tid; e < {cols * N}; e += {ROWS}) {{
+      const int kj = e / {N}, gj = e % {N};
+      const {T} gk = j0 + kj;
+      float v = 0.0f;
+      if (gk < {K}) {{ {' '.join(v_lines)} v = {v_val}; }}
+      Vs[kj][gj] = v;
+    }}
+    {barrier}
+    {{  // every work-item runs this (rows past the end score -inf): a branch around state that lives across
+        // the barriers is miscompiled by PoCL
+      float s[{cols}];
+      float mb = m;
+      #pragma unroll
+      for (int kj = 0; kj < {cols}; kj++) {{
+        float acc = 0.0f;
+        #pragma unroll
+        {dot("kj")}
+        const {T} gk = j0 + kj;
+        float sc = -INFINITY;
+        if (live && gk < {K}) {{ {' '.join(s_lines)} sc = {s_val}; }}
+        s[kj] = sc;
+        mb = fmax(mb, sc);
+      }}
+      // online softmax: rescale what was summed under the old max
+      const float alpha = mb == -INFINITY ? 1.0f : exp(m - mb);
+      l *= alpha;
+      #pragma unroll
+      for (int x = 0; x < {N}; x++) o[x] *= alpha;
+      #pragma unroll
+      for (int kj = 0; kj < {cols}; kj++) {{
+        const float p = s[kj] == -INFINITY ? 0.0f : exp(s[kj] - mb);
+        l += p;
+        #pragma unroll
+        {pv("kj")}
+      }}
+      m = mb;
+    }}
+  }}
+  if (live) {{
+    #pragma unroll
+    for (int x = 0; x < {N}; x++) {{
+      const {T} gj = x;
+      const float acc = o[x] / l;
+{body}
+    }}
+  }}
+}}
+"""
+    return src, (spec.B * groups * ROWS,), (ROWS,)

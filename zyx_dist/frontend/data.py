@@ -1,0 +1,73 @@
+"""Driver side: host data into the graph. Takes what `zd.tensor` / `zd.asarray` accept (NumPy arrays,
+nested lists, Python scalars, Tensors) and gives a lazy Tensor over a `graph.leaf` holding a private C-ordered
+copy, with the dtype the data infers (API.md sections 2-3) unless one is given; `device=` pins it. Shared by
+the creation functions and every op that takes a non-Tensor operand (`common.as_tensor`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import context, dtypes
+from ..dtypes import DType
+from ..errors import DTypeError, ShapeError
+from ..graph import ir as graph
+from .tensor import Tensor
+
+
+def place(t: Tensor, device: str | None) -> Tensor:
+    """`t` moved to `device` (lazily), or `t` itself when no device is asked for."""
+    return t if device is None else t.to(device)
+
+
+def resolve_device(device: str | None) -> str | None:
+    """A `device=` argument checked against the session's devices (None stays None)."""
+    if device is None:
+        return None
+    return context.session().resolve_device(device)
+
+
+def _infer(arr: np.ndarray, data: Any) -> DType:
+    """The dtype of data given without one: NumPy arrays and scalars keep theirs; Python data takes
+    bool, int32 (int64 when a value does not fit) or float32."""
+    if isinstance(data, (np.ndarray, np.generic)):
+        return dtypes.dtype(arr.dtype)
+    kind = arr.dtype.kind
+    if kind == "b":
+        return dtypes.bool_
+    if kind in "iu":
+        if arr.size == 0 or (arr.min() >= -(2**31) and arr.max() < 2**31):
+            return dtypes.int32
+        return dtypes.int64 if arr.max() < 2**63 else dtypes.uint64
+    if kind == "f":
+        return dtypes.float32
+    raise DTypeError(f"unsupported data of dtype {arr.dtype} (zyx_dist has no complex, string or object tensors)")
+
+
+def tensor(data: Any, dtype: Any = None, device: str | None = None) -> Tensor:
+    """A tensor from a NumPy array (copied), nested lists, a scalar, or a Tensor (itself, or cast)."""
+    if isinstance(data, Tensor):
+        out = data if dtype is None else data.astype(dtype)
+        return place(out, device)
+    want = None if dtype is None else dtypes.dtype(dtype)
+    try:
+        if isinstance(data, np.ndarray) or want is None:
+            arr = np.array(data, copy=True, order="C")
+        else:  # Python data with a dtype: convert directly, no detour through the default dtypes
+            arr = np.array(data, dtype=want.np_dtype, order="C")
+    except (ValueError, OverflowError) as e:  # ragged nesting, or an int no dtype holds
+        raise ShapeError(f"cannot make a tensor of {type(data).__name__} data: {e}") from None
+    if arr.dtype == object and not isinstance(data, np.ndarray):
+        big = [v for v in np.ravel(arr) if isinstance(v, int) and not -(2**63) <= v < 2**64]
+        if big:
+            raise DTypeError(f"integer {big[0]} does not fit any zyx_dist dtype (int64/uint64)")
+    dt = want or _infer(arr, data)
+    if arr.dtype != dt.np_dtype:
+        with np.errstate(all="ignore"):
+            arr = arr.astype(dt.np_dtype, order="C")
+    return Tensor(graph.leaf(arr, dt, device=resolve_device(device)))
+
+
+asarray = tensor
