@@ -4,7 +4,7 @@ cached training step at several depths (it must stay linear in the graph's size)
 
     python benchmarks/train_bench.py                                   # tiny sizes, any machine (CPU: PoCL)
     python benchmarks/train_bench.py --embed 512 --layers 6 --heads 8 --block 256 --batch 32 --json out.json
-    python benchmarks/train_bench.py --dtype bfloat16                  # once zd.bfloat16 exists
+    python benchmarks/train_bench.py --dtype bfloat16                  # half types: parameters, activations
 
 Each system trains the same model from the same initial weights on the same batches (uploaded to the device
 before timing, cycled); a round is `--steps` steps ended by a sync (ours: `zd.realize` of loss and parameters,
@@ -189,7 +189,7 @@ def main() -> None:
                           ("steps", 10), ("warmup", 3)]:
         ap.add_argument(f"--{name}", type=int, default=default)
     ap.add_argument("--lr", type=float, default=3e-3)
-    ap.add_argument("--dtype", default="float32", help="float32, float16, or bfloat16 once zd.bfloat16 exists")
+    ap.add_argument("--dtype", default="float32", help="float32, bfloat16 or float16 (the optimizer state stays float32)")
     ap.add_argument("--depths", default="1,2,4,8", help="layer counts of the driver-cost check ('' skips it)")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--json", default=None)

@@ -86,19 +86,38 @@ def test_one_fused_update_kernel_per_parameter(make):
             assert st["kernel_cache_hits"] == len(shapes), st
 
 
-def test_half_precision_parameters_update_in_float32():
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_parameters_update_in_float32(dtype):
     """Adam's eps (1e-8) and a small squared gradient underflow in float16: the update and the state are float32."""
-    p = zd.tensor(np.array([1.0, -2.0, 0.5], np.float16))
+    dt = zd.dtype(dtype)
+    npd = np.dtype(dt)
+    p = zd.tensor(np.array([1.0, -2.0, 0.5]).astype(npd))
     opt = zd.optim.Adam([p], lr=0.1)
-    g = zd.tensor(np.array([0.0, 1e-3, -4.0], np.float16))
+    g = zd.tensor(np.array([0.0, 1e-3, -4.0]).astype(npd))
     for _ in range(2):
         (p,) = opt.step([g])
         p.realize()
-    assert p.dtype == zd.float16 and opt.v[0].dtype == zd.float32
+    assert p.dtype == dt and opt.v[0].dtype == zd.float32
     want = NpAdam([np.array([1.0, -2.0, 0.5])], 0.1)
     for _ in range(2):
-        (w,) = want.step([np.array([0.0, 1e-3, -4.0], np.float16).astype(np.float64)])
-    np.testing.assert_allclose(p.numpy().astype(np.float64), w, rtol=2e-3)
+        (w,) = want.step([np.array([0.0, 1e-3, -4.0]).astype(npd).astype(np.float64)])
+    np.testing.assert_allclose(p.numpy().astype(np.float64), w, rtol=1e-2 if dtype == "bfloat16" else 2e-3)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_gradients(dtype):
+    """The gradient graph of a half-precision layer computes in float32 inside kernels, rounds on store."""
+    dt = zd.dtype(dtype)
+    rng = np.random.default_rng(3)
+    a, w = rng.standard_normal((32, 16)), rng.standard_normal((16, 24)) * 0.25
+    x, wt = zd.tensor(a).astype(dt), zd.tensor(w).astype(dt)
+    gx, gw = zd.grad(zd.tanh(x @ wt).sum(), [x, wt])
+    assert gx.dtype == dt and gw.dtype == dt
+    ar, wr = x.numpy().astype(np.float64), wt.numpy().astype(np.float64)
+    gh = 1 - np.tanh(ar @ wr) ** 2
+    tol = 5e-2 if dtype == "bfloat16" else 1e-2
+    np.testing.assert_allclose(gx.numpy().astype(np.float64), gh @ wr.T, rtol=tol, atol=tol)
+    np.testing.assert_allclose(gw.numpy().astype(np.float64), ar.T @ gh, rtol=tol, atol=tol * 4)
 
 
 def test_optimizer_errors():
