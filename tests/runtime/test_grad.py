@@ -25,7 +25,7 @@ FUZZ_GRAPHS = int(os.environ.get("ZYX_DIST_GRAD_FUZZ_DEVICE", "60"))
 
 @pytest.fixture(autouse=True)
 def no_tuning(zd_session):
-    s = zd_session if zd_session is not None else zsession._session
+    s = zd_session if zd_session is not None else zsession.running()
     old = s.tuner.enabled
     s.tuner.enabled = False
     yield

@@ -19,7 +19,7 @@ from zyx_dist.engine import session as zsession
 
 @pytest.fixture(autouse=True)
 def no_tuning(zd_session):
-    s = zd_session if zd_session is not None else zsession._session
+    s = zd_session if zd_session is not None else zsession.running()
     old = s.tuner.enabled
     s.tuner.enabled = False
     yield
