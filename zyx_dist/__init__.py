@@ -6,7 +6,9 @@ or realized; the first op that needs a device starts the runtime with defaults (
 
 from __future__ import annotations
 
-from . import optim
+import math
+
+from . import linalg, optim
 from .dtypes import (
     DType,
     bfloat16,
@@ -43,8 +45,16 @@ from .frontend import *
 from .frontend import __all__ as _ops_all
 from .frontend.tensor import Tensor, realize
 
+# The Python array API standard (API.md section 10): this module is its namespace.
+__array_api_version__ = "2023.12"
+e = math.e
+pi = math.pi
+inf = math.inf
+nan = math.nan
+newaxis = None
+
 __all__ = ["DType", "Tensor", "Session", "DeviceInfo", "Plan", "init", "shutdown", "devices", "realize",
-           "explain", "trace", "optim", "stats", "reset_stats", "dtype", "bool", "int8", "int16", "int32",
-           "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32", "float64", "ZyxError",
-           "ShapeError",
-           "DTypeError", "DeviceError", "OutOfMemoryError", "CompileError", "WorkerLostError", "ConfigError"] + list(_ops_all)
+           "explain", "trace", "optim", "stats", "reset_stats", "dtype", "bool", "int8", "int16", "int32", "int64",
+           "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32", "float64", "ZyxError",
+           "ShapeError", "DTypeError", "DeviceError", "OutOfMemoryError", "CompileError", "WorkerLostError",
+           "ConfigError", "linalg", "e", "pi", "inf", "nan", "newaxis"] + list(_ops_all)

@@ -65,7 +65,7 @@ class DType:
             return self is other
         try:
             return self.np_dtype == np.dtype(other)  # type: ignore[arg-type]
-        except TypeError:
+        except (TypeError, ValueError):  # not a dtype at all (e.g. an arbitrary string)
             return False
 
     def __hash__(self) -> int:

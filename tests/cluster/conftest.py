@@ -67,7 +67,12 @@ RUNTIME_EXCLUDED_TESTS = {
 }
 
 # runtime tests that fail through Ray because of a library bug: (module file, test name) -> reason
-RUNTIME_XFAIL: dict = {}  # (module, test) -> reason, for runtime tests that fail only on Ray (none now)
+RUNTIME_XFAIL: dict = {  # (module, test) -> reason, for runtime tests that fail only on Ray
+    ("test_array_api.py", "test_sort_and_stable_argsort_match_numpy"): ("lineage.recipe recurses over graph depth (graph/lineage.py, being made iterative on another branch): the "
+        "lineage of a bitonic sort's 45 stages exceeds Python's recursion limit on Ray workers"),
+    ("test_array_api.py", "test_bitonic_sort_is_one_kernel_per_stage"): ("lineage.recipe recurses over graph depth (graph/lineage.py, being made iterative on another branch): the "
+        "lineage of a bitonic sort's 45 stages exceeds Python's recursion limit on Ray workers"),
+}
 
 RAY_DEVICES = {"opencl-cpu": 3}
 WORKERS = [f"opencl:{i}" for i in range(3)]

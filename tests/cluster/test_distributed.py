@@ -255,26 +255,30 @@ def test_creation_device_pins_a_leaf_read_by_a_kernel(ray_session):
 
 # ---- observability -----------------------------------------------------------------------------------------------
 
-def test_debug_64_prints_placements_with_reasons_and_transfers_with_bytes(ray_session, capsys, monkeypatch):
+def test_debug_64_prints_placements_with_reasons_and_transfers_with_bytes(ray_session, caplog, monkeypatch):
+    from zyx_dist import logs
     from zyx_dist.config import load_config
 
     monkeypatch.setenv("ZYX_DIST_DEBUG", "64")
-    assert load_config(None).debug & 64  # what zd.init reads; set on the running session below
-    monkeypatch.setattr(ray_session, "debug", 64)
+    assert load_config(None).debug & 64  # what zd.init reads; switched on for the running session below
+    logs.apply_debug(64)
     a = rnd((88, 88), 70)
     x = zd.tensor(a, device="opencl:0").realize()
-    capsys.readouterr()
-    y = (x.to("opencl:2") + 1).realize()
-    out = capsys.readouterr().out
+    caplog.clear()
+    try:
+        y = (x.to("opencl:2") + 1).realize()
+    finally:
+        logs.apply_debug(0)
+    out = caplog.text  # pytest's handlers on the root logger get the lines (else they go to stderr)
     places = re.findall(r"zyx_dist: place (\S+) on (opencl:\d) at step (\d+): (.+)", out)
     assert places and all(dev == "opencl:2" for _, dev, _, _ in places)
     assert any(reason.startswith("pinned") for *_, reason in places)
     moves = re.findall(r"zyx_dist: transfer #\d+ (opencl:\d) -> (opencl:\d): (\d+) bytes", out)
     assert moves == [("opencl:0", "opencl:2", str(x.nbytes))]
     np.testing.assert_allclose(y.numpy(), a + 1, rtol=1e-6)
-    monkeypatch.setattr(ray_session, "debug", 0)
+    caplog.clear()
     (x * 3).realize()
-    assert "zyx_dist: place" not in capsys.readouterr().out
+    assert "zyx_dist: place" not in caplog.text
 
 
 def test_explain_runs_nothing(ray_session):

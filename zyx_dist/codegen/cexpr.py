@@ -11,7 +11,7 @@ import numpy as np
 
 from ..dtypes import DType, bool_, float64
 from ..fuse.kernelize import Kernel
-from ..graph.ir import Node, Op, UnaryOp
+from ..graph.ir import BinaryOp, Node, Op, UnaryOp
 from . import symbolic as sym
 from .dialects import OPENCL, Dialect
 
@@ -118,7 +118,22 @@ def render_conds(conds) -> str:
 FLOAT_FN = {UnaryOp.EXP: "exp", UnaryOp.EXP2: "exp2", UnaryOp.LOG: "log", UnaryOp.LOG2: "log2",
              UnaryOp.SQRT: "sqrt", UnaryOp.RSQRT: "rsqrt", UnaryOp.SIN: "sin", UnaryOp.COS: "cos",
              UnaryOp.TAN: "tan", UnaryOp.TANH: "tanh", UnaryOp.FLOOR: "floor", UnaryOp.CEIL: "ceil",
-             UnaryOp.ROUND: "rint"}
+             UnaryOp.ROUND: "rint", UnaryOp.TRUNC: "trunc", UnaryOp.LOG1P: "log1p", UnaryOp.LOG10: "log10", UnaryOp.EXPM1: "expm1",
+             UnaryOp.ASIN: "asin", UnaryOp.ACOS: "acos", UnaryOp.ATAN: "atan", UnaryOp.SINH: "sinh",
+             UnaryOp.COSH: "cosh", UnaryOp.ASINH: "asinh", UnaryOp.ACOSH: "acosh", UnaryOp.ATANH: "atanh"}
+# binary float ops that are one C math function (the same name in OpenCL C and CUDA)
+FLOAT_BINARY_FN = {BinaryOp.ATAN2: "atan2", BinaryOp.HYPOT: "hypot", BinaryOp.COPYSIGN: "copysign",
+                   BinaryOp.NEXTAFTER: "nextafter"}
+
+
+def shift(op: BinaryOp, a: str, b: str, dt: DType, t: str) -> str:
+    """a << b or a >> b with NumPy's results for any count: C leaves counts outside [0, bits) undefined
+    (OpenCL takes them modulo the width), so those are spelled out: 0, or the sign fill for >>."""
+    bits = 8 * dt.itemsize
+    if op is BinaryOp.SHL:
+        return f"(({b} < 0 || {b} >= {bits}) ? ({t})0 : ({t})({a} << {b}))"
+    fill = f"({a} < 0 ? ({t})-1 : ({t})0)" if not dt.is_unsigned else f"({t})0"
+    return f"(({b} < 0 || {b} >= {bits}) ? {fill} : ({t})({a} >> {b}))"
 
 
 def unary(op: UnaryOp, x: str, dt: DType, dialect: Dialect = OPENCL) -> str:

@@ -26,7 +26,7 @@ from ..dtypes import DType, bfloat16, bool_, float16, float64
 from ..fuse.kernelize import Kernel, row_suffix
 from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod
 from ..protocol import KernelOps
-from . import attention, gemm, gemm_cpu, gemm_tc, options
+from . import attention, cexpr, gemm, gemm_cpu, gemm_tc, options
 from . import symbolic as sym
 from .blocks import Block
 from .cexpr import all_nodes, ctype, flat_index, has_reduce, limit, literal, move_index, render_conds, strides, unary
@@ -329,6 +329,11 @@ class _Renderer:
                   BinaryOp.AND: "&", BinaryOp.OR: "|", BinaryOp.XOR: "!=" if dt is bool_ else "^"}
         if op in simple:
             return f"({a} {simple[op]} {b})"
+        if op in cexpr.FLOAT_BINARY_FN:
+            fn = cexpr.FLOAT_BINARY_FN[op]
+            return f"{fn}({a}, {b})" if f else f"(({t}){fn}((float){a}, (float){b}))"
+        if op in (BinaryOp.SHL, BinaryOp.SHR):
+            return cexpr.shift(op, a, b, dt, t)
         if op in (BinaryOp.MAX, BinaryOp.MIN):
             cmp = ">" if op is BinaryOp.MAX else "<"
             nan = f" || {a} != {a}" if f else ""

@@ -116,6 +116,19 @@ class InProcessBackend:
         finally:
             w.profile = old
 
+    # zero-copy interop (DLPack): only here, where the workers' device memory is in this process
+
+    def export_buffer(self, name: str, buf: int, dtype: str, shape: tuple[int, ...], owner: Any) -> Any:
+        """Buffer `buf` of worker `name` as an array sharing its memory, or None (see Worker.export_buffer)."""
+        return self.workers[name].export_buffer(buf, dtype, shape, owner)
+
+    def adopt_buffer(self, name: str, buf: int, obj: Any) -> tuple[int, str, tuple[int, ...]] | None:
+        """`obj`'s memory as buffer `buf` of worker `name` without a copy, or None (see Worker.adopt_buffer)."""
+        return self.workers[name].adopt_buffer(buf, obj)
+
+    def export_device(self, name: str) -> tuple[int, int] | None:
+        return self.workers[name].export_device()
+
     def close(self) -> None:
         for w in self.workers.values():
             w.close()

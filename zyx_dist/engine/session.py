@@ -23,13 +23,14 @@ from .._util import bucket_size
 from ..codegen.autotune import Target, Tuner
 from ..codegen.render import Program, kernel_key
 from ..config import Config, load_config
+from ..dtypes import dtype as to_dtype
 from ..errors import CompileError, ConfigError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
 from ..fuse.plan_cache import PlanCache
-from ..graph import companions, lineage, shard
+from ..graph import companions, host_view, lineage, shard
 from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
 from ..protocol import BatchResult, CopyOut, Done, Failed, Free, Reload, Spill, Sync
-from ..sched.scheduler import DeviceModel, Schedule, SchedulerState, schedule
+from ..sched.scheduler import BufferState, DeviceModel, Schedule, SchedulerState, schedule
 from . import debug, probe
 from .backends import InProcessBackend, LostWorkers, resolve_devices
 
@@ -70,6 +71,11 @@ def host_copy_budget() -> int:
     except ValueError:
         raise ConfigError(f"ZYX_DIST_HOST_COPY_BYTES: {text!r} is not a number of bytes") from None
 
+
+# a view of a realized buffer up to this size is read by copying the buffer out (see Session._read_view)
+HOST_VIEW_BYTES = 1 << 20
+# realizes of results up to this size read their small views on the host first (see Session.plan)
+SMALL_RESULT_BYTES = 64 << 10
 
 _STAT_KEYS = ("kernels_launched", "kernel_cache_hits", "bytes_transferred", "transfers", "spills", "recoveries")
 
@@ -231,6 +237,12 @@ class Session:
         for n in nodes:
             if n.size == 0 and not n.realized:
                 n.become_leaf(None)
+        todo = [n for n in nodes if not n.realized]
+        # in-process workers and small results (where a compile, not the run, is the cost): a small view
+        # costs a memcpy, and keeping its offsets out of the kernel saves a compile per offset
+        if self.host_copies is None and sum(_nbytes(n) for n in todo) <= SMALL_RESULT_BYTES:
+            for view in host_view.small_views(todo, self._small_source):
+                host_view.to_host_leaf(view, self._read(view))
         ta = time.perf_counter()
         affinity = shard.distribute([n for n in nodes if not n.realized])  # data parallelism: per shard
         kernels, programs = self.plans.kernels([n for n in nodes if not n.realized], self.program, affinity)
@@ -402,7 +414,12 @@ class Session:
     def _read(self, node: Node) -> np.ndarray:
         if node.op is Op.LEAF and node.buffer is None and node.host is not None:
             return node.host.copy()
+        if node.op is Op.CONST:
+            return np.full(node.shape, node.arg, node.dtype.np_dtype)
         if not node.realized:
+            view = self._read_view(node)
+            if view is not None:
+                return view
             self._realize([node])
         if node.size == 0:
             return np.zeros(node.shape, node.dtype.np_dtype)
@@ -415,6 +432,74 @@ class Session:
             raise _error(ref.device, last)
         value = last.value
         return value if value.flags.writeable else value.copy()  # Ray hands out read-only views
+
+    # ---- zero-copy interop (DLPack, API.md section 10) ----------------------------------------------------
+
+    def export(self, node: Node) -> Any:
+        """The realized `node`'s buffer as an array sharing the device memory (read-only NumPy for a CPU
+        OpenCL worker, CuPy for a CUDA worker), holding the buffer's driver handle so the buffer stays
+        allocated while the array lives; None when the buffer is not in this process's reach (a Ray
+        worker, a GPU OpenCL device, a spilled buffer): the caller reads a host copy then."""
+        export = getattr(self.backend, "export_buffer", None)
+        ref = node.buffer
+        if export is None or ref is None or ref.session() is not self or node.size == 0:
+            return None
+        self._take_frees()
+        b = self.state.buffers.get(ref.id)
+        if b is None or b.spilled:
+            return None
+        return export(ref.device, ref.id, node.dtype.name, node.shape, ref)
+
+    def export_device(self, node: Node) -> tuple[int, int] | None:
+        """The DLPack device of what `export(node)` would give, or None when it would give nothing."""
+        ref = node.buffer
+        get = getattr(self.backend, "export_device", None)
+        if get is None or ref is None or ref.session() is not self:
+            return None
+        return get(ref.device)
+
+    def adopt(self, obj: Any, device: str | None) -> Node | None:
+        """A realized leaf over the memory of the DLPack producer `obj`, adopted by the worker of `device`
+        (default: the session's default device) without a copy, when that worker can reach the memory
+        (host memory on a CPU OpenCL worker, the same GPU on a CUDA worker, both in this process).
+        None otherwise: the caller makes a host copy."""
+        adopt = getattr(self.backend, "adopt_buffer", None)
+        if adopt is None:
+            return None
+        dev = self.resolve_device(device) or self.default_device
+        buf = self.state.new_id()
+        got = adopt(dev, buf, obj)
+        if got is None:
+            return None
+        nbytes, dtype_name, shape = got
+        self.state.buffers[buf] = BufferState(dev, nbytes, last_use=self.state.clock)
+        self.state.used[dev] += bucket_size(nbytes)
+        node = Node(Op.LEAF, (), None, shape, to_dtype(dtype_name))
+        node.buffer = self._ref(node, dev, buf, nbytes)
+        return node
+
+    def _small_source(self, leaf: Node) -> bool:
+        """A leaf whose small views are read on the host at plan time: host data, or a realized buffer of
+        this session no larger than HOST_VIEW_BYTES."""
+        if leaf.buffer is None:
+            return leaf.host is not None
+        return leaf.realized and leaf.buffer.session() is self and _nbytes(leaf) <= HOST_VIEW_BYTES
+
+    def _read_view(self, node: Node) -> np.ndarray | None:
+        """A view (movement ops only) of a constant, a host leaf, or a realized buffer no larger than
+        HOST_VIEW_BYTES (or than a few times the view), read as its source moved on the host: no
+        kernel, whose source would differ for every index and offset. None: compute it on a device."""
+        chain = host_view.movement_chain(node)
+        if chain is None:
+            return None
+        src, moves = chain
+        if src.op is Op.LEAF and src.buffer is not None:
+            nbytes = _nbytes(src)
+            if nbytes > max(HOST_VIEW_BYTES, 4 * _nbytes(node)) or not src.realized:
+                return None
+        elif src.op is Op.LEAF and src.host is None:
+            return None
+        return host_view.apply(self._read(src), moves)
 
     def resolve_device(self, name: str | None) -> str | None:
         """`name` checked against this session's devices (None stays None); DeviceError names the choices."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,8 @@ from .tensor import Tensor
 __all__ = [
     "arange",
     "asarray",
+    "empty",
+    "empty_like",
     "eye",
     "full",
     "full_like",
@@ -44,20 +47,32 @@ __all__ = [
 _DEFAULT_RNG = np.random.Generator(np.random.PCG64(0))
 
 
+def _dt(dtype: Any, default: DType) -> DType:
+    """`dtype`, where None means the call's default dtype (the array API's dtype=None)."""
+    return default if dtype is None else dtypes.dtype(dtype)
+
+
 def _fill(shape: Any, value: Any, dtype: DType, device: str | None) -> Tensor:
     return place(Tensor(graph.const(value, as_shape(shape), dtype)), device)
 
 
 def zeros(shape: Any, dtype: Any = dtypes.float32, device: str | None = None) -> Tensor:
-    return _fill(shape, 0, dtypes.dtype(dtype), device)
+    return _fill(shape, 0, _dt(dtype, dtypes.DEFAULT_FLOAT), device)
 
 
 def ones(shape: Any, dtype: Any = dtypes.float32, device: str | None = None) -> Tensor:
-    return _fill(shape, 1, dtypes.dtype(dtype), device)
+    return _fill(shape, 1, _dt(dtype, dtypes.DEFAULT_FLOAT), device)
+
+
+def empty(shape: Any, dtype: Any = None, device: str | None = None) -> Tensor:
+    """The array API's `empty`: its values are unspecified; here they are zeros (a constant, no memory)."""
+    return _fill(shape, 0, _dt(dtype, dtypes.DEFAULT_FLOAT), device)
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, device: str | None = None) -> Tensor:
     """Every element `fill_value`; the dtype follows the value (bool, int32/int64, float32) unless given."""
+    if isinstance(fill_value, Tensor):  # a 0-d tensor as the value (the standard allows array scalars)
+        fill_value = fill_value.item()
     dt = dtypes.scalar_dtype(fill_value) if dtype is None else dtypes.dtype(dtype)
     return _fill(shape, fill_value, dt, device)
 
@@ -76,9 +91,14 @@ def ones_like(x: Any, dtype: Any = None, device: str | None = None) -> Tensor:
     return ones(x.shape, x.dtype if dtype is None else dtype, device)
 
 
-def full_like(x: Any, v: Any, dtype: Any = None, device: str | None = None) -> Tensor:
+def empty_like(x: Any, /, dtype: Any = None, device: str | None = None) -> Tensor:
     x = _like(x)
-    return full(x.shape, v, x.dtype if dtype is None else dtype, device)
+    return empty(x.shape, x.dtype if dtype is None else dtype, device)
+
+
+def full_like(x: Any, fill_value: Any, dtype: Any = None, device: str | None = None) -> Tensor:
+    x = _like(x)
+    return full(x.shape, fill_value, x.dtype if dtype is None else dtype, device)
 
 
 def _host(arr: np.ndarray, dtype: DType, device: str | None) -> Tensor:
@@ -117,18 +137,26 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, devic
     return _host(vals, dt, device)
 
 
-def linspace(a: float, b: float, n: int, dtype: Any = None, device: str | None = None) -> Tensor:
-    """`n` evenly spaced values from a to b, both included (float32 unless dtype is given)."""
-    (n,) = as_shape(n)
-    return _host(np.linspace(a, b, n), dtypes.float32 if dtype is None else dtypes.dtype(dtype), device)
+def linspace(a: Any, b: Any, num: Any = None, dtype: Any = None, device: str | None = None, *,
+             endpoint: bool = True, n: Any = None) -> Tensor:
+    """`num` evenly spaced values from a to b (b included unless `endpoint=False`); float32
+    unless dtype is given. API.md's `zd.linspace(a, b, n)` is the same call (`n=` is accepted too)."""
+    if num is None:
+        num = n
+    if num is None:
+        raise TypeError("linspace() missing the number of values (num)")
+    (num,) = as_shape(num)
+    dt = _dt(dtype, dtypes.DEFAULT_FLOAT)
+    return _host(np.linspace(a, b, num, endpoint=endpoint), dt, device)
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = dtypes.float32, device: str | None = None) -> Tensor:
     """Ones on the k-th diagonal. Built lazily from two small index vectors, not an n*m host array."""
     n, m = as_shape((n, n if m is None else m))
+    k = max(-n - 1, min(m + 1, operator.index(k)))  # a diagonal outside the matrix: all zeros, as any farther one
     rows = arange(n, dtype=dtypes.int64).reshape(n, 1) + k
     cols = arange(m, dtype=dtypes.int64).reshape(1, m)
-    return place((rows == cols).astype(dtype), device)
+    return place((rows == cols).astype(_dt(dtype, dtypes.DEFAULT_FLOAT)), device)
 
 
 def manual_seed(seed: int) -> None:
@@ -141,7 +169,7 @@ def _gen(seed: int | None) -> np.random.Generator:
 
 
 def _float_dtype(dtype: Any) -> DType:
-    dt = dtypes.dtype(dtype)
+    dt = _dt(dtype, dtypes.DEFAULT_FLOAT)
     if not dt.is_float:
         raise DTypeError(f"random tensors need a float dtype, got {dt}")
     return dt

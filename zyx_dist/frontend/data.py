@@ -14,6 +14,7 @@ from .. import context, dtypes
 from ..dtypes import DType
 from ..errors import DTypeError, ShapeError
 from ..graph import ir as graph
+from .interop import from_dlpack
 from .tensor import Tensor
 
 
@@ -46,11 +47,30 @@ def _infer(arr: np.ndarray, data: Any) -> DType:
     raise DTypeError(f"unsupported data of dtype {arr.dtype} (zyx_dist has no complex, string or object tensors)")
 
 
-def tensor(data: Any, dtype: Any = None, device: str | None = None) -> Tensor:
-    """A tensor from a NumPy array (copied), nested lists, a scalar, or a Tensor (itself, or cast)."""
+def tensor(data: Any, dtype: Any = None, device: str | None = None, *, copy: bool | None = None) -> Tensor:
+    """A tensor from a NumPy array (copied), nested lists, a scalar, or a Tensor (itself, or cast).
+
+    `copy` as the array API's `asarray`: True always gives a new tensor, None reuses a Tensor given as
+    it is; False also reuses it, and for other data raises ValueError when the data cannot become a
+    tensor without a copy (host data always needs one on its way to a device, except an array that a
+    CPU worker in this process can adopt, as `zd.from_dlpack` does)."""
     if isinstance(data, Tensor):
+        if copy is False and dtype is not None and dtypes.dtype(dtype) is not data.dtype:
+            raise ValueError(f"asarray(copy=False): casting {data.dtype} to {dtypes.dtype(dtype)} needs a copy")
         out = data if dtype is None else data.astype(dtype)
+        if copy and out is data:
+            out = Tensor(data.node)  # immutable: a new handle on the same value is a copy
         return place(out, device)
+    if copy is False:
+        if dtype is not None and getattr(data, "dtype", None) is not None and \
+                dtypes.dtype(dtype) is not dtypes.dtype(data.dtype):
+            raise ValueError(f"asarray(copy=False): casting {data.dtype} to {dtypes.dtype(dtype)} needs a copy")
+        if not hasattr(data, "__dlpack__"):
+            raise ValueError(f"asarray(copy=False): {type(data).__name__} data cannot become a tensor without a copy")
+        try:
+            return from_dlpack(data, device=device, copy=False)
+        except BufferError as e:  # the standard's asarray says ValueError where from_dlpack says BufferError
+            raise ValueError(f"asarray(copy=False): {e}") from None
     want = None if dtype is None else dtypes.dtype(dtype)
     try:
         if isinstance(data, np.ndarray) or want is None:
@@ -59,6 +79,8 @@ def tensor(data: Any, dtype: Any = None, device: str | None = None) -> Tensor:
             arr = np.array(data, dtype=want.np_dtype, order="C")
     except (ValueError, OverflowError) as e:  # ragged nesting, or an int no dtype holds
         raise ShapeError(f"cannot make a tensor of {type(data).__name__} data: {e}") from None
+    except TypeError as e:  # e.g. a list holding tensors of several elements
+        raise DTypeError(f"cannot make a tensor of {type(data).__name__} data: {e}") from None
     if arr.dtype == object and not isinstance(data, np.ndarray):
         big = [v for v in np.ravel(arr) if isinstance(v, int) and not -(2**63) <= v < 2**64]
         if big:

@@ -7,6 +7,7 @@ constants those need. Float-only math on integer or bool tensors computes in flo
 from __future__ import annotations
 
 import builtins
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -73,9 +74,15 @@ __all__ = [
 ]
 
 
-def astype(x: Any, dtype: Any) -> Tensor:
-    """`x` converted to `dtype` (a zd dtype, NumPy dtype or type, or a name), NumPy cast semantics."""
-    return Tensor(graph.cast(as_tensor(x).node, dtypes.dtype(dtype)))
+def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: str | None = None) -> Tensor:
+    """`x` converted to `dtype` (a zd dtype, NumPy dtype or type, or a name), NumPy cast semantics.
+    Tensors are immutable, so `copy=False` (the standard's "reuse x when the dtype already matches")
+    and `copy=True` give the same values; `device=` moves the result as `x.to(device)`."""
+    t = as_tensor(x)
+    out = Tensor(graph.cast(t.node, dtypes.dtype(dtype)))
+    if copy and out.node is t.node:
+        out = Tensor(t.node)  # a new handle: "a copy" of an immutable value
+    return out if device is None else out.to(device)
 
 
 # ---- unary ---------------------------------------------------------------------------------------------
@@ -323,9 +330,31 @@ def where(cond: Any, a: Any, b: Any) -> Tensor:
     return Tensor(graph.where(to_node(c.node, x.shape, dtypes.bool_), x, y))
 
 
-def clip(x: Any, lo: Any = None, hi: Any = None) -> Tensor:
-    """minimum(maximum(x, lo), hi); either bound may be None."""
+def clip(x: Any, /, min: Any = None, max: Any = None, *, lo: Any = None, hi: Any = None) -> Tensor:
+    """min(max(x, min), max), the standard's clip: the result keeps x's dtype and shape (bounds
+    broadcast to it), NaN in x stays NaN, and where min > max the result is max. API.md's
+    `zd.clip(x, lo, hi)` is the same function (`lo=`/`hi=` are accepted as keywords)."""
     x = as_tensor(x)
-    if lo is not None:
-        x = maximum(x, lo)
-    return x if hi is None else minimum(x, hi)
+    lo = min if lo is None else lo
+    hi = max if hi is None else hi
+    out = x
+    for bound, f in ((lo, maximum), (hi, minimum)):
+        if bound is None:
+            continue
+        if isinstance(bound, builtins.float) and not x.dtype.is_float:
+            if math.isnan(bound):
+                continue
+            # a float bound on an integer tensor: the integers it admits (floor of a max, ceil of a min)
+            bound = math.ceil(bound) if f is maximum else math.floor(bound)
+            info = _int_range(x.dtype)
+            bound = builtins.min(builtins.max(bound, info[0]), info[1])
+        elif isinstance(bound, int) and not isinstance(bound, builtins.bool) and x.dtype.is_int:
+            info = _int_range(x.dtype)
+            bound = builtins.min(builtins.max(bound, info[0]), info[1])
+        out = f(out, bound)
+    return out if out.dtype is x.dtype else astype(out, x.dtype)
+
+
+def _int_range(d: DType) -> tuple[int, int]:
+    i = np.iinfo(d.np_dtype)
+    return int(i.min), int(i.max)

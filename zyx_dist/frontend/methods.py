@@ -6,10 +6,12 @@ imports form no cycle. Takes nothing at call time beyond the operands; gives new
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 from . import elementwise as ew
+from . import elementwise_std as ews
 from . import linalg, movement, reduce
 from .tensor import Tensor, is_operand
 
@@ -61,14 +63,40 @@ class _Methods:
     def __le__(self, o): return ew.less_equal(self, o) if is_operand(o) else NotImplemented
     def __gt__(self, o): return ew.greater(self, o) if is_operand(o) else NotImplemented
     def __ge__(self, o): return ew.greater_equal(self, o) if is_operand(o) else NotImplemented
+    def __lshift__(self, o): return ews.bitwise_left_shift(self, o) if is_operand(o) else NotImplemented
+    def __rlshift__(self, o): return ews.bitwise_left_shift(o, self) if is_operand(o) else NotImplemented
+    def __rshift__(self, o): return ews.bitwise_right_shift(self, o) if is_operand(o) else NotImplemented
+    def __rrshift__(self, o): return ews.bitwise_right_shift(o, self) if is_operand(o) else NotImplemented
     def __neg__(self): return ew.negative(self)
     def __pos__(self): return ew.positive(self)
     def __abs__(self): return ew.abs(self)
     def __invert__(self): return ew.invert(self)
 
+    # ---- the array API standard's array object --------------------------------------------------------
+
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
+        """The `zyx_dist` module (standard version 2023.12; 2021.12 and 2022.12 are subsets of it)."""
+        if api_version not in (None, "2021.12", "2022.12", "2023.12"):
+            raise ValueError(f"zyx_dist implements the array API standard 2023.12, not {api_version!r}")
+        return sys.modules["zyx_dist"]
+
+    def __index__(self) -> int:
+        """A size-1 integer tensor as a Python int (so it can index a list or a shape)."""
+        if not self.dtype.is_int:
+            raise TypeError(f"only integer tensors can be used as an index, got {self.dtype}")
+        return int(self._scalar())
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar())
+
+    def to_device(self, device: str | None, /, *, stream: Any = None) -> Tensor:
+        """The standard's name for `x.to(device)`."""
+        return movement.to_device(self, device)
+
     # ---- methods (the functions of API.md section 5 with the tensor first) ---------------------------
 
-    def astype(self, dtype: Any) -> Tensor: return ew.astype(self, dtype)
+    def astype(self, dtype: Any, copy: bool = True, device: str | None = None) -> Tensor:
+        return ew.astype(self, dtype, copy=copy, device=device)
     cast = astype
     def abs(self): return ew.abs(self)
     def negative(self): return ew.negative(self)
@@ -95,10 +123,10 @@ class _Methods:
     def isinf(self): return ew.isinf(self)
     def maximum(self, o): return ew.maximum(self, o)
     def minimum(self, o): return ew.minimum(self, o)
-    def clip(self, lo=None, hi=None): return ew.clip(self, lo, hi)
+    def clip(self, min=None, max=None, *, lo=None, hi=None): return ew.clip(self, min, max, lo=lo, hi=hi)
 
-    def sum(self, axis=None, keepdims=False): return reduce.sum(self, axis, keepdims)
-    def prod(self, axis=None, keepdims=False): return reduce.prod(self, axis, keepdims)
+    def sum(self, axis=None, keepdims=False, *, dtype=None): return reduce.sum(self, axis, keepdims, dtype=dtype)
+    def prod(self, axis=None, keepdims=False, *, dtype=None): return reduce.prod(self, axis, keepdims, dtype=dtype)
     def max(self, axis=None, keepdims=False): return reduce.max(self, axis, keepdims)
     def min(self, axis=None, keepdims=False): return reduce.min(self, axis, keepdims)
     def mean(self, axis=None, keepdims=False): return reduce.mean(self, axis, keepdims)

@@ -43,8 +43,9 @@ __all__ = [
 ]
 
 
-def reshape(x: Any, shape: Any) -> Tensor:
-    """`x` with a new shape of the same size; one dim may be -1 (inferred)."""
+def reshape(x: Any, shape: Any, *, copy: bool | None = None) -> Tensor:
+    """`x` with a new shape of the same size; one dim may be -1 (inferred). A reshape is always a view
+    of the same value (index arithmetic), so every `copy` (the standard's keyword) is honoured."""
     x = as_tensor(x)
     items = shape if isinstance(shape, (tuple, list)) else (shape,)
     try:
@@ -146,12 +147,15 @@ def _sum_nodes(nodes: list[Node]) -> Node:
     return nodes[0]
 
 
-def concat(xs: Any, axis: int = 0) -> Tensor:
-    """Join tensors along an existing axis; other dims must agree; dtypes promote. Each piece is padded
-    with zeros to the full shape and the pieces are added (or-ed for bool): one fusable expression."""
+def concat(xs: Any, axis: int | None = 0) -> Tensor:
+    """Join tensors along an existing axis (None: flattened first); other dims must agree; dtypes
+    promote. Each piece is padded with zeros to the full shape and the pieces are added (or-ed for
+    bool): one fusable expression."""
     ts = [as_tensor(x) for x in xs]
     if not ts:
         raise ShapeError("concat needs at least one tensor")
+    if axis is None:
+        ts, axis = [flatten(t) for t in ts], 0
     shapes = [t.shape for t in ts]
     if ts[0].ndim == 0:
         raise ShapeError(f"zero-dimensional tensors cannot be concatenated (shapes {shapes})")
@@ -221,16 +225,38 @@ def tile(x: Any, reps: Any) -> Tensor:
     return Tensor(graph.reshape(node, tuple(r * d for r, d in zip(reps, shape))))
 
 
-def repeat(x: Any, repeats: int, axis: int | None = None) -> Tensor:
-    """Repeat each element `repeats` times along `axis` (flattened first if None). Int repeats only."""
+def repeat(x: Any, repeats: Any, axis: int | None = None) -> Tensor:
+    """Repeat each element `repeats` times along `axis` (flattened first if None). `repeats` may also
+    give one count per element (an integer tensor or NumPy array, as the standard's array): the output's
+    size then depends on the counts, so a tensor of counts is realized and read, and the result is a
+    gather. A Python list of counts raises TypeError."""
     x = as_tensor(x)
-    if not isinstance(repeats, (int, np.integer)) or isinstance(repeats, bool):
-        raise TypeError(f"repeat takes an int number of repeats, got {repeats!r} (per-element counts are not supported)")
-    if repeats < 0:
-        raise ShapeError(f"repeat count {repeats} is negative")
+    if isinstance(repeats, (bool, float)):
+        raise TypeError(f"repeat takes integer repeats, got {repeats!r}")
     if axis is None:
         x, axis = flatten(x), 0
     ax = norm_axis(axis, x.ndim, x.shape)
+    if isinstance(repeats, (list, tuple)):
+        raise TypeError(f"repeat takes an int or an integer tensor/array of counts, got {type(repeats).__name__} "
+                        f"{repeats!r} (pass zd.tensor(counts))")
+    if not isinstance(repeats, (int, np.integer)):
+        counts = np.asarray(repeats.numpy() if isinstance(repeats, Tensor) else repeats)
+        if counts.dtype.kind not in "iu":
+            raise TypeError(f"repeat takes integer repeats, got dtype {counts.dtype}")
+        if counts.ndim == 0 or counts.size == 1:
+            repeats = int(counts.reshape(()))
+        else:
+            if counts.ndim != 1 or counts.shape[0] != x.shape[ax]:
+                raise ShapeError(f"repeat: {counts.shape[0] if counts.ndim == 1 else counts.shape} counts for axis "
+                                 f"{axis} of size {x.shape[ax]} (shape {x.shape})")
+            if (counts < 0).any():
+                raise ShapeError("repeat counts must not be negative")
+            src = np.repeat(np.arange(x.shape[ax]), counts)
+            if src.size == 0:
+                return Tensor(graph.const(0, x.shape[:ax] + (0,) + x.shape[ax + 1:], x.dtype))
+            return _gather(x, ax, tensor(src.astype(np.int32 if x.shape[ax] < 2**31 else np.int64)))
+    if repeats < 0:
+        raise ShapeError(f"repeat count {repeats} is negative")
     s = x.shape
     node = graph.reshape(x.node, s[:ax + 1] + (1,) + s[ax + 1:])
     node = to_node(node, s[:ax + 1] + (int(repeats),) + s[ax + 1:], x.dtype)

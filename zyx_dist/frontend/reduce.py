@@ -51,14 +51,18 @@ def _float_dtype(d: DType) -> DType:
     return d if d.is_float else dtypes.DEFAULT_FLOAT
 
 
-def sum(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
+def sum(x: Any, axis: Axis = None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:
+    """Sum over `axis`; accumulates in `dtype` when given (the standard's keyword), else in NumPy 2's
+    dtype (int64 for bool and signed ints, uint64 for unsigned, floats keep theirs)."""
     x = as_tensor(x)
-    return reduce_axes(ReduceOp.SUM, x.astype(_acc_dtype(x.dtype)), norm_axes(axis, x.shape), keepdims, 0)
+    acc = _acc_dtype(x.dtype) if dtype is None else dtypes.dtype(dtype)
+    return reduce_axes(ReduceOp.SUM, x.astype(acc), norm_axes(axis, x.shape), keepdims, 0)
 
 
-def prod(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
+def prod(x: Any, axis: Axis = None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:
     x = as_tensor(x)
-    return reduce_axes(ReduceOp.PROD, x.astype(_acc_dtype(x.dtype)), norm_axes(axis, x.shape), keepdims, 1)
+    acc = _acc_dtype(x.dtype) if dtype is None else dtypes.dtype(dtype)
+    return reduce_axes(ReduceOp.PROD, x.astype(acc), norm_axes(axis, x.shape), keepdims, 1)
 
 
 def max(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:

@@ -23,8 +23,8 @@ class Tensor:
     """A lazy n-dimensional array. Users get these from `zd.tensor`, `zd.zeros`, ... and ops on them."""
 
     __slots__ = ("__weakref__", "node")
-    # NumPy defers to our reflected operators (`array + tensor` gives a Tensor) instead of realizing.
-    __array_ufunc__ = None
+    # NumPy's protocols (__array__, __array_ufunc__, __array_function__) and DLPack are put on the class
+    # by frontend/interop.py: `array + tensor` and `np.exp(tensor)` give lazy Tensors.
 
     def __init__(self, node: Node):
         self.node = node
@@ -82,11 +82,6 @@ class Tensor:
         if host is not None and np.may_share_memory(arr, host):  # the user must not mutate our leaf data
             arr = arr.copy()
         return arr
-
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        # Reading always gives a fresh array, so copy=False is honoured without an extra copy.
-        arr = self.numpy()
-        return arr if dtype is None else arr.astype(dtype, copy=False)
 
     def _scalar(self) -> Any:
         if self.size != 1:

@@ -60,6 +60,19 @@ class UnaryOp(enum.Enum):
     ROUND = "round"  # half to even, as NumPy
     ISNAN = "isnan"
     ISINF = "isinf"
+    # the array API standard's transcendental functions, each one C math function on both dialects
+    TRUNC = "trunc"
+    LOG1P = "log1p"
+    LOG10 = "log10"
+    EXPM1 = "expm1"
+    ASIN = "asin"
+    ACOS = "acos"
+    ATAN = "atan"
+    SINH = "sinh"
+    COSH = "cosh"
+    ASINH = "asinh"
+    ACOSH = "acosh"
+    ATANH = "atanh"
 
 
 class BinaryOp(enum.Enum):
@@ -83,6 +96,12 @@ class BinaryOp(enum.Enum):
     AND = "and"  # logical on bool, bitwise on integers
     OR = "or"
     XOR = "xor"
+    ATAN2 = "atan2"  # floats only, as the C functions of the same names
+    HYPOT = "hypot"
+    COPYSIGN = "copysign"
+    NEXTAFTER = "nextafter"
+    SHL = "shl"  # integers only (bitwise); a count < 0 or >= the bit width gives 0 (SHR: the sign fill), as NumPy
+    SHR = "shr"
 
 
 class ReduceOp(enum.Enum):
@@ -95,10 +114,15 @@ class ReduceOp(enum.Enum):
 
 
 FLOAT_ONLY_UNARY = {UnaryOp.EXP, UnaryOp.EXP2, UnaryOp.LOG, UnaryOp.LOG2, UnaryOp.SQRT, UnaryOp.RSQRT,
-                    UnaryOp.RECIP, UnaryOp.SIN, UnaryOp.COS, UnaryOp.TAN, UnaryOp.TANH}
+                    UnaryOp.RECIP, UnaryOp.SIN, UnaryOp.COS, UnaryOp.TAN, UnaryOp.TANH, UnaryOp.TRUNC,
+                    UnaryOp.LOG1P, UnaryOp.LOG10, UnaryOp.EXPM1, UnaryOp.ASIN, UnaryOp.ACOS, UnaryOp.ATAN, UnaryOp.SINH,
+                    UnaryOp.COSH, UnaryOp.ASINH, UnaryOp.ACOSH, UnaryOp.ATANH}
 BOOL_UNARY = {UnaryOp.ISNAN, UnaryOp.ISINF}
 COMPARISONS = {BinaryOp.EQ, BinaryOp.NE, BinaryOp.LT, BinaryOp.LE, BinaryOp.GT, BinaryOp.GE}
-BITWISE = {BinaryOp.AND, BinaryOp.OR, BinaryOp.XOR}
+BITWISE = {BinaryOp.AND, BinaryOp.OR, BinaryOp.XOR, BinaryOp.SHL, BinaryOp.SHR}
+# float math that the front end only builds on floats; on integers (graph level only) it computes in float
+FLOAT_MATH_BINARY = {BinaryOp.ATAN2, BinaryOp.HYPOT, BinaryOp.COPYSIGN, BinaryOp.NEXTAFTER}
+INT_ONLY_BINARY = {BinaryOp.SHL, BinaryOp.SHR}
 
 Shape = tuple[int, ...]
 _ids = itertools.count()
@@ -326,6 +350,8 @@ def binary(op: BinaryOp, x: Node, y: Node) -> Node:
         raise DTypeError(f"bitwise {op.value} needs bool or integer tensors, got {x.dtype}")
     if op is BinaryOp.DIV and not x.dtype.is_float:
         raise DTypeError(f"true division node needs float operands, got {x.dtype}")
+    if op in INT_ONLY_BINARY and not x.dtype.is_int:
+        raise DTypeError(f"{op.value} needs integer operands, got {x.dtype}")
     dtype = bool_ if op in COMPARISONS else x.dtype
     return Node(Op.BINARY, (x, y), op, x.shape, dtype)
 

@@ -231,6 +231,49 @@ class CudaBackend:
         except cp.cuda.runtime.CUDARuntimeError as e:
             raise self._error("copy out", e) from e
 
+    # -- zero-copy views and adoption (DLPack with CuPy and torch in this process) ---------------------
+
+    def dlpack_device(self) -> tuple[int, int]:
+        return (2, self.index)  # kDLCUDA, this device
+
+    def export(self, handle: Any, dtype: np.dtype, shape: tuple[int, ...], wait_for: Sequence[_Event],
+               owner: Any) -> Any:
+        """A CuPy array over `handle`'s memory (no copy), ready to read: it waits for the buffer's last
+        write. The array holds `handle` and `owner` (the driver's handle of the buffer), so the memory is
+        neither freed nor reused while it lives. CUDA arrays have no read-only flag: writes through it
+        change the tensor, which zyx_dist treats as immutable (do not write)."""
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        try:
+            with self._dev:
+                for e in wait_for:
+                    e.end.synchronize()
+                mem = cp.cuda.UnownedMemory(handle.ptr, max(nbytes, 1), (handle, owner), self.index)
+                return cp.ndarray(shape, dtype, cp.cuda.MemoryPointer(mem, 0))
+        except cp.cuda.runtime.CUDARuntimeError as e:
+            raise self._error("export", e) from e
+
+    def adopt(self, obj: Any) -> tuple[Any, int, np.dtype, tuple[int, ...], Any] | None:
+        """The memory of `obj` (a DLPack producer on this GPU: CuPy, torch) as a buffer without a copy
+        (a non-contiguous one is made contiguous on the device). The producer's pending work is ordered
+        before this worker's stream (DLPack's stream handshake through cupy.from_dlpack). None when
+        `obj` lives elsewhere."""
+        try:
+            where = obj.__dlpack_device__()
+        except (AttributeError, TypeError, BufferError):
+            return None
+        if int(where[0]) != 2 or int(where[1]) != self.index:
+            return None
+        try:
+            with self._dev, self.stream:
+                arr = cp.from_dlpack(obj)
+                if not arr.flags.c_contiguous:
+                    arr = cp.ascontiguousarray(arr)
+        except (BufferError, TypeError, ValueError, cp.cuda.runtime.CUDARuntimeError):
+            return None
+        if arr.nbytes == 0:
+            return None
+        return arr.data, int(arr.nbytes), np.dtype(arr.dtype), tuple(arr.shape), arr
+
     def compile(self, source: str, name: str, options: str = "", ops: KernelOps | None = None) -> _Kernel:
         """Compile `source` with NVRTC and return its kernel `name` (an `extern "C"` function), cached:
         `ProgramCache` (`ops` is not needed here)."""

@@ -172,6 +172,21 @@ def open_index(spec: str) -> int:
     return choose(devices, what, platform or None)[0]["index"]
 
 
+_PAGE = 4096  # host memory this aligned is used in place by every CPU OpenCL runtime (USE_HOST_PTR)
+
+
+class _View:
+    """The array interface of a mapped buffer, read-only, holding the mapping and the driver's handle of
+    the buffer: `np.asarray` of it is an array whose base keeps both alive (the map is released, and
+    the buffer may be freed, only when the last view of it is gone)."""
+
+    def __init__(self, mapped: np.ndarray, owner: Any) -> None:
+        self.mapped, self.owner = mapped, owner
+        iface = dict(mapped.__array_interface__)
+        iface["data"] = (iface["data"][0], True)
+        self.__array_interface__ = iface
+
+
 def _is_alloc_failure(e: Exception) -> bool:
     if isinstance(e, cl.MemoryError):
         return True
@@ -254,6 +269,50 @@ class OpenCLBackend:
             cl.enqueue_copy(self.queue, out, handle, wait_for=list(wait_for) or None, is_blocking=True)
         except cl.Error as e:
             raise self._error("copy out", e) from e
+
+    # -- zero-copy views (DLPack, `np.asarray(x, copy=False)`) on CPU devices, whose buffers are host memory --
+
+    def dlpack_device(self) -> tuple[int, int] | None:
+        """(kDLCPU, 0) on a CPU device: its buffers map to host memory in place. None elsewhere."""
+        return (1, 0) if self._info["type"] == "cpu" else None
+
+    def export(self, handle: Any, dtype: np.dtype, shape: tuple[int, ...], wait_for: Sequence[Any],
+               owner: Any) -> np.ndarray | None:
+        """A read-only NumPy view of `handle` mapped for reading (on a CPU device the map is the buffer's
+        own memory: no copy), which keeps the mapping and `owner` alive; None on other devices."""
+        if self.dlpack_device() is None:
+            return None
+        try:
+            mapped, _ = cl.enqueue_map_buffer(self.queue, handle, cl.map_flags.READ, 0, shape, dtype,
+                                              wait_for=list(wait_for) or None, is_blocking=True)
+        except cl.Error as e:
+            raise self._error("map for export", e) from e
+        return np.asarray(_View(mapped, owner))
+
+    def adopt(self, obj: Any) -> tuple[Any, int, np.dtype, tuple[int, ...], Any] | None:
+        """A buffer over the host memory of `obj` (a CPU DLPack producer, C-contiguous) without a copy:
+        on a CPU device a USE_HOST_PTR buffer is that memory itself. None when `obj` is not CPU memory,
+        not contiguous, not page-aligned where the runtime needs that (all but PoCL), or the device is
+        not a CPU."""
+        if self.dlpack_device() is None or not hasattr(obj, "__dlpack__"):
+            return None
+        try:
+            if obj.__dlpack_device__()[0] != 1:
+                return None
+            arr = np.from_dlpack(obj)
+        except (BufferError, TypeError, ValueError, RuntimeError):
+            return None
+        if not arr.flags.c_contiguous or arr.nbytes == 0:
+            return None
+        # PoCL uses any host memory in place; other CPU runtimes (Intel's) only page-aligned memory, and
+        # copy the rest when the buffer is made, slower than the worker's own upload: let that run instead
+        if arr.ctypes.data % _PAGE and "portable computing language" not in self._info["platform"].lower():
+            return None
+        try:
+            buf = cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR, hostbuf=arr)
+        except cl.Error:
+            return None
+        return buf, int(arr.nbytes), arr.dtype, tuple(arr.shape), arr
 
     def compile(self, source: str, name: str, options: str = "", ops: KernelOps | None = None) -> _Kernel:
         """Build `source` and return its kernel `name` (cached: `ProgramCache`; `ops` is not needed here)."""

@@ -26,6 +26,9 @@ class Block:
     nbytes: int
     size: int
     pending: tuple[Any, ...] = field(default=())
+    # memory the worker adopted (zd.from_dlpack): not the pool's, never cached; `owner` keeps it alive
+    owner: Any = None
+    adopted: bool = False
 
 
 class MemoryPool:
@@ -61,12 +64,25 @@ class MemoryPool:
         self.bytes_in_use += nbytes
         return block
 
+    def adopt(self, handle: Any, nbytes: int, owner: Any) -> Block:
+        """A live block over memory that is not the pool's (an array handed in zero-copy); `owner` keeps
+        that memory alive until the block is freed, and the pool never reuses it."""
+        block = Block(handle, nbytes, 0, owner=owner, adopted=True)
+        self._live.add(block)
+        self.bytes_in_use += nbytes
+        return block
+
     def free(self, block: Block, pending: Iterable[Any] = ()) -> None:
         """Return `block` to the cache; `pending` are events still using it, waited for by its next owner."""
         if block not in self._live:
             raise ValueError("block is not live in this pool (double free?)")
         self._live.remove(block)
         self.bytes_in_use -= block.nbytes
+        if block.adopted:  # the owner's memory goes back to its owner once no command uses it
+            block.pending = tuple(block.pending) + tuple(pending)
+            self._release(block)
+            block.owner = None
+            return
         block.pending = tuple(block.pending) + tuple(pending)
         self._cache.setdefault(block.size, []).append(block)
 

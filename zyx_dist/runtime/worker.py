@@ -171,6 +171,43 @@ class Worker:
             "nccl_rank": self.backend.nccl_rank if self.has_peer else None,
         }
 
+    def export_buffer(self, buf: int, dtype: str, shape: tuple[int, ...], owner: Any) -> Any:
+        """Buffer `buf` as an array of `dtype`/`shape` that shares the device memory (a read-only NumPy
+        view of a mapped CPU OpenCL buffer, or a CuPy array over a CUDA buffer), or None when the device
+        cannot hand its memory to this process (a GPU OpenCL device, a spilled buffer). Waits for the
+        buffer's last write. `owner` is kept alive by the view (the driver's handle of the buffer, so
+        the buffer cannot be freed and reused while the view lives). In-process workers only: the
+        view is a live object, never a protocol value."""
+        self._check_open()
+        if buf in self._spilled or not hasattr(self.backend, "export"):
+            return None
+        block = self._block(buf)
+        return self.backend.export(block.handle, dtypes.dtype(dtype).np_dtype, tuple(shape),
+                                   self.events.wait_list((buf,), ()), owner)
+
+    def adopt_buffer(self, buf: int, obj: Any) -> tuple[int, str, tuple[int, ...]] | None:
+        """Make the array `obj` (a DLPack producer: NumPy, CuPy, torch) buffer `buf` without copying it,
+        when it lives on this device (host memory for a CPU OpenCL device, this GPU for a CUDA one).
+        Gives (nbytes, dtype name, shape), or None when the memory is elsewhere (the caller copies).
+        The array stays alive, and is never written, while the buffer lives."""
+        self._check_open()
+        if buf in self._bufs:
+            raise ValueError(f"{self.device}: buffer {buf} is already allocated")
+        got = self.backend.adopt(obj) if hasattr(self.backend, "adopt") else None
+        if got is None:
+            return None
+        handle, nbytes, np_dtype, shape, owner = got
+        try:
+            name = dtypes.dtype(np_dtype).name
+        except Exception:  # noqa: BLE001 -- a dtype zyx_dist lacks: the caller's copy path names it
+            return None
+        self._bufs[buf] = self.pool.adopt(handle, nbytes, owner)
+        return nbytes, name, tuple(int(s) for s in shape)
+
+    def export_device(self) -> tuple[int, int] | None:
+        """The DLPack device (type, id) of this worker's exported views, or None when it exports none."""
+        return self.backend.dlpack_device() if hasattr(self.backend, "dlpack_device") else None
+
     def stats(self) -> dict:
         return {
             "bytes_in_use": self.pool.bytes_in_use,

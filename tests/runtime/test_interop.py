@@ -1,0 +1,170 @@
+"""Runtime tests of API.md section 10's interoperability on PoCL (in-process): DLPack both ways with
+NumPy (zero-copy through the CPU OpenCL worker: the tensor's buffer is the array's memory and the
+export is the buffer's memory, read-only), `zd.from_numpy`, `np.asarray(x, copy=...)` as NumPy 2
+defines it, and NumPy's protocols (NEP 13 `__array_ufunc__`, NEP 18 `__array_function__`) giving lazy
+tensors, with TypeError naming a function zyx_dist lacks."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import zyx_dist as zd
+from zyx_dist.engine import session as zsession
+
+
+def _in_process_only() -> None:
+    """Zero-copy needs the worker's memory in this process (API.md section 10); through Ray every path
+    is a host copy, which the value checks of the other tests cover."""
+    if type(zsession.running().backend).__name__ != "InProcessBackend":
+        pytest.skip("zero-copy DLPack needs in-process workers; Ray workers give host copies")
+
+
+def test_from_dlpack_numpy_round_trip_values_and_dtypes():
+    for dt in (np.float32, np.float64, np.int32, np.int64, np.uint8, np.int8, np.bool_, np.float16):
+        a = (np.arange(24) % 7).astype(dt).reshape(4, 6)
+        t = zd.from_dlpack(a)
+        assert t.dtype == dt and t.shape == (4, 6)
+        np.testing.assert_array_equal((t + 0).numpy() if dt is not np.bool_ else (t | False).numpy(), a)
+        back = np.from_dlpack(t)
+        np.testing.assert_array_equal(back, a)
+
+
+def _page_aligned(n: int) -> np.ndarray:
+    """A float32 array on a 4096-byte boundary: every CPU OpenCL runtime uses such memory in place
+    (Intel's copies less aligned memory when the buffer is made; PoCL uses any memory in place)."""
+    raw = np.zeros(n * 4 + 4096, np.uint8)
+    off = (-raw.ctypes.data) % 4096
+    return raw[off:off + n * 4].view(np.float32)
+
+
+def test_from_dlpack_is_zero_copy_on_the_cpu_worker():
+    """The adopted tensor reads the NumPy array's memory in place: a write to the array before the
+    tensor's first use is what the kernel sees (DLPack shares memory), and the export is that memory."""
+    _in_process_only()
+    a = _page_aligned(1 << 12)
+    a[:] = np.arange(1 << 12)
+    t = zd.from_dlpack(a)
+    assert t.device is not None  # realized at once: the buffer is the array
+    a[7] = 1000.0
+    assert float((t * 2)[7]) == 2000.0
+    view = np.from_dlpack(t)
+    if view.ctypes.data == a.ctypes.data:  # the export maps the very same memory back
+        assert not view.flags.writeable
+    np.testing.assert_array_equal(view, a)
+
+
+def test_export_of_a_computed_tensor_is_read_only_and_stays_valid():
+    """A zero-copy view of a computed buffer: read-only (tensors are immutable), and it keeps the buffer
+    alive after the tensor is gone (no reuse by the pool while the view lives)."""
+    _in_process_only()
+    x = zd.arange(1000, dtype=zd.float32) * 3
+    view = np.from_dlpack(x)
+    assert not view.flags.writeable
+    with pytest.raises(ValueError):
+        view[0] = 1.0
+    del x
+    gc.collect()
+    junk = [zd.full((1000,), 7.0).realize() for _ in range(4)]  # would reuse a freed buffer
+    np.testing.assert_array_equal(view, np.arange(1000, dtype=np.float32) * 3)
+    del junk
+
+
+def test_asarray_copy_semantics():
+    _in_process_only()
+    x = zd.arange(10, dtype=zd.int32) + 1
+    fresh = np.asarray(x)
+    assert fresh.flags.writeable
+    fresh[0] = 99  # a copy: the tensor does not change
+    assert int(x[0]) == 1
+    np.testing.assert_array_equal(np.asarray(x, copy=True), np.arange(1, 11))
+    view = np.asarray(x, copy=False)  # CPU worker: the buffer itself, read-only
+    assert not view.flags.writeable
+    np.testing.assert_array_equal(view, np.arange(1, 11))
+    assert np.asarray(x, dtype=np.float64).dtype == np.float64
+
+
+def test_legacy_dlpack_consumer_gets_a_copy_not_a_writable_alias():
+    _in_process_only()
+    x = zd.arange(5, dtype=zd.float32) + 1
+    cap = x.__dlpack__()  # no max_version: a consumer that cannot see a read-only flag
+    assert type(cap).__name__ == "PyCapsule"
+    with pytest.raises(BufferError):
+        x.__dlpack__(copy=False)  # the zero-copy view is read-only, which legacy DLPack cannot say
+    cap = x.__dlpack__(max_version=(1, 0), copy=False)
+    assert type(cap).__name__ == "PyCapsule"
+    assert x.__dlpack_device__() == (1, 0)
+
+
+def test_from_dlpack_copy_flags():
+    _in_process_only()
+    a = np.arange(6, dtype=np.float32)
+    t = zd.from_dlpack(a, copy=True)  # a private copy: later writes to a do not show
+    a[0] = 50
+    assert float(t[0]) == 0.0
+    b = _page_aligned(6)
+    b[:] = np.arange(6)
+    t2 = zd.from_dlpack(b, copy=False)
+    b[1] = 60
+    assert float(t2[1] + 0) == 60.0
+    same = zd.from_dlpack(t2)
+    assert same is t2
+    with pytest.raises(TypeError):
+        zd.from_dlpack([1, 2, 3])
+
+
+def test_from_dlpack_non_contiguous_and_empty():
+    a = np.arange(20, dtype=np.float32).reshape(4, 5)[:, ::2]
+    np.testing.assert_array_equal(zd.from_dlpack(a).numpy(), a)
+    e = np.zeros((0, 3), np.float32)
+    assert zd.from_dlpack(e).shape == (0, 3)
+    assert np.from_dlpack(zd.zeros((0, 3))).shape == (0, 3)
+
+
+def test_from_numpy_skips_the_driver_copy():
+    a = np.arange(12, dtype=np.int64).reshape(3, 4)
+    t = zd.from_numpy(a)
+    a[0, 0] = 42  # before the first upload: the tensor is the array
+    np.testing.assert_array_equal(t.numpy(), a)
+    with pytest.raises(TypeError):
+        zd.from_numpy([1, 2])
+
+
+def test_numpy_ufuncs_give_lazy_tensors():
+    a = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    x = zd.tensor(a)
+    for got, want in ((np.exp(x), np.exp(a)), (np.add(x, 1), a + 1), (np.maximum(x, 0.5), np.maximum(a, 0.5)),
+                      (np.arctan2(x, 2.0), np.arctan2(a, np.float32(2))), (np.negative(x), -a),
+                      (a + x, a + a), (a * x, a * a), (np.add.reduce(x), a.sum(0)),
+                      (np.maximum.reduce(x, axis=1), a.max(1)), (np.add.accumulate(x, axis=1), np.cumsum(a, 1))):
+        assert isinstance(got, zd.Tensor)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+    assert isinstance(a == x, zd.Tensor)
+    with pytest.raises(TypeError, match="out="):
+        np.exp(x, out=np.empty_like(a))
+    with pytest.raises(TypeError, match="numpy.fmod"):
+        np.fmod(x, 2)
+
+
+def test_numpy_functions_give_lazy_tensors():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x, y = zd.tensor(a), zd.tensor(a + 1)
+    cases = [
+        (np.sum(x, axis=0), a.sum(axis=0)), (np.sum(x), a.sum()), (np.mean(x, 1), a.mean(1)),
+        (np.concatenate([x, y]), np.concatenate([a, a + 1])), (np.concatenate([x, a], axis=1), np.concatenate([a, a], 1)),
+        (np.stack([x, y], axis=1), np.stack([a, a + 1], 1)), (np.transpose(x), a.T), (np.reshape(x, (4, 3)), a.reshape(4, 3)),
+        (np.where(x > 5, x, 0), np.where(a > 5, a, 0)), (np.clip(x, 2, 8), np.clip(a, 2, 8)), (np.max(x, axis=1), a.max(1)),
+        (np.std(x, ddof=1), a.std(ddof=1)), (np.sort(-x, axis=1), np.sort(-a, axis=1)), (np.argsort(-x), np.argsort(-a)),
+        (np.flip(x, 0), np.flip(a, 0)), (np.roll(x, 2, axis=1), np.roll(a, 2, axis=1)), (np.diff(x, axis=1), np.diff(a, axis=1)),
+        (np.cumsum(x, axis=1), np.cumsum(a, axis=1)), (np.tensordot(x, y.T, 1), np.tensordot(a, (a + 1).T, 1)),
+    ]
+    for got, want in cases:
+        assert isinstance(got, zd.Tensor)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5)
+    assert np.shape(x) == (3, 4)
+    with pytest.raises(TypeError, match="numpy.histogram"):
+        np.histogram(x)
+    with pytest.raises(TypeError, match="out="):
+        np.sum(x, out=np.empty(4, np.float32))
