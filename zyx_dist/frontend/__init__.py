@@ -42,5 +42,5 @@ from .sorting import *
 from .tensor import Tensor, realize  # noqa: F401 -- re-exported by the package
 
 __all__ = (autodiff.__all__ + creation.__all__ + elementwise.__all__ + reduce.__all__ + movement.__all__
-           + linalg.__all__           + dtype_info.__all__ + elementwise_std.__all__ + manipulation.__all__ + sorting.__all__ + scan.__all__
-           + setops.__all__ + linalg_ext.__all__ + interop.__all__)
+           + linalg.__all__ + dtype_info.__all__ + elementwise_std.__all__ + manipulation.__all__ + sorting.__all__
+           + scan.__all__ + setops.__all__ + linalg_ext.__all__ + interop.__all__)
