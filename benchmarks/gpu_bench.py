@@ -44,8 +44,8 @@ def device_seconds(session, device: str, fn) -> float:
     worker, run_steps = session.backend.workers[device], session.backend.run_steps
     seconds: list[float] = []
 
-    def timed(steps):
-        results = run_steps(steps)
+    def timed(steps, *args):
+        results = run_steps(steps, *args)
         seconds.extend(s for step in results for res in step.values() for s in res.kernel_seconds)
         return results
 

@@ -3,10 +3,13 @@ results it gets back. Everything here is a frozen dataclass of plain values (int
 NumPy arrays, or an opaque reference the transport resolves before the worker sees it), so a batch
 can cross a process boundary through Ray, and no live handle or closure ever does. Buffers and
 programs are named by integer ids that the driver allocates; the worker maps them to device objects.
+Also the helpers both sides use to move transfers between batches: `exports_of`, `export_value`,
+`substitute`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,7 +131,40 @@ class Sync:
     """Wait until every command queued so far on this worker has finished."""
 
 
-Command = Alloc | Free | CopyIn | CopyOut | Compile | Launch | Send | Recv | Spill | Reload | Sync
+@dataclass(frozen=True)
+class DefineTemplate:
+    """Keep `commands` as batch template `template`, for `Replay`. Its buffer fields (`buf`, a Launch's
+    `bufs`/`reads`/`writes`) hold slot numbers 0..n-1 instead of buffer ids; a replay binds each slot
+    to a buffer. Allowed commands: Alloc, Free, Launch, Sync, Send, Recv, an exporting CopyOut, and a
+    CopyIn of a TransferRef (an incoming transfer). Programs must be compiled already."""
+
+    template: int
+    commands: tuple
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Run batch template `template` with slot i bound to buffer `bufs[i]`. `imports` holds the data of
+    the template's incoming transfers in the order of its CopyIns (TransferRef placeholders until the
+    backend substitutes the arrays); `exports` names the transfers its CopyOuts export, in order. The
+    result is one Done whose value is the tuple of exported arrays, or one Failed naming the template's
+    command that failed (the template's later Frees still run, as after a failure in a batch)."""
+
+    template: int
+    bufs: tuple[int, ...]
+    imports: tuple = ()
+    exports: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class DropTemplate:
+    """Forget batch template `template` (and any CUDA graphs captured for it)."""
+
+    template: int
+
+
+Command = (Alloc | Free | CopyIn | CopyOut | Compile | Launch | Send | Recv | Spill | Reload | Sync | DefineTemplate
+           | Replay | DropTemplate)
 
 
 @dataclass(frozen=True)
@@ -158,15 +194,55 @@ Result = Done | Failed
 class BatchResult:
     """What a worker returns for one batch: one result per command run (a batch stops at the first
     failure, except that Free commands after it still run), the worker's incarnation id, the bytes its
-    pool holds for live buffers, and device-side timings (seconds) of the launches in the batch."""
+    pool holds for live buffers, and device-side timings (seconds) of the launches in the batch.
+    `graphs` has one (first launch, launches, seconds) per CUDA graph replayed in the batch: launches
+    `first .. first + launches - 1` ran as one captured graph, timed as a whole, and their entries in
+    `kernel_seconds` are that time split evenly."""
 
     results: tuple[Result, ...]
     incarnation: str
     bytes_in_use: int
     kernel_seconds: tuple[float, ...] = ()
+    graphs: tuple[tuple[int, int, float], ...] = ()
+
+
+def exports_of(batch: list[Command]) -> list[tuple[int, int, int]]:
+    """(command index, position, transfer id) of each transfer a batch exports: an exporting CopyOut
+    (position -1: the command's value is the array) or a Replay's exports (position k: the k-th array
+    of its value)."""
+    out = []
+    for i, c in enumerate(batch):
+        cls = c.__class__
+        if cls is CopyOut and c.export:
+            out.append((i, -1, c.export))
+        elif cls is Replay and c.exports:
+            out.extend((i, k, tid) for k, tid in enumerate(c.exports))
+    return out
+
+
+def export_value(results: tuple, index: int, position: int):
+    """The array of one export (see `exports_of`) among a batch's results, None if its command failed."""
+    r = results[index] if index < len(results) else None
+    if not isinstance(r, Done):
+        return None
+    return r.value if position < 0 else r.value[position]
+
+
+def substitute(batch: list[Command], data: dict) -> list[Command]:
+    """The batch with each TransferRef (a CopyIn's data, a Replay's imports) replaced by `data[id]` (an
+    array or an ObjectRef)."""
+    out = []
+    for c in batch:
+        if isinstance(c, CopyIn) and isinstance(c.data, TransferRef):
+            c = dataclasses.replace(c, data=data.get(c.data.id))
+        elif c.__class__ is Replay and c.imports:
+            c = dataclasses.replace(c, imports=tuple(data.get(r.id) if isinstance(r, TransferRef) else r
+                                                     for r in c.imports))
+        out.append(c)
+    return out
 
 
 def batch_result(value: Any) -> BatchResult:
     """The BatchResult part of what a worker's call returned: a Ray actor's `run` returns the BatchResult
-    followed by the arrays of its exporting CopyOuts when the batch has any, else the BatchResult alone."""
+    followed by the arrays of its exports (exporting CopyOuts, a Replay's exports) when the batch has any, else the BatchResult alone."""
     return value[0] if isinstance(value, tuple) else value

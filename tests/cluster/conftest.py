@@ -46,6 +46,7 @@ RUNTIME_DIR = ROOT / "tests" / "runtime"
 # modules of tests/runtime that do not go through the zyx_dist session at all
 RUNTIME_EXCLUDED = {
     "test_worker.py": "tests the Worker class directly on a PoCL device, without a session or a backend",
+    "test_worker_replay.py": "tests the Worker's batch templates directly on a PoCL device, without a session",
     "test_render_build.py": "builds the renderer's programs with pyopencl directly, without a session",
     "test_autotune_pocl.py": ("runs candidates on a Worker directly, and the tuner in in-process sessions of its own "
                               "(each would cost a Ray restart here) and in a second process"),

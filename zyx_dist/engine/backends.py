@@ -7,11 +7,10 @@ config (`"auto"`, a list of names, or `{"opencl-cpu": N}`) into (logical name, p
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from ..errors import DeviceError
-from ..protocol import BatchResult, Command, CopyIn, CopyOut, Done, TransferRef
+from ..protocol import BatchResult, Command, CopyIn, CopyOut, Replay, export_value, exports_of, substitute
 
 
 class LostWorkers(Exception):
@@ -24,15 +23,13 @@ class LostWorkers(Exception):
         self.results = results or []  # what the surviving workers answered, step by step
 
 
-def exports_of(batch: list[Command]) -> list[tuple[int, int]]:
-    """(command index, transfer id) of the exporting CopyOuts of a batch."""
-    return [(i, c.export) for i, c in enumerate(batch) if isinstance(c, CopyOut) and c.export]
-
-
-def substitute(batch: list[Command], data: dict) -> list[Command]:
-    """The batch with each CopyIn's TransferRef replaced by `data[id]` (an array or an ObjectRef)."""
-    return [dataclasses.replace(c, data=data.get(c.data.id)) if isinstance(c, CopyIn) and
-            isinstance(c.data, TransferRef) else c for c in batch]
+def moves_data(batch: list[Command]) -> bool:
+    """Whether a batch imports or exports a transfer (most do neither: then both scans are skipped)."""
+    for c in batch:
+        cls = c.__class__
+        if cls is CopyIn or cls is CopyOut or (cls is Replay and (c.imports or c.exports)):
+            return True
+    return False
 
 
 def resolve_devices(devices: Any, local: bool = True) -> list[tuple[str, str]]:
@@ -88,21 +85,23 @@ class InProcessBackend:
     def run(self, batches: dict[str, list[Command]]) -> dict[str, BatchResult]:
         return self.run_steps([batches])[0]
 
-    def run_steps(self, steps: list[dict[str, list[Command]]]) -> list[dict[str, BatchResult]]:
-        """Run the steps in order; an exporting CopyOut's array feeds the CopyIns of later steps."""
+    def run_steps(self, steps: list[dict[str, list[Command]]], compiled: bool = False) -> list[dict[str, BatchResult]]:
+        """Run the steps in order; an exporting CopyOut's array feeds the CopyIns of later steps.
+        (`compiled`, the steps replaying plan templates, changes nothing in-process.)"""
         exported: dict[int, object] = {}
         out = []
+        workers = self.workers
         for batches in steps:
             results = {}
             for name, batch in batches.items():
                 if not batch:
                     continue
-                # most batches neither import nor export: skip the two scans of every command then
-                moves = any(isinstance(c, (CopyIn, CopyOut)) for c in batch)
-                res = self.workers[name].run(substitute(batch, exported) if moves else batch)
-                for i, tid in exports_of(batch) if moves else ():
-                    r = res.results[i] if i < len(res.results) else None
-                    exported[tid] = r.value if isinstance(r, Done) else None
+                if moves_data(batch):
+                    res = workers[name].run(substitute(batch, exported))
+                    for i, k, tid in exports_of(batch):
+                        exported[tid] = export_value(res.results, i, k)
+                else:
+                    res = workers[name].run(batch)
                 results[name] = res
             out.append(results)
         return out

@@ -5,6 +5,8 @@ OpenCL worker a CPU: `worker_resources`), and runs scheduler steps on them: one 
 step, all submitted at once. A transfer's array
 goes from the exporting call's extra return value straight into the destination's later call, so Ray
 orders the two workers by that data alone and the driver never blocks except to collect results.
+Replayed plans (steps of `Replay` commands) run through a Ray Compiled Graph instead
+(engine/ray_compiled.py), falling back to these plain calls when a graph cannot be compiled.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from typing import Any
 
 import ray
 
+from .. import logs
 from ..errors import DeviceError, WorkerLostError
 from ..protocol import BatchResult, Command, batch_result
 from .backends import LostWorkers, exports_of, substitute
+from .ray_compiled import GRAPH_ERRORS, CompiledSteps, compiled_graphs_enabled, frees_of, only_frees
 
 
 def _is_gpu(spec: str) -> bool:
@@ -35,6 +39,8 @@ class RayBackend:
 
         self.namespace = config.ray.namespace
         self.started_ray = False
+        self.graph: CompiledSteps | None = None  # the compiled graph replays run through (ray_compiled.py)
+        self.compiled = compiled_graphs_enabled()
         address = address or config.ray.address or os.environ.get("RAY_ADDRESS")
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {"namespace": self.namespace, "include_dashboard": False,
@@ -112,9 +118,99 @@ class RayBackend:
     def run_timed(self, name: str, batch: list[Command]) -> BatchResult:
         return batch_result(self._get([self.actors[name].run.remote(batch, True)])[0])
 
-    def run_steps(self, steps: list[dict[str, list[Command]]]) -> list[dict[str, BatchResult]]:
+    def run_steps(self, steps: list[dict[str, list[Command]]], compiled: bool = False) -> list[dict[str, BatchResult]]:
         """Submit every step's batches at once, then collect. Raises LostWorkers when a worker died
-        (its call failed) or answered from a new incarnation (Ray restarted it empty)."""
+        (its call failed) or answered from a new incarnation (Ray restarted it empty). `compiled`: the
+        steps replay plan templates, and run through a compiled graph when one can be had; a worker
+        that the steps only give frees gets them by a plain call beside the graph (it need not join)."""
+        if compiled and self.compiled:
+            needed = {dev for step in steps for dev, batch in step.items() if not only_frees(batch)}
+            graph = self._graph(needed, len(steps))
+            if graph is not None:
+                aside = [{dev: b for dev, b in step.items() if b and dev not in graph.names} for step in steps]
+                pending = self._submit(aside) if any(aside) else None
+                try:
+                    results = self._run_compiled(graph, [{d: b for d, b in step.items() if d in graph.names}
+                                                          for step in steps])
+                finally:
+                    if pending is not None:  # collected whatever happened in the graph
+                        side, side_lost = self._collect(pending)
+                if pending is not None:
+                    if side_lost:
+                        raise LostWorkers(side_lost, results)
+                    for step, extra in zip(results, side):
+                        step.update(extra)
+                return results
+        results, lost = self._collect(self._submit(steps))
+        if lost:
+            raise LostWorkers(lost, results)
+        return results
+
+    def _graph(self, names: set[str], depth: int) -> CompiledSteps | None:
+        """The compiled graph for steps on workers `names`, `depth` steps deep: the current one if it
+        covers them, else a new one over them and the current graph's workers that were used lately
+        (the old one is torn down first: an actor runs one compiled graph at a time). None when
+        compiling fails (then replays use plain calls from now on)."""
+        g = self.graph
+        if g is not None and g.covers(names, depth) and not g.stale():
+            return g
+        if g is not None:
+            names = names | g.recent()
+            depth = max(depth, g.depth)
+            self._drop_graph()
+        order = tuple(n for n in self.actors if n in names)
+        try:
+            self.graph = CompiledSteps(self.actors, order, depth)
+        except Exception as e:  # noqa: BLE001 -- a Ray without compiled graphs here: plain calls still work
+            self.compiled = False
+            logs.emit("devices", f"zyx_dist: Ray Compiled Graphs unavailable ({type(e).__name__}: {e}); "
+                                 "replays use plain actor calls")
+            return None
+        logs.emit("devices", f"zyx_dist: compiled graph over {', '.join(order)}, {depth} steps deep")
+        return self.graph
+
+    def _drop_graph(self) -> None:
+        if self.graph is not None:
+            g, self.graph = self.graph, None
+            g.close()
+
+    def _run_compiled(self, graph: CompiledSteps, steps: list[dict[str, list[Command]]]) -> list[dict[str, BatchResult]]:
+        try:
+            results = graph.run(steps)
+        except GRAPH_ERRORS as e:
+            self._drop_graph()
+            lost = self._find_lost(graph.names)
+            logs.emit("devices", f"zyx_dist: compiled graph failed ({type(e).__name__}); lost {', '.join(sorted(lost))}")
+            survivors = {d: cmds for d, cmds in frees_of(steps).items() if d not in lost}
+            if survivors:  # the graph may have died before they ran; a second free fails harmlessly
+                _, more = self._collect(self._submit([survivors]))
+                lost |= more
+            raise LostWorkers(lost, []) from None
+        except ray.exceptions.RayTaskError as e:
+            cause = getattr(e, "cause", None)
+            if isinstance(cause, Exception) and cause.__class__.__module__.startswith("zyx_dist"):
+                raise cause from None
+            raise
+        lost = {name for step in results for name, res in step.items() if res.incarnation != self.incarnations[name]}
+        if lost:
+            raise LostWorkers(lost, results)
+        return results
+
+    def _find_lost(self, names: tuple[str, ...]) -> set[str]:
+        """The workers among `names` that are dead or came back as a new incarnation (all of them when
+        none can be told apart: a graph that failed without a dead worker is not trusted either)."""
+        refs = {n: self.actors[n].incarnation.remote() for n in names}
+        lost = set()
+        for n, ref in refs.items():
+            try:
+                if ray.get(ref, timeout=30) != self.incarnations[n]:
+                    lost.add(n)
+            except Exception:  # noqa: BLE001 -- dead, restarting or unreachable: lost all the same
+                lost.add(n)
+        return lost or set(names)
+
+    def _submit(self, steps: list[dict[str, list[Command]]]) -> list[list[tuple[str, Any]]]:
+        """One plain actor call per worker per step, all submitted at once: (worker, ref) per step."""
         exported: dict[int, Any] = {}
         pending: list[list[tuple[str, Any]]] = []
         for batches in steps:
@@ -128,11 +224,15 @@ class RayBackend:
                     method = method.options(num_returns=1 + len(exports))
                 out = method.remote(substitute(batch, exported))
                 if exports:
-                    for (_, tid), ref in zip(exports, out[1:]):
+                    for (_i, _k, tid), ref in zip(exports, out[1:]):
                         exported[tid] = ref
                     out = out[0]
                 calls.append((name, out))
             pending.append(calls)
+        return pending
+
+    def _collect(self, pending: list[list[tuple[str, Any]]]) -> tuple[list[dict[str, BatchResult]], set[str]]:
+        """The results of submitted calls, and the workers found dead or restarted on the way."""
         results: list[dict[str, BatchResult]] = []
         lost: set[str] = set()
         for calls in pending:
@@ -154,15 +254,14 @@ class RayBackend:
                     lost.add(name)
                 step[name] = res
             results.append(step)
-        if lost:
-            raise LostWorkers(lost, results)
-        return results
+        return results, lost
 
     def recover(self, name: str, timeout: float = 60.0) -> bool:
         """Wait for Ray to restart worker `name`; True when it is back (empty), False when it is gone. Told
         apart by the exception Ray raises (`actor_restarting`), never by the text of its message."""
         import time
 
+        self._drop_graph()  # its worker is being reset: no compiled graph may run on it meanwhile
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -177,6 +276,7 @@ class RayBackend:
                 return False
 
     def close(self) -> None:
+        self._drop_graph()
         for a in self.actors.values():
             try:
                 ray.kill(a)

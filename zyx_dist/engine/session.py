@@ -1,7 +1,8 @@
 """Driver side: the runtime session (API.md sections 1, 4, 7). Takes the nodes a user realizes or
-reads; runs kernelize -> render -> schedule -> backend and gives back arrays. It owns the workers
+reads; runs kernelize -> render -> schedule -> backend and gives back arrays, or, for a graph it has
+planned before with its inputs where they were, replays the kept plan (engine/templates.py). It owns the workers
 (through a backend), the driver's mirror of device buffers (a `BufferRef` per realized node, whose
-finalizer queues a `Free` when the last tensor using it goes away), the rendered-program cache, the
+destructor queues a `Free` when the last tensor using it goes away), the rendered-program cache, the
 counters of `zd.stats()` and the debug output of `ZYX_DIST_DEBUG`.
 """
 
@@ -29,9 +30,9 @@ from ..fuse.plan_cache import PlanCache
 from ..graph import companions, host_view, lineage, shard
 from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
-from ..protocol import BatchResult, CopyOut, Done, Failed, Free, Reload, Spill, Sync
+from ..protocol import BatchResult, CopyOut, Done, DropTemplate, Failed, Free, Reload, Spill, Sync
 from ..sched.scheduler import BufferState, DeviceModel, Schedule, SchedulerState, schedule
-from . import debug, probe
+from . import debug, probe, templates
 from .backends import InProcessBackend, LostWorkers, resolve_devices
 
 
@@ -51,15 +52,18 @@ class DeviceInfo:
 
 
 class BufferRef:
-    """The driver's handle of one device buffer; freed on the worker when garbage collected."""
+    """The driver's handle of one device buffer; freed on the worker when garbage collected (its `__del__`
+    queues the free: cheaper than a weakref.finalize per buffer, which a replayed realize would pay)."""
 
-    __slots__ = ("__weakref__", "device", "id", "nbytes", "session")
+    __slots__ = ("__weakref__", "device", "frees", "id", "nbytes", "session")
 
     def __init__(self, session: Session, device: str, buf: int, nbytes: int):
         self.id, self.device, self.nbytes = buf, device, nbytes
-        self.session = weakref.ref(session)
-        fin = weakref.finalize(self, session.pending_frees.append, (device, buf))
-        fin.atexit = False
+        self.session = session.weak  # weakref.ref(session), made once
+        self.frees = session.pending_frees
+
+    def __del__(self) -> None:
+        self.frees.append((self.device, self.id))
 
 
 def host_copy_budget() -> int:
@@ -77,7 +81,8 @@ HOST_VIEW_BYTES = 1 << 20
 # realizes of results up to this size read their small views on the host first (see Session.plan)
 SMALL_RESULT_BYTES = 64 << 10
 
-_STAT_KEYS = ("kernels_launched", "kernel_cache_hits", "bytes_transferred", "transfers", "spills", "recoveries")
+_STAT_KEYS = ("kernels_launched", "kernel_cache_hits", "bytes_transferred", "transfers", "spills", "recoveries",
+              "plan_replays", "graph_replays")
 
 
 class Session:
@@ -88,6 +93,7 @@ class Session:
         self.debug = config.debug
         logs.apply_debug(config.debug)  # before the workers open: in-process ones log through the same loggers
         self.closed = True
+        self.weak = weakref.ref(self)
         pairs = resolve_devices(devices if devices is not None else config.devices)
         if ray:
             from .ray_backend import RayBackend
@@ -108,11 +114,19 @@ class Session:
         self.pending_frees: list[tuple[str, int]] = []  # appended to by BufferRef finalizers
         self.free_queue: list[tuple[str, int]] = []  # applied to the mirror, not yet sent
         self.programs: dict[tuple, Program] = {}  # (kernel key, dialect) -> program
-        self.plans = PlanCache()  # graph structure -> kernels and their programs
+        self.plans = PlanCache()  # graph structure -> kernels and their programs (and plan templates)
+        # plan templates (engine/templates.py): the worker templates each device was given, the ones to
+        # forget with the next batch, and an epoch that a recovery moves on (stale templates are not run)
+        self.known_templates: dict[str, set[int]] = {}
+        self.template_drops: list[tuple[str, int]] = []
+        self.template_epoch = 0
+        # debug output of kernels, IR or placements describes planning: with it on, every realize plans
+        self.replay_plans = templates.enabled(self.config.scheduler.policy)
         self.bytes_in_use = {name: 0 for name in self.device_names}
         self.counters = dict.fromkeys(_STAT_KEYS, 0)
         self.trace_events: Any = None  # a trace.Recorder while zd.trace is on
-        self.holders: weakref.WeakValueDictionary[int, Node] = weakref.WeakValueDictionary()  # buffer -> node
+        # buffer -> weak reference to the node holding it (for recovery); dropped when the buffer's free is taken
+        self.holders: dict[int, weakref.ref] = {}
         # lineage is kept only where a worker can be lost (a Ray actor); in-process workers die with us
         self.host_copies = lineage.HostCopies(host_copy_budget()) if hasattr(self.backend, "recover") else None
         self.infos = {name: self.backend.info(name) for name in self.device_names}
@@ -176,25 +190,40 @@ class Session:
         """Move the frees queued by the garbage collector into the mirror (of `self.state` and of any
         schedule being planned or run), so placement sees the memory as free; they are sent with the
         next batch."""
+        if not self.pending_frees:
+            return
         frees, self.pending_frees[:] = list(self.pending_frees), []
+        holders = self.holders
         for dev, buf in frees:
+            holders.pop(buf, None)
             if buf in self.state.buffers or any(buf in st.buffers for st in states):
                 self.state.free(buf)
                 for st in states:
                     st.free(buf)
                 self.free_queue.append((dev, buf))
 
-    def _run(self, steps: list[dict[str, list]], planned: SchedulerState | None = None) -> list[dict[str, BatchResult]]:
-        """Send the steps, with the queued frees in front of the first."""
-        self._take_frees(*([planned] if planned is not None else []))
-        if self.free_queue:
+    def _run(self, steps: list[dict[str, list]], planned: SchedulerState | None = None,
+             compiled: bool = False) -> list[dict[str, BatchResult]]:
+        """Send the steps, with the queued frees (and templates to forget) in front of the first.
+        `compiled`: the steps replay plan templates (a backend may run them as a compiled graph)."""
+        if self.pending_frees:
+            self._take_frees(*([planned] if planned is not None else []))
+        if self.plans.dropped:
+            for t in self.plans.dropped:
+                templates.drop(self, t)
+            self.plans.dropped.clear()
+        if self.free_queue or self.template_drops:
             if not steps:
                 steps = [{}]
             for dev, buf in self.free_queue:
                 steps[0].setdefault(dev, []).insert(0, Free(buf))
             self.free_queue = []
+            for dev, tid in self.template_drops:
+                if dev in self.state.devices:
+                    steps[0].setdefault(dev, []).insert(0, DropTemplate(tid))
+            self.template_drops = []
         try:
-            results = self.backend.run_steps(steps)
+            results = self.backend.run_steps(steps, compiled) if compiled else self.backend.run_steps(steps)
         except LostWorkers as e:
             self._note_usage(e.results)
             raise
@@ -230,22 +259,24 @@ class Session:
             out[variant] = prog
         return out
 
-    def plan(self, nodes: list[Node]) -> tuple[list, list[dict[str, Program]], Schedule]:
-        """Kernelize, render and schedule `nodes` (nothing runs; the session state does not change)."""
+    def plan(self, nodes: list[Node], found: tuple | None = None,
+             affinity: dict[int, str] | None = None) -> tuple[list, list[dict[str, Program]], Schedule]:
+        """Kernelize, render and schedule `nodes` (nothing runs; the session state does not change).
+        `found`: their structure as the plan cache already looked it up (every node unrealized), after
+        `_prepare` (which gave `affinity`)."""
         self._take_frees()
-        nodes = companions.with_companions(nodes)
+        if found is None:
+            nodes = companions.with_companions(nodes)
         for n in nodes:
             if n.size == 0 and not n.realized:
                 n.become_leaf(None)
-        todo = [n for n in nodes if not n.realized]
-        # in-process workers and small results (where a compile, not the run, is the cost): a small view
-        # costs a memcpy, and keeping its offsets out of the kernel saves a compile per offset
-        if self.host_copies is None and sum(_nbytes(n) for n in todo) <= SMALL_RESULT_BYTES:
-            for view in host_view.small_views(todo, self._small_source):
-                host_view.to_host_leaf(view, self._read(view))
+        if found is None:  # (with `found`, the caller prepared the graph before its lookup)
+            affinity = self._prepare([n for n in nodes if not n.realized])
         ta = time.perf_counter()
-        affinity = shard.distribute([n for n in nodes if not n.realized])  # data parallelism: per shard
-        kernels, programs = self.plans.kernels([n for n in nodes if not n.realized], self.program, affinity)
+        targets = [n for n in nodes if not n.realized]
+        if found is None:
+            found = self.plans.lookup(targets, affinity)
+        kernels, programs = self.plans.kernels_at(found, targets, self.program, affinity)
         tb = tc = time.perf_counter()
         lost = [x for x in [*nodes, *(x for k in kernels for x in k.inputs)] if x.op is Op.LEAF and x.arg is LOST]
         if lost:
@@ -257,13 +288,32 @@ class Session:
         self.plan_phases = (ta, tb, tc, time.perf_counter())  # for zd.trace
         return kernels, programs, sched
 
+    def _prepare(self, todo: list[Node]) -> dict[int, str]:
+        """The rewrites before the plan cache's lookup (whose key is the rewritten structure): small views
+        read on the host, then data parallelism (graph/shard.py: work on sharded tensors per shard), which
+        gives the per-shard devices the kernelizer places by."""
+        self._host_small_views(todo)
+        return shard.distribute([n for n in todo if not n.realized])
+
+    def _host_small_views(self, todo: list[Node]) -> None:
+        """In-process workers and small results (where a compile, not the run, is the cost): a small view
+        costs a memcpy, and keeping its offsets out of the kernel saves a compile per offset. This rewrites
+        the graph, so it comes before the plan cache's lookup (whose key is the rewritten structure)."""
+        if self.host_copies is None and sum(_nbytes(n) for n in todo) <= SMALL_RESULT_BYTES:
+            for view in host_view.small_views(todo, self._small_source):
+                host_view.to_host_leaf(view, self._read(view))
+
     def _ref(self, node: Node, dev: str, buf: int, nbytes: int) -> BufferRef:
-        self.holders[buf] = node
+        self.holders[buf] = weakref.ref(node)
         return BufferRef(self, dev, buf, nbytes)
 
     def realize(self, nodes: list[Node]) -> None:
         """Compute `nodes`; when workers are lost on the way, recover and recompute from lineage."""
-        for _ in range(self.config.ray.max_restarts + 1):
+        try:  # the first attempt outside the loop: most realizes need no other
+            return self._realize(nodes)
+        except LostWorkers as e:
+            self.recover(e.devices)
+        for _ in range(self.config.ray.max_restarts):
             try:
                 return self._realize(nodes)
             except LostWorkers as e:
@@ -275,6 +325,9 @@ class Session:
         """Workers were lost: bring them back (or drop them), forget their buffers, and turn every live
         tensor that lived there back into a computation from its lineage."""
         self.counters["recoveries"] += 1
+        self.template_epoch += 1  # every plan template was made for the workers as they were
+        for dev in devices:
+            self.known_templates.pop(dev, None)
         if any(m.nccl_rank is not None for n, m in self.state.devices.items() if n in devices):
             # the NCCL communicator lost a rank: from now on data moves between GPUs through the host
             self.state.devices = {n: dataclasses.replace(m, nccl_rank=None) for n, m in self.state.devices.items()}
@@ -290,7 +343,8 @@ class Session:
                     self.default_device = self.device_names[0]
         if not self.device_names:
             raise WorkerLostError(f"every worker is gone (lost: {', '.join(sorted(devices))})")
-        lost = [n for n in list(self.holders.values()) if n.buffer is not None and n.buffer.device in devices]
+        lost = [n for r in list(self.holders.values())
+                if (n := r()) is not None and n.buffer is not None and n.buffer.device in devices]
         memo: dict = {}
 
         def alive(n: Node) -> bool:
@@ -304,7 +358,18 @@ class Session:
 
     def _realize(self, nodes: list[Node]) -> None:
         t0 = time.perf_counter()
-        kernels, programs, sched = self.plan(nodes)
+        found = affinity = None
+        if self.replay_plans and templates.eligible(nodes) and not templates.planning_logged():
+            if self.pending_frees:
+                self._take_frees()
+            nodes = companions.with_companions(nodes)  # an optimizer's state rides along
+            affinity = self._prepare(nodes)  # what plan() does first: the key is that of the rewritten graph
+            if templates.eligible(nodes):  # (a target that was a small view is a host leaf now)
+                found = self.plans.lookup(nodes, affinity)
+                if found is not None and found[2] is not None and found[2].templates and \
+                        templates.replay(self, found, t0):
+                    return
+        kernels, programs, sched = self.plan(nodes, found, affinity)
         if not sched.steps:
             return
         t1 = time.perf_counter()
@@ -319,6 +384,11 @@ class Session:
             last.update({dev: cmds for dev, cmds in step.items() if cmds})
         for cmds in last.values():  # realize() returns once the results exist on their devices
             cmds.append(Sync())
+        # the batches as planned, for a plan template (the run puts the queued frees in front of them)
+        planned = inputs = None
+        if found is not None:
+            planned = [{d: list(c) for d, c in step.items()} for step in sched.steps]
+            inputs = templates.inputs_of(found)
         try:
             results = self._run(sched.steps, sched.state)
         except LostWorkers as e:
@@ -326,7 +396,7 @@ class Session:
             raise
         t2 = time.perf_counter()
         self._check(sched, results)
-        self.state = sched.state
+        before, self.state = self.state, sched.state
         self._measure(sched, results)
         self.counters["kernels_launched"] += sched.launches
         self.counters["kernel_cache_hits"] += sched.cache_hits
@@ -347,6 +417,8 @@ class Session:
                 by_id[nid].lineage = lineage.recipe(by_id[nid], memo)
         for nid, (dev, buf, nbytes) in sched.outputs.items():
             by_id[nid].become_leaf(self._ref(by_id[nid], dev, buf, nbytes))
+        if planned is not None:
+            templates.keep(self, found, inputs, sched, planned, before)
         t3 = time.perf_counter()
         if self.trace_events is not None:
             self._trace(sched, results, (t0, t1, t2, t3))
@@ -367,6 +439,14 @@ class Session:
                 for name, secs in zip(names.get((step, dev), ()), r.kernel_seconds):
                     old = measured.get((name, dev))
                     measured[(name, dev)] = secs if old is None else 0.5 * (old + secs)
+
+    def error_of(self, device: str, f: Failed) -> Exception:
+        """The zyx_dist error a worker's Failed result stands for (for engine/templates.py)."""
+        return _error(device, f)
+
+    def trace_replay(self, template, results: list[dict[str, BatchResult]], times: tuple) -> None:
+        """Chrome trace events of a realize replayed from a plan template: see trace.Recorder."""
+        self.trace_events.record_replay(self, template, results, times)
 
     def _trace(self, sched: Schedule, results: list[dict[str, BatchResult]], times: tuple) -> None:
         """Chrome trace events of this run (driver phases, every worker's commands): see trace.Recorder."""

@@ -2,7 +2,9 @@
 `Recorder`, and `Session.realize` hands it each run (its Schedule, the workers' BatchResults and the driver's
 phase times) to turn into Chrome trace events; reads back are recorded too. On exit the events are written as
 Chrome/Perfetto trace JSON, one track for the driver and one per device. Times are `time.perf_counter()`
-seconds until the file is written. Kernel durations are the workers' device-side timings (`kernel_seconds`);
+seconds until the file is written. Kernel durations are the workers' device-side timings (`kernel_seconds`;
+the kernels of a CUDA graph replay share its measured time, and the graph is one event spanning them; a
+realize replayed from a plan template is drawn from the template's planned batches, marked `replayed`);
 each device's commands are laid end to end from the start of their step (a step starts when every device has
 finished the previous one), since a worker reports durations, not clocks shared with the driver.
 """
@@ -15,7 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..protocol import Alloc, Compile, CopyIn, CopyOut, Free, Launch, Reload, Spill, TransferRef
+from ..protocol import Alloc, BatchResult, Compile, CopyIn, CopyOut, Done, Free, Launch, Reload, Spill, TransferRef
 from . import session as _session
 
 DRIVER = "driver"
@@ -32,6 +34,9 @@ class Recorder(list):
     def record(self, s, sched, results: list, times: tuple) -> None:
         record_realize(self, s, sched, results, times)
 
+    def record_replay(self, s, template, results: list, times: tuple) -> None:
+        record_replay(self, s, template, results, times)
+
 
 def _x(name: str, tid: str, ts: float, dur: float, cat: str, **args) -> dict:
     return {"name": name, "cat": cat, "ph": "X", "pid": 1, "tid": tid, "ts": ts, "dur": max(dur, 0.0), "args": args}
@@ -41,14 +46,34 @@ def _instant(name: str, tid: str, ts: float, cat: str, **args) -> dict:
     return {"name": name, "cat": cat, "ph": "i", "s": "t", "pid": 1, "tid": tid, "ts": ts, "args": args}
 
 
-def record_realize(ev: Recorder, s, sched, results: list, times: tuple) -> None:
+def record_replay(ev: Recorder, s, template, results: list, times: tuple) -> None:
+    """The trace events of a realize replayed from a plan template (engine/templates.py): drawn as its
+    prototype run (the template's planned batches, with prototype buffer ids), with this run's device-side
+    kernel times and CUDA graph replays."""
+    sched = template.schedule
+    shown = []
+    for batches, res in zip(sched.steps, results):
+        step = {}
+        for dev, cmds in batches.items():
+            r = res.get(dev)
+            if r is not None:
+                step[dev] = BatchResult(tuple(Done(i) for i in range(len(cmds))), r.incarnation, r.bytes_in_use,
+                                        r.kernel_seconds, r.graphs)
+        shown.append(step)
+    record_realize(ev, s, sched, shown, times, replayed=True)
+
+
+def record_realize(ev: Recorder, s, sched, results: list, times: tuple, replayed: bool = False) -> None:
     """Append the trace events of one realize of session `s` to `ev`: driver phases, then every command of
     every worker."""
     t0, t1, t2, t3 = times
     ev.append(_x("realize", DRIVER, t0, t3 - t0, "driver", kernels=len(sched.placements), steps=len(sched.steps),
-                 transfers=len(sched.transfers), estimated_us=round(sched.estimated_seconds * 1e6, 3)))
+                 transfers=len(sched.transfers), estimated_us=round(sched.estimated_seconds * 1e6, 3),
+                 replayed=replayed))
     phases = getattr(s, "plan_phases", None)  # (kernelize start, render start, schedule start, end)
-    if phases and t0 <= phases[0] and phases[-1] <= t1:
+    if replayed:  # no kernelize, render or schedule: the template's lookup and binding
+        ev.append(_x("replay plan template", DRIVER, t0, t1 - t0, "driver"))
+    elif phases and t0 <= phases[0] and phases[-1] <= t1:
         for name, a, b in zip(("kernelize", "render", "schedule"), phases, phases[1:]):
             ev.append(_x(name, DRIVER, a, b - a, "driver"))
     else:
@@ -70,12 +95,21 @@ def record_realize(ev: Recorder, s, sched, results: list, times: tuple) -> None:
             t = step_start
             kernels = iter([p for p in sched.placements if p.device == dev and p.step == step])
             seconds = iter(r.kernel_seconds)
+            graphs = {first: (n, secs) for first, n, secs in r.graphs}  # launches replayed as one CUDA graph
+            launch, graph_end = 0, -1
             for cmd, _out in zip(cmds, r.results):
                 if isinstance(cmd, Launch):
+                    if launch in graphs:
+                        n, total = graphs[launch]
+                        graph_end = launch + n
+                        ev.append(_x(f"cuda graph replay ({n} kernels)", dev, t, total, "graph", step=step,
+                                     launches=n, device_us=round(total * 1e6, 3)))
                     p, secs = next(kernels, None), next(seconds, 0.0)
                     name = p.kernel if p is not None else f"program {cmd.prog}"
                     ev.append(_x(name, dev, t, secs, "kernel", step=step, device_us=round(secs * 1e6, 3),
-                                 reason=p.reason if p else "", estimated_us=round(p.seconds * 1e6, 3) if p else None))
+                                 reason=p.reason if p else "", estimated_us=round(p.seconds * 1e6, 3) if p else None,
+                                 cuda_graph=launch < graph_end))
+                    launch += 1
                     t += secs
                 elif isinstance(cmd, Alloc):
                     ev.append(_instant("alloc", dev, t, "memory", buf=cmd.buf, bytes=cmd.nbytes))

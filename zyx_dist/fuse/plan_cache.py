@@ -55,34 +55,80 @@ def _arg(n: Node):
     return n.arg
 
 
+class _Key:
+    """A structure key with its hash computed once: a realize hashes its key once, and the cache's later
+    lookups of the same entry (recency, templates) compare the stored key by identity."""
+
+    __slots__ = ("hash", "rows")
+
+    def __init__(self, rows: tuple) -> None:
+        self.rows, self.hash = rows, hash(rows)  # TypeError for an argument that cannot be hashed
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, _Key) and self.hash == other.hash and self.rows == other.rows)
+
+
+class Entry(list):
+    """One cached structure: its kernels (node positions and programs), and beside them the plan templates
+    made for it (sched/template.py; input devices -> template), which leave the cache with it."""
+
+    __slots__ = ("key", "templates")
+
+
 class PlanCache:
     def __init__(self) -> None:
-        self.entries: OrderedDict[tuple, list[tuple]] = OrderedDict()
+        self.entries: OrderedDict[_Key, Entry] = OrderedDict()
         self.hits = 0
+        self.dropped: list = []  # templates of evicted entries (their workers may forget them)
 
     def kernels(self, targets: list[Node], render: Callable[[Kernel], dict],
                 affinity: dict[int, str] | None = None) -> tuple[list[Kernel], list[dict]]:
         """The kernels for `targets` (unrealized, non-empty nodes) and each kernel's programs; `affinity`
-        as `kernelize` takes it (part of the key: it changes the grouping)."""
+        as `kernelize` takes it (graph/shard.py's per-shard devices)."""
+        return self.kernels_at(self.lookup(targets, affinity), targets, render, affinity)
+
+    # ---- the lookup, apart from kernelizing, so the session can try a plan template first ----
+
+    def lookup(self, targets: list[Node], affinity: dict[int, str] | None = None
+               ) -> tuple[_Key, list[Node], Entry | None] | None:
+        """(key, nodes in key order, the cached entry or None) of `targets`' structure; None when some
+        argument cannot be hashed. The key is hashed here, once. `affinity` is part of the key: it changes
+        the kernels' grouping and devices."""
+        rows, order = structure(targets)
+        if affinity:
+            rows = (rows, tuple((i, affinity[n.id]) for i, n in enumerate(order) if n.id in affinity))
         try:
-            key, order = structure(targets)
-            if affinity:
-                key = (key, tuple((i, affinity[n.id]) for i, n in enumerate(order) if n.id in affinity))
-            entry = self.entries.get(key)  # hashes the key: no separate hash(key) first
-        except TypeError:  # an argument that cannot be hashed: plan without the cache
+            key = _Key(rows)
+        except TypeError:
+            return None
+        entry = self.entries.get(key)
+        if entry is not None:
+            self.entries.move_to_end(entry.key)  # the stored key: found by identity, not compared again
+        return key, order, entry
+
+    def kernels_at(self, found: tuple[_Key, list[Node], Entry | None] | None, targets: list[Node],
+                   render: Callable[[Kernel], dict], affinity: dict[int, str] | None = None
+                   ) -> tuple[list[Kernel], list[dict]]:
+        """`kernels` for a structure already looked up (`found` from `lookup`, with the same `affinity`)."""
+        if found is None:  # an argument that cannot be hashed: plan without the cache
             kernels = kernelize(targets, affinity)
             return kernels, [render(k) for k in kernels]
+        key, order, entry = found
         if entry is None:
             kernels = kernelize(targets, affinity)
             pos = {n.id: i for i, n in enumerate(order)}
             programs = [render(k) for k in kernels]
-            entry = [(tuple(pos[o.id] for o in k.outputs), tuple(pos[x.id] for x in k.inputs), k.device,
-                      tuple(pos[x.id] for x in k.frees_after), p) for k, p in zip(kernels, programs)]
+            entry = Entry((tuple(pos[o.id] for o in k.outputs), tuple(pos[x.id] for x in k.inputs), k.device,
+                           tuple(pos[x.id] for x in k.frees_after), p) for k, p in zip(kernels, programs))
+            entry.key, entry.templates = key, {}
             self.entries[key] = entry
             if len(self.entries) > MAX_ENTRIES:
-                self.entries.popitem(last=False)
+                _, old = self.entries.popitem(last=False)
+                self.dropped.extend(old.templates.values())
         else:
-            self.entries.move_to_end(key)
             self.hits += 1
         kernels = [Kernel([order[i] for i in outs], [order[i] for i in ins], dev, [order[i] for i in frees])
                    for outs, ins, dev, frees, _ in entry]

@@ -4,7 +4,8 @@ interface a `Worker` drives, the same as `OpenCLBackend`'s: alloc/free device me
 CuPy memory pool capped at the worker's limit, non-blocking copy in through pinned staging buffers,
 blocking copy out, compile (NVRTC through `cupy.RawModule`, cached: `device.ProgramCache`), launch, and the events
 that order them on one non-blocking compute stream, plus NCCL point-to-point send/recv once
-`init_nccl` has joined the communicator. CuPy errors become zyx_dist errors: allocation failures
+`init_nccl` has joined the communicator, and the capture and launch of CUDA graphs of kernel launches
+(for the worker's replay of batch templates). CuPy errors become zyx_dist errors: allocation failures
 `OutOfMemoryError`, NVRTC failures `CompileError` (numbered source and log), others `DeviceError`.
 """
 
@@ -121,6 +122,15 @@ class _Kernel:
 
     def __init__(self, module: Any, function: Any, name: str, shared_bytes: int = 0) -> None:
         self.module, self.function, self.name, self.shared_bytes = module, function, name, shared_bytes
+
+
+def _call(prog: _Kernel, grid: int, block: int, args: tuple) -> None:
+    """Launch `prog` on the current stream (with its dynamic shared memory, when it declares some); the
+    same call whether it runs now or is being captured into a CUDA graph."""
+    if prog.shared_bytes:
+        prog.function((grid,), (block,), args, shared_mem=prog.shared_bytes)
+    else:
+        prog.function((grid,), (block,), args)
 
 
 SHARED_MARK = "// zyx_dist: dynamic shared bytes "  # a kernel that declares `extern __shared__` memory says how much
@@ -327,13 +337,49 @@ class CudaBackend:
                 if timed:
                     start = cp.cuda.Event(block=False, disable_timing=False)
                     start.record(self.stream)
-                if prog.shared_bytes:
-                    prog.function((grid,), (block,), args, shared_mem=prog.shared_bytes)
-                else:
-                    prog.function((grid,), (block,), args)
+                _call(prog, grid, block, args)
                 return _Event(self.stream, start)
         except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as e:
             raise self._error(f"launch of {prog.name} (gws={tuple(gws)}, lws={lws})", e) from e
+
+    # -- CUDA graphs (runtime/replay.py captures a repeated run of launches once and replays it) --------
+
+    def graph_key(self, handles: Sequence[Any]) -> tuple[int, ...]:
+        """What a captured graph depends on besides its kernels: the device address of every argument."""
+        return tuple([h.ptr for h in handles])
+
+    def capture_graph(self, launches: Sequence[tuple[_Kernel, Sequence[Any], Sequence[int], Sequence[int] | None]]):
+        """Capture `launches` ((program, handles, gws, lws) each, in order) into one CUDA graph, without
+        running them (stream capture on this backend's stream records instead of executing). Only kernel
+        launches are captured: no event, copy or allocation, which capture would forbid or record."""
+        try:
+            with self._dev, self.stream:
+                self.stream.begin_capture()
+                try:
+                    for prog, handles, gws, lws in launches:
+                        block = int(lws[0]) if lws else 256
+                        _call(prog, -(-int(gws[0]) // block), block, tuple([np.uint64(h.ptr) for h in handles]))
+                except BaseException:
+                    with contextlib.suppress(Exception):  # end the broken capture; its graph is dropped
+                        self.stream.end_capture()
+                    raise
+                return self.stream.end_capture()
+        except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as e:
+            raise self._error(f"capture of a CUDA graph of {len(launches)} launches", e) from e
+
+    def launch_graph(self, graph: Any, wait_for: Sequence[_Event] = (), timed: bool = True) -> _Event:
+        """Launch a captured graph on the stream; its event (timed as a whole when `timed`)."""
+        try:
+            with self._dev:
+                self._after(wait_for)
+                start = None
+                if timed:
+                    start = cp.cuda.Event(block=False, disable_timing=False)
+                    start.record(self.stream)
+                graph.launch(self.stream)
+                return _Event(self.stream, start)
+        except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as e:
+            raise self._error("launch of a CUDA graph", e) from e
 
     # -- NCCL --------------------------------------------------------------------------------
 

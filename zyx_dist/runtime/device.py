@@ -1,9 +1,10 @@
 """Actor side: the one interface a `Worker` drives, and what its implementations share. `Device` is the
 `typing.Protocol` every device backend implements (`OpenCLBackend`, `CudaBackend`, `ReferenceDevice`):
 memory (alloc/free and non-blocking copy in, blocking copy out), programs (compile, launch), the opaque
-events that order commands on the device's queue, and a description. Two optional capabilities are
-protocols of their own: `PeerDevice` (NCCL send/recv between CUDA workers) and `CappedDevice` (a device
-with its own allocator pool that the worker's memory limit caps). `ProgramCache` is the compile cache all
+events that order commands on the device's queue, and a description. Three optional capabilities are
+protocols of their own: `PeerDevice` (NCCL send/recv between CUDA workers), `CappedDevice` (a device
+with its own allocator pool that the worker's memory limit caps) and `GraphDevice` (capture and replay of
+a run of launches: CUDA graphs). `ProgramCache` is the compile cache all
 backends use: programs cached by source and options, kernels by entry name, and the one place where a
 failed build becomes a `CompileError` carrying the numbered source and the compiler's log.
 """
@@ -96,6 +97,24 @@ class CappedDevice(Device, Protocol):
     """A device with an allocator pool of its own, capped at the worker's memory limit (CUDA's CuPy pool)."""
 
     def set_limit(self, nbytes: int | None) -> None: ...
+
+
+@runtime_checkable
+class GraphDevice(Device, Protocol):
+    """A device that can record a run of launches once and replay it as one launch (CUDA graphs): the
+    worker's replay of batch templates uses it (runtime/replay.py)."""
+
+    def graph_key(self, handles: Sequence[Any]) -> tuple:
+        """What a captured graph depends on besides its kernels (the device addresses of `handles`)."""
+        ...
+
+    def capture_graph(self, launches: Sequence[tuple[Any, Sequence[Any], Sequence[int], Sequence[int] | None]]) -> Any:
+        """Record (program, handles, gws, lws) launches, in order, into a graph, without running them."""
+        ...
+
+    def launch_graph(self, graph: Any, wait_for: Sequence[Any] = (), timed: bool = True) -> Any:
+        """Queue a captured graph; its event (timed as a whole when `timed`)."""
+        ...
 
 
 class BuildError(Exception):

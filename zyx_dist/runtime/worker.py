@@ -4,7 +4,9 @@ backend's single queue: every command waits on the per-buffer events of what it 
 an out-of-order queue still respects data dependencies. It gives back a `BatchResult` of plain values
 (one `Done`/`Failed` per command run, CopyOut arrays, pool usage, the worker's incarnation id and,
 when profiling, device-side kernel times). A plain class: usable in-process, and wrapped by a Ray actor.
-It drives its device only through `device.Device` (OpenCL, CUDA, or the NumPy reference device).
+It drives its device only through `device.Device` (OpenCL, CUDA, or the NumPy reference device). Batch
+templates (`DefineTemplate`, `Replay`, runtime/replay.py) run a repeated plan without a command object per
+step, and on CUDA as captured graphs.
 """
 
 from __future__ import annotations
@@ -26,20 +28,24 @@ from ..protocol import (
     Compile,
     CopyIn,
     CopyOut,
+    DefineTemplate,
     Done,
+    DropTemplate,
     Failed,
     Free,
     Launch,
     Recv,
     Reload,
+    Replay,
     Result,
     Send,
     Spill,
     Sync,
 )
-from .device import CappedDevice, Device, PeerDevice
+from .device import CappedDevice, Device, GraphDevice, PeerDevice
 from .events import EventTracker
 from .pool import Block, MemoryPool
+from .replay import WorkerTemplate, compile_template, cuda_graphs_enabled, run_template
 
 BACKENDS = ("opencl", "cuda")
 
@@ -100,11 +106,16 @@ class Worker:
         self._resolve: Any = None
         self._closed = False
         self._synced = 0  # launches of the running batch that a Sync has waited for
+        self._templates: dict[int, WorkerTemplate] = {}  # batch templates (DefineTemplate), by id
+        # (first launch, launches) of each CUDA graph replayed in the running batch
+        self._graph_spans: list[tuple[int, int]] = []
+        self.graphs = cuda_graphs_enabled() and isinstance(self.backend, GraphDevice)
         # the handler of each command class: one dict lookup per command instead of an isinstance chain
         self._handlers: dict[type, Any] = {
             Launch: self._launch, Alloc: self._alloc, Free: self._free, CopyIn: self._copy_in,
             CopyOut: self._copy_out, Compile: self._compile, Sync: self._sync, Send: self._peer,
-            Recv: self._peer, Spill: self._spill, Reload: self._reload,
+            Recv: self._peer, Spill: self._spill, Reload: self._reload, Replay: self._replay,
+            DefineTemplate: self._define, DropTemplate: self._drop,
         }
         if logs.enabled("devices"):
             d = self.backend.info()
@@ -118,13 +129,17 @@ class Worker:
     def run(self, batch: Sequence[Command], resolve: Any = None) -> BatchResult:
         """Execute `batch` in order; after the first failure only its remaining Free commands run.
         `resolve` maps a CopyIn's data to an array when it is a transport reference (a Ray ObjectRef)."""
-        self._check_open()
+        if self._closed:
+            self._check_open()
         self._resolve = resolve
         if self._inflight:
             self._inflight = [(e, a) for e, a in self._inflight if not self.backend.is_done(e)]
         results: list[Result] = []
         launches: list[Any] = []
         self._synced = 0
+        spans = self._graph_spans
+        if spans:
+            spans.clear()
         failed = False
         handlers = self._handlers
         for i, cmd in enumerate(batch):
@@ -144,12 +159,27 @@ class Worker:
             else:
                 results.append(Done(i, value))
         seconds: tuple[float, ...] = ()
+        graphs: tuple[tuple[int, int, float], ...] = ()
         if self.profile and launches:
             if self._synced != len(launches):  # a Sync after the last launch already waited for all of them
                 self.backend.wait(launches)
             event_seconds = self.backend.event_seconds
-            seconds = tuple([event_seconds(e) for e in launches])
-        return BatchResult(tuple(results), self.incarnation, self.pool.bytes_in_use, seconds)
+            if spans:  # the launches of one replayed graph share its event: its time, split evenly
+                secs = [0.0] * len(launches)
+                graphs = tuple((first, n, event_seconds(launches[first])) for first, n in spans)
+                inside = set()
+                for first, n, total in graphs:
+                    secs[first:first + n] = [total / n] * n
+                    inside.update(range(first, first + n))
+                for i, e in enumerate(launches):
+                    if i not in inside:
+                        secs[i] = event_seconds(e)
+                seconds = tuple(secs)
+            else:
+                seconds = tuple(map(event_seconds, launches))
+        elif spans:
+            graphs = tuple((first, n, 0.0) for first, n in spans)
+        return BatchResult(tuple(results), self.incarnation, self.pool.bytes_in_use, seconds, graphs)
 
     def info(self) -> dict:
         """What the driver's scheduler needs to know about this device."""
@@ -225,6 +255,7 @@ class Worker:
         self._bufs.clear()
         self._spilled.clear()
         self._progs.clear()
+        self._templates.clear()
         self._inflight.clear()
         self.events.clear()
         return self.incarnation
@@ -240,6 +271,7 @@ class Worker:
         self._bufs.clear()
         self._spilled.clear()
         self._progs.clear()
+        self._templates.clear()
         self.pool.close()
         self.backend.close()
 
@@ -285,6 +317,20 @@ class Worker:
         block = self._block(cmd.buf)
         del self._bufs[cmd.buf]
         self.pool.free(block, self.events.forget(cmd.buf))
+
+    def _define(self, cmd: DefineTemplate, launches: list[Any]) -> None:
+        if cmd.template not in self._templates:  # defining it again (a driver unsure we had it) keeps its graphs
+            self._templates[cmd.template] = compile_template(tuple(cmd.commands), self._progs, self.graphs)
+
+    def _drop(self, cmd: DropTemplate, launches: list[Any]) -> None:
+        self._templates.pop(cmd.template, None)
+
+    def _replay(self, cmd: Replay, launches: list[Any]) -> tuple:
+        try:
+            template = self._templates[cmd.template]
+        except KeyError:
+            raise KeyError(f"{self.device}: no batch template {cmd.template} (DefineTemplate it first)") from None
+        return run_template(self, template, cmd, launches)
 
     def _compile(self, cmd: Compile, launches: list[Any]) -> None:
         if not logs.enabled("timings"):

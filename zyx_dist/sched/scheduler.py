@@ -16,7 +16,6 @@ by data dependencies alone.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -25,6 +24,30 @@ from ..errors import DTypeError, OutOfMemoryError
 from ..fuse.kernelize import Kernel
 from ..graph.ir import Node
 from ..protocol import Alloc, Command, Compile, CopyIn, CopyOut, Free, Launch, Recv, Reload, Send, Spill, TransferRef
+
+
+class IdCounter:
+    """The ids of buffers, programs, transfers and templates: an iterator of 1, 2, 3, ... that can also
+    hand out a block of consecutive ids at once (`take`), for a replayed plan's new buffers."""
+
+    __slots__ = ("next_id",)
+
+    def __init__(self, start: int = 1) -> None:
+        self.next_id = start
+
+    def __iter__(self) -> IdCounter:
+        return self
+
+    def __next__(self) -> int:
+        i = self.next_id
+        self.next_id = i + 1
+        return i
+
+    def take(self, n: int) -> int:
+        """The first of `n` consecutive fresh ids."""
+        i = self.next_id
+        self.next_id = i + n
+        return i
 
 
 @dataclass(frozen=True)
@@ -63,7 +86,7 @@ class SchedulerState:
     rr: int = 0
     # ids of buffers, programs and transfers: one counter shared by every fork, so an attempt that fails
     # and is dropped can never make a retry reuse an id that a worker may still hold
-    ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    ids: Iterator[int] = field(default_factory=IdCounter)
 
     def __post_init__(self) -> None:
         for d in self.devices:

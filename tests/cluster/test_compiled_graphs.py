@@ -1,0 +1,238 @@
+"""Replayed plans through Ray Compiled Graphs (issue 15, engine/ray_compiled.py): results, failures and
+recovery through the compiled path, on 3 PoCL workers of one Ray session of this module's own
+(`ray.max_restarts: 20`, since workers are killed here several times).
+
+- A repeated graph replays its plan template through one compiled graph (its executions counted), which
+  is reused from realize to realize and covers transfers between workers (a 2-step graph).
+- Plain actor calls (reads, one-off plans that compile and tune new kernels, explain, devices) keep
+  working beside the compiled graph.
+- A failure inside a compiled replay (a worker whose memory is fuller than the driver knows) raises the
+  same error as a planned run, frees what the replay allocated, and the next replay works.
+- A worker killed (ray.kill, os._exit, SIGKILL) between or during compiled replays is recovered as in
+  a planned run (tensors recomputed from lineage, `recoveries` counted), and the compiled graph is
+  rebuilt for the next replay.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import zyx_dist as zd
+from zyx_dist.engine import session as zsession
+
+ray = pytest.importorskip("ray")
+
+pytestmark = pytest.mark.own_session
+
+NAMESPACE = "zyx_dist"
+WORKERS = [f"opencl:{i}" for i in range(3)]
+
+
+@pytest.fixture(scope="module")
+def ray3():
+    zd.shutdown()
+    s = zd.init(config={"ray": {"max_restarts": 20}}, devices={"opencl-cpu": 3})
+    try:
+        yield s
+    finally:
+        zd.shutdown()
+
+
+def rng(shape, seed=0, scale=1.0) -> np.ndarray:
+    return (np.random.default_rng(seed).uniform(-1, 1, shape) * scale).astype(np.float32)
+
+
+def backend():
+    return zsession.current().backend
+
+
+def graph_runs() -> int:
+    g = backend().graph
+    return g.executions if g is not None else 0
+
+
+def actor(dev: str):
+    return ray.get_actor(f"zyx_dist/worker/{dev}", namespace=NAMESPACE)
+
+
+def incarnation(dev: str, timeout: float = 60.0) -> str:
+    return ray.get(actor(dev).incarnation.remote(), timeout=timeout)
+
+
+def kill(dev: str, how: str) -> None:
+    """Kill worker `dev` and return once Ray has restarted it (a new, empty process)."""
+    old = incarnation(dev)
+    h = actor(dev)
+    if how == "ray.kill":
+        ray.kill(h, no_restart=False)
+    else:
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(h.crash.remote(), timeout=60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if incarnation(dev, timeout=10) != old:
+                return
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"{dev} was not restarted")
+
+
+def in_use(dev: str) -> int:
+    gc.collect()
+    (zd.zeros(1, device=dev) + 1).numpy()  # a batch on dev after the frees, so the figure is fresh
+    gc.collect()
+    return zd.stats()["bytes_in_use"][dev]
+
+
+def test_replays_run_through_one_compiled_graph(ray3):
+    a = rng((2048,), seed=1)
+    x = zd.tensor(a, device="opencl:1").realize()
+    for _ in range(3):  # plan (compile), plan (keep the template), first replay (compile the graph)
+        (x * 2 - 1).realize()
+    graph, runs = backend().graph, graph_runs()
+    assert graph is not None and "opencl:1" in graph.names
+    zd.reset_stats()
+    for _ in range(5):
+        y = (x * 2 - 1).realize()
+        np.testing.assert_array_equal(y.numpy(), a * 2 - 1)
+    assert backend().graph is graph and graph_runs() == runs + 5  # the same graph, once per realize
+    assert zd.stats()["plan_replays"] == 5 and zd.stats()["kernels_launched"] == 5
+
+
+def test_plain_calls_coexist_with_the_compiled_graph(ray3):
+    a, b = rng((128, 96), seed=2), rng((96, 64), seed=3)
+    x, w = zd.tensor(a, device="opencl:0").realize(), zd.tensor(b, device="opencl:0").realize()
+    for _ in range(3):
+        (x @ w).realize()
+    runs = graph_runs()
+    for i in range(4):
+        y = (x @ w).realize()  # replayed through the graph
+        np.testing.assert_allclose(y.numpy(), a @ b, rtol=1e-4, atol=1e-4)  # a plain CopyOut call
+        z = zd.tanh(x[:, : 64 - i] * (i + 1.5)).realize()  # a new structure: compiled (and tuned) by plain calls
+        np.testing.assert_allclose(z.numpy(), np.tanh(a[:, : 64 - i] * (i + 1.5)), rtol=1e-5, atol=1e-6)
+        assert len(zd.explain(x @ w).kernels) == 1
+        assert [d.name for d in zd.devices()] == WORKERS
+    assert graph_runs() >= runs + 4
+    assert zd.stats()["recoveries"] == 0
+
+
+def test_a_compiled_replay_moves_data_between_workers(ray3):
+    a, b = rng((3000,), seed=4), rng((3000,), seed=5)
+    x0 = zd.tensor(a, device="opencl:0").realize()
+    x2 = zd.tensor(b, device="opencl:2").realize()
+    for _ in range(3):
+        (x0 * x2 + 1).realize()
+    zd.reset_stats()
+    runs = graph_runs()
+    for _ in range(4):
+        y = (x0 * x2 + 1).realize()
+        np.testing.assert_allclose(y.numpy(), a * b + 1, rtol=1e-6)
+    g = backend().graph
+    assert g.depth >= 2 and {"opencl:0", "opencl:2"} <= set(g.names)  # export in one step, import the next
+    assert graph_runs() == runs + 4
+    s = zd.stats()  # the same transfers every realize (one or two: HEFT may place it on a third worker)
+    assert s["transfers"] in (4, 8) and s["bytes_transferred"] == s["transfers"] * a.nbytes
+    assert s["plan_replays"] == 4
+
+
+def test_a_failure_inside_a_compiled_replay(ray3):
+    dev = "opencl:2"
+    a = rng((8192,), seed=6)
+    x = zd.tensor(a, device=dev).realize()
+    for _ in range(3):
+        keep = (x + 7).realize()
+    del keep
+    base, replays, runs = in_use(dev), zd.stats()["plan_replays"], graph_runs()
+    ray.get(actor(dev).limit_memory.remote(base))
+    try:
+        for _ in range(2):  # repeated failures leave nothing behind either
+            with pytest.raises(zd.OutOfMemoryError):
+                (x + 7).realize()
+    finally:
+        ray.get(actor(dev).limit_memory.remote(None))
+    assert graph_runs() == runs + 2  # the failures went through the graph
+    assert zd.stats()["plan_replays"] == replays
+    assert in_use(dev) == base
+    y = (x + 7).realize()
+    np.testing.assert_array_equal(y.numpy(), a + 7)
+    assert zd.stats()["plan_replays"] == replays + 1 and zd.stats()["recoveries"] == 0
+
+
+@pytest.mark.parametrize("how", ["ray.kill", "os._exit"])
+def test_worker_killed_between_compiled_replays(ray3, how):
+    dev = {"ray.kill": "opencl:1", "os._exit": "opencl:2"}[how]
+    a, b = rng((64, 64), seed=7), rng((64, 64), seed=8, scale=0.2)
+    x, w = zd.tensor(a, device=dev).realize(), zd.tensor(b, device=dev).realize()
+    y = x
+    want = a.astype(np.float64)
+    for _ in range(4):
+        y = zd.relu(y @ w + 0.5).realize()
+        want = np.maximum(want @ b + 0.5, 0)
+    assert zd.stats()["plan_replays"] >= 1
+    before, graph = zd.stats()["recoveries"], backend().graph
+    kill(dev, how)
+    for _ in range(4):  # the first finds the graph broken, recovers, recomputes y from lineage; then replays
+        y = zd.relu(y @ w + 0.5).realize()
+        want = np.maximum(want @ b + 0.5, 0)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(x.numpy(), a)
+    assert zd.stats()["recoveries"] > before
+    assert backend().graph is not None and backend().graph is not graph  # rebuilt over the restarted worker
+    assert [d.name for d in zd.devices()] == WORKERS
+
+
+def chain(x, wt, a: np.ndarray, w: np.ndarray, n: int):
+    ref = a.astype(np.float64)
+    for _ in range(n):
+        x = zd.tanh(x @ wt)
+        ref = np.tanh(ref @ w)
+    return x, ref
+
+
+def test_worker_killed_during_a_compiled_replay(ray3):
+    """SIGKILL of the worker's process while it runs a replayed chain of matmuls inside the compiled graph:
+    the realize still returns the right values, recomputed on the restarted worker."""
+    dev = "opencl:0"
+    a, w = rng((320, 320), seed=9), rng((320, 320), seed=10, scale=0.1)
+    x0, wt = zd.tensor(a, device=dev).realize(), zd.tensor(w, device=dev).realize()
+    n = 16
+    for _ in range(3):  # compile, keep the template, replay once (and build the graph)
+        chain(x0, wt, a, w, n)[0].realize()
+    replays = zd.stats()["plan_replays"]
+    x, want = chain(x0, wt, a, w, n)
+    t0 = time.perf_counter()
+    x.realize()
+    run = time.perf_counter() - t0
+    assert zd.stats()["plan_replays"] == replays + 1
+    pid = ray.get(actor(dev).__ray_call__.remote(lambda self: os.getpid()))
+    x, want = chain(x0, wt, a, w, n)
+    before = zd.stats()["recoveries"]
+    killed = []
+
+    def killer():
+        time.sleep(max(0.05, run / 3))
+        os.kill(pid, signal.SIGKILL)
+        killed.append(time.perf_counter())
+
+    t = threading.Thread(target=killer)
+    t.start()
+    x.realize()  # the replay's graph dies with the worker; recovered, then the chain is planned again
+    t.join()
+    assert killed and graph_runs() == 0  # the broken graph was dropped
+    assert zd.stats()["recoveries"] > before
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(x0.numpy(), a)  # the inputs too, recomputed from their host copies
+    for _ in range(3):  # and replays work again afterwards, through a new graph
+        x, want = chain(x0, wt, a, w, n)
+        x.realize()
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-4, atol=1e-4)
+    assert graph_runs() >= 1 and zd.stats()["plan_replays"] > replays + 1

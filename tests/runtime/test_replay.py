@@ -1,0 +1,190 @@
+"""Plan templates (issue 15): a graph planned before, whose inputs live where they did, is replayed from the
+kept schedule with fresh buffer ids (engine/templates.py, sched/template.py, runtime/replay.py). Results must
+equal NumPy exactly as a planned run's do, failures must raise the same errors and leak nothing, and anything
+that changes the plan (the inputs on another device, a spilled input) must plan again. On the Ray tier
+(tests/cluster/test_runtime_on_ray.py) the same tests run the replays through a Ray Compiled Graph."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import zyx_dist as zd
+from zyx_dist.engine import session as zsession
+
+
+def rng(shape, seed=0, scale=1.0) -> np.ndarray:
+    return (np.random.default_rng(seed).uniform(-1, 1, shape) * scale).astype(np.float32)
+
+
+def session():
+    return zsession.current()
+
+
+def in_use(dev: str) -> int:
+    gc.collect()
+    return zd.stats()["bytes_in_use"].get(dev, 0)
+
+
+def cap_memory(dev: str, nbytes: int | None) -> None:
+    """Cap worker `dev`'s pool behind the driver's back (None restores it): the next allocation there fails."""
+    backend = session().backend
+    workers = getattr(backend, "workers", None)
+    if workers is not None:
+        pool = workers[dev].pool
+        if not hasattr(pool, "real_limit"):
+            pool.real_limit = pool.limit_bytes
+        pool.limit_bytes = pool.real_limit if nbytes is None else nbytes
+        pool.release_cached()
+    else:
+        import ray
+
+        ray.get(backend.actors[dev].limit_memory.remote(nbytes))
+
+
+def test_a_repeated_graph_is_replayed_with_the_same_results_and_counts():
+    a = rng((1000,), seed=1)
+    x = zd.tensor(a).realize()
+    zd.reset_stats()
+    for i in range(6):
+        y = (x * 2 + 1).realize()
+        np.testing.assert_array_equal(y.numpy(), a * 2 + 1)
+        assert zd.stats()["kernels_launched"] == i + 1  # one kernel per realize, replayed or planned
+    s = zd.stats()
+    assert s["plan_replays"] >= 3  # the first plans and compiles, the second keeps the template
+    assert s["kernel_cache_hits"] >= 5
+
+
+def test_training_loop_replays_match_numpy_and_hold_steady_memory():
+    rows = 64
+    w_host, b_host, y_host = rng((rows, rows), 2, 0.2), rng((rows,), 3), rng((rows, rows), 4)
+    w, b, y = zd.tensor(w_host).realize(), zd.tensor(b_host).realize(), zd.tensor(y_host).realize()
+    want = y_host.astype(np.float64)
+    zd.reset_stats()
+    usage = []
+    for _ in range(10):
+        y = zd.relu(y @ w + b).realize()
+        want = np.maximum(want @ w_host + b_host, 0)
+        usage.append(in_use(y.device))
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-5)
+    assert zd.stats()["plan_replays"] >= 7
+    assert usage[-1] == usage[4], usage  # each step's result replaces the last: nothing accumulates
+
+
+def test_replayed_multi_kernel_plan_frees_its_intermediates():
+    a = rng((64, 48), seed=5)
+    x = zd.tensor(a).realize()
+    dev = x.device
+    base = None
+    for i in range(6):
+        y = zd.softmax(x, axis=0)  # along the leading axis: several kernels and intermediates
+        y.realize()
+        e = np.exp(a - a.max(0))
+        np.testing.assert_allclose(y.numpy(), e / e.sum(0), rtol=1e-5, atol=1e-6)
+        del y
+        if i == 1:
+            base = in_use(dev)
+    assert zd.stats()["plan_replays"] >= 3
+    assert in_use(dev) == base
+
+
+def test_several_outputs_of_one_replayed_realize():
+    a, b = rng((300,), seed=6), rng((300,), seed=7)
+    x, y = zd.tensor(a).realize(), zd.tensor(b).realize()
+    for _ in range(5):
+        s, d, p = zd.realize(x + y, x - y, (x * y).sum())
+        np.testing.assert_allclose(s.numpy(), a + b, rtol=1e-6)
+        np.testing.assert_allclose(d.numpy(), a - b, rtol=1e-6)
+        np.testing.assert_allclose(p.numpy(), (a * b).sum(), rtol=1e-4)
+    assert zd.stats()["plan_replays"] >= 3
+
+
+def test_a_failed_replay_raises_leaks_nothing_and_the_next_one_works():
+    a = rng((4096,), seed=8)
+    x = zd.tensor(a).realize()
+    dev = x.device
+    for _ in range(3):  # plan, keep the template, replay
+        keep = (x * 3).realize()
+    replays = zd.stats()["plan_replays"]
+    del keep
+    base = in_use(dev)
+    cap_memory(dev, in_use(dev))  # the device is full, the driver does not know
+    try:
+        with pytest.raises(zd.OutOfMemoryError):
+            (x * 3).realize()
+        assert zd.stats()["plan_replays"] == replays  # the failed replay is not counted as one
+    finally:
+        cap_memory(dev, None)
+    assert in_use(dev) == base
+    y = (x * 3).realize()
+    np.testing.assert_array_equal(y.numpy(), a * 3)
+    assert zd.stats()["plan_replays"] == replays + 1
+    np.testing.assert_array_equal(x.numpy(), a)
+
+
+def test_trace_shows_replayed_realizes(tmp_path):
+    import json
+
+    x = zd.tensor(rng((256,), seed=9)).realize()
+    for _ in range(3):
+        (x + 1).realize()
+    path = tmp_path / "t.json"
+    with zd.trace(path):
+        (x + 1).realize()
+    events = json.loads(path.read_text())["traceEvents"]
+    realizes = [e for e in events if e.get("name") == "realize"]
+    assert realizes and realizes[-1]["args"]["replayed"] is True
+    assert any(e.get("cat") == "kernel" for e in events)
+    assert any(e.get("name") == "replay plan template" for e in events)
+
+
+@pytest.fixture
+def two_devices():
+    s = zsession._session
+    if s is not None and len(s.device_names) >= 2:
+        yield s.device_names[:2]
+        return
+    zd.shutdown()
+    try:
+        zd.init(ray=False, devices={"opencl-cpu": 2})
+        yield zsession._session.device_names
+    finally:
+        zd.shutdown()
+        zd.init(ray=False)
+
+
+def test_inputs_on_another_device_are_planned_again(two_devices):
+    d0, d1 = two_devices
+    a = rng((512,), seed=10)
+    x0 = zd.tensor(a, device=d0).realize()
+    x1 = zd.tensor(a, device=d1).realize()
+    for _ in range(3):
+        assert (x0 * 5).realize().device == d0
+    replays = zd.stats()["plan_replays"]
+    y = (x1 * 5).realize()  # same structure, its input elsewhere: not the template of x0's
+    assert y.device == d1 and zd.stats()["plan_replays"] == replays
+    np.testing.assert_array_equal(y.numpy(), a * 5)
+    for _ in range(3):
+        y = (x1 * 5).realize()
+    assert y.device == d1 and zd.stats()["plan_replays"] >= replays + 2
+    assert (x0 * 5).realize().device == d0  # both placements are kept
+
+
+def test_a_replayed_plan_with_a_transfer_between_workers(two_devices):
+    d0, d1 = two_devices
+    a, b = rng((2000,), seed=11), rng((2000,), seed=12)
+    x0 = zd.tensor(a, device=d0).realize()
+    x1 = zd.tensor(b, device=d1).realize()
+    zd.reset_stats()
+    per = None
+    for i in range(5):
+        y = (x0 + x1 * 2).realize()
+        np.testing.assert_allclose(y.numpy(), a + b * 2, rtol=1e-6)
+        if i == 0:  # one transfer, or two where HEFT picks a third worker (the Ray tier has three)
+            per = zd.stats()["transfers"]
+    s = zd.stats()
+    assert per >= 1 and s["transfers"] == 5 * per  # the same every realize, replayed ones included
+    assert s["bytes_transferred"] == s["transfers"] * a.nbytes
+    assert s["plan_replays"] >= 2

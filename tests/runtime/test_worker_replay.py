@@ -1,0 +1,175 @@
+"""Batch templates on a Worker (runtime/replay.py), on a real OpenCL device (PoCL on the CPU, `opencl:0`)
+with hand-written kernels, checked against NumPy: a DefineTemplate keeps a batch whose buffer fields are
+slots, a Replay runs it with its slots bound to buffer ids, exactly as the same batch written out would run;
+a failure inside a replay is one Failed for the Replay after which the template's frees still ran; a replay
+of an unknown template, or with the wrong number of buffers, fails clearly; reset forgets templates; and the
+worker's graph segments (on a backend with the graph capability) capture a buffer assignment the second
+time they meet it and replay it after, never for other buffers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from zyx_dist.protocol import (
+    Alloc,
+    Compile,
+    CopyIn,
+    CopyOut,
+    DefineTemplate,
+    Done,
+    DropTemplate,
+    Failed,
+    Free,
+    Launch,
+    Replay,
+    Sync,
+    TransferRef,
+)
+from zyx_dist.runtime import Worker
+
+AXPB = "__kernel void axpb(__global const float* a, __global float* b){ int i=get_global_id(0); b[i]=a[i]*2.0f+1.0f; }"
+ADD = """__kernel void add(__global const float* a, __global const float* b, __global float* c){
+    int i = get_global_id(0);
+    c[i] = a[i] + b[i];
+}"""
+N = 1000
+
+# slots: 0 the input, 1 an intermediate (allocated and freed inside), 2 the result
+TEMPLATE = (Alloc(1, N * 4), Alloc(2, N * 4),
+            Launch(1, (0, 1), (N,), None, reads=(0,), writes=(1,)),
+            Launch(2, (1, 0, 2), (N,), None, reads=(1, 0), writes=(2,)),
+            Free(1), Sync())
+
+
+@pytest.fixture
+def worker():
+    w = Worker("opencl:0", profile=True)
+    yield w
+    w.close()
+
+
+def ok(res) -> list:
+    bad = [r for r in res.results if isinstance(r, Failed)]
+    assert not bad, bad[0].message
+    return [r.value for r in res.results]
+
+
+def setup(worker, x):
+    ok(worker.run([Compile(1, AXPB, "axpb"), Compile(2, ADD, "add"), Alloc(10, x.nbytes), CopyIn(10, x),
+                   DefineTemplate(5, TEMPLATE)]))
+
+
+def test_replay_runs_the_template_with_its_slots_bound():
+    w = Worker("opencl:0", profile=True)
+    try:
+        x = np.random.default_rng(0).standard_normal(N).astype(np.float32)
+        setup(w, x)
+        before = w.stats()["bytes_in_use"]
+        for i in range(4):
+            res = w.run([Replay(5, (10, 100 + 2 * i, 101 + 2 * i)), CopyOut(101 + 2 * i, "float32", (N,))])
+            values = ok(res)
+            assert len(res.results) == 2 and values[0] == ()  # one result for the whole replay: no exports
+            np.testing.assert_allclose(values[1], (x * 2 + 1) + x, rtol=1e-6)
+            assert len(res.kernel_seconds) == 2 and res.graphs == ()  # OpenCL: no CUDA graphs
+            assert 100 + 2 * i not in w._bufs  # the intermediate was freed inside the replay
+        assert w.stats()["bytes_in_use"] == before + 4 * x.nbytes  # the four results are live
+    finally:
+        w.close()
+
+
+def test_failure_inside_a_replay_still_runs_its_frees(worker):
+    x = np.ones(N, np.float32)
+    setup(worker, x)
+    before = worker.stats()["bytes_in_use"]
+    # slot 2 bound to a buffer that exists already: the second Alloc fails; the Free of slot 1 still runs
+    ok(worker.run([Alloc(30, 16)]))
+    res = worker.run([Replay(5, (10, 20, 30)), Free(30)])
+    assert isinstance(res.results[0], Failed) and "already allocated" in res.results[0].message
+    assert isinstance(res.results[1], Done)  # a Free after the failure runs, as in any batch
+    assert 20 not in worker._bufs and worker.stats()["bytes_in_use"] == before
+
+
+def test_bad_replays_fail_clearly(worker):
+    x = np.ones(N, np.float32)
+    setup(worker, x)
+    res = worker.run([Replay(6, (10, 11, 12))])
+    assert isinstance(res.results[0], Failed) and "no batch template 6" in res.results[0].message
+    res = worker.run([Replay(5, (10, 11))])
+    assert isinstance(res.results[0], Failed) and "3 slots" in res.results[0].message
+    res = worker.run([DefineTemplate(7, (Launch(99, (0,), (N,), None, reads=(0,), writes=()),))])
+    assert isinstance(res.results[0], Failed) and "program 99" in res.results[0].message
+    ok(worker.run([DropTemplate(5)]))
+    res = worker.run([Replay(5, (10, 11, 12))])
+    assert isinstance(res.results[0], Failed)
+    ok(worker.run([DefineTemplate(5, TEMPLATE)]))
+    worker.reset()
+    res = worker.run([Replay(5, (10, 11, 12))])
+    assert isinstance(res.results[0], Failed)  # a reset worker has no templates left
+
+
+def test_replay_imports_and_exports_transfers(worker):
+    x = np.arange(N, dtype=np.float32)
+    ok(worker.run([Compile(1, AXPB, "axpb"), Alloc(10, x.nbytes), CopyIn(10, x),
+                   DefineTemplate(8, (Alloc(1, N * 4), CopyIn(1, TransferRef(77)),
+                                      Launch(1, (1, 0), (N,), None, reads=(1,), writes=(0,)),
+                                      CopyOut(0, "uint8", (N * 4,), export=78), Free(1), Sync()))]))
+    incoming = (np.arange(N, dtype=np.float32) * 3).view(np.uint8)
+    res = worker.run([Replay(8, (10, 11), imports=(incoming,), exports=(78,))])
+    (exported,) = ok(res)[0]
+    np.testing.assert_allclose(exported.view(np.float32), np.arange(N) * 3 * 2 + 1, rtol=1e-6)
+    res = worker.run([Replay(8, (10, 12), imports=(None,), exports=(78,))])  # the transfer's source failed
+    assert isinstance(res.results[0], Failed) and "no data" in res.results[0].message
+    assert 12 not in worker._bufs
+
+
+class RecordingGraphs:
+    """Mixed into the worker's real OpenCL backend: the graph capability (`device.GraphDevice`) with a
+    'capture' that records the launches and a 'graph launch' that queues them again, so the worker's segment
+    logic (capture on the second sighting of the same buffers, replay after, a new buffer never replaying an
+    old graph, the launches' times and events) runs on a real device. CUDA's own capture is tested on the GPU
+    (tests/gpu/test_cuda_graphs.py)."""
+
+    captures = 0
+    graph_launches = 0
+
+    def graph_key(self, handles):
+        return tuple(h.int_ptr for h in handles)
+
+    def capture_graph(self, launches):
+        self.captures += 1
+        return list(launches)
+
+    def launch_graph(self, graph, wait_for=(), timed=True):
+        self.graph_launches += 1
+        event, wait = None, list(wait_for)
+        for prog, handles, gws, lws in graph:
+            event = self.launch(prog, handles, gws, lws, wait, timed)
+            wait = [event]
+        return event
+
+
+def test_graph_segments_capture_on_the_second_sighting_and_never_replay_for_other_buffers(worker):
+    backend = worker.backend
+    backend.__class__ = type("OpenCLWithGraphs", (RecordingGraphs, type(backend)), {})
+    worker.graphs = True  # as a CUDA worker's is
+    x = np.random.default_rng(3).standard_normal(N).astype(np.float32)
+    setup(worker, x)  # defines template 5 now that the backend can capture: its two launches are one segment
+    want = (x * 2 + 1) + x
+    graphs = []
+    for i in range(6):  # each result freed before the next replay: the pool hands the same two blocks back
+        inter, out = 100 + 2 * i, 101 + 2 * i
+        res = worker.run([Replay(5, (10, inter, out)), CopyOut(out, "float32", (N,)), Free(out)])
+        np.testing.assert_allclose(ok(res)[1], want, rtol=1e-6)
+        assert len(res.kernel_seconds) == 2
+        graphs.append(res.graphs)
+    # the two blocks swap roles from one replay to the next (a freed block is reused first), so two buffer
+    # assignments alternate: each is captured the second time it is met, and replayed from then on
+    assert graphs[0] == graphs[1] == ()
+    assert all(len(g) == 1 and g[0][:2] == (0, 2) for g in graphs[2:])
+    assert backend.captures == 2 and backend.graph_launches == 4
+    held = [901, 902]  # results kept alive: the pool must hand out new blocks, never seen before
+    ok(worker.run([Alloc(b, x.nbytes) for b in held]))
+    res = worker.run([Replay(5, (10, 903, 904)), CopyOut(904, "float32", (N,))])
+    np.testing.assert_allclose(ok(res)[-1], want, rtol=1e-6)
+    assert res.graphs == () and backend.captures == 2 and backend.graph_launches == 4

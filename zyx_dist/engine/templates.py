@@ -1,0 +1,201 @@
+"""Driver side: the session's replay of plan templates (sched/template.py), its fast path for a graph it
+has planned before. Takes the session, the nodes to realize and their structure as the plan cache
+looked it up; when a template of that structure exists for the devices where the inputs now live, and
+there is room for its allocations, it binds fresh buffer ids, sends each worker one `Replay` (a
+`DefineTemplate` first where the worker has not seen it), checks the results as a planned run is
+checked, updates the driver's mirror and attaches the results to the nodes. Nothing is kernelized,
+rendered or placed, and no command list is built. `keep` makes the template of a planned run that
+qualifies. Through Ray the replay runs as a Ray Compiled Graph (engine/ray_compiled.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from .. import logs
+from ..graph import lineage
+from ..graph.ir import Node, Op
+from ..protocol import Failed, Free
+from ..sched.scheduler import BufferState, Schedule, SchedulerState
+from ..sched.template import PlanTemplate, leaf_positions, make_template
+from .backends import LostWorkers
+
+MAX_TEMPLATES_PER_STRUCTURE = 4  # input placements kept per graph structure
+
+
+def enabled(policy: str) -> bool:
+    """Plan templates are used unless ZYX_DIST_PLAN_TEMPLATES is 0/false/off, or the scheduler policy is
+    round_robin (whose placement is meant to change from run to run)."""
+    off = os.environ.get("ZYX_DIST_PLAN_TEMPLATES", "1").strip().lower() in ("0", "false", "off")
+    return not off and policy != "round_robin"
+
+
+_ROOT_LOG = logging.getLogger(logs.ROOT)
+_PLANNING_LOGS = tuple(logs.logger(a) for a in ("kernels", "ir", "scheduler"))
+_TIMINGS_LOG = logs.logger("timings")
+
+
+def _on(lg: logging.Logger) -> bool:
+    """`logs.enabled` for a logger at hand (no getLogger lookups: this runs on every realize)."""
+    level = lg.level or _ROOT_LOG.level
+    return level != logging.NOTSET and level <= logging.DEBUG and lg.isEnabledFor(logging.DEBUG)
+
+
+def planning_logged() -> bool:
+    """Whether debug output describes planning (kernels, IR, placements): then every realize plans."""
+    k, i, p = _PLANNING_LOGS
+    if not (_ROOT_LOG.level or k.level or i.level or p.level):  # no level set anywhere: the usual case
+        return False
+    return _on(k) or _on(i) or _on(p)
+
+
+def eligible(nodes: list[Node]) -> bool:
+    """Whether a realize of `nodes` may replay a template: every node an unrealized, non-empty computation."""
+    leaf = Op.LEAF
+    for n in nodes:
+        if n.op is leaf or n.buffer is not None or not n.size:
+            return False
+    return True
+
+
+def inputs_of(found: tuple) -> tuple[int, ...]:
+    """The positions of a looked-up structure's leaves (taken before a run turns its results into leaves)."""
+    return leaf_positions(found[1])
+
+
+def replay(s, found: tuple, t0: float) -> bool:
+    """Run the realize whose structure `found` (key, order, entry) names from one of its templates;
+    False (nothing sent, nothing changed) when none applies. Raises as a planned run would."""
+    _key, order, entry = found
+    templates = entry.templates
+    if not templates:
+        return False
+    st: SchedulerState = s.state
+    bufs = st.buffers
+    inputs = next(iter(templates.values())).inputs  # the structure's leaves: the same for all its templates
+    ids_in, where = [], []
+    for p in inputs:
+        ref = order[p].buffer
+        if ref is None:  # a host leaf to upload (or a lost one): plan it
+            return False
+        b = bufs.get(ref.id)
+        if b is None or b.spilled:
+            return False
+        ids_in.append(ref.id)
+        where.append(ref.device)
+    t: PlanTemplate | None = templates.get(tuple(where))
+    if t is None or t.epoch != s.template_epoch:
+        return False
+    used, devices = st.used, st.devices
+    for dev, need in t.alloc_bytes.items():
+        m = devices.get(dev)
+        if m is None or used[dev] + need > m.memory:  # would need spills: plan it
+            return False
+    base = st.ids.take(t.new)
+    ids = (*ids_in, *range(base, base + t.new))
+    steps = t.bind(ids)
+    timed = s.trace_events is not None or ((_TIMINGS_LOG.level or _ROOT_LOG.level) and _on(_TIMINGS_LOG))
+    t1 = time.perf_counter() if timed else 0.0
+    try:
+        results = s._run(steps, compiled=True)
+    except LostWorkers as e:
+        _rollback(s, t, ids, e.devices)
+        raise
+    t2 = time.perf_counter() if timed else 0.0
+    graphs = 0
+    for step in results:
+        for dev, r in step.items():
+            for x in r.results:
+                if x.__class__ is Failed:
+                    _rollback(s, t, ids, set())
+                    raise s.error_of(dev, x)
+            if r.graphs:
+                graphs += len(r.graphs)
+    if not t.defined:  # every worker has its part now (until a recovery, which retires the template)
+        t.defined = True
+        for step in t.steps:
+            for dev, wb in step.items():
+                s.known_templates.setdefault(dev, set()).add(wb.template)
+    # the mirror, as the planned run left it: the inputs used now, the results' buffers added
+    st.clock += 1
+    clock = st.clock
+    for i in ids_in:
+        bufs[i].last_use = clock
+    for _pos, slot, dev, nbytes in t.outputs:
+        bufs[ids[slot]] = BufferState(dev, nbytes, last_use=clock)
+    for dev, n in t.used.items():
+        used[dev] += n
+    c = s.counters
+    c["kernels_launched"] += t.launches
+    c["kernel_cache_hits"] += t.launches
+    c["plan_replays"] += 1
+    if t.transfers:
+        c["transfers"] += t.transfers
+        c["bytes_transferred"] += t.bytes_transferred
+    if graphs:
+        c["graph_replays"] += graphs
+    if s.host_copies is not None:  # recipes first: they read the history become_leaf drops
+        memo: dict = {}
+        for pos, _slot, _dev, _n in t.outputs:
+            order[pos].lineage = lineage.recipe(order[pos], memo)
+    ref = s._ref
+    for pos, slot, dev, nbytes in t.outputs:
+        n = order[pos]
+        n.become_leaf(ref(n, dev, ids[slot], nbytes))
+    if not timed:
+        return True
+    if s.trace_events is not None:
+        s.trace_replay(t, results, (t0, t1, t2, time.perf_counter()))
+    logs.emit("timings", f"zyx_dist: realize {t.launches} kernels replayed from a plan template "
+                         f"({graphs} CUDA graphs): run {1e3 * (t2 - t1):.2f} ms")
+    return True
+
+
+def _rollback(s, t: PlanTemplate, ids: tuple, lost: set[str]) -> None:
+    """A replay failed: free whatever it allocated on the workers still alive (a free of a buffer that
+    a failed batch never made fails harmlessly), so nothing leaks."""
+    frees: dict[str, list] = {}
+    for dev, slot in t.allocated:
+        if dev not in lost and dev in s.state.devices:
+            frees.setdefault(dev, []).append(Free(ids[slot]))
+    try:
+        for step in s.backend.run_steps([frees]):
+            for dev, res in step.items():
+                s.bytes_in_use[dev] = res.bytes_in_use
+    except LostWorkers:
+        pass  # the next run notices and recovers
+
+
+def keep(s, found: tuple, inputs: tuple[int, ...], sched: Schedule, steps: list[dict[str, list]],
+         before: SchedulerState) -> None:
+    """Make the template of `sched` (planned on `before` for the structure `found`, whose leaves were at
+    `inputs`, and run successfully; `steps` are its batches as planned, before the session added frees)
+    when it qualifies."""
+    entry = s.plans.entries.get(found[0])
+    if entry is None:
+        return
+    proto = Schedule(sched.state, steps, sched.outputs, sched.uploads, sched.transfers, sched.placements,
+                     sched.allocated, sched.launches, sched.cache_hits, sched.spills, sched.estimated_seconds)
+    t = make_template(proto, found[1], inputs, before, s.state.new_id)
+    if t is None:
+        return
+    t.epoch = s.template_epoch
+    templates = entry.templates
+    old = templates.pop(t.signature, None)  # a stale one (made before a recovery): its workers forget it
+    if old is not None:
+        drop(s, old)
+    templates[t.signature] = t
+    while len(templates) > MAX_TEMPLATES_PER_STRUCTURE:
+        drop(s, templates.pop(next(iter(templates))))
+
+
+def drop(s, t: PlanTemplate) -> None:
+    """Queue the forgetting of template `t` on the workers that were given it."""
+    for step in t.steps:
+        for dev, wb in step.items():
+            if wb.template in s.known_templates.get(dev, ()):
+                s.known_templates[dev].discard(wb.template)
+                s.template_drops.append((dev, wb.template))
+

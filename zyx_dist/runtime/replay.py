@@ -1,0 +1,239 @@
+"""Actor side: batch templates, a worker's fast path for a repeated plan. It takes a `DefineTemplate`
+(a batch whose buffer fields are slot numbers) and the worker's compiled programs, and turns it once
+into a flat list of operations with everything resolved that does not depend on the buffers: program
+objects, work sizes, which slots each launch reads and writes. A `Replay` then binds the slots to
+buffer ids and runs the list without building a command object per step: allocations, frees and
+launches go straight to the pool, the event tracker and the backend. On a backend that can capture
+CUDA graphs (`capture_graph`/`launch_graph`), each run of consecutive launches is a segment that is
+captured into one graph the second time it meets the same device addresses, and replayed as one graph
+launch from then on; a new address (a buffer that is new, or was freed and came back elsewhere)
+simply misses, so a graph never runs on memory it was not captured for. Gives back the tuple of the
+template's exported arrays; a failure re-raises the first error after the template's later frees ran.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from operator import attrgetter
+from typing import Any
+
+from ..protocol import Alloc, CopyIn, CopyOut, Free, Launch, Recv, Replay, Send, Sync, TransferRef
+
+# operation kinds of a compiled template
+_ALLOC, _FREE, _LAUNCH, _SEGMENT, _SEND, _RECV, _EXPORT, _IMPORT, _SYNC = range(9)
+
+_handle = attrgetter("handle")  # a pool Block's device handle
+GRAPHS_PER_SEGMENT = 8  # captured graphs kept per segment (one per buffer assignment seen twice)
+SEEN_PER_SEGMENT = 64  # buffer assignments remembered per segment, to capture on the second sighting
+
+
+def cuda_graphs_enabled() -> bool:
+    """CUDA graph replay is on unless ZYX_DIST_CUDA_GRAPHS is 0/false/off."""
+    return os.environ.get("ZYX_DIST_CUDA_GRAPHS", "1").strip().lower() not in ("0", "false", "off")
+
+
+def _picker(slots: tuple[int, ...]):
+    """A function giving (ids[s] for s in slots) as a tuple, without a Python loop for two or more."""
+    if not slots:
+        return lambda ids: ()
+    if len(slots) == 1:
+        (s,) = slots
+        return lambda ids: (ids[s],)
+    from operator import itemgetter
+
+    return itemgetter(*slots)
+
+
+class Segment:
+    """Consecutive launches of a template that may run as one captured CUDA graph."""
+
+    __slots__ = ("arg_slots", "broken", "graphs", "launches", "reads", "seen", "writes")
+
+    def __init__(self, launches: list[tuple]) -> None:
+        # per launch: (program, picker of its argument slots, gws, lws, argument slots, read slots, written
+        # slots, picker of the read slots, picker of the written slots)
+        self.launches = launches
+        self.arg_slots = _picker(tuple(s for launch in launches for s in launch[4]))
+        reads = {s for launch in launches for s in launch[5]}
+        writes = {s for launch in launches for s in launch[6]}
+        # what the graph as a whole reads and writes, for the event tracker (a slot both read and written
+        # counts as written: the graph's one event then stands for its last write)
+        self.reads = _picker(tuple(sorted(reads - writes)))
+        self.writes = _picker(tuple(sorted(writes)))
+        self.graphs: OrderedDict[tuple, Any] = OrderedDict()  # device addresses -> captured graph
+        self.seen: OrderedDict[tuple, None] = OrderedDict()
+        self.broken = False  # capture failed once: launch one by one from then on
+
+
+class WorkerTemplate:
+    """A compiled template: operations, slot count, and how many transfers it imports and exports."""
+
+    __slots__ = ("imports", "nslots", "ops")
+
+    def __init__(self, ops: list[tuple], nslots: int, imports: int) -> None:
+        self.ops, self.nslots, self.imports = ops, nslots, imports
+
+
+def compile_template(commands: tuple, programs: dict[int, Any], graphs: bool) -> WorkerTemplate:
+    """Resolve `commands` (a DefineTemplate's) against the worker's `programs`; with `graphs`, group
+    consecutive launches into CUDA graph segments. Raises ValueError/KeyError naming a bad command."""
+    ops: list[tuple] = []
+    nslots = 0
+    imports = 0
+    run: list[tuple] = []  # launches not yet closed into a segment
+
+    def close_run() -> None:
+        if run and graphs:
+            ops.append((_SEGMENT, Segment(list(run))))
+        else:
+            ops.extend((_LAUNCH, *launch) for launch in run)
+        run.clear()
+
+    for cmd in commands:
+        cls = cmd.__class__
+        if cls is Launch:
+            try:
+                prog = programs[cmd.prog]
+            except KeyError:
+                raise KeyError(f"template launches program {cmd.prog}, which is not compiled here") from None
+            reads, writes = tuple(cmd.reads), tuple(cmd.writes)
+            if cmd.bufs != reads + writes:  # the scheduler lists reads then writes; anything else is written
+                listed = set(reads) | set(writes)
+                writes = writes + tuple(b for b in cmd.bufs if b not in listed)
+            nslots = max([nslots, *(s + 1 for s in cmd.bufs)])
+            if 0 in cmd.gws:  # an empty launch does nothing (and OpenCL rejects it)
+                continue
+            lws = None if cmd.lws is None else tuple(cmd.lws)
+            args = tuple(cmd.bufs)
+            run.append((prog, _picker(args), tuple(cmd.gws), lws, args, reads, writes, _picker(reads), _picker(writes)))
+            continue
+        close_run()
+        if cls is Alloc:
+            ops.append((_ALLOC, cmd.buf, cmd.nbytes))
+        elif cls is Free:
+            ops.append((_FREE, cmd.buf))
+        elif cls is Sync:
+            ops.append((_SYNC, cmd))
+        elif cls is Send or cls is Recv:
+            ops.append((_SEND if cls is Send else _RECV, cmd))
+        elif cls is CopyOut and cmd.export:
+            ops.append((_EXPORT, cmd))
+        elif cls is CopyIn and isinstance(cmd.data, TransferRef):
+            ops.append((_IMPORT, cmd.buf, imports))
+            imports += 1
+        else:
+            raise ValueError(f"a batch template cannot hold {cmd!r}")
+        if cls is not Sync:
+            nslots = max(nslots, cmd.buf + 1)
+    close_run()
+    return WorkerTemplate(ops, nslots, imports)
+
+
+def run_template(worker: Any, t: WorkerTemplate, cmd: Replay, launches: list) -> tuple:
+    """Run template `t` on `worker` with the slots of `cmd` bound; the exported arrays, in order."""
+    ids = cmd.bufs
+    if len(ids) != t.nslots:
+        raise ValueError(f"{worker.device}: replay of template {cmd.template} binds {len(ids)} buffers, "
+                         f"it has {t.nslots} slots")
+    if len(cmd.imports) != t.imports:
+        raise ValueError(f"{worker.device}: replay of template {cmd.template} brings {len(cmd.imports)} "
+                         f"transfers, it imports {t.imports}")
+    bufs, pool, events, backend = worker._bufs, worker.pool, worker.events, worker.backend
+    profile = worker.profile
+    exports: list = []
+    error: BaseException | None = None
+    for op in t.ops:
+        kind = op[0]
+        if error is not None:  # after a failure only frees run, of buffers that exist
+            if kind == _FREE and (ids[op[1]] in bufs or ids[op[1]] in worker._spilled):
+                worker._free(Free(ids[op[1]]), launches)
+            continue
+        try:
+            if kind == _SEGMENT:
+                _segment(worker, op[1], ids, launches)
+            elif kind == _LAUNCH:
+                _, prog, args, gws, lws, _slots, _rs, _ws, pick_reads, pick_writes = op
+                handles = list(map(_handle, map(bufs.__getitem__, args(ids))))
+                reads, writes = pick_reads(ids), pick_writes(ids)
+                event = backend.launch(prog, handles, gws, lws, events.wait_list(reads, writes), profile)
+                events.record(reads, writes, event)
+                launches.append(event)
+            elif kind == _ALLOC:
+                buf = ids[op[1]]
+                if buf in bufs:
+                    raise ValueError(f"{worker.device}: buffer {buf} is already allocated")
+                block = pool.alloc(op[2])
+                events.seed(buf, block.pending)
+                block.pending = ()
+                bufs[buf] = block
+            elif kind == _FREE:
+                worker._free(Free(ids[op[1]]), launches)
+            elif kind == _SYNC:
+                worker._sync(op[1], launches)
+            elif kind == _EXPORT:
+                c = op[1]
+                exports.append(worker._copy_out(CopyOut(ids[c.buf], c.dtype, c.shape, c.export)))
+            elif kind == _IMPORT:
+                worker._copy_in(CopyIn(ids[op[1]], cmd.imports[op[2]]))
+            else:  # Send / Recv
+                c = op[1]
+                worker._peer(c.__class__(ids[c.buf], c.peer, c.nbytes), launches)
+        except Exception as e:  # noqa: BLE001 -- re-raised below, after the frees
+            error = e
+    if error is not None:
+        raise error
+    return tuple(exports)
+
+
+def _segment(worker: Any, seg: Segment, ids: tuple, launches: list) -> None:
+    """Run a segment's launches: as a captured graph when these addresses were seen before."""
+    bufs, events, backend = worker._bufs, worker.events, worker.backend
+    handles = list(map(_handle, map(bufs.__getitem__, seg.arg_slots(ids))))
+    graph = None
+    if not seg.broken:
+        key = backend.graph_key(handles)
+        graph = seg.graphs.get(key)
+        if graph is not None:
+            seg.graphs.move_to_end(key)
+        elif key in seg.seen:  # the second time: capture (the capture itself does not run anything)
+            del seg.seen[key]
+            try:
+                graph = backend.capture_graph(_launch_args(seg, handles))
+            except Exception:  # noqa: BLE001 -- a backend that cannot capture this: launch one by one
+                seg.broken = True
+                graph = None
+            else:
+                seg.graphs[key] = graph
+                if len(seg.graphs) > GRAPHS_PER_SEGMENT:
+                    seg.graphs.popitem(last=False)
+        else:
+            seg.seen[key] = None
+            if len(seg.seen) > SEEN_PER_SEGMENT:
+                seg.seen.popitem(last=False)
+    if graph is not None:
+        reads, writes = seg.reads(ids), seg.writes(ids)
+        event = backend.launch_graph(graph, events.wait_list(reads, writes), worker.profile)
+        events.record(reads, writes, event)
+        worker._graph_spans.append((len(launches), len(seg.launches)))
+        launches.extend([event] * len(seg.launches))
+        return
+    profile = worker.profile
+    at = 0
+    for prog, _args, gws, lws, slots, _rs, _ws, pick_reads, pick_writes in seg.launches:
+        n = len(slots)
+        reads, writes = pick_reads(ids), pick_writes(ids)
+        event = backend.launch(prog, handles[at:at + n], gws, lws, events.wait_list(reads, writes), profile)
+        at += n
+        events.record(reads, writes, event)
+        launches.append(event)
+
+
+def _launch_args(seg: Segment, handles: list) -> list[tuple]:
+    """(program, handles, gws, lws) of every launch of a segment, for a capture."""
+    out, at = [], 0
+    for prog, _args, gws, lws, slots, _rs, _ws, _pr, _pw in seg.launches:
+        n = len(slots)
+        out.append((prog, handles[at:at + n], gws, lws))
+        at += n
+    return out
