@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from . import linalg
+from . import linalg, optim
 from .dtypes import (
     DType,
     bfloat16,
@@ -54,7 +54,7 @@ nan = math.nan
 newaxis = None
 
 __all__ = ["DType", "Tensor", "Session", "DeviceInfo", "Plan", "init", "shutdown", "devices", "realize",
-           "explain", "trace", "stats", "reset_stats", "dtype", "bool", "int8", "int16", "int32", "int64",
+           "explain", "trace", "optim", "stats", "reset_stats", "dtype", "bool", "int8", "int16", "int32", "int64",
            "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32", "float64", "ZyxError",
            "ShapeError", "DTypeError", "DeviceError", "OutOfMemoryError", "CompileError", "WorkerLostError",
            "ConfigError", "linalg", "e", "pi", "inf", "nan", "newaxis"] + list(_ops_all)

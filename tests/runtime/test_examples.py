@@ -25,7 +25,13 @@ CASES = {
     # without RAY_ADDRESS it starts a local Ray instance (2 workers as actors) and stops it at the end
     "ray_job.py": ({"ZYX_DIST_DEVICES": "opencl-cpu:2"}, 180, [r"device opencl:1", r"transfers [1-9]",
                                                                 r"checksum -?[0-9.]+", r"ray_job: ok"]),
+    # training: the batch sharded over 2 workers (data parallel) for the MLP, one device for the GPT
+    "train_mlp.py": ({"ZYX_DIST_CONFIG": "configs/no-tune.yaml"}, 180, [r"test accuracy 0\.9\d\d",
+                                                                      r"on 2 device\(s\)", r"train_mlp: ok"]),
+    "train_gpt.py": ({"ZYX_DIST_CONFIG": "configs/no-tune.yaml"}, 180, [r"loss fell from [0-9.]+ to [0-9.]+",
+                                                                      r"train_gpt: ok"]),
 }
+ARGS = {"train_mlp.py": ["--devices", "2"]}
 
 
 @pytest.fixture(autouse=True)
@@ -57,7 +63,7 @@ def test_every_example_is_covered_and_short():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_example_runs(name):
     extra, timeout, expected = CASES[name]
-    res = run([sys.executable, str(EXAMPLES / name)], extra, timeout)
+    res = run([sys.executable, str(EXAMPLES / name), *ARGS.get(name, [])], extra, timeout)
     out = res.stdout + res.stderr
     assert res.returncode == 0, f"{name} exited with {res.returncode}:\n{out[-4000:]}"
     for pattern in expected:

@@ -4,7 +4,8 @@ computed from the kernel's inputs through movement and elementwise ops (no reduc
 product's other dims by which operand depends on them: the rows (the left operand only), the columns
 (the right operand only) and the batch (both, or neither). So `A @ B`, `A @ B.T`, batched and
 broadcast-batch products, `q @ k.mT` read through a permuted view, `x3d @ W` (its rows flattened into
-one M) and epilogues such as `relu(A @ B + b)` are all one GEMM. `render` gives the tiled kernel: each
+one M) and epilogues such as `relu(A @ B + b)` are all one GEMM, also when stored through permutes (the
+backward of a matmul, a projection split into attention heads). `render` gives the tiled kernel: each
 work-group computes a TILE_M x TILE_N block of one batch's output through `__local`/`__shared__` tiles
 of A and B, each work-item a block of 4 or 8 rows by 4 or 8 columns read from the tiles as float4s.
 An operand that is one float32 input seen through movement ops only is read in place as float4s where
@@ -58,6 +59,11 @@ class GemmSpec:
     cols: tuple[int, ...]
     a_view: View | None
     b_view: View | None
+    # when permutes lie between the reduce and the kernel's output (the backward of a matmul stores its
+    # gradient transposed, attention splits a projection into heads): the output and each node's consumers
+    # on the way up, through which the reduce's index is carried to the output's
+    out: Node | None = None
+    up: tuple[tuple[int, tuple[Node, ...]], ...] = ()
 
     @property
     def M(self) -> int:
@@ -90,11 +96,40 @@ class GemmSpec:
         return tuple(idx)
 
     def out_flat(self) -> sym.Expr:
-        """The flat index of the reduce's element at the template's (bz, gi, gj): the kernel output's too,
-        since only elementwise ops and reshapes lie between them."""
+        """The flat index in the kernel's output of the reduce's element at the template's (bz, gi, gj)."""
         bz, gi, gj, _ = self.vars()
         idx = self.index(bz, gi, gj, sym.ZERO)
+        if self.out is not None:
+            flat = _carry_up(self.reduce, idx, self.out, dict(self.up))
+            assert flat is not None  # checked by `match`
+            return flat
         return sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides(self.reduce.shape)) if s])
+
+
+def _carry_up(r: Node, idx: tuple, out: Node, parents: dict[int, tuple[Node, ...]]) -> sym.Expr | None:
+    """The output's flat index of the reduce's element at `idx`, carried up through the reshapes, permutes
+    and elementwise ops between them; None when two paths disagree on where the element goes."""
+    at: dict[int, tuple] = {r.id: idx}
+    work = [r]
+    while work:
+        n = work.pop()
+        for p in parents.get(n.id, ()):
+            if p.op is Op.PERMUTE:
+                new = tuple(at[n.id][a] for a in p.arg)
+            elif p.op is Op.RESHAPE:
+                flat = sym.add(*[sym.mul(e, st) for e, st in zip(at[n.id], strides(n.shape)) if st])
+                new = flat_index(p.shape, flat)
+            else:
+                new = at[n.id]
+            if p.id in at:
+                if at[p.id] != new:
+                    return None
+                continue
+            at[p.id] = new
+            work.append(p)
+    if out.id not in at:
+        return None
+    return sym.add(*[sym.mul(e, st) for e, st in zip(at[out.id], strides(out.shape)) if st])
 
 
 def _walk(x: Node, idx: tuple, pos: dict[int, int]) -> tuple[set[str], list[tuple[int, sym.Expr]], bool] | None:
@@ -147,9 +182,13 @@ def match(kernel) -> GemmSpec | None:
     out = kernel.outputs[0]
     pos = {n.id: i for i, n in enumerate(kernel.inputs)}
     reduces: list[Node] = []
-    stack, seen = [(out, True)], set()
-    while stack:  # the reduce must be reached through elementwise ops and reshapes only
-        n, direct = stack.pop()
+    parents: dict[int, list[Node]] = {}  # node on a path from the output to the reduce -> its consumers there
+    permuted = False
+    stack, seen = [(out, True, None)], set()
+    while stack:  # the reduce must be reached through elementwise ops, reshapes and permutes only
+        n, direct, parent = stack.pop()
+        if direct and parent is not None:
+            parents.setdefault(n.id, []).append(parent)
         if n.id in seen or n.id in pos:
             continue
         seen.add(n.id)
@@ -158,8 +197,9 @@ def match(kernel) -> GemmSpec | None:
                 return None
             reduces.append(n)
             continue
-        keep = direct and (n.op in ELEMENTWISE or n.op is Op.RESHAPE)
-        stack.extend((s, keep) for s in n.srcs)
+        keep = direct and (n.op in ELEMENTWISE or n.op in (Op.RESHAPE, Op.PERMUTE))
+        permuted |= keep and n.op is Op.PERMUTE
+        stack.extend((s, keep, n if keep else None) for s in n.srcs)
     if len(reduces) != 1:
         return None
     r = reduces[0]
@@ -179,8 +219,11 @@ def match(kernel) -> GemmSpec | None:
     rows = tuple(d for d in dims if f"d{d}" in ua and f"d{d}" not in ub)
     cols = tuple(d for d in dims if f"d{d}" in ub and f"d{d}" not in ua)
     batch = tuple(d for d in dims if d not in rows and d not in cols)
-    spec = GemmSpec(r, src.srcs[0], src.srcs[1], shape, k, batch, rows, cols, None, None)
+    up = tuple((i, tuple(ps)) for i, ps in parents.items()) if permuted else ()
+    spec = GemmSpec(r, src.srcs[0], src.srcs[1], shape, k, batch, rows, cols, None, None, out if up else None, up)
     if min(spec.M, spec.N) < MIN_SIDE:
+        return None
+    if up and _carry_up(r, spec.index(*spec.vars()[:3], sym.ZERO), out, dict(up)) is None:
         return None
     bz, gi, gj, gk = spec.vars()
     views = []
@@ -190,7 +233,7 @@ def match(kernel) -> GemmSpec | None:
         _, loads, computes = w
         plain = not computes and len(loads) == 1
         views.append(View(loads[0][0], tidy(loads[0][1]), kernel.inputs[loads[0][0]].dtype.name) if plain else None)
-    return GemmSpec(r, spec.a, spec.b, shape, k, batch, rows, cols, views[0], views[1])
+    return GemmSpec(r, spec.a, spec.b, shape, k, batch, rows, cols, views[0], views[1], spec.out, up)
 
 
 # ---- offsets: regrouped so that contiguity shows --------------------------------------------------------

@@ -28,7 +28,7 @@ from ..dtypes import dtype as to_dtype
 from ..errors import CompileError, ConfigError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
 from ..fuse.kernelize import Limits
 from ..fuse.plan_cache import PlanCache
-from ..graph import host_view, lineage
+from ..graph import companions, host_view, lineage, shard
 from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
 from ..protocol import BatchResult, CopyOut, Done, DropTemplate, Failed, Free, Reload, Spill, Sync
@@ -262,21 +262,25 @@ class Session:
             out[variant] = prog
         return out
 
-    def plan(self, nodes: list[Node], found: tuple | None = None) -> tuple[list, list[dict[str, Program]], Schedule]:
+    def plan(self, nodes: list[Node], found: tuple | None = None,
+             affinity: dict[int, str] | None = None) -> tuple[list, list[dict[str, Program]], Schedule]:
         """Kernelize, render and schedule `nodes` (nothing runs; the session state does not change).
-        `found`: their structure as the plan cache already looked it up (every node unrealized)."""
+        `found`: their structure as the plan cache already looked it up (every node unrealized), after
+        `_prepare` (which gave `affinity`)."""
         self._take_frees()
+        if found is None:
+            nodes = companions.with_companions(nodes)
         for n in nodes:
             if n.size == 0 and not n.realized:
                 n.become_leaf(None)
-        if found is None:  # (with `found`, the caller made the small views host leaves before its lookup)
-            self._host_small_views([n for n in nodes if not n.realized])
+        if found is None:  # (with `found`, the caller prepared the graph before its lookup)
+            affinity = self._prepare([n for n in nodes if not n.realized])
         ta = time.perf_counter()
         targets = [n for n in nodes if not n.realized]
         with gc_paused():
             if found is None:
-                found = self.plans.lookup(targets)
-            kernels, programs = self.plans.kernels_at(found, targets, self.program)
+                found = self.plans.lookup(targets, affinity)
+            kernels, programs = self.plans.kernels_at(found, targets, self.program, affinity)
         tb = tc = time.perf_counter()
         lost = [x for x in [*nodes, *(x for k in kernels for x in k.inputs)] if x.op is Op.LEAF and x.arg is LOST]
         if lost:
@@ -288,6 +292,13 @@ class Session:
             sched = schedule(kernels, programs, self.state, self.default_device, uploads)
         self.plan_phases = (ta, tb, tc, time.perf_counter())  # for zd.trace
         return kernels, programs, sched
+
+    def _prepare(self, todo: list[Node]) -> dict[int, str]:
+        """The rewrites before the plan cache's lookup (whose key is the rewritten structure): small views
+        read on the host, then data parallelism (graph/shard.py: work on sharded tensors per shard), which
+        gives the per-shard devices the kernelizer places by."""
+        self._host_small_views(todo)
+        return shard.distribute([n for n in todo if not n.realized])
 
     def _host_small_views(self, todo: list[Node]) -> None:
         """In-process workers and small results (where a compile, not the run, is the cost): a small view
@@ -352,17 +363,18 @@ class Session:
 
     def _realize(self, nodes: list[Node]) -> None:
         t0 = time.perf_counter()
-        found = None
+        found = affinity = None
         if self.replay_plans and templates.eligible(nodes) and not templates.planning_logged():
             if self.pending_frees:
                 self._take_frees()
-            self._host_small_views(nodes)  # what plan() does first: the key is that of the rewritten graph
+            nodes = companions.with_companions(nodes)  # an optimizer's state rides along
+            affinity = self._prepare(nodes)  # what plan() does first: the key is that of the rewritten graph
             if templates.eligible(nodes):  # (a target that was a small view is a host leaf now)
-                found = self.plans.lookup(nodes)
+                found = self.plans.lookup(nodes, affinity)
                 if found is not None and found[2] is not None and found[2].templates and \
                         templates.replay(self, found, t0):
                     return
-        kernels, programs, sched = self.plan(nodes, found)
+        kernels, programs, sched = self.plan(nodes, found, affinity)
         if not sched.steps:
             return
         t1 = time.perf_counter()

@@ -9,6 +9,7 @@ through `zyx_dist.context` when a tensor is read.
 from __future__ import annotations
 
 from . import (  # noqa: F401 -- methods and interop install themselves on Tensor
+    autodiff,
     creation,
     dtype_info,
     elementwise,
@@ -24,6 +25,7 @@ from . import (  # noqa: F401 -- methods and interop install themselves on Tenso
     setops,
     sorting,
 )
+from .autodiff import *
 from .creation import *
 from .dtype_info import *
 from .elementwise import *
@@ -39,6 +41,6 @@ from .setops import *
 from .sorting import *
 from .tensor import Tensor, realize  # noqa: F401 -- re-exported by the package
 
-__all__ = (creation.__all__ + elementwise.__all__ + reduce.__all__ + movement.__all__ + linalg.__all__
-           + dtype_info.__all__ + elementwise_std.__all__ + manipulation.__all__ + sorting.__all__ + scan.__all__
-           + setops.__all__ + linalg_ext.__all__ + interop.__all__)
+__all__ = (autodiff.__all__ + creation.__all__ + elementwise.__all__ + reduce.__all__ + movement.__all__
+           + linalg.__all__ + dtype_info.__all__ + elementwise_std.__all__ + manipulation.__all__ + sorting.__all__
+           + scan.__all__ + setops.__all__ + linalg_ext.__all__ + interop.__all__)

@@ -185,8 +185,8 @@ class _Methods:
     def shard(self, devices: list[str], axis: int = 0) -> Tensor:
         """Split along `axis` into len(devices) nearly equal pieces (np.array_split sizes), one per device.
 
-        For now the pieces are placement hints (each is pinned with `to`) and the result is their concat;
-        per-shard execution of later ops comes with the multi-device scheduler."""
+        Each piece is pinned to its device; ops on the result run per shard when realized (graph/shard.py),
+        and a reduction over the sharded axis combines the shards' partial results in device order."""
         return movement.shard(self, devices, axis)
 
 

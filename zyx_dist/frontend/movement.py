@@ -16,6 +16,7 @@ import numpy as np
 from .. import context, dtypes
 from ..errors import DeviceError, ShapeError
 from ..graph import ir as graph
+from ..graph import shard as shard_graph
 from ..graph.ir import Node, Op, ReduceOp
 from .common import Axis, as_shape, as_tensor, norm_axes, norm_axis, to_node
 from .creation import arange, tensor
@@ -393,7 +394,9 @@ def to_device(x: Tensor, device: str | None) -> Tensor:
 
 def shard(x: Tensor, devices: list[str], axis: int = 0) -> Tensor:
     """`x.shard(devices, axis)`: nearly equal pieces along `axis` (np.array_split sizes), each pinned to its
-    device, joined back. For now these are placement hints; per-shard execution comes with the scheduler."""
+    device (host data is cut on the host, so each device gets only its piece), joined back; the result is
+    registered with `graph.shard`, which makes later ops run per shard when they are realized. A device
+    whose piece would be empty (more devices than rows) gets none."""
     if isinstance(devices, str) or not devices:
         raise DeviceError(f"shard needs a non-empty list of device names, got {devices!r}")
     devs = [context.session().resolve_device(d) for d in devices]
@@ -404,4 +407,19 @@ def shard(x: Tensor, devices: list[str], axis: int = 0) -> Tensor:
     sizes = [n // k + (i < n % k) for i in range(k)]
     lead = (slice(None),) * ax
     starts = np.cumsum([0, *sizes])
-    return concat([x[(*lead, slice(int(a), int(b)))].to(d) for a, b, d in zip(starts[:-1], starts[1:], devs)], ax)
+    node = x.node
+    host = node.host if node.op is Op.LEAF and node.buffer is None and node.host is not None else None
+    pieces, used = [], []
+    for a, b, d in zip(starts[:-1], starts[1:], devs):
+        if a == b and pieces:
+            continue
+        key = (*lead, slice(int(a), int(b)))
+        if host is not None:
+            pieces.append(Tensor(graph.leaf(np.ascontiguousarray(host[key]), x.dtype, device=d)))
+        else:
+            pieces.append(x[key].to(d))
+        used.append(d)
+    out = concat(pieces, ax)
+    if len(pieces) > 1:
+        shard_graph.register(out.node, ax, [p.node for p in pieces], used)
+    return out

@@ -103,30 +103,39 @@ def _suffix_axes(shape: tuple[int, ...], suffix: tuple[int, ...]) -> tuple[int, 
     return tuple(range(len(shape) - len(suffix), len(shape)))
 
 
-def kernelize(targets: list[Node], limits: Limits = DEFAULT_LIMITS) -> list[Kernel]:
+def kernelize(targets: list[Node], limits: Limits = DEFAULT_LIMITS,
+              affinity: dict[int, str] | None = None) -> list[Kernel]:
+    """The kernels computing `targets`, each fitting the devices' `limits`. `affinity` (node id -> device,
+    from graph/shard.py) places the kernels of those nodes on that device as a pin would, without storing
+    anything more."""
     targets = list({t.id: t for t in targets if not is_input(t) and t.size > 0}.values())
     if not targets:
         return []
     order = toposort(targets, stop=is_input)
     stored: set[int] = {t.id for t in targets}
     stored |= {n.id for n in order if n.device is not None and not is_input(n)}
-    has_reduce, _ = _reduce_stores(order, stored, decide=True)
+    _reduce_stores(order, stored, decide=True)
     _fit(order, stored, limits)
     # A reduce-bearing node needed by several kernels is stored once; repeat until no new store appears.
+    # Only the lowest such nodes of a chain are stored in one round: once a reduce's result is stored, the
+    # elementwise ops above it are cheap to recompute in each kernel that needs them (storing them all
+    # would make one kernel per op of a training step's forward pass, which its backward reads again).
+    by_id = {n.id: n for n in order}
     while True:
-        groups = _group(order, stored)
+        groups = _group(order, stored, affinity)
         reach = _reaching_groups(order, stored, groups)
-        extra = {_view_base(n).id for n in order
-                 if n.id not in stored and has_reduce.get(n.id) and len(reach.get(n.id, ())) > 1} - stored
+        bearing = _reduce_bearing(order, stored)
+        wanted = {n.id for n in order if n.id not in stored and bearing[n.id] and len(reach.get(n.id, ())) > 1}
+        extra = {_view_base(by_id[i]).id for i in wanted if not any(s.id in wanted for s in by_id[i].srcs)} - stored
         if not extra:
             break
         stored |= extra
     fused = _attention(order, stored, {t.id for t in targets})
     if fused:  # attention in one kernel: its scores, row max and sum are not stored
         stored -= fused
-        groups = _group(order, stored)
+        groups = _group(order, stored, affinity)
     _, rows = _reduce_stores(order, stored, decide=False)
-    return _kernels(order, stored, groups, {t.id for t in targets}, rows, limits)
+    return _kernels(order, stored, groups, {t.id for t in targets}, rows, limits, affinity or {})
 
 
 def _reduce_stores(order: list[Node], stored: set[int], decide: bool) -> tuple[dict[int, bool], dict]:
@@ -136,6 +145,7 @@ def _reduce_stores(order: list[Node], stored: set[int], decide: bool) -> tuple[d
     the row (trailing dims) it depends on through a row broadcast, for the stores as they stand."""
     has_reduce: dict[int, bool] = {}
     row: dict[int, tuple[int, ...] | None] = {}
+    origin: dict[int, list[Node]] = {}  # of a node with a row: the nodes whose row broadcasts give it that row
     passes: dict[int, int] = {}  # per-row reduces chained in the kernel computing the node
     for n in order:
         row[n.id] = None
@@ -152,16 +162,30 @@ def _reduce_stores(order: list[Node], stored: set[int], decide: bool) -> tuple[d
                 if decide:
                     _store_base(src, stored, has_reduce)  # not recomputed per element
             else:
-                row[n.id] = suffix
+                row[n.id], origin[n.id] = suffix, [src]
         elif n.op is Op.REDUCE and has_reduce[src.id] and src.id not in stored:
             per_row = row[src.id] is not None and n.arg[1] == _suffix_axes(src.shape, row[src.id])
-            if decide and (not per_row or passes[src.id] >= ROW_PASSES):
-                _store_base(src, stored, has_reduce)  # the inner reduce runs in parallel, not inside the outer loop
+            if not decide:
+                pass
+            elif row[src.id] is not None and not per_row:
+                # a row broadcast reduced along other axes (the backward of a matmul: the output gradient
+                # broadcast over k, summed over m or n): the broadcast values are stored, not the product
+                for o in origin[src.id]:
+                    _store_base(o, stored, has_reduce)
+                if _bears_reduce(src, stored):
+                    _store_base(src, stored, has_reduce)
+            elif row[src.id] is None:
+                # the inner reduces run in parallel rather than inside the outer loop: they are stored (the
+                # elementwise ops between them and this reduce are recomputed in its loop)
+                stored |= _inner_reduces(src, stored)
+            elif passes[src.id] >= ROW_PASSES:
+                _store_base(src, stored, has_reduce)  # too many per-row reduces chained in one kernel
         elif rows and (len(rows) > 1 or n.op not in ROW_OPS):
             if decide:
                 stored.update(s.id for s in live if row[s.id] is not None)  # rows that do not line up: stored
         elif rows:
             row[n.id] = rows.pop()
+            origin[n.id] = [o for s in live if row[s.id] is not None for o in origin[s.id]]
         if n.op is Op.REDUCE:
             passes[n.id] = passes[src.id] + 1 if has_reduce[src.id] and src.id not in stored else 1
         has_reduce[n.id] = n.op is Op.REDUCE or any(has_reduce[s.id] and s.id not in stored for s in n.srcs)
@@ -252,7 +276,36 @@ def _store_base(n: Node, stored: set[int], has_reduce: dict[int, bool]) -> None:
         stored.add(n.id)
 
 
-def _group(order: list[Node], stored: set[int]) -> dict[int, int]:
+def _inner_reduces(root: Node, stored: set[int]) -> set[int]:
+    """The reduces computing `root` runs, nearest first (not those below another one)."""
+    out: set[int] = set()
+    stack, seen = [root], set()
+    while stack:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if n.op is Op.REDUCE:
+            out.add(n.id)
+            continue
+        stack.extend(s for s in n.srcs if s.id not in stored and not is_input(s))
+    return out
+
+
+def _bears_reduce(root: Node, stored: set[int]) -> bool:
+    """Does computing `root` run a reduce that is not stored?"""
+    return bool(_inner_reduces(root, stored))
+
+
+def _reduce_bearing(order: list[Node], stored: set[int]) -> dict[int, bool]:
+    """For each node: does computing it run a reduce (one not stored below it)?"""
+    out: dict[int, bool] = {}
+    for n in order:
+        out[n.id] = n.op is Op.REDUCE or (not is_input(n) and any(out[s.id] and s.id not in stored for s in n.srcs))
+    return out
+
+
+def _group(order: list[Node], stored: set[int], affinity: dict[int, str] | None = None) -> dict[int, int]:
     """Assign stored nodes to kernels. Two share a kernel when they have the same shape and device pin,
     neither depends on the other, and they share computed work (independent outputs stay separate
     kernels, so the scheduler can run them on different devices)."""
@@ -268,16 +321,17 @@ def _group(order: list[Node], stored: set[int]) -> dict[int, int]:
     members: dict[int, list[Node]] = {}
     needs: dict[int, set[int]] = {}  # group -> groups it reads from directly
 
-    def reaches(src: int, dst: int) -> bool:
-        stack, seen = [src], set()
+    def closure(starts: set[int]) -> set[int]:
+        """The groups reachable from `starts` (themselves included) along `needs`: one walk per stored
+        node, not one per pair of groups (a backward graph has hundreds of stored ancestors per node)."""
+        seen = set(starts)
+        stack = list(starts)
         while stack:
-            g = stack.pop()
-            if g == dst:
-                return True
-            if g not in seen:
-                seen.add(g)
-                stack.extend(needs[g])
-        return False
+            for g in needs[stack.pop()]:
+                if g not in seen:
+                    seen.add(g)
+                    stack.append(g)
+        return seen
 
     owners: dict[int, set[int]] = {}  # computed (not stored, not input) node -> groups whose kernels evaluate it
     kind: dict[int, tuple] = {}  # group -> (shape, device pin)
@@ -287,12 +341,18 @@ def _group(order: list[Node], stored: set[int]) -> dict[int, int]:
         direct = {group_of[d] for d in deps[n.id]}
         mine = _computed(n, stored)
         sharing = sorted({g for nid in mine for g in owners.get(nid, ())})  # groups computing some of it
+        where = n.device if n.device is not None or not affinity else affinity.get(n.id)
+        upstream = None  # joining a group this node's inputs depend on would make a cycle
         for gid in sharing:
-            if kind[gid] == (n.shape, n.device) and not any(reaches(g, gid) for g in direct):
+            if kind[gid] != (n.shape, where):
+                continue
+            if upstream is None:
+                upstream = closure(direct)
+            if gid not in upstream:
                 break
         else:
             gid = n.id
-            members[gid], needs[gid], kind[gid] = [], set(), (n.shape, n.device)
+            members[gid], needs[gid], kind[gid] = [], set(), (n.shape, where)
         members[gid].append(n)
         group_of[n.id] = gid
         needs[gid] |= direct
@@ -329,7 +389,7 @@ def _reaching_groups(order: list[Node], stored: set[int], groups: dict[int, int]
 
 
 def _kernels(order: list[Node], stored: set[int], groups: dict[int, int], targets: set[int], rows: dict,
-             limits: Limits) -> list[Kernel]:
+             limits: Limits, affinity: dict[int, str]) -> list[Kernel]:
     by_group: dict[int, list[Node]] = {}
     for n in order:
         if n.id in stored:
@@ -341,10 +401,11 @@ def _kernels(order: list[Node], stored: set[int], groups: dict[int, int], target
             parts = [[o] for o in outs]
         else:
             parts = [outs]
+        device = outs[0].device if outs[0].device is not None else affinity.get(outs[0].id)
         for part in parts:
             inputs = _inputs(part, stored) if len(parts) > 1 else inputs
             row = max(len(rows[o.id] or ()) for o in part)
-            kernels.append(Kernel(part, sorted(inputs.values(), key=lambda x: x.id), part[0].device, row=row))
+            kernels.append(Kernel(part, sorted(inputs.values(), key=lambda x: x.id), device, row=row))
     kernels = _launch_order(kernels)
     last_use: dict[int, int] = {}
     for i, k in enumerate(kernels):

@@ -85,16 +85,22 @@ class PlanCache:
         self.hits = 0
         self.dropped: list = []  # templates of evicted entries (their workers may forget them)
 
-    def kernels(self, targets: list[Node], render: Callable[[Kernel], dict]) -> tuple[list[Kernel], list[dict]]:
-        """The kernels for `targets` (unrealized, non-empty nodes) and each kernel's programs."""
-        return self.kernels_at(self.lookup(targets), targets, render)
+    def kernels(self, targets: list[Node], render: Callable[[Kernel], dict],
+                affinity: dict[int, str] | None = None) -> tuple[list[Kernel], list[dict]]:
+        """The kernels for `targets` (unrealized, non-empty nodes) and each kernel's programs; `affinity`
+        as `kernelize` takes it (graph/shard.py's per-shard devices)."""
+        return self.kernels_at(self.lookup(targets, affinity), targets, render, affinity)
 
     # ---- the lookup, apart from kernelizing, so the session can try a plan template first ----
 
-    def lookup(self, targets: list[Node]) -> tuple[_Key, list[Node], Entry | None] | None:
+    def lookup(self, targets: list[Node], affinity: dict[int, str] | None = None
+               ) -> tuple[_Key, list[Node], Entry | None] | None:
         """(key, nodes in key order, the cached entry or None) of `targets`' structure; None when some
-        argument cannot be hashed. The key is hashed here, once."""
+        argument cannot be hashed. The key is hashed here, once. `affinity` is part of the key: it changes
+        the kernels' grouping and devices."""
         rows, order = structure(targets)
+        if affinity:
+            rows = (rows, tuple((i, affinity[n.id]) for i, n in enumerate(order) if n.id in affinity))
         try:
             key = _Key(rows)
         except TypeError:
@@ -105,14 +111,15 @@ class PlanCache:
         return key, order, entry
 
     def kernels_at(self, found: tuple[_Key, list[Node], Entry | None] | None, targets: list[Node],
-                   render: Callable[[Kernel], dict]) -> tuple[list[Kernel], list[dict]]:
-        """`kernels` for a structure already looked up (`found` from `lookup`)."""
+                   render: Callable[[Kernel], dict], affinity: dict[int, str] | None = None
+                   ) -> tuple[list[Kernel], list[dict]]:
+        """`kernels` for a structure already looked up (`found` from `lookup`, with the same `affinity`)."""
         if found is None:  # an argument that cannot be hashed: plan without the cache
-            kernels = kernelize(targets, self.limits)
+            kernels = kernelize(targets, self.limits, affinity)
             return kernels, [render(k) for k in kernels]
         key, order, entry = found
         if entry is None:
-            kernels = kernelize(targets, self.limits)
+            kernels = kernelize(targets, self.limits, affinity)
             pos = {n.id: i for i, n in enumerate(order)}
             programs = [render(k) for k in kernels]
             entry = Entry((tuple(pos[o.id] for o in k.outputs), tuple(pos[x.id] for x in k.inputs), k.device,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -214,6 +215,17 @@ def _normalise(value: Any, dtype: DType) -> Any:
     return v
 
 
+# A constant folded out of a movement or cast of another constant -> (op, arg, that constant). The folded
+# node has no sources (kernels inline it), so the gradient pass (autograd.py) reads its history here: a
+# parameter made by zd.zeros and broadcast still gets its gradient.
+FOLDED: weakref.WeakKeyDictionary[Node, tuple[Op, Any, Node]] = weakref.WeakKeyDictionary()
+
+
+def _fold(out: Node, op: Op, arg: Any, src: Node) -> Node:
+    FOLDED[out] = (op, arg, src)
+    return out
+
+
 # ---- movement ------------------------------------------------------------------------------------------
 
 def reshape(x: Node, shape: Shape) -> Node:
@@ -223,7 +235,7 @@ def reshape(x: Node, shape: Shape) -> Node:
     if shape == x.shape:
         return x
     if x.op is Op.CONST:
-        return const(x.arg, shape, x.dtype)
+        return _fold(const(x.arg, shape, x.dtype), Op.RESHAPE, shape, x)
     if x.op is Op.RESHAPE:
         x = x.srcs[0]
         if shape == x.shape:
@@ -239,7 +251,7 @@ def permute(x: Node, axes: tuple[int, ...]) -> Node:
     if axes == tuple(range(len(axes))):
         return x
     if x.op is Op.CONST:
-        return const(x.arg, shape, x.dtype)
+        return _fold(const(x.arg, shape, x.dtype), Op.PERMUTE, axes, x)
     if x.op is Op.PERMUTE:  # compose two permutes into one (x's source is no permute: they compose as built)
         axes = tuple(x.arg[a] for a in axes)
         x = x.srcs[0]
@@ -257,8 +269,10 @@ def expand(x: Node, shape: Shape) -> Node:
         raise ShapeError(f"cannot broadcast shape {x.shape} to {shape}")
     if shape == x.shape:
         return x
-    if x.op is Op.CONST or prod(shape) == 0:
-        return const(x.arg if x.op is Op.CONST else 0, shape, x.dtype)
+    if prod(shape) == 0:
+        return const(0, shape, x.dtype)
+    if x.op is Op.CONST:
+        return _fold(const(x.arg, shape, x.dtype), Op.EXPAND, shape, x)
     if x.op is Op.EXPAND:
         x = x.srcs[0]
     return Node(Op.EXPAND, (x,), shape, shape, x.dtype)
@@ -280,7 +294,7 @@ def pad(x: Node, widths: tuple[tuple[int, int], ...], value: Any = 0) -> Node:
     if x.size == 0:  # nothing of x survives: every element is padding
         return const(value, shape, x.dtype)
     if x.op is Op.CONST and (all(lo <= 0 and hi <= 0 for lo, hi in widths) or _same(x.arg, value)):
-        return const(x.arg, shape, x.dtype)
+        return _fold(const(x.arg, shape, x.dtype), Op.PAD, (widths, value), x)
     # crop of a pad that cuts all of its padding away: crop the source, so slicing a padded tensor adds no mask
     while (x.op is Op.PAD and all(lo <= 0 and hi <= 0 for lo, hi in widths)
            and all(lo >= 0 and hi >= 0 and -wlo >= lo and -whi >= hi for (wlo, whi), (lo, hi) in zip(widths, x.arg[0]))):
@@ -288,7 +302,7 @@ def pad(x: Node, widths: tuple[tuple[int, int], ...], value: Any = 0) -> Node:
         if all(lo == 0 and hi == 0 for lo, hi in widths):
             return x
         if x.op is Op.CONST:
-            return const(x.arg, shape, x.dtype)
+            return _fold(const(x.arg, shape, x.dtype), Op.PAD, (widths, value), x)
     return Node(Op.PAD, (x,), (widths, value), shape, x.dtype)
 
 
@@ -302,8 +316,8 @@ def flip(x: Node, axes: tuple[int, ...]) -> Node:
     axes = tuple(sorted({int(a) for a in axes if x.shape[int(a)] > 1}))
     if not axes:
         return x
-    if x.op is Op.CONST:
-        return x
+    if x.op is Op.CONST:  # the same values, but a node of its own, so a gradient flows back flipped
+        return _fold(const(x.arg, x.shape, x.dtype), Op.FLIP, axes, x)
     if x.op is Op.FLIP:  # flipping twice cancels (x's source is no flip: flips combine as built)
         axes = tuple(sorted(set(axes) ^ set(x.arg)))
         x = x.srcs[0]
@@ -318,7 +332,7 @@ def cast(x: Node, dtype: DType) -> Node:
     if dtype is x.dtype:
         return x
     if x.op is Op.CONST:
-        return const(x.arg, x.shape, dtype)
+        return _fold(const(x.arg, x.shape, dtype), Op.CAST, dtype, x)
     return Node(Op.CAST, (x,), dtype, x.shape, dtype)
 
 

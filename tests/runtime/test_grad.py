@@ -1,0 +1,140 @@
+"""Gradients realized on PoCL (API.md section 11): every differentiable op of section 5 against central
+differences in float64 (tests/gradcheck.py: the gradient graph runs on the device, the central differences
+come from the interpreter on the forward graph), a random-graph gradient fuzzer, and the fusion of
+backward passes (the backward of an elementwise chain is one kernel).
+
+The autotuner is off for this module: these are correctness checks of many small new kernels, and timing
+each one's variants would cost more than the checks.
+"""
+
+from __future__ import annotations
+
+import os
+
+import gradcheck
+import numpy as np
+import pytest
+from fuzzgraph import _apply, program_from_seed
+
+import zyx_dist as zd
+from zyx_dist.codegen import gemm
+from zyx_dist.engine import session as zsession
+
+FUZZ_GRAPHS = int(os.environ.get("ZYX_DIST_GRAD_FUZZ_DEVICE", "60"))
+
+
+@pytest.fixture(autouse=True)
+def no_tuning(zd_session):
+    s = zd_session if zd_session is not None else zsession.running()
+    old = s.tuner.enabled
+    s.tuner.enabled = False
+    yield
+    s.tuner.enabled = old
+
+
+def kernels_of(*ts) -> int:
+    zd.reset_stats()
+    zd.realize(*ts)
+    return zd.stats()["kernels_launched"]
+
+
+def _on_device(name: str) -> bool:
+    """The cases run on the device: every op, at fewer shape and axis variants than the interpreter's sweep
+    (tests/unit/test_autograd.py runs them all), since each new kernel costs a compile."""
+    if name.startswith(("add", "subtract", "multiply", "divide", "maximum", "minimum")):
+        return "(3,1)(1,4)" in name or "scalar-left" in name or "(1,)()" in name
+    if "-axis" in name:
+        return "axisNone-keepFalse" in name or "axis(0, 2)-keepTrue" in name
+    if "(" in name and name.split("(")[0].isalpha() and not name.startswith(("pow", "matmul")):
+        return "(3, 4)" in name or "(1,)" in name  # unary ops: a matrix and a unit shape
+    return True
+
+
+DEVICE_CASES = [c for c in gradcheck.CASES if _on_device(c[0])]
+
+
+@pytest.fixture
+def in_process_only(zd_session):
+    if zd_session is not None and type(zd_session.backend).__name__ == "RayBackend":
+        pytest.skip("run once, in-process: tests/cluster/test_training_ray.py checks gradients on Ray workers")
+
+
+@pytest.mark.parametrize("name,f,arrays", DEVICE_CASES, ids=[c[0] for c in DEVICE_CASES])
+def test_gradient_on_device_matches_central_differences(name, f, arrays, in_process_only):
+    gradcheck.numeric_check(name, f, arrays, gradcheck.read_device)
+
+
+def test_random_graph_gradients_on_device(in_process_only):
+    """Fuzzed programs (tests/fuzzgraph.py, float64 inputs, casts left out), their gradients realized on
+    the device, against central differences (ZYX_DIST_GRAD_FUZZ_DEVICE graphs; the interpreter checks 300
+    more in tests/unit/test_autograd.py)."""
+    checked = 0
+    for seed in range(10_000, 10_000 + FUZZ_GRAPHS):
+        prog = program_from_seed(seed, rand_inputs=True)
+        arrays = [np.random.default_rng(s).uniform(-2.0, 2.0, shape) for shape, s, _ in prog.inputs]
+
+        def f(*xs, prog=prog, seed=seed):
+            vals = list(xs)
+            for step in prog.steps:
+                vals.append(vals[step[1]] if step[0] == "cast" else _apply(step, vals, "zd"))
+            terms = [(vals[o] * zd.tensor(np.random.default_rng(seed + k).standard_normal(vals[o].shape))).sum()
+                     for k, o in enumerate(prog.outputs) if vals[o].dtype.is_float and vals[o].size]
+            total = xs[0].sum() * 0
+            for t in terms:
+                total = total + t
+            return total
+
+        gradcheck.numeric_check(f"fuzz seed {seed}: {prog!r}", f, arrays, gradcheck.read_device)
+        checked += 1
+    assert checked == FUZZ_GRAPHS
+
+
+# ---- fusion of backward passes -----------------------------------------------------------------------------
+
+def _f32(*shape, seed=0):
+    return zd.tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32)).realize()
+
+
+def test_backward_of_an_elementwise_chain_is_one_kernel():
+    x, go = _f32(64, 32), _f32(64, 32, seed=1)
+    y = ((x.sin() * 2 + x).exp() * 0.1).tanh()
+    (g,) = zd.grad(y, [x], grad_output=go)
+    assert kernels_of(g) == 1
+    (g,) = zd.grad(y.sum(), [x])
+    assert kernels_of(g) == 1
+    a = x.numpy().astype(np.float64)
+    t = np.tanh(np.exp(np.sin(a) * 2 + a) * 0.1)
+    want = (1 - t * t) * 0.1 * np.exp(np.sin(a) * 2 + a) * (2 * np.cos(a) + 1)
+    np.testing.assert_allclose(g.numpy(), want, rtol=2e-5, atol=1e-5)
+
+
+def test_matmul_gradients_are_one_kernel_each():
+    x, w = _f32(64, 32), _f32(32, 16, seed=2)
+    gx, gw = zd.grad((x @ w).sum(), [x, w])
+    assert kernels_of(gx, gw) == 2
+    np.testing.assert_allclose(gw.numpy(), x.numpy().sum(axis=0)[:, None].repeat(16, axis=1), rtol=1e-5)
+
+
+def test_softmax_and_layer_norm_backward_fuse_into_one_kernel():
+    x = _f32(16, 64)
+    (g,) = zd.grad(zd.softmax(x).max(axis=1).sum(), [x])
+    assert kernels_of(g) == 1
+    (g,) = zd.grad(zd.layer_norm(x).square().sum(), [x])
+    assert kernels_of(g) == 1
+
+
+def test_forward_and_backward_of_a_layer():
+    """The forward matmul, the loss, the output gradient (stored once), and the two backward matmuls,
+    each a tiled GEMM (dW is stored transposed: the GEMM writes through the permute)."""
+    x, w = _f32(64, 32), _f32(32, 16, seed=3)
+    loss = ((x @ w).relu() ** 2).mean()
+    gx, gw = zd.grad(loss, [x, w])
+    kernels, _, _ = zsession.current().plan([loss.node, gx.node, gw.node])
+    assert sum(gemm.match(k) is not None for k in kernels) == 3, [k.shape for k in kernels]
+    n = kernels_of(loss, gx, gw)
+    assert n <= 6, f"{n} kernels for a one-layer forward + backward"
+    h = x.numpy() @ w.numpy()
+    np.testing.assert_allclose(loss.numpy(), (np.maximum(h, 0) ** 2).mean(), rtol=1e-5)
+    gh = 2 * np.maximum(h, 0) / h.size
+    np.testing.assert_allclose(gx.numpy(), gh @ w.numpy().T, rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(gw.numpy(), x.numpy().T @ gh, rtol=1e-4, atol=1e-7)

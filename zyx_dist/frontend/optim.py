@@ -1,0 +1,183 @@
+"""Driver side: the optimizers of API.md section 11, `zd.optim.SGD` and `zd.optim.Adam`. Each takes the
+parameters (float tensors) once; `step(grads)` takes one gradient per parameter and gives the new
+parameters as lazy tensors (tensors are immutable), keeping the optimizer state (momenta) as tensors.
+
+Each parameter's update is one elementwise expression over its gradient, its state and the parameter, and
+the new state is computed in the same kernel: the outputs share one node (the gradient as the update
+reads it), which is what makes the kernelizer put same-shape outputs into one kernel, and the new state
+rides along whenever the new parameter is realized (`graph.companions`), so `zd.realize(loss, *params)`
+computes everything of a step in one pass. Step-dependent scalars (Adam's bias corrections) are small
+host tensors, not constants baked into the kernel source, so every step reuses the same kernels. Half
+precision parameters are updated, and their state kept, in float32 (rounded to the parameter's dtype once).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..dtypes import DType
+from ..errors import DTypeError, ShapeError
+from ..graph import companions
+from ..graph import ir as graph
+from ..graph.ir import BinaryOp, Node, UnaryOp
+from .tensor import Tensor
+
+__all__ = ["SGD", "Adam", "Optimizer"]
+
+
+def _c(v: float, like: Node) -> Node:
+    return graph.const(v, like.shape, like.dtype)
+
+
+def _mul(a: Node, b: Node) -> Node:
+    return graph.binary(BinaryOp.MUL, a, b)
+
+
+def _add(a: Node, b: Node) -> Node:
+    return graph.binary(BinaryOp.ADD, a, b)
+
+
+def _sub(a: Node, b: Node) -> Node:
+    return graph.binary(BinaryOp.SUB, a, b)
+
+
+def _div(a: Node, b: Node) -> Node:
+    return graph.binary(BinaryOp.DIV, a, b)
+
+
+def _scalar(value: float, like: Node) -> Node:
+    """A step-dependent scalar as a 0-d host leaf broadcast to like's shape (one upload, no new kernel)."""
+    return graph.expand(graph.reshape(graph.leaf(np.array(value, like.dtype.np_dtype), like.dtype),
+                                      (1,) * len(like.shape)), like.shape)
+
+
+def _compute_dtype(d: DType) -> DType:
+    """Half-precision parameters are updated in float32 and keep their state in float32 (Adam's eps and a
+    squared gradient underflow in float16); the new parameter is rounded once."""
+    return dtypes.float32 if d.is_float and d.itemsize < 4 else d
+
+
+def _updated(p: Tensor, update) -> Tensor:
+    """The new parameter: `update` of p (in the compute dtype), in p's dtype."""
+    return Tensor(graph.cast(update(graph.cast(p.node, _compute_dtype(p.dtype))), p.dtype))
+
+
+class Optimizer:
+    """The common part: the parameters, checks of the gradients, the step count."""
+
+    def __init__(self, params: Any, lr: float):
+        self.params: list[Tensor] = list(params)
+        if not self.params:
+            raise ValueError("an optimizer needs at least one parameter")
+        for i, p in enumerate(self.params):
+            if not isinstance(p, Tensor):
+                raise TypeError(f"parameter {i} is a {type(p).__name__}, not a zd.Tensor")
+            if not p.dtype.is_float:
+                raise DTypeError(f"parameter {i} has dtype {p.dtype}; only float tensors can be optimized")
+        if not lr >= 0:
+            raise ValueError(f"learning rate must be >= 0, got {lr}")
+        self.lr = float(lr)
+        self.steps = 0
+
+    def _grads(self, grads: Any) -> list[Node]:
+        gs = list(grads)
+        if len(gs) != len(self.params):
+            raise ShapeError(f"step got {len(gs)} gradients for {len(self.params)} parameters")
+        out = []
+        for i, (p, g) in enumerate(zip(self.params, gs)):
+            if not isinstance(g, Tensor):
+                raise TypeError(f"gradient {i} is a {type(g).__name__}, not a zd.Tensor")
+            if g.shape != p.shape:
+                raise ShapeError(f"gradient {i} has shape {g.shape}, its parameter {p.shape}")
+            # one node every output of the update computes (x * 1 is exact): see the module docstring
+            gn = graph.cast(g.node, _compute_dtype(p.dtype))
+            out.append(_mul(gn, _c(1, gn)))
+        return out
+
+    def step(self, grads: Any) -> list[Tensor]:
+        raise NotImplementedError
+
+
+class SGD(Optimizer):
+    """p <- p - lr * v with v <- momentum * v + g (v = g without momentum), as torch.optim.SGD."""
+
+    def __init__(self, params: Any, lr: float, momentum: float = 0.0):
+        super().__init__(params, lr)
+        if not momentum >= 0:
+            raise ValueError(f"momentum must be >= 0, got {momentum}")
+        self.momentum = float(momentum)
+        self.velocity: list[Tensor] | None = None
+
+    def step(self, grads: Any) -> list[Tensor]:
+        gs = self._grads(grads)
+        self.steps += 1
+        mu = self.momentum
+        new_params, new_velocity = [], []
+        for i, (p, g) in enumerate(zip(self.params, gs)):
+            if not mu:
+                new_params.append(_updated(p, lambda w, g=g: _sub(w, _mul(_c(self.lr, g), g))))
+                continue
+            v = None if self.velocity is None else self.velocity[i].node
+
+            def velocity(v=v, g=g) -> Node:  # built twice: the state output and inside the update
+                # the first step's velocity is the gradient (as torch's buffer); + 0 makes it a node of its own
+                return _add(g, _c(0, g)) if v is None else _add(_mul(_c(mu, v), v), g)
+
+            pn = _updated(p, lambda w, g=g, velocity=velocity: _sub(w, _mul(_c(self.lr, g), velocity())))
+            vt = Tensor(velocity())
+            companions.attach(pn.node, [vt.node])
+            new_params.append(pn)
+            new_velocity.append(vt)
+        if mu:
+            self.velocity = new_velocity
+        self.params = new_params
+        return list(new_params)
+
+
+class Adam(Optimizer):
+    """Adam as torch.optim.Adam (no weight decay, no amsgrad): m <- b1 m + (1 - b1) g,
+    v <- b2 v + (1 - b2) g^2, p <- p - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)."""
+
+    def __init__(self, params: Any, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+        super().__init__(params, lr)
+        b1, b2 = (float(b) for b in betas)
+        if not (0 <= b1 < 1 and 0 <= b2 < 1):
+            raise ValueError(f"betas must lie in [0, 1), got {betas}")
+        if not eps >= 0:
+            raise ValueError(f"eps must be >= 0, got {eps}")
+        self.betas, self.eps = (b1, b2), float(eps)
+        self.m: list[Tensor] | None = None
+        self.v: list[Tensor] | None = None
+
+    def step(self, grads: Any) -> list[Tensor]:
+        gs = self._grads(grads)
+        self.steps += 1
+        t = self.steps
+        b1, b2 = self.betas
+        step_size = self.lr / (1 - b1 ** t)
+        inv_bc2 = 1 / float(np.sqrt(1 - b2 ** t))
+        new_params, new_m, new_v = [], [], []
+        for i, (p, g) in enumerate(zip(self.params, gs)):
+            m = self.m[i].node if self.m is not None else None
+            v = self.v[i].node if self.v is not None else None
+
+            def moment1(m=m, g=g) -> Node:  # built twice: the state output and inside the update
+                new = _mul(_c(1 - b1, g), g)
+                return new if m is None else _add(_mul(_c(b1, m), m), new)
+
+            def moment2(v=v, g=g) -> Node:
+                new = _mul(_c(1 - b2, g), _mul(g, g))
+                return new if v is None else _add(_mul(_c(b2, v), v), new)
+
+            denom = _add(_mul(graph.unary(UnaryOp.SQRT, moment2()), _scalar(inv_bc2, g)), _c(self.eps, g))
+            pn = _updated(p, lambda w, g=g, m1=moment1, d=denom: _sub(w, _div(_mul(_scalar(step_size, g), m1()), d)))
+            mt, vt = Tensor(moment1()), Tensor(moment2())
+            companions.attach(pn.node, [mt.node, vt.node])
+            new_params.append(pn)
+            new_m.append(mt)
+            new_v.append(vt)
+        self.params, self.m, self.v = new_params, new_m, new_v
+        return list(new_params)

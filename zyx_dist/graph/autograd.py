@@ -1,0 +1,258 @@
+"""Driver side, pure: reverse-mode gradients as a graph-to-graph pass (API.md section 11, ARCHITECTURE.md
+"Gradients"). Takes the node of `y`, the nodes of `xs` and the node of y's output gradient; gives one node
+per x, its gradient, built from the same opset as the forward graph (each op's vector-Jacobian product
+written as opset compositions), so the backward pass is fused, scheduled and placed like any other graph,
+and can itself be differentiated (higher order).
+
+The walk goes from `y` back to the xs in reverse topological order over an explicit worklist (a backward
+graph is as deep as its forward one). Only float nodes carry gradients: comparisons, casts to integers,
+rounding and integer ops contribute nothing. The contributions to a node used several times are summed in
+a fixed order (a balanced tree in the order the consumers were visited), so the same graph always gives
+the same gradient graph. Constants folded out of a movement of another constant (`ir.FOLDED`) are walked
+through as the movement they replaced, so a parameter made by `zd.zeros` and then broadcast still gets
+its gradient. A node that was realized before `grad` was called is a leaf: its history is gone and it
+counts as a constant.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import DType, int32
+from . import ir
+from .ir import BinaryOp, Node, Op, ReduceOp, UnaryOp
+
+
+def gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
+    """d(sum(seed * y)) / dx for each x in `xs` (seed has y's shape and dtype); an x that y does not depend
+    on through float ops gets zeros of its shape and dtype."""
+    order = _toposort(y)
+    wanted = {x.id for x in xs}
+    # nodes through which a gradient can reach some x: float nodes on a path from an x to y
+    live: set[int] = set()
+    for n in order:
+        if n.dtype.is_float and (n.id in wanted or any(s.id in live for s in _view(n)[2])):
+            live.add(n.id)
+    found: dict[int, Node] = {}
+    pending: dict[int, list[Node]] = {y.id: [seed]} if y.id in live else {}
+    for n in reversed(order):
+        parts = pending.pop(n.id, None)
+        if parts is None:
+            continue
+        g = _sum(parts)
+        if n.id in wanted:
+            found[n.id] = g
+        op, arg, srcs = _view(n)
+        if not srcs:
+            continue
+        need = [s.id in live for s in srcs]
+        for src, contribution in zip(srcs, _vjp(op, arg, srcs, n, g, need)):
+            if contribution is not None and src.id in live:
+                pending.setdefault(src.id, []).append(contribution)
+    return [found[x.id] if x.id in found else ir.const(0, x.shape, x.dtype) for x in xs]
+
+
+def _view(n: Node) -> tuple[Op, Any, tuple[Node, ...]]:
+    """(op, arg, sources) of n as the gradient sees it: a folded constant is the movement it replaced."""
+    if n.op is Op.CONST:
+        folded = ir.FOLDED.get(n)
+        if folded is not None:
+            return folded[0], folded[1], (folded[2],)
+    return n.op, n.arg, n.srcs
+
+
+def _toposort(root: Node) -> list[Node]:
+    """Nodes reachable from root through `_view`'s sources, producers first (iterative)."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if expanded:
+            order.append(n)
+            continue
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        stack.append((n, True))
+        stack.extend((s, False) for s in reversed(_view(n)[2]) if s.id not in seen)
+    return order
+
+
+def _sum(parts: list[Node]) -> Node:
+    while len(parts) > 1:
+        pairs = [ir.binary(BinaryOp.ADD, a, b) for a, b in zip(parts[::2], parts[1::2])]
+        parts = pairs + parts[len(pairs) * 2:]
+    return parts[0]
+
+
+# ---- small node helpers (operands already share shape and dtype) ------------------------------------------
+
+def _c(value: Any, like: Node, dtype: DType | None = None) -> Node:
+    return ir.const(value, like.shape, like.dtype if dtype is None else dtype)
+
+
+def _add(a: Node, b: Node) -> Node:
+    return ir.binary(BinaryOp.ADD, a, b)
+
+
+def _sub(a: Node, b: Node) -> Node:
+    return ir.binary(BinaryOp.SUB, a, b)
+
+
+def _mul(a: Node, b: Node) -> Node:
+    return ir.binary(BinaryOp.MUL, a, b)
+
+
+def _div(a: Node, b: Node) -> Node:
+    return ir.binary(BinaryOp.DIV, a, b)
+
+
+def _neg(a: Node) -> Node:
+    return ir.unary(UnaryOp.NEG, a)
+
+
+def _scale(a: Node, k: float) -> Node:
+    return _mul(a, _c(k, a))
+
+
+def _cmp(op: BinaryOp, a: Node, b: Node) -> Node:
+    return ir.binary(op, a, b)
+
+
+def _or(a: Node, b: Node) -> Node:
+    return ir.binary(BinaryOp.OR, a, b)
+
+
+def _pick(mask: Node, g: Node) -> Node:
+    """g where mask, else 0."""
+    return ir.where(mask, g, _c(0, g))
+
+
+# ---- vector-Jacobian products -------------------------------------------------------------------------------
+
+def _vjp(op: Op, arg: Any, srcs: tuple[Node, ...], n: Node, g: Node, need: list[bool]) -> list[Node | None]:
+    """The contribution of g (the gradient at n) to each source of n; None where there is none (or it is
+    not needed)."""
+    x = srcs[0]
+    if op is Op.EXPAND:
+        return [ir.reduce(ReduceOp.SUM, g, tuple(i for i, (a, b) in enumerate(zip(x.shape, n.shape)) if a != b))]
+    if op is Op.RESHAPE:
+        return [ir.reshape(g, x.shape)]
+    if op is Op.PERMUTE:
+        return [ir.permute(g, tuple(int(i) for i in np.argsort(arg)))]
+    if op is Op.PAD:
+        return [ir.pad(g, tuple((-lo, -hi) for lo, hi in arg[0]), 0)]
+    if op is Op.FLIP:
+        return [ir.flip(g, arg)]
+    if op is Op.CAST:
+        return [ir.cast(g, x.dtype) if x.dtype.is_float else None]
+    if op is Op.UNARY:
+        return [_unary(arg, x, n, g)]
+    if op is Op.BINARY:
+        return _binary(arg, srcs[0], srcs[1], n, g, need)
+    if op is Op.WHERE:
+        cond = srcs[0]
+        return [None, _pick(cond, g) if need[1] else None,
+                ir.where(cond, _c(0, g), g) if need[2] else None]
+    if op is Op.REDUCE:
+        return [_reduce(arg[0], arg[1], x, n, g)]
+    raise NotImplementedError(f"no gradient for {op}")
+
+
+def _unary(op: UnaryOp, x: Node, n: Node, g: Node) -> Node | None:
+    if op is UnaryOp.NEG:
+        return _neg(g)
+    if op is UnaryOp.EXP:
+        return _mul(g, n)
+    if op is UnaryOp.EXP2:
+        return _mul(g, _scale(n, math.log(2.0)))
+    if op is UnaryOp.LOG:
+        return _div(g, x)
+    if op is UnaryOp.LOG2:
+        return _div(g, _scale(x, math.log(2.0)))
+    if op is UnaryOp.SQRT:
+        return _div(g, _scale(n, 2.0))
+    if op is UnaryOp.RSQRT:  # d x^-1/2 = -x^-3/2 / 2 = -n^3 / 2
+        return _mul(g, _scale(_mul(n, _mul(n, n)), -0.5))
+    if op is UnaryOp.RECIP:
+        return _neg(_mul(g, _mul(n, n)))
+    if op is UnaryOp.SIN:
+        return _mul(g, ir.unary(UnaryOp.COS, x))
+    if op is UnaryOp.COS:
+        return _neg(_mul(g, ir.unary(UnaryOp.SIN, x)))
+    if op is UnaryOp.TAN:
+        return _mul(g, _add(_c(1, n), _mul(n, n)))
+    if op is UnaryOp.TANH:
+        return _mul(g, _sub(_c(1, n), _mul(n, n)))
+    if op is UnaryOp.ABS:  # sign(x) * g, 0 at x == 0
+        zero = _c(0, x)
+        return ir.where(_cmp(BinaryOp.GT, x, zero), g, ir.where(_cmp(BinaryOp.LT, x, zero), _neg(g), _c(0, g)))
+    return None  # floor, ceil, round: piecewise constant; the rest give bool or integer results
+
+
+def _binary(op: BinaryOp, a: Node, b: Node, n: Node, g: Node, need: list[bool]) -> list[Node | None]:
+    da = db = None
+    if op is BinaryOp.ADD:
+        da, db = g, g
+    elif op is BinaryOp.SUB:
+        da, db = g, (_neg(g) if need[1] else None)
+    elif op is BinaryOp.MUL:
+        da = _mul(g, b) if need[0] else None
+        db = _mul(g, a) if need[1] else None
+    elif op is BinaryOp.DIV:
+        ga = _div(g, b)
+        da = ga
+        db = _neg(_mul(ga, n)) if need[1] else None  # -g a / b^2 = -(g / b) * (a / b)
+    elif op is BinaryOp.POW:
+        zero = _c(0, a)
+        if need[0]:  # g b a^(b-1), and 0 where b == 0 (so 0^0 gives no 0 * inf)
+            dpow = _mul(b, ir.binary(BinaryOp.POW, a, _sub(b, _c(1, b))))
+            da = ir.where(_cmp(BinaryOp.EQ, b, zero), _c(0, g), _mul(g, dpow))
+        if need[1]:  # g a^b log(a), and 0 where a == 0 <= b (the limit of a^b there)
+            flat = ir.binary(BinaryOp.AND, _cmp(BinaryOp.EQ, a, zero), _cmp(BinaryOp.GE, b, zero))
+            db = ir.where(flat, _c(0, g), _mul(g, _mul(n, ir.unary(UnaryOp.LOG, a))))
+    elif op in (BinaryOp.MAX, BinaryOp.MIN):  # ties and NaNs: the first operand, as NumPy's argmax picks
+        first = _or(_cmp(BinaryOp.GE if op is BinaryOp.MAX else BinaryOp.LE, a, b), ir.unary(UnaryOp.ISNAN, a))
+        da = _pick(first, g) if need[0] else None
+        db = ir.where(first, _c(0, g), g) if need[1] else None
+    elif op is BinaryOp.MOD:  # a - floor(a / b) * b
+        da = g
+        db = _neg(_mul(g, ir.unary(UnaryOp.FLOOR, _div(a, b)))) if need[1] else None
+    # floor division is piecewise constant; comparisons and logical/bitwise ops have no float result
+    return [da, db]
+
+
+def _reduce(op: ReduceOp, axes: tuple[int, ...], x: Node, n: Node, g: Node) -> Node:
+    ge = ir.expand(g, x.shape)
+    if op is ReduceOp.SUM:
+        return ge
+    if op is ReduceOp.PROD:
+        return _mul(ge, _prod_partials(axes, x))
+    # max / min: the first extreme element of each reduced slice (in row-major order of the reduced axes)
+    # gets the gradient, NaN counting as the extreme (the element NumPy's argmax/argmin would pick)
+    hit = _or(_cmp(BinaryOp.EQ, x, ir.expand(n, x.shape)), ir.unary(UnaryOp.ISNAN, x))
+    return _pick(_first(hit, axes), ge)
+
+
+def _first(hit: Node, axes: tuple[int, ...]) -> Node:
+    """A bool mask of the first True of `hit` along `axes` (row-major over those axes)."""
+    shape = tuple(d if i in axes else 1 for i, d in enumerate(hit.shape))
+    count = math.prod(shape)
+    position = ir.expand(ir.leaf(np.arange(count, dtype=np.int32).reshape(shape), int32), hit.shape)
+    first = ir.reduce(ReduceOp.MIN, ir.where(hit, position, _c(count, position)), axes)
+    return _cmp(BinaryOp.EQ, position, ir.expand(first, hit.shape))
+
+
+def _prod_partials(axes: tuple[int, ...], x: Node) -> Node:
+    """d prod / dx_i: the product of the other elements of x_i's slice, exact with zeros: p / x_i without
+    zeros in the slice, the product of the rest at the only zero, 0 elsewhere."""
+    zero = _cmp(BinaryOp.EQ, x, _c(0, x))
+    zeros = ir.expand(ir.reduce(ReduceOp.SUM, ir.cast(zero, int32), axes), x.shape)
+    nonzero = ir.expand(ir.reduce(ReduceOp.PROD, ir.where(zero, _c(1, x), x), axes), x.shape)
+    none = _cmp(BinaryOp.EQ, zeros, _c(0, zeros))
+    only = ir.binary(BinaryOp.AND, zero, _cmp(BinaryOp.EQ, zeros, _c(1, zeros)))
+    return ir.where(none, _div(nonzero, x), _pick(only, nonzero))

@@ -1,0 +1,37 @@
+"""Driver side, pure: tensors realized together. An optimizer's new parameters and its new state (momenta)
+come from one fused expression, and the state must be realized whenever the parameters are, or it would
+stay a lazy graph growing with every step. `attach(node, others)` records that `others` are to be
+computed whenever `node` is; `with_companions(nodes)` gives the nodes to realize: `nodes` plus the live,
+unrealized companions of each. Companions are held weakly: a state that its owner has dropped is not
+computed.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from .ir import Node
+
+_COMPANIONS: weakref.WeakKeyDictionary[Node, tuple[weakref.ref, ...]] = weakref.WeakKeyDictionary()
+
+
+def attach(node: Node, others: list[Node]) -> None:
+    _COMPANIONS[node] = tuple(weakref.ref(o) for o in others)
+
+
+def with_companions(nodes: list[Node]) -> list[Node]:
+    if not _COMPANIONS:
+        return nodes
+    extra: list[Node] = []
+    for n in nodes:
+        refs = _COMPANIONS.get(n)
+        if refs is None:
+            continue
+        if n.realized:  # done: its companions were realized with it (or dropped)
+            del _COMPANIONS[n]
+            continue
+        extra.extend(o for o in (r() for r in refs) if o is not None and not o.realized)
+    if not extra:
+        return nodes
+    seen = {n.id for n in nodes}
+    return list(nodes) + [o for o in extra if o.id not in seen and not seen.add(o.id)]
