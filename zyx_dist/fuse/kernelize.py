@@ -70,9 +70,9 @@ def _expands(n: Node) -> bool:
 
 
 ROW_MAX = 1 << 15  # the longest row a softmax-like kernel keeps in one work-group
-# per-row reduces one row kernel chains (softmax and layer norm have 2): each pass over the row recomputes
+# per-row reduces one row kernel chains (softmax and layer norm have 2, their backward passes up to 6): each pass over the row recomputes
 # what the earlier passes computed, so a longer chain (an unrolled loop) would grow its source quadratically
-ROW_PASSES = 4
+ROW_PASSES = 6  # the backward of softmax followed by a row max chains 6
 ROW_OPS = (Op.UNARY, Op.BINARY, Op.CAST, Op.WHERE)  # ops that keep a row's layout
 
 

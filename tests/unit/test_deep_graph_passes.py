@@ -17,7 +17,7 @@ from helpers import leaf
 from zyx_dist.codegen import symbolic as s
 from zyx_dist.codegen import views
 from zyx_dist.codegen.render import kernel_key, render_kernel
-from zyx_dist.fuse.kernelize import DEFAULT_LIMITS, Limits, kernelize
+from zyx_dist.fuse.kernelize import DEFAULT_LIMITS, ROW_PASSES, Limits, kernelize
 from zyx_dist.fuse.plan_cache import structure
 from zyx_dist.graph import ir as g
 from zyx_dist.graph import lineage
@@ -77,7 +77,7 @@ def test_deep_chain_with_row_reduces():
     # a row kernel chains a few per-row reduces, not all 300: each would recompute the chain before it
     for k in kernels:
         reduces = sum(1 for n in g.toposort(k.outputs, stop=lambda n, k=k: n in k.inputs) if n.op is g.Op.REDUCE)
-        assert reduces <= 4
+        assert reduces <= ROW_PASSES
     assert len({kernel_key(k) for k in kernels}) <= 6
     for k in {kernel_key(k): k for k in kernels}.values():
         render_kernel(k)
