@@ -23,10 +23,19 @@ for p in (str(HERE), str(ROOT / "tests"), str(ROOT)):
         sys.path.insert(0, p)
 
 
+# modules whose tests are independent of each other (no shared session): pytest-xdist may spread them
+SPREAD = {"test_autotune_gpu"}
+
+
 def pytest_collection_modifyitems(config, items):
+    """Marks every test here `gpu`. Under `pytest -n N --dist loadgroup` each module stays on one xdist worker
+    (its module-scoped session is started once), except the SPREAD ones, whose tests go wherever is free."""
     for item in items:
-        if Path(str(item.fspath)).resolve().parent == HERE:
+        path = Path(str(item.fspath)).resolve()
+        if path.parent == HERE:
             item.add_marker(pytest.mark.gpu)
+            if path.stem not in SPREAD:
+                item.add_marker(pytest.mark.xdist_group(path.stem))
 
 
 @pytest.fixture(scope="module", autouse=True)
