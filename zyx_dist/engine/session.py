@@ -3,13 +3,13 @@ reads; runs kernelize -> render -> schedule -> backend and gives back arrays, or
 planned before with its inputs where they were, replays the kept plan (engine/templates.py). It owns the workers
 (through a backend), the driver's mirror of device buffers (a `BufferRef` per realized node, whose
 destructor queues a `Free` when the last tensor using it goes away), the rendered-program cache, the
-counters of `zd.stats()` and the debug output of `ZYX_DIST_DEBUG`.
+counters of `zd.stats()` and the debug output of `ZYX_DIST_DEBUG`. What it does on failures and lost workers
+is in engine/failures.py, its DLPack exchange in engine/exchange.py (both parts of `Session`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import time
 import weakref
@@ -20,21 +20,22 @@ from typing import Any
 import numpy as np
 
 from .. import context, logs
-from .._util import bucket_size, gc_paused
+from .._util import gc_paused
 from ..codegen.autotune import Target, Tuner
 from ..codegen.render import Program, kernel_key
 from ..config import Config, load_config
-from ..dtypes import dtype as to_dtype
-from ..errors import CompileError, ConfigError, DeviceError, DTypeError, OutOfMemoryError, WorkerLostError, ZyxError
+from ..errors import ConfigError, DeviceError, WorkerLostError, ZyxError
 from ..fuse.kernelize import Limits
 from ..fuse.plan_cache import PlanCache
 from ..graph import companions, host_view, lineage, shard
 from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
-from ..protocol import BatchResult, CopyOut, Done, DropTemplate, Failed, Free, Reload, Spill, Sync
-from ..sched.scheduler import BufferState, DeviceModel, Schedule, SchedulerState, schedule
+from ..protocol import BatchResult, CopyOut, DropTemplate, Failed, Free, Sync
+from ..sched.scheduler import DeviceModel, Schedule, SchedulerState, schedule
 from . import debug, probe, templates
 from .backends import InProcessBackend, LostWorkers, resolve_devices
+from .exchange import Exchange
+from .failures import Recovery, worker_error
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ _STAT_KEYS = ("kernels_launched", "kernel_cache_hits", "bytes_transferred", "tra
               "plan_replays", "graph_replays")
 
 
-class Session:
+class Session(Recovery, Exchange):
     """A running zyx_dist runtime; `with zd.init(...) as s:` shuts it down on exit."""
 
     def __init__(self, config: Config, devices: Any, ray: bool, address: str | None = None):
@@ -326,41 +327,6 @@ class Session:
         raise WorkerLostError(f"workers kept failing while realizing {len(nodes)} tensors "
                               f"(more than ray.max_restarts={self.config.ray.max_restarts} recoveries)")
 
-    def recover(self, devices: set[str]) -> None:
-        """Workers were lost: bring them back (or drop them), forget their buffers, and turn every live
-        tensor that lived there back into a computation from its lineage."""
-        self.counters["recoveries"] += 1
-        self.template_epoch += 1  # every plan template was made for the workers as they were
-        for dev in devices:
-            self.known_templates.pop(dev, None)
-        if any(m.nccl_rank is not None for n, m in self.state.devices.items() if n in devices):
-            # the NCCL communicator lost a rank: from now on data moves between GPUs through the host
-            self.state.devices = {n: dataclasses.replace(m, nccl_rank=None) for n, m in self.state.devices.items()}
-        for dev in sorted(devices):
-            back = self.backend.recover(dev)
-            self.state.drop_device(dev, keep=back)
-            self.bytes_in_use[dev] = 0
-            if not back:
-                del self.bytes_in_use[dev]
-            if not back:
-                self.device_names.remove(dev)
-                if self.default_device == dev and self.device_names:
-                    self.default_device = self.device_names[0]
-        if not self.device_names:
-            raise WorkerLostError(f"every worker is gone (lost: {', '.join(sorted(devices))})")
-        lost = [n for r in list(self.holders.values())
-                if (n := r()) is not None and n.buffer is not None and n.buffer.device in devices]
-        memo: dict = {}
-
-        def alive(n: Node) -> bool:
-            return n.buffer.device not in devices
-
-        for n in lost:  # every lost tensor becomes a computation again, or is marked LOST (read -> error)
-            self.holders.pop(n.buffer.id, None)
-            if n.device in devices and n.device not in self.device_names:
-                n.device = None  # its pinned device is gone for good
-            lineage.restore(n, alive, memo)
-
     def _realize(self, nodes: list[Node]) -> None:
         t0 = time.perf_counter()
         found = affinity = None
@@ -448,7 +414,7 @@ class Session:
 
     def error_of(self, device: str, f: Failed) -> Exception:
         """The zyx_dist error a worker's Failed result stands for (for engine/templates.py)."""
-        return _error(device, f)
+        return worker_error(device, f)
 
     def trace_replay(self, template, results: list[dict[str, BatchResult]], times: tuple) -> None:
         """Chrome trace events of a realize replayed from a plan template: see trace.Recorder."""
@@ -457,37 +423,6 @@ class Session:
     def _trace(self, sched: Schedule, results: list[dict[str, BatchResult]], times: tuple) -> None:
         """Chrome trace events of this run (driver phases, every worker's commands): see trace.Recorder."""
         self.trace_events.record(self, sched, results, times)
-
-    def _check(self, sched: Schedule, results: list[dict[str, BatchResult]]) -> None:
-        failures = [(dev, r) for step in results for dev, res in step.items()
-                    for r in res.results if isinstance(r, Failed)]
-        if failures:
-            self._rollback(sched, results, set())
-            dev, f = failures[0]
-            raise _error(dev, f)
-
-    def _rollback(self, sched: Schedule, results: list[dict[str, BatchResult]], lost: set[str]) -> None:
-        """A schedule failed: keep the mirror true (spills and reloads that ran stay done) and free
-        everything it allocated on the workers still alive, so nothing leaks."""
-        for step, res in zip(sched.steps, results):
-            for dev, r in res.items():
-                for cmd, out in zip(step[dev], r.results):
-                    b = self.state.buffers.get(getattr(cmd, "buf", None))
-                    if isinstance(out, Done) and b is not None and isinstance(cmd, (Spill, Reload)) \
-                            and b.spilled != isinstance(cmd, Spill):
-                            b = self.state.touch(cmd.buf)
-                            b.spilled = isinstance(cmd, Spill)
-                            self.state.used[dev] += bucket_size(b.nbytes) * (-1 if b.spilled else 1)
-        rollback: dict[str, list] = {}
-        for dev, buf in sched.allocated:
-            if dev not in lost:
-                rollback.setdefault(dev, []).append(Free(buf))
-        try:  # frees of buffers that a failed batch never made fail harmlessly
-            for step in self.backend.run_steps([rollback]):
-                for dev, res in step.items():
-                    self.bytes_in_use[dev] = res.bytes_in_use
-        except LostWorkers:
-            pass  # the next run notices and recovers
 
     def read(self, node: Node) -> np.ndarray:
         for _ in range(self.config.ray.max_restarts + 1):
@@ -515,54 +450,9 @@ class Session:
         res = self._run([{ref.device: [CopyOut(ref.id, node.dtype.name, node.shape)]}])[-1][ref.device]
         last = res.results[-1]
         if isinstance(last, Failed):
-            raise _error(ref.device, last)
+            raise worker_error(ref.device, last)
         value = last.value
         return value if value.flags.writeable else value.copy()  # Ray hands out read-only views
-
-    # ---- zero-copy interop (DLPack, API.md section 10) ----------------------------------------------------
-
-    def export(self, node: Node) -> Any:
-        """The realized `node`'s buffer as an array sharing the device memory (read-only NumPy for a CPU
-        OpenCL worker, CuPy for a CUDA worker), holding the buffer's driver handle so the buffer stays
-        allocated while the array lives; None when the buffer is not in this process's reach (a Ray
-        worker, a GPU OpenCL device, a spilled buffer): the caller reads a host copy then."""
-        export_buffer = getattr(self.backend, "export_buffer", None)
-        ref = node.buffer
-        if export_buffer is None or ref is None or ref.session() is not self or node.size == 0:
-            return None
-        self._take_frees()
-        b = self.state.buffers.get(ref.id)
-        if b is None or b.spilled:
-            return None
-        return export_buffer(ref.device, ref.id, node.dtype.name, node.shape, ref)
-
-    def export_device(self, node: Node) -> tuple[int, int] | None:
-        """The DLPack device of what `export(node)` would give, or None when it would give nothing."""
-        ref = node.buffer
-        get = getattr(self.backend, "export_device", None)
-        if get is None or ref is None or ref.session() is not self:
-            return None
-        return get(ref.device)
-
-    def adopt(self, obj: Any, device: str | None) -> Node | None:
-        """A realized leaf over the memory of the DLPack producer `obj`, adopted by the worker of `device`
-        (default: the session's default device) without a copy, when that worker can reach the memory
-        (host memory on a CPU OpenCL worker, the same GPU on a CUDA worker, both in this process).
-        None otherwise: the caller makes a host copy."""
-        adopt_buffer = getattr(self.backend, "adopt_buffer", None)
-        if adopt_buffer is None:
-            return None
-        dev = self.resolve_device(device) or self.default_device
-        buf = self.state.new_id()
-        got = adopt_buffer(dev, buf, obj)
-        if got is None:
-            return None
-        nbytes, dtype_name, shape = got
-        self.state.buffers[buf] = BufferState(dev, nbytes, last_use=self.state.clock)
-        self.state.used[dev] += bucket_size(nbytes)
-        node = Node(Op.LEAF, (), None, shape, to_dtype(dtype_name))
-        node.buffer = self._ref(node, dev, buf, nbytes)
-        return node
 
     def _small_source(self, leaf: Node) -> bool:
         """A leaf whose small views are read on the host at plan time: host data, or a realized buffer of
@@ -608,19 +498,6 @@ def _variant_key(info: dict) -> str:
 
 def _nbytes(n: Node) -> int:
     return n.size * n.dtype.itemsize
-
-
-def _error(device: str, f: Failed) -> Exception:
-    if f.error == "CompileError":
-        return CompileError(f"{device}: {f.message}", f.data.get("source", ""), f.data.get("log", ""))
-    if f.error == "OutOfMemoryError":
-        return OutOfMemoryError(f.message, f.data.get("device", device), f.data.get("requested", 0),
-                                f.data.get("free", 0))
-    if f.error == "DTypeError":
-        return DTypeError(f"{device}: {f.message}")
-    if f.error == "DeviceError":
-        return DeviceError(f"{device}: {f.message}")
-    return ZyxError(f"{device}: {f.error}: {f.message}\n--- worker traceback ---\n{f.traceback}")
 
 
 # ---- the module-level session (API.md section 1) ---------------------------------------------------------
