@@ -98,7 +98,8 @@ def _unary(op: UnaryOp, x: Tensor) -> Tensor:
 
 
 def _float_unary(op: UnaryOp):
-    def f(x: Any) -> Tensor:
+    """The public function of a float-valued elementwise op (positional-only, as the array API's)."""
+    def f(x: Any, /) -> Tensor:
         return _unary(op, as_float(x))
 
     f.__name__ = f.__qualname__ = op.value

@@ -48,14 +48,7 @@ __all__ = [
 ]
 
 
-def _float_unary(op: UnaryOp):
-    def f(x: Any, /) -> Tensor:
-        return Tensor(graph.unary(op, ew.as_float(x).node))
-
-    f.__name__ = f.__qualname__ = op.value
-    f.__doc__ = f"Elementwise {op.value} (the C function); integer and bool tensors compute in float32."
-    return f
-
+_float_unary = ew._float_unary
 
 asin = _float_unary(UnaryOp.ASIN)
 acos = _float_unary(UnaryOp.ACOS)
