@@ -59,10 +59,6 @@ def register(root: Node, axis: int, pieces: list[Node], devices: list[str]) -> N
     _SHARDED[root] = Sharded(axis, tuple(pieces), tuple(devices))
 
 
-def sharding(node: Node) -> Sharded | None:
-    return _SHARDED.get(node)
-
-
 def pin(node: Node, device: str) -> Node:
     """An identity node of `node` pinned to `device` (the kernelizer stores it there)."""
     return Node(Op.RESHAPE, (node,), node.shape, node.shape, node.dtype, device=device)
