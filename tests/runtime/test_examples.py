@@ -18,7 +18,9 @@ EXAMPLES = ROOT / "examples"
 # example -> (extra environment, timeout seconds, lines its output must contain (regexes))
 CASES = {
     "quickstart.py": ({}, 120, [r"Plan: \d+ kernels", r"max abs error vs NumPy: [0-9.e-]+"]),
-    "multi_device.py": ({}, 120, [r"branch 0 on opencl:0", r"branch 1 on opencl:1", r"transfers [1-9]",
+    # which branch runs where is HEFT's choice from measured times (pins place leaves, not kernels): only
+    # that both devices compute some branch is fixed
+    "multi_device.py": ({}, 120, [r"branch \d on opencl:0", r"branch \d on opencl:1", r"transfers [1-9]",
                                   r"multi_device: ok"]),
     "attention.py": ({}, 120, [r"in \d+ kernels", r"attention: ok"]),
     "explain.py": ({}, 120, [r"Plan: \d+ kernels", r"__kernel (__attribute__.*)?void", r"explain: ok"]),
