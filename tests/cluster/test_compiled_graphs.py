@@ -204,7 +204,7 @@ def test_worker_killed_during_a_compiled_replay(ray3):
     dev = "opencl:0"
     a, w = rng((320, 320), seed=9), rng((320, 320), seed=10, scale=0.1)
     x0, wt = zd.tensor(a, device=dev).realize(), zd.tensor(w, device=dev).realize()
-    n = 16
+    n = 48  # ~3 GFLOP: tens of ms even on a fast CPU runtime, so the kill lands inside the replay
     for _ in range(3):  # compile, keep the template, replay once (and build the graph)
         chain(x0, wt, a, w, n)[0].realize()
     replays = zd.stats()["plan_replays"]
@@ -219,7 +219,7 @@ def test_worker_killed_during_a_compiled_replay(ray3):
     killed = []
 
     def killer():
-        time.sleep(max(0.05, run / 3))
+        time.sleep(max(0.002, run / 4))  # a quarter into a replay as long as the one timed above
         os.kill(pid, signal.SIGKILL)
         killed.append(time.perf_counter())
 
