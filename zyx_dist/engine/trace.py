@@ -32,10 +32,10 @@ class Recorder(list):
         self.device_end: dict[str, float] = {}
 
     def record(self, s, sched, results: list, times: tuple) -> None:
-        record_realize(self, s, sched, results, times)
+        realize_events(self, s, sched, results, times)
 
     def record_replay(self, s, template, results: list, times: tuple) -> None:
-        record_replay(self, s, template, results, times)
+        replay_events(self, s, template, results, times)
 
 
 def _x(name: str, tid: str, ts: float, dur: float, cat: str, **args) -> dict:
@@ -46,7 +46,7 @@ def _instant(name: str, tid: str, ts: float, cat: str, **args) -> dict:
     return {"name": name, "cat": cat, "ph": "i", "s": "t", "pid": 1, "tid": tid, "ts": ts, "args": args}
 
 
-def record_replay(ev: Recorder, s, template, results: list, times: tuple) -> None:
+def replay_events(ev: Recorder, s, template, results: list, times: tuple) -> None:
     """The trace events of a realize replayed from a plan template (engine/templates.py): drawn as its
     prototype run (the template's planned batches, with prototype buffer ids), with this run's device-side
     kernel times and CUDA graph replays."""
@@ -60,10 +60,10 @@ def record_replay(ev: Recorder, s, template, results: list, times: tuple) -> Non
                 step[dev] = BatchResult(tuple(Done(i) for i in range(len(cmds))), r.incarnation, r.bytes_in_use,
                                         r.kernel_seconds, r.graphs)
         shown.append(step)
-    record_realize(ev, s, sched, shown, times, replayed=True)
+    realize_events(ev, s, sched, shown, times, replayed=True)
 
 
-def record_realize(ev: Recorder, s, sched, results: list, times: tuple, replayed: bool = False) -> None:
+def realize_events(ev: Recorder, s, sched, results: list, times: tuple, replayed: bool = False) -> None:
     """Append the trace events of one realize of session `s` to `ev`: driver phases, then every command of
     every worker."""
     t0, t1, t2, t3 = times
