@@ -22,30 +22,12 @@ from ..dtypes import DType
 from ..errors import DTypeError, ShapeError
 from ..graph import companions
 from ..graph import ir as graph
-from ..graph.ir import BinaryOp, Node, UnaryOp
+from ..graph.ir import Node, UnaryOp
 from .tensor import Tensor
 
 __all__ = ["SGD", "Adam", "Optimizer"]
 
 
-def _c(v: float, like: Node) -> Node:
-    return graph.const(v, like.shape, like.dtype)
-
-
-def _mul(a: Node, b: Node) -> Node:
-    return graph.binary(BinaryOp.MUL, a, b)
-
-
-def _add(a: Node, b: Node) -> Node:
-    return graph.binary(BinaryOp.ADD, a, b)
-
-
-def _sub(a: Node, b: Node) -> Node:
-    return graph.binary(BinaryOp.SUB, a, b)
-
-
-def _div(a: Node, b: Node) -> Node:
-    return graph.binary(BinaryOp.DIV, a, b)
 
 
 def _scalar(value: float, like: Node) -> Node:
@@ -94,7 +76,7 @@ class Optimizer:
                 raise ShapeError(f"gradient {i} has shape {g.shape}, its parameter {p.shape}")
             # one node every output of the update computes (x * 1 is exact): see the module docstring
             gn = graph.cast(g.node, _compute_dtype(p.dtype))
-            out.append(_mul(gn, _c(1, gn)))
+            out.append(graph.mul(gn, graph.full_like(1, gn)))
         return out
 
     def step(self, grads: Any) -> list[Tensor]:
@@ -118,15 +100,15 @@ class SGD(Optimizer):
         new_params, new_velocity = [], []
         for i, (p, g) in enumerate(zip(self.params, gs)):
             if not mu:
-                new_params.append(_updated(p, lambda w, g=g: _sub(w, _mul(_c(self.lr, g), g))))
+                new_params.append(_updated(p, lambda w, g=g: graph.sub(w, graph.mul(graph.full_like(self.lr, g), g))))
                 continue
             v = None if self.velocity is None else self.velocity[i].node
 
             def velocity(v=v, g=g) -> Node:  # built twice: the state output and inside the update
                 # the first step's velocity is the gradient (as torch's buffer); + 0 makes it a node of its own
-                return _add(g, _c(0, g)) if v is None else _add(_mul(_c(mu, v), v), g)
+                return graph.add(g, graph.full_like(0, g)) if v is None else graph.add(graph.mul(graph.full_like(mu, v), v), g)
 
-            pn = _updated(p, lambda w, g=g, velocity=velocity: _sub(w, _mul(_c(self.lr, g), velocity())))
+            pn = _updated(p, lambda w, g=g, velocity=velocity: graph.sub(w, graph.mul(graph.full_like(self.lr, g), velocity())))
             vt = Tensor(velocity())
             companions.attach(pn.node, [vt.node])
             new_params.append(pn)
@@ -165,15 +147,15 @@ class Adam(Optimizer):
             v = self.v[i].node if self.v is not None else None
 
             def moment1(m=m, g=g) -> Node:  # built twice: the state output and inside the update
-                new = _mul(_c(1 - b1, g), g)
-                return new if m is None else _add(_mul(_c(b1, m), m), new)
+                new = graph.mul(graph.full_like(1 - b1, g), g)
+                return new if m is None else graph.add(graph.mul(graph.full_like(b1, m), m), new)
 
             def moment2(v=v, g=g) -> Node:
-                new = _mul(_c(1 - b2, g), _mul(g, g))
-                return new if v is None else _add(_mul(_c(b2, v), v), new)
+                new = graph.mul(graph.full_like(1 - b2, g), graph.mul(g, g))
+                return new if v is None else graph.add(graph.mul(graph.full_like(b2, v), v), new)
 
-            denom = _add(_mul(graph.unary(UnaryOp.SQRT, moment2()), _scalar(inv_bc2, g)), _c(self.eps, g))
-            pn = _updated(p, lambda w, g=g, m1=moment1, d=denom: _sub(w, _div(_mul(_scalar(step_size, g), m1()), d)))
+            denom = graph.add(graph.mul(graph.unary(UnaryOp.SQRT, moment2()), _scalar(inv_bc2, g)), graph.full_like(self.eps, g))
+            pn = _updated(p, lambda w, g=g, m1=moment1, d=denom: graph.sub(w, graph.div(graph.mul(_scalar(step_size, g), m1()), d)))
             mt, vt = Tensor(moment1()), Tensor(moment2())
             companions.attach(pn.node, [mt.node, vt.node])
             new_params.append(pn)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import DType, int32
+from ..dtypes import int32
 from . import ir
 from .ir import BinaryOp, Node, Op, ReduceOp, UnaryOp
 
@@ -29,7 +29,7 @@ from .ir import BinaryOp, Node, Op, ReduceOp, UnaryOp
 def gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
     """d(sum(seed * y)) / dx for each x in `xs` (seed has y's shape and dtype); an x that y does not depend
     on through float ops gets zeros of its shape and dtype."""
-    order = _toposort(y)
+    order = ir.toposort([y], sources=lambda n: _view(n)[2])
     wanted = {x.id for x in xs}
     # nodes through which a gradient can reach some x: float nodes on a path from an x to y
     live: set[int] = set()
@@ -64,59 +64,15 @@ def _view(n: Node) -> tuple[Op, Any, tuple[Node, ...]]:
     return n.op, n.arg, n.srcs
 
 
-def _toposort(root: Node) -> list[Node]:
-    """Nodes reachable from root through `_view`'s sources, producers first (iterative)."""
-    order: list[Node] = []
-    seen: set[int] = set()
-    stack: list[tuple[Node, bool]] = [(root, False)]
-    while stack:
-        n, expanded = stack.pop()
-        if expanded:
-            order.append(n)
-            continue
-        if n.id in seen:
-            continue
-        seen.add(n.id)
-        stack.append((n, True))
-        stack.extend((s, False) for s in reversed(_view(n)[2]) if s.id not in seen)
-    return order
-
-
 def _sum(parts: list[Node]) -> Node:
     while len(parts) > 1:
-        pairs = [ir.binary(BinaryOp.ADD, a, b) for a, b in zip(parts[::2], parts[1::2])]
+        pairs = [ir.add(a, b) for a, b in zip(parts[::2], parts[1::2])]
         parts = pairs + parts[len(pairs) * 2:]
     return parts[0]
 
 
-# ---- small node helpers (operands already share shape and dtype) ------------------------------------------
-
-def _c(value: Any, like: Node, dtype: DType | None = None) -> Node:
-    return ir.const(value, like.shape, like.dtype if dtype is None else dtype)
-
-
-def _add(a: Node, b: Node) -> Node:
-    return ir.binary(BinaryOp.ADD, a, b)
-
-
-def _sub(a: Node, b: Node) -> Node:
-    return ir.binary(BinaryOp.SUB, a, b)
-
-
-def _mul(a: Node, b: Node) -> Node:
-    return ir.binary(BinaryOp.MUL, a, b)
-
-
-def _div(a: Node, b: Node) -> Node:
-    return ir.binary(BinaryOp.DIV, a, b)
-
-
-def _neg(a: Node) -> Node:
-    return ir.unary(UnaryOp.NEG, a)
-
-
 def _scale(a: Node, k: float) -> Node:
-    return _mul(a, _c(k, a))
+    return ir.mul(a, ir.full_like(k, a))
 
 
 def _cmp(op: BinaryOp, a: Node, b: Node) -> Node:
@@ -129,7 +85,7 @@ def _or(a: Node, b: Node) -> Node:
 
 def _pick(mask: Node, g: Node) -> Node:
     """g where mask, else 0."""
-    return ir.where(mask, g, _c(0, g))
+    return ir.where(mask, g, ir.full_like(0, g))
 
 
 # ---- vector-Jacobian products -------------------------------------------------------------------------------
@@ -157,7 +113,7 @@ def _vjp(op: Op, arg: Any, srcs: tuple[Node, ...], n: Node, g: Node, need: list[
     if op is Op.WHERE:
         cond = srcs[0]
         return [None, _pick(cond, g) if need[1] else None,
-                ir.where(cond, _c(0, g), g) if need[2] else None]
+                ir.where(cond, ir.full_like(0, g), g) if need[2] else None]
     if op is Op.REDUCE:
         return [_reduce(arg[0], arg[1], x, n, g)]
     raise NotImplementedError(f"no gradient for {op}")
@@ -165,32 +121,32 @@ def _vjp(op: Op, arg: Any, srcs: tuple[Node, ...], n: Node, g: Node, need: list[
 
 def _unary(op: UnaryOp, x: Node, n: Node, g: Node) -> Node | None:
     if op is UnaryOp.NEG:
-        return _neg(g)
+        return ir.neg(g)
     if op is UnaryOp.EXP:
-        return _mul(g, n)
+        return ir.mul(g, n)
     if op is UnaryOp.EXP2:
-        return _mul(g, _scale(n, math.log(2.0)))
+        return ir.mul(g, _scale(n, math.log(2.0)))
     if op is UnaryOp.LOG:
-        return _div(g, x)
+        return ir.div(g, x)
     if op is UnaryOp.LOG2:
-        return _div(g, _scale(x, math.log(2.0)))
+        return ir.div(g, _scale(x, math.log(2.0)))
     if op is UnaryOp.SQRT:
-        return _div(g, _scale(n, 2.0))
+        return ir.div(g, _scale(n, 2.0))
     if op is UnaryOp.RSQRT:  # d x^-1/2 = -x^-3/2 / 2 = -n^3 / 2
-        return _mul(g, _scale(_mul(n, _mul(n, n)), -0.5))
+        return ir.mul(g, _scale(ir.mul(n, ir.mul(n, n)), -0.5))
     if op is UnaryOp.RECIP:
-        return _neg(_mul(g, _mul(n, n)))
+        return ir.neg(ir.mul(g, ir.mul(n, n)))
     if op is UnaryOp.SIN:
-        return _mul(g, ir.unary(UnaryOp.COS, x))
+        return ir.mul(g, ir.unary(UnaryOp.COS, x))
     if op is UnaryOp.COS:
-        return _neg(_mul(g, ir.unary(UnaryOp.SIN, x)))
+        return ir.neg(ir.mul(g, ir.unary(UnaryOp.SIN, x)))
     if op is UnaryOp.TAN:
-        return _mul(g, _add(_c(1, n), _mul(n, n)))
+        return ir.mul(g, ir.add(ir.full_like(1, n), ir.mul(n, n)))
     if op is UnaryOp.TANH:
-        return _mul(g, _sub(_c(1, n), _mul(n, n)))
+        return ir.mul(g, ir.sub(ir.full_like(1, n), ir.mul(n, n)))
     if op is UnaryOp.ABS:  # sign(x) * g, 0 at x == 0
-        zero = _c(0, x)
-        return ir.where(_cmp(BinaryOp.GT, x, zero), g, ir.where(_cmp(BinaryOp.LT, x, zero), _neg(g), _c(0, g)))
+        zero = ir.full_like(0, x)
+        return ir.where(_cmp(BinaryOp.GT, x, zero), g, ir.where(_cmp(BinaryOp.LT, x, zero), ir.neg(g), ir.full_like(0, g)))
     return None  # floor, ceil, round: piecewise constant; the rest give bool or integer results
 
 
@@ -199,29 +155,29 @@ def _binary(op: BinaryOp, a: Node, b: Node, n: Node, g: Node, need: list[bool]) 
     if op is BinaryOp.ADD:
         da, db = g, g
     elif op is BinaryOp.SUB:
-        da, db = g, (_neg(g) if need[1] else None)
+        da, db = g, (ir.neg(g) if need[1] else None)
     elif op is BinaryOp.MUL:
-        da = _mul(g, b) if need[0] else None
-        db = _mul(g, a) if need[1] else None
+        da = ir.mul(g, b) if need[0] else None
+        db = ir.mul(g, a) if need[1] else None
     elif op is BinaryOp.DIV:
-        ga = _div(g, b)
+        ga = ir.div(g, b)
         da = ga
-        db = _neg(_mul(ga, n)) if need[1] else None  # -g a / b^2 = -(g / b) * (a / b)
+        db = ir.neg(ir.mul(ga, n)) if need[1] else None  # -g a / b^2 = -(g / b) * (a / b)
     elif op is BinaryOp.POW:
-        zero = _c(0, a)
+        zero = ir.full_like(0, a)
         if need[0]:  # g b a^(b-1), and 0 where b == 0 (so 0^0 gives no 0 * inf)
-            dpow = _mul(b, ir.binary(BinaryOp.POW, a, _sub(b, _c(1, b))))
-            da = ir.where(_cmp(BinaryOp.EQ, b, zero), _c(0, g), _mul(g, dpow))
+            dpow = ir.mul(b, ir.binary(BinaryOp.POW, a, ir.sub(b, ir.full_like(1, b))))
+            da = ir.where(_cmp(BinaryOp.EQ, b, zero), ir.full_like(0, g), ir.mul(g, dpow))
         if need[1]:  # g a^b log(a), and 0 where a == 0 <= b (the limit of a^b there)
             flat = ir.binary(BinaryOp.AND, _cmp(BinaryOp.EQ, a, zero), _cmp(BinaryOp.GE, b, zero))
-            db = ir.where(flat, _c(0, g), _mul(g, _mul(n, ir.unary(UnaryOp.LOG, a))))
+            db = ir.where(flat, ir.full_like(0, g), ir.mul(g, ir.mul(n, ir.unary(UnaryOp.LOG, a))))
     elif op in (BinaryOp.MAX, BinaryOp.MIN):  # ties and NaNs: the first operand, as NumPy's argmax picks
         first = _or(_cmp(BinaryOp.GE if op is BinaryOp.MAX else BinaryOp.LE, a, b), ir.unary(UnaryOp.ISNAN, a))
         da = _pick(first, g) if need[0] else None
-        db = ir.where(first, _c(0, g), g) if need[1] else None
+        db = ir.where(first, ir.full_like(0, g), g) if need[1] else None
     elif op is BinaryOp.MOD:  # a - floor(a / b) * b
         da = g
-        db = _neg(_mul(g, ir.unary(UnaryOp.FLOOR, _div(a, b)))) if need[1] else None
+        db = ir.neg(ir.mul(g, ir.unary(UnaryOp.FLOOR, ir.div(a, b)))) if need[1] else None
     # floor division is piecewise constant; comparisons and logical/bitwise ops have no float result
     return [da, db]
 
@@ -231,7 +187,7 @@ def _reduce(op: ReduceOp, axes: tuple[int, ...], x: Node, n: Node, g: Node) -> N
     if op is ReduceOp.SUM:
         return ge
     if op is ReduceOp.PROD:
-        return _mul(ge, _prod_partials(axes, x))
+        return ir.mul(ge, _prod_partials(axes, x))
     # max / min: the first extreme element of each reduced slice (in row-major order of the reduced axes)
     # gets the gradient, NaN counting as the extreme (the element NumPy's argmax/argmin would pick)
     hit = _or(_cmp(BinaryOp.EQ, x, ir.expand(n, x.shape)), ir.unary(UnaryOp.ISNAN, x))
@@ -243,16 +199,16 @@ def _first(hit: Node, axes: tuple[int, ...]) -> Node:
     shape = tuple(d if i in axes else 1 for i, d in enumerate(hit.shape))
     count = math.prod(shape)
     position = ir.expand(ir.leaf(np.arange(count, dtype=np.int32).reshape(shape), int32), hit.shape)
-    first = ir.reduce(ReduceOp.MIN, ir.where(hit, position, _c(count, position)), axes)
+    first = ir.reduce(ReduceOp.MIN, ir.where(hit, position, ir.full_like(count, position)), axes)
     return _cmp(BinaryOp.EQ, position, ir.expand(first, hit.shape))
 
 
 def _prod_partials(axes: tuple[int, ...], x: Node) -> Node:
     """d prod / dx_i: the product of the other elements of x_i's slice, exact with zeros: p / x_i without
     zeros in the slice, the product of the rest at the only zero, 0 elsewhere."""
-    zero = _cmp(BinaryOp.EQ, x, _c(0, x))
+    zero = _cmp(BinaryOp.EQ, x, ir.full_like(0, x))
     zeros = ir.expand(ir.reduce(ReduceOp.SUM, ir.cast(zero, int32), axes), x.shape)
-    nonzero = ir.expand(ir.reduce(ReduceOp.PROD, ir.where(zero, _c(1, x), x), axes), x.shape)
-    none = _cmp(BinaryOp.EQ, zeros, _c(0, zeros))
-    only = ir.binary(BinaryOp.AND, zero, _cmp(BinaryOp.EQ, zeros, _c(1, zeros)))
-    return ir.where(none, _div(nonzero, x), _pick(only, nonzero))
+    nonzero = ir.expand(ir.reduce(ReduceOp.PROD, ir.where(zero, ir.full_like(1, x), x), axes), x.shape)
+    none = _cmp(BinaryOp.EQ, zeros, ir.full_like(0, zeros))
+    only = ir.binary(BinaryOp.AND, zero, _cmp(BinaryOp.EQ, zeros, ir.full_like(1, zeros)))
+    return ir.where(none, ir.div(nonzero, x), _pick(only, nonzero))

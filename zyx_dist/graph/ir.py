@@ -363,6 +363,32 @@ def binary(op: BinaryOp, x: Node, y: Node) -> Node:
     return Node(Op.BINARY, (x, y), op, x.shape, dtype)
 
 
+# arithmetic on nodes of one shape and dtype, for the passes that build graphs (autograd, the optimizers)
+
+def full_like(value: Any, like: Node, dtype: DType | None = None) -> Node:
+    return const(value, like.shape, like.dtype if dtype is None else dtype)
+
+
+def add(x: Node, y: Node) -> Node:
+    return binary(BinaryOp.ADD, x, y)
+
+
+def sub(x: Node, y: Node) -> Node:
+    return binary(BinaryOp.SUB, x, y)
+
+
+def mul(x: Node, y: Node) -> Node:
+    return binary(BinaryOp.MUL, x, y)
+
+
+def div(x: Node, y: Node) -> Node:
+    return binary(BinaryOp.DIV, x, y)
+
+
+def neg(x: Node) -> Node:
+    return unary(UnaryOp.NEG, x)
+
+
 def where(cond: Node, x: Node, y: Node) -> Node:
     if not (cond.shape == x.shape == y.shape):
         raise ShapeError(f"where: shapes {cond.shape}, {x.shape}, {y.shape} differ")
@@ -424,9 +450,9 @@ def reduce_identity(op: ReduceOp, dtype: DType) -> Any:
     return info.min if op is ReduceOp.MAX else info.max
 
 
-def toposort(roots: list[Node], stop=lambda n: False) -> list[Node]:
-    """Nodes reachable from `roots`, producers first; a node for which `stop` is true is included but
-    its sources are not visited."""
+def toposort(roots: list[Node], stop=lambda n: False, sources=lambda n: n.srcs) -> list[Node]:
+    """Nodes reachable from `roots` through `sources` (a node's srcs by default), producers first; a node
+    for which `stop` is true is included but its sources are not visited."""
     order: list[Node] = []
     seen: set[int] = set()
     stack: list[tuple[Node, bool]] = [(r, False) for r in reversed(roots)]
@@ -440,7 +466,7 @@ def toposort(roots: list[Node], stop=lambda n: False) -> list[Node]:
         seen.add(node.id)
         stack.append((node, True))
         if not stop(node):
-            for s in reversed(node.srcs):
+            for s in reversed(sources(node)):
                 if s.id not in seen:
                     stack.append((s, False))
     return order
