@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 import zyx_dist as zd
+from zyx_dist.codegen.kernel_ops import kernel_ops
 from zyx_dist.codegen.render import render_kernel
 from zyx_dist.fuse.kernelize import kernelize
 from zyx_dist.protocol import Alloc, Compile, CopyIn, CopyOut, Free, Launch
@@ -133,6 +134,15 @@ def one_kernel(nodes: list):
     return Kernel(list(nodes), sorted(leaves.values(), key=lambda n: n.id))
 
 
+def ref_attention(q, k, v, scale, mask=None):
+    """softmax(q @ k^T * scale + mask) @ v in NumPy, the reference of the fused attention tests."""
+    s = (q @ np.swapaxes(k, -1, -2)) * scale
+    if mask is not None:
+        s = s + mask
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return (e / e.sum(-1, keepdims=True)) @ v
+
+
 def option_graphs(rng):
     """(label, build, expected) graphs whose kernels between them have a candidate for every option of
     `codegen.options.KernelOpts` away from its default (the candidate tests check that)."""
@@ -165,10 +175,12 @@ def option_graphs(rng):
     ]
 
 
-def run_kernels(worker, t, pick, dialect: str = "opencl") -> np.ndarray:
-    """Run the graph of `t` kernel by kernel on a `Worker`, each kernel rendered in `dialect` with
-    `pick(kernel)` options; gives the value of `t`."""
-    kernels = kernelize([t.node])
+def run_kernels(worker, t, pick=lambda k: None, dialect: str = "opencl", with_ops: bool = False) -> np.ndarray:
+    """Run the graph of `t` (a tensor or a node) kernel by kernel on a `Worker`, each kernel rendered in
+    `dialect` with `pick(kernel)` options (None: the default), each Compile carrying the kernel's op list
+    when `with_ops` (what a reference device interprets); gives the value of `t`."""
+    node = getattr(t, "node", t)
+    kernels = kernelize([node])
     ids, cmds = iter(range(1, 10**6)), []  # fresh ids: every run frees what it made
     bufs: dict[int, int] = {}
     for k in kernels:
@@ -182,9 +194,9 @@ def run_kernels(worker, t, pick, dialect: str = "opencl") -> np.ndarray:
         p = render_kernel(k, dialect, pick(k))
         pid = next(ids)
         args = tuple(bufs[x.id] for x in k.inputs + k.outputs)
-        cmds += [Compile(pid, p.source, p.name), Launch(pid, args, p.gws, p.lws, args[: len(k.inputs)],
+        cmds += [Compile(pid, p.source, p.name, kernel_ops(k) if with_ops else None), Launch(pid, args, p.gws, p.lws, args[: len(k.inputs)],
                                                        args[len(k.inputs):])]
-    cmds.append(CopyOut(bufs[t.node.id], t.dtype.name, t.shape))
+    cmds.append(CopyOut(bufs[node.id], node.dtype.name, node.shape))
     cmds += [Free(b) for b in bufs.values()]
     res = worker.run(cmds)
     assert all(type(r).__name__ == "Done" for r in res.results), [r for r in res.results if type(r).__name__ != "Done"]

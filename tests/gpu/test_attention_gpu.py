@@ -10,6 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from gpu_util import cuda_devices, nvidia_opencl_index
+from helpers import ref_attention
 
 import zyx_dist as zd
 from zyx_dist.codegen import attention
@@ -17,14 +18,6 @@ from zyx_dist.fuse.kernelize import kernelize
 
 BF = np.dtype(ml_dtypes.bfloat16)
 RNG = np.random.default_rng(13)
-
-
-def ref_attention(q, k, v, scale, mask=None):
-    s = (q @ np.swapaxes(k, -1, -2)) * scale
-    if mask is not None:
-        s = s + mask
-    e = np.exp(s - s.max(-1, keepdims=True))
-    return (e / e.sum(-1, keepdims=True)) @ v
 
 
 def _check(device: str, dtype, masked: str, B=2, H=3, T=200, D=64, view=False):

@@ -11,6 +11,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import ref_attention
 
 import zyx_dist as zd
 from zyx_dist.codegen import attention
@@ -19,14 +20,6 @@ from zyx_dist.fuse.kernelize import kernelize
 
 BF = np.dtype(ml_dtypes.bfloat16)
 RNG = np.random.default_rng(5)
-
-
-def ref_attention(q, k, v, scale, mask=None):
-    s = (q @ np.swapaxes(k, -1, -2)) * scale
-    if mask is not None:
-        s = s + mask
-    e = np.exp(s - s.max(-1, keepdims=True))
-    return (e / e.sum(-1, keepdims=True)) @ v
 
 
 def one_attention_kernel(t: zd.Tensor) -> None:

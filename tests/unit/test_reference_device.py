@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fuzzgraph import check_against_numpy, detached_session, program_from_seed, programs, result_bits
-from helpers import option_graphs
+from helpers import option_graphs, run_kernels
 from hypothesis import HealthCheck, given, settings
 from reference import evaluate
 
@@ -30,7 +30,7 @@ from zyx_dist.codegen.kernel_ops import kernel_ops
 from zyx_dist.codegen.render import render_kernel
 from zyx_dist.fuse.kernelize import kernelize
 from zyx_dist.graph import ir as g
-from zyx_dist.protocol import Alloc, Compile, CopyIn, CopyOut, Done, Failed, Free, KernelOps, Launch
+from zyx_dist.protocol import Compile, Done, Failed, KernelOps
 from zyx_dist.runtime.device import Device
 from zyx_dist.runtime.worker import Worker
 
@@ -44,28 +44,6 @@ def worker():
     w.close()
 
 
-def run_on(worker: Worker, node: g.Node) -> np.ndarray:
-    """`node` computed kernel by kernel on `worker`, every Compile carrying the kernel's op list."""
-    ids, cmds, bufs = iter(range(1, 10**6)), [], {}
-    for k in kernelize([node]):
-        for x in k.inputs:
-            if x.id not in bufs:
-                bufs[x.id] = next(ids)
-                cmds += [Alloc(bufs[x.id], max(x.size * x.dtype.itemsize, 1)), CopyIn(bufs[x.id], x.host)]
-        for o in k.outputs:
-            bufs[o.id] = next(ids)
-            cmds.append(Alloc(bufs[o.id], max(o.size * o.dtype.itemsize, 1)))
-        p, pid = render_kernel(k), next(ids)
-        args = tuple(bufs[x.id] for x in k.inputs + k.outputs)
-        cmds += [Compile(pid, p.source, p.name, kernel_ops(k)),
-                 Launch(pid, args, p.gws, p.lws, args[: len(k.inputs)], args[len(k.inputs):])]
-    cmds += [CopyOut(bufs[node.id], node.dtype.name, node.shape), *[Free(b) for b in bufs.values()]]
-    res = worker.run(cmds)
-    bad = [r for r in res.results if isinstance(r, Failed)]
-    assert not bad, bad[0].message
-    return res.results[-1 - len(bufs)].value
-
-
 def test_the_reference_device_is_a_device(worker):
     assert isinstance(worker.backend, Device) and worker.backend.kind == "reference"
     info = worker.info()
@@ -75,7 +53,7 @@ def test_the_reference_device_is_a_device(worker):
 def test_option_graphs_match_numpy_and_the_test_interpreter(worker):
     for label, build, expected in option_graphs(np.random.default_rng(0)):
         t = build()
-        got = run_on(worker, t.node)
+        got = run_kernels(worker, t.node, with_ops=True)
         np.testing.assert_allclose(got, expected, rtol=2e-5, atol=2e-5, err_msg=label)
         np.testing.assert_allclose(got, evaluate(t.node), rtol=2e-5, atol=2e-5, err_msg=label)
 
