@@ -63,14 +63,15 @@ def test_parse_debug_errors_name_the_variable(text):
 @pytest.mark.parametrize("text", ["0x2", "2"])
 def test_hex_debug_reaches_the_worker_as_the_config_reads_it(monkeypatch, text):
     """The bug this replaces: the worker parsed ZYX_DIST_DEBUG with int(), so 0x2 turned its timers off."""
+    # a reference device: the unit tier runs without OpenCL (ZYX_DIST_NO_OPENCL=1)
     monkeypatch.setenv("ZYX_DIST_DEBUG", text)
     cfg = load_config(None)
     assert cfg.debug == 2 and logs.debug_from_env() == 2
     logs.apply_debug(cfg.debug)
-    with Worker("opencl:cpu") as w:
+    with Worker("reference:0") as w:
         assert w.profile is True  # bit 2: device-side kernel times
     logs.apply_debug(0)
-    with Worker("opencl:cpu") as w:
+    with Worker("reference:0") as w:
         assert w.profile is False
 
 
