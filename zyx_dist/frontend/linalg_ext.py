@@ -224,10 +224,15 @@ def inv(x: Any, /) -> Tensor:
     return _t(out, dt)
 
 
+def _rtol(rtol: Any, a: np.ndarray) -> np.ndarray:
+    """The standard's cut-off for small singular values: `rtol` (a number or a tensor), else max(M, N) * eps."""
+    r = rtol if rtol is not None else max(a.shape[-2:]) * np.finfo(a.dtype).eps
+    return np.asarray(r.numpy() if isinstance(r, Tensor) else r)
+
+
 def pinv(x: Any, /, *, rtol: Any = None) -> Tensor:
     def f(a: np.ndarray) -> np.ndarray:
-        r = rtol if rtol is not None else max(a.shape[-2:]) * np.finfo(a.dtype).eps
-        return np.linalg.pinv(a, rtol=np.asarray(r.numpy() if isinstance(r, Tensor) else r))
+        return np.linalg.pinv(a, rtol=_rtol(rtol, a))
 
     out, dt = _host(f, x, what="pinv")
     return _t(out, dt)
@@ -235,8 +240,7 @@ def pinv(x: Any, /, *, rtol: Any = None) -> Tensor:
 
 def matrix_rank(x: Any, /, *, rtol: Any = None) -> Tensor:
     def f(a: np.ndarray) -> np.ndarray:
-        r = rtol if rtol is not None else max(a.shape[-2:]) * np.finfo(a.dtype).eps
-        return np.linalg.matrix_rank(a, rtol=np.asarray(r.numpy() if isinstance(r, Tensor) else r))
+        return np.linalg.matrix_rank(a, rtol=_rtol(rtol, a))
 
     out, _ = _host(f, x, what="matrix_rank")
     return tensor(np.asarray(out, np.int64), dtypes.int64)
