@@ -142,15 +142,18 @@ class Tuner:
         try:
             if not all(isinstance(r, Done) for r in res.results):
                 return None  # no room for the scratch buffers after all
-            for i, opts in enumerate(cands):
-                prog = first if i == 0 else render_kernel(kernel, target.dialect, opts, target.gpu)
-                pid = new_id()
+            progs = [first] + [render_kernel(kernel, target.dialect, opts, target.gpu) for opts in cands[1:]]
+            pids = [new_id() for _ in progs]
+            # every candidate in one batch first: a worker whose compiler runs on several threads builds them
+            # side by side (a failure there stops only that batch; each candidate's own batch reports it)
+            run([Compile(pid, prog.source, prog.name) for pid, prog in zip(pids, progs)])
+            for opts, prog, pid in zip(cands, progs, pids):
                 launch = Launch(pid, tuple(bufs), prog.gws, prog.lws, reads, writes)
                 res = run([Compile(pid, prog.source, prog.name), *[launch] * TRIALS, Sync()])
                 self.trials += 1
                 ok = all(isinstance(r, Done) for r in res.results) and len(res.kernel_seconds) == TRIALS
                 secs = min(res.kernel_seconds) if ok else float("inf")
-                times.append((secs, i, opts, prog))
+                times.append((secs, len(times), opts, prog))
                 if logs.enabled("autotune"):
                     shown = f"{secs * 1e6:9.1f} us" if ok else "   failed"
                     logs.emit("autotune", f"zyx_dist: autotune {prog.name} on {target.device}: {opts.tag()} {shown}")

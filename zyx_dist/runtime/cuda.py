@@ -12,6 +12,7 @@ that order them on one non-blocking compute stream, plus NCCL point-to-point sen
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,8 @@ except ImportError:  # reported when a device is opened, so importing zyx_dist n
     cp = None
 
 COMPILE_OPTIONS = ("-std=c++17",)
+# NVRTC builds at once (prebuild); the cores this process may use, at most 16
+BUILD_THREADS = min(16, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
 # What to install for the CUDA backend; the README's set-up section says the same.
@@ -289,6 +292,11 @@ class CudaBackend:
         """Compile `source` with NVRTC and return its kernel `name` (an `extern "C"` function), cached:
         `ProgramCache` (`ops` is not needed here)."""
         return self._cache.kernel(source, name, options, self._build, self._entry)
+
+    def prebuild(self, sources: Sequence[tuple[str, str]]) -> None:
+        """NVRTC builds the new programs of a batch side by side (it is thread-safe and CuPy releases the GIL
+        around it): a tuner's candidates or a first forward's kernels compile in about the time of the slowest."""
+        self._cache.prebuild(sources, self._build, BUILD_THREADS)
 
     def _build(self, source: str, options: str) -> Any:
         from cupy.cuda import compiler

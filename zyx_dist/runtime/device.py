@@ -6,12 +6,14 @@ protocols of their own: `PeerDevice` (NCCL send/recv between CUDA workers), `Cap
 with its own allocator pool that the worker's memory limit caps) and `GraphDevice` (capture and replay of
 a run of launches: CUDA graphs). `ProgramCache` is the compile cache all
 backends use: programs cached by source and options, kernels by entry name, and the one place where a
-failed build becomes a `CompileError` carrying the numbered source and the compiler's log.
+failed build becomes a `CompileError` carrying the numbered source and the compiler's log; a backend whose
+compiler can run on several threads at once (`ParallelBuilds`) builds a batch's new programs side by side.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -117,6 +119,15 @@ class GraphDevice(Device, Protocol):
         ...
 
 
+@runtime_checkable
+class ParallelBuilds(Device, Protocol):
+    """A device whose compiler may build several programs at once on threads of the worker's process."""
+
+    def prebuild(self, sources: Sequence[tuple[str, str]]) -> None:
+        """Build the (source, options) pairs that are new, side by side, into the compile cache."""
+        ...
+
+
 class BuildError(Exception):
     """Raised by a backend's build or entry function with the compiler's log; `ProgramCache` turns it
     into the CompileError the driver sees."""
@@ -158,6 +169,25 @@ class ProgramCache:
                                source=source, log=e.log) from e
         self._kernels[key] = kernel
         return kernel
+
+    def prebuild(self, sources: Sequence[tuple[str, str]], build: Callable[[str, str], Any], threads: int) -> None:
+        """Build the (source, options) pairs not yet cached on up to `threads` threads at once (a compiler that
+        releases the GIL, like NVRTC, builds them side by side) and cache the programs that built. A build that
+        fails is not cached: its Compile builds it again and raises the `CompileError` as it would have."""
+        todo = list(dict.fromkeys(k for k in ((o, s) for s, o in sources) if k not in self._programs))
+        if len(todo) < 2 or threads < 2:
+            return
+
+        def attempt(key: tuple[str, str]) -> Any:
+            try:
+                return build(key[1], key[0])
+            except Exception:  # noqa: BLE001 -- the Compile that follows reports it, in order
+                return None
+
+        with ThreadPoolExecutor(min(threads, len(todo)), thread_name_prefix="zyx-build") as pool:
+            for key, program in zip(todo, pool.map(attempt, todo)):
+                if program is not None:
+                    self._programs[key] = program
 
     def clear(self) -> None:
         self._kernels.clear()

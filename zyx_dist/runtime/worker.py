@@ -42,7 +42,7 @@ from ..protocol import (
     Spill,
     Sync,
 )
-from .device import CappedDevice, Device, GraphDevice, PeerDevice
+from .device import CappedDevice, Device, GraphDevice, ParallelBuilds, PeerDevice
 from .events import EventTracker
 from .pool import Block, MemoryPool
 from .replay import WorkerTemplate, compile_template, cuda_graphs_enabled, run_template
@@ -110,6 +110,7 @@ class Worker:
         # (first launch, launches) of each CUDA graph replayed in the running batch
         self._graph_spans: list[tuple[int, int]] = []
         self.graphs = cuda_graphs_enabled() and isinstance(self.backend, GraphDevice)
+        self._prebuild = self.backend.prebuild if isinstance(self.backend, ParallelBuilds) else None
         # the handler of each command class: one dict lookup per command instead of an isinstance chain
         self._handlers: dict[type, Any] = {
             Launch: self._launch, Alloc: self._alloc, Free: self._free, CopyIn: self._copy_in,
@@ -142,6 +143,10 @@ class Worker:
             spans.clear()
         failed = False
         handlers = self._handlers
+        if self._prebuild is not None and len(batch) > 1:
+            sources = [(c.source, "") for c in batch if c.__class__ is Compile]
+            if len(sources) > 1:  # new programs of this batch build side by side; the Compiles below find them
+                self._prebuild(sources)
         for i, cmd in enumerate(batch):
             if failed:
                 if not isinstance(cmd, Free):
