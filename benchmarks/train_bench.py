@@ -74,10 +74,14 @@ def run_ours(gpt, cfg, data, vocab, args) -> dict:
         params = opt.step(zd.grad(loss, params))
         return loss
 
-    for i in range(args.warmup):
+    session = zsession.current()
+    for i in range(args.warmup):  # new plans: compile (and tune) every new kernel; progress on stderr
+        t0 = time.perf_counter()
         loss = step(i)
         zd.realize(loss, *params)
         losses.append(loss.item())
+        print(f"zyx_dist warm-up step {i}: {time.perf_counter() - t0:.2f} s; {len(session.programs)} programs, "
+              f"{session.tuner.trials} candidates timed so far", file=sys.stderr, flush=True)
     rates = []
     for r in range(args.rounds):
         t0 = time.perf_counter()

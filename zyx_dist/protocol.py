@@ -82,6 +82,15 @@ class Compile:
 
 
 @dataclass(frozen=True)
+class Build:
+    """Start building `sources` in the background where the device's compiler can (a hint that never fails:
+    Done at once). A later Compile of one of them waits for its build instead of starting its own, so the
+    programs a plan will need build side by side while other work runs; elsewhere it does nothing."""
+
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Launch:
     """Run program `prog` with `bufs` as its arguments, in order. `reads`/`writes` say which of them
     the kernel loads and stores, so the launch waits for their last writes (and, for writes, reads)."""
@@ -163,7 +172,7 @@ class DropTemplate:
     template: int
 
 
-Command = (Alloc | Free | CopyIn | CopyOut | Compile | Launch | Send | Recv | Spill | Reload | Sync | DefineTemplate
+Command = (Alloc | Free | CopyIn | CopyOut | Compile | Build | Launch | Send | Recv | Spill | Reload | Sync | DefineTemplate
            | Replay | DropTemplate)
 
 

@@ -1,8 +1,10 @@
 """Driver side: the autotuner. Takes a kernel, the device model it will run on (a `Target`: dialect,
 device type, driver) and a function that runs a timed batch on one worker of that model; gives the
 kernel's program, rendered with the chosen `KernelOpts`. The candidates come from `codegen.options` in
-its order of preference; the first `autotune.budget` of them are compiled and launched on scratch buffers (never a user's
-tensor), timed by device-side timers, and the fastest wins. Trials are not user kernels: they go
+its order of preference; the first `autotune.budget` of them are compiled (in one batch, which a worker with a
+thread-safe compiler builds side by side) and launched on scratch buffers (never a user's tensor), timed by
+device-side timers, and the fastest wins (a candidate whose first launch is far slower than the best so far is not
+launched again). Trials are not user kernels: they go
 through `run_timed`, outside `zd.stats()["kernels_launched"]`. Winners are kept in memory and on disk
 as JSON under `autotune.cache_dir`, one file per device model and driver version, keyed by a hash of
 the cache format, the renderer's version (a digest of the codegen sources, so a renderer change never
@@ -25,7 +27,7 @@ from pathlib import Path
 from .. import logs
 from .._util import bucket_size, read_json, update_json
 from ..fuse.kernelize import Kernel
-from ..protocol import Alloc, BatchResult, Compile, Done, Free, Launch, Sync
+from ..protocol import Alloc, BatchResult, Build, Compile, Done, Free, Launch, Sync
 from . import options as codegen_options
 from .kernel_ops import kernel_ops
 from .options import KernelOpts
@@ -33,6 +35,7 @@ from .render import Program, facts, kernel_key, render_kernel
 
 MIN_SECONDS = 2e-4  # kernels estimated shorter than this are not timed: the trials would cost more than they win
 TRIALS = 3  # launches per candidate; the fastest counts (the first may pay for a cold cache)
+CUTOFF = 3.0  # a candidate whose first launch is this many times the best so far gets no more trials
 AUTOTUNE_FORMAT = 2  # of autotune-v<N>-*.json and its keys; bump when either changes meaning
 MAX_ENTRIES = 4096  # per file; beyond it the oldest winners of other renderer versions go first
 
@@ -83,6 +86,15 @@ def kernel_hash(kernel: Kernel) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:20]
 
 
+@dataclass(frozen=True)
+class _Search:
+    """A kernel's options to time (`timed`) or its one choice, with the program of each."""
+
+    opts: tuple[KernelOpts, ...]
+    programs: tuple[Program, ...]
+    timed: bool
+
+
 class Tuner:
     def __init__(self, enabled: bool, budget: int, cache_dir: str | None) -> None:
         self.enabled, self.budget = enabled, budget
@@ -90,6 +102,7 @@ class Tuner:
         self.chosen: dict[tuple[str, str], KernelOpts] = {}  # (target key, kernel hash) -> options
         self.disk: dict[str, dict] = {}  # target key -> the file's entries
         self.trials = 0  # candidates timed (for tests and debug output)
+        self._searches: dict[tuple[str, str], _Search] = {}  # kernels build_ahead saw, until program takes them
 
     def program(self, kernel: Kernel, target: Target, run: Callable[[list], BatchResult] | None,
                 free_bytes: int, new_id: Callable[[], int]) -> Program:
@@ -99,9 +112,30 @@ class Tuner:
             return dataclasses.replace(render_kernel(kernel, target.dialect, None, target.gpu), ops=kernel_ops(kernel))
         return self._choose(kernel, target, run, free_bytes, new_id)[1]
 
-    def _choose(self, kernel: Kernel, target: Target, run: Callable[[list], BatchResult] | None,
-                free_bytes: int, new_id: Callable[[], int]) -> tuple[KernelOpts, Program]:
-        h = kernel_hash(kernel)
+    def build_ahead(self, kernels: list[Kernel], target: Target, run: Callable[[list], BatchResult] | None,
+                    free_bytes: int) -> None:
+        """Start building every program that `program` will compile or time for `kernels` on `target`, in one
+        `Build` to the worker that times them: where its compiler runs on several threads, a plan's programs
+        (every candidate of every kernel to tune, and the chosen program of the others) compile side by side
+        while the candidates are timed one kernel after another."""
+        if target.interpreted or run is None:
+            return
+        if len(self._searches) > MAX_ENTRIES:  # searches started and never finished (a plan that failed)
+            self._searches.clear()
+        sources: dict[str, None] = {}
+        for kernel in kernels:
+            h = kernel_hash(kernel)
+            search = self._searches.get((target.key, h)) or self._search(kernel, h, target, True, free_bytes)
+            self._searches[(target.key, h)] = search
+            sources.update(dict.fromkeys(p.source for p in search.programs))
+        try:
+            run([Build(tuple(sources))])
+        except Exception as e:  # noqa: BLE001 -- only a hint; a lost worker is found by the realize that follows
+            logs.emit("autotune", f"zyx_dist: builds ahead on {target.device} not started: {type(e).__name__}: {e}")
+
+    def _search(self, kernel: Kernel, h: str, target: Target, can_time: bool, free_bytes: int) -> _Search:
+        """What `program` does for a kernel: its remembered winner, or its candidates to time (rendered), or the
+        cost model's first choice when timing would not pay (or `can_time` is false)."""
         opts = self.chosen.get((target.key, h))
         if opts is None:
             stored = self._entries(target).get(h)
@@ -110,28 +144,40 @@ class Tuner:
                 opts = None
         if opts is not None:
             self.chosen[(target.key, h)] = opts
-            return opts, render_kernel(kernel, target.dialect, opts, target.gpu)
+            return _Search((opts,), (render_kernel(kernel, target.dialect, opts, target.gpu),), False)
         cands = codegen_options.candidates(facts(kernel, target.dialect, target.gpu, target.max_lws))
         first = render_kernel(kernel, target.dialect, cands[0], target.gpu)
         estimate = max(first.bytes / (target.gbps * 1e9), first.flops / (target.gflops * 1e9))
         scratch = sum(bucket_size(max(n.size * n.dtype.itemsize, 1)) for n in kernel.inputs + kernel.outputs)
-        if (not self.enabled or run is None or len(cands) == 1 or estimate < MIN_SECONDS
+        if (not self.enabled or not can_time or len(cands) == 1 or estimate < MIN_SECONDS
                 or scratch > free_bytes // 2):
-            return cands[0], first  # not remembered: a later call with time to spare may still tune it
+            return _Search((cands[0],), (first,), False)  # not remembered: a later call with time to spare may tune
+        cands = cands[: self.budget]
+        return _Search(tuple(cands), (first, *(render_kernel(kernel, target.dialect, o, target.gpu) for o in cands[1:])),
+                       True)
+
+    def _choose(self, kernel: Kernel, target: Target, run: Callable[[list], BatchResult] | None,
+                free_bytes: int, new_id: Callable[[], int]) -> tuple[KernelOpts, Program]:
+        h = kernel_hash(kernel)
+        search = self._searches.pop((target.key, h), None)
+        if search is None or (search.timed and run is None):
+            search = self._search(kernel, h, target, run is not None, free_bytes)
+        if not search.timed:
+            return search.opts[0], search.programs[0]
         try:
-            won = self._time(kernel, target, run, new_id, cands[: self.budget], first)
+            won = self._time(kernel, target, run, new_id, search)
         except Exception as e:  # noqa: BLE001 -- e.g. the worker was lost: the realize that follows finds out
-            logs.emit("autotune", f"zyx_dist: autotune of {first.name} on {target.device} stopped: "
+            logs.emit("autotune", f"zyx_dist: autotune of {search.programs[0].name} on {target.device} stopped: "
                                   f"{type(e).__name__}: {e}")
             won = None
         if won is None:  # nothing timed: the default, not remembered
-            return cands[0], first
+            return search.opts[0], search.programs[0]
         self.chosen[(target.key, h)] = won[0]
         self._save(target, h, won[0])
         return won
 
     def _time(self, kernel: Kernel, target: Target, run: Callable[[list], BatchResult], new_id: Callable[[], int],
-              cands: list[KernelOpts], first: Program) -> tuple[KernelOpts, Program] | None:
+              search: _Search) -> tuple[KernelOpts, Program] | None:
         """The fastest candidate and its program; None when nothing could be timed."""
         bufs = [new_id() for _ in kernel.inputs + kernel.outputs]
         sizes = [max(n.size * n.dtype.itemsize, 1) for n in kernel.inputs + kernel.outputs]
@@ -142,29 +188,33 @@ class Tuner:
         try:
             if not all(isinstance(r, Done) for r in res.results):
                 return None  # no room for the scratch buffers after all
-            progs = [first] + [render_kernel(kernel, target.dialect, opts, target.gpu) for opts in cands[1:]]
-            pids = [new_id() for _ in progs]
-            # every candidate in one batch first: a worker whose compiler runs on several threads builds them
-            # side by side (a failure there stops only that batch; each candidate's own batch reports it)
-            run([Compile(pid, prog.source, prog.name) for pid, prog in zip(pids, progs)])
-            for opts, prog, pid in zip(cands, progs, pids):
+            # (already building when build_ahead saw this kernel; else they start now, side by side where they can)
+            run([Build(tuple(p.source for p in search.programs))])
+            best = float("inf")
+            for opts, prog in zip(search.opts, search.programs):
+                pid = new_id()
                 launch = Launch(pid, tuple(bufs), prog.gws, prog.lws, reads, writes)
-                res = run([Compile(pid, prog.source, prog.name), *[launch] * TRIALS, Sync()])
+                # one launch first: a candidate already CUTOFF times slower than the best so far is not launched
+                # again (a bad variant on a CPU can take a thousand times the estimate; its trials dominated)
+                ok, seconds = _timed(run([Compile(pid, prog.source, prog.name), launch, Sync()]), 1)
+                if ok and seconds[0] <= CUTOFF * best:
+                    ok, more = _timed(run([*[launch] * (TRIALS - 1), Sync()]), TRIALS - 1)
+                    seconds += more
                 self.trials += 1
-                ok = all(isinstance(r, Done) for r in res.results) and len(res.kernel_seconds) == TRIALS
-                secs = min(res.kernel_seconds) if ok else float("inf")
+                secs = min(seconds) if ok else float("inf")
+                best = min(best, secs)
                 times.append((secs, len(times), opts, prog))
                 if logs.enabled("autotune"):
                     shown = f"{secs * 1e6:9.1f} us" if ok else "   failed"
                     logs.emit("autotune", f"zyx_dist: autotune {prog.name} on {target.device}: {opts.tag()} {shown}")
         finally:
             run([Free(b) for b in bufs])
-        secs, _, best, prog = min(times, key=lambda t: (t[0], t[1]))
+        secs, _, best_opts, prog = min(times, key=lambda t: (t[0], t[1]))
         if secs == float("inf"):
             return None
-        logs.emit("autotune", f"zyx_dist: autotune winner {best.tag()} ({secs * 1e6:.1f} us) of {len(times)} "
+        logs.emit("autotune", f"zyx_dist: autotune winner {best_opts.tag()} ({secs * 1e6:.1f} us) of {len(times)} "
                               "candidates")
-        return best, prog
+        return best_opts, prog
 
     # ---- the disk cache: one JSON file per device model, never code ----------------------------------------
 
@@ -197,6 +247,12 @@ class Tuner:
             return {"format": AUTOTUNE_FORMAT, "device": target.key, "kernels": kernels}
 
         self.disk[target.key] = update_json(path, merge)["kernels"]
+
+
+def _timed(res: BatchResult, launches: int) -> tuple[bool, tuple[float, ...]]:
+    """Whether every command of a trial batch ran and timed its `launches` launches, and their seconds."""
+    ok = all(isinstance(r, Done) for r in res.results) and len(res.kernel_seconds) == launches
+    return ok, res.kernel_seconds
 
 
 def _kernels_of(data: object, device: str) -> dict:

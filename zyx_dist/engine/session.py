@@ -13,7 +13,7 @@ import contextlib
 import os
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -246,6 +246,15 @@ class Session(Recovery, Exchange):
             except LostWorkers as e:  # the frees went with the dead worker's memory anyway
                 self.recover(e.devices)
 
+    def render(self, kernels: list) -> list[dict[str, Program]]:
+        """`program` of each kernel; first, the programs of the new ones start building on each device model's
+        timing worker (side by side where its compiler can), so compiling overlaps the tuner's timing."""
+        for variant, target in self.targets.items():
+            new = [k for k in kernels if (kernel_key(k), variant) not in self.programs]
+            if len(new) > 1:
+                self.tuner.build_ahead(new, target, *self._timing_worker(variant)[:2])
+        return [self.program(k) for k in kernels]
+
     def program(self, kernel) -> dict[str, Program]:
         """The kernel rendered once for each device model of this session (tuned there on first sight):
         device model key -> Program."""
@@ -254,14 +263,20 @@ class Session(Recovery, Exchange):
         for variant, target in self.targets.items():
             prog = self.programs.get((key, variant))
             if prog is None:
-                dev = next((d for d, m in self.state.devices.items() if m.variant == variant), None)  # still alive
-                run = (lambda b, d=dev: self.backend.run_timed(d, b)) if dev is not None else None
-                free = self.state.devices[dev].memory - self.state.used[dev] if dev is not None else 0
+                run, free = self._timing_worker(variant)
                 prog = self.programs[(key, variant)] = self.tuner.program(kernel, target, run, free, self.state.new_id)
                 if logs.enabled("source"):
                     logs.logger("source").debug(f"zyx_dist: source of {prog.name}\n{prog.source}")
             out[variant] = prog
         return out
+
+    def _timing_worker(self, variant: str) -> tuple[Callable[[list], BatchResult] | None, int]:
+        """How the tuner runs a timed batch on a live worker of device model `variant` (None: none is left),
+        and that worker's free bytes."""
+        dev = next((d for d, m in self.state.devices.items() if m.variant == variant), None)
+        if dev is None:
+            return None, 0
+        return (lambda b: self.backend.run_timed(dev, b)), self.state.devices[dev].memory - self.state.used[dev]
 
     def plan(self, nodes: list[Node], found: tuple | None = None,
              affinity: dict[int, str] | None = None) -> tuple[list, list[dict[str, Program]], Schedule]:
@@ -281,7 +296,7 @@ class Session(Recovery, Exchange):
         with gc_paused():
             if found is None:
                 found = self.plans.lookup(targets, affinity)
-            kernels, programs = self.plans.kernels_at(found, targets, self.program, affinity)
+            kernels, programs = self.plans.kernels_at(found, targets, self.render, affinity)
         tb = tc = time.perf_counter()
         lost = [x for x in [*nodes, *(x for k in kernels for x in k.inputs)] if x.op is Op.LEAF and x.arg is LOST]
         if lost:

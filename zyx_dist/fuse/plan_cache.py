@@ -85,7 +85,7 @@ class PlanCache:
         self.hits = 0
         self.dropped: list = []  # templates of evicted entries (their workers may forget them)
 
-    def kernels(self, targets: list[Node], render: Callable[[Kernel], dict],
+    def kernels(self, targets: list[Node], render: Callable[[list[Kernel]], list[dict]],
                 affinity: dict[int, str] | None = None) -> tuple[list[Kernel], list[dict]]:
         """The kernels for `targets` (unrealized, non-empty nodes) and each kernel's programs; `affinity`
         as `kernelize` takes it (graph/shard.py's per-shard devices)."""
@@ -111,17 +111,17 @@ class PlanCache:
         return key, order, entry
 
     def kernels_at(self, found: tuple[_Key, list[Node], Entry | None] | None, targets: list[Node],
-                   render: Callable[[Kernel], dict], affinity: dict[int, str] | None = None
+                   render: Callable[[list[Kernel]], list[dict]], affinity: dict[int, str] | None = None
                    ) -> tuple[list[Kernel], list[dict]]:
         """`kernels` for a structure already looked up (`found` from `lookup`, with the same `affinity`)."""
         if found is None:  # an argument that cannot be hashed: plan without the cache
             kernels = kernelize(targets, self.limits, affinity)
-            return kernels, [render(k) for k in kernels]
+            return kernels, render(kernels)
         key, order, entry = found
         if entry is None:
             kernels = kernelize(targets, self.limits, affinity)
             pos = {n.id: i for i, n in enumerate(order)}
-            programs = [render(k) for k in kernels]
+            programs = render(kernels)
             entry = Entry((tuple(pos[o.id] for o in k.outputs), tuple(pos[x.id] for x in k.inputs), k.device,
                            tuple(pos[x.id] for x in k.frees_after), k.row, p) for k, p in zip(kernels, programs))
             entry.key, entry.templates = key, {}

@@ -24,6 +24,7 @@ from ..errors import CompileError, DeviceError, OutOfMemoryError
 from ..protocol import (
     Alloc,
     BatchResult,
+    Build,
     Command,
     Compile,
     CopyIn,
@@ -110,11 +111,11 @@ class Worker:
         # (first launch, launches) of each CUDA graph replayed in the running batch
         self._graph_spans: list[tuple[int, int]] = []
         self.graphs = cuda_graphs_enabled() and isinstance(self.backend, GraphDevice)
-        self._prebuild = self.backend.prebuild if isinstance(self.backend, ParallelBuilds) else None
+        self._build_ahead = self.backend.build_ahead if isinstance(self.backend, ParallelBuilds) else None
         # the handler of each command class: one dict lookup per command instead of an isinstance chain
         self._handlers: dict[type, Any] = {
             Launch: self._launch, Alloc: self._alloc, Free: self._free, CopyIn: self._copy_in,
-            CopyOut: self._copy_out, Compile: self._compile, Sync: self._sync, Send: self._peer,
+            CopyOut: self._copy_out, Compile: self._compile, Build: self._start_builds, Sync: self._sync, Send: self._peer,
             Recv: self._peer, Spill: self._spill, Reload: self._reload, Replay: self._replay,
             DefineTemplate: self._define, DropTemplate: self._drop,
         }
@@ -143,10 +144,10 @@ class Worker:
             spans.clear()
         failed = False
         handlers = self._handlers
-        if self._prebuild is not None and len(batch) > 1:
+        if self._build_ahead is not None and len(batch) > 1:
             sources = [(c.source, "") for c in batch if c.__class__ is Compile]
-            if len(sources) > 1:  # new programs of this batch build side by side; the Compiles below find them
-                self._prebuild(sources)
+            if len(sources) > 1:  # the batch's new programs build side by side; each Compile below waits for its own
+                self._build_ahead(sources)
         for i, cmd in enumerate(batch):
             if failed:
                 if not isinstance(cmd, Free):
@@ -346,6 +347,10 @@ class Worker:
         self._progs[cmd.prog] = self.backend.compile(cmd.source, cmd.name, ops=cmd.ops)
         logs.logger("timings").debug(f"zyx_dist: {self.device} compiled {cmd.name} in "
                                      f"{(time.perf_counter() - start) * 1e3:.1f} ms")
+
+    def _start_builds(self, cmd: Build, launches: list[Any]) -> None:
+        if self._build_ahead is not None:
+            self._build_ahead([(source, "") for source in cmd.sources])
 
     def _sync(self, cmd: Sync, launches: list[Any]) -> None:
         self.backend.synchronize()
