@@ -175,3 +175,60 @@ def test_transformer_block_kernel_count():
     assert len(ks) == 7, [k.shape for k in ks]
     assert sum(gemm.match(k) is not None for k in ks) == 4
     assert sum(attention.match(k) is not None for k in ks) == 1
+
+
+def test_optimizer_update_of_a_weight_gradient_is_one_gemm_with_three_outputs():
+    """Adam's update of W from its gradient x.T @ g: new weight, first and second moments are one GEMM kernel
+    (the gradient, stored transposed by the backward, is never written), equal to NumPy's Adam."""
+    from zyx_dist.engine import session as zsession
+
+    X, G, W = arr(300, 70), arr(300, 50), arr(70, 50)
+    x, g, w = zd.tensor(X), zd.tensor(G), zd.tensor(W).realize()
+    opt = zd.optim.Adam([w], lr=0.01)
+    ref, m, v = W.astype(np.float64), 0.0, 0.0
+    for t in range(1, 4):
+        loss = ((x @ w) * g).sum()
+        new = opt.step(zd.grad(loss, [w]))
+        ks, _, _ = zsession.current().plan([loss.node] + [n.node for n in new])
+        update = [k for k in ks if len(k.outputs) == 3]
+        assert len(update) == 1 and gemm.match(update[0]) is not None
+        zd.realize(loss, *new)
+        w = new[0]
+        grad = X.T.astype(np.float64) @ G
+        m, v = 0.9 * m + 0.1 * grad, 0.999 * v + 0.001 * grad * grad
+        ref = ref - 0.01 * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+        np.testing.assert_allclose(w.numpy(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_outputs_reading_the_product_at_different_indices_are_not_one_gemm():
+    """A gradient and its transpose stored by one kernel read the product at two indices: plain loops, and right."""
+    A, B = arr(40, 24), arr(24, 40)
+    p = zd.tensor(A) @ zd.tensor(B)
+    a, b = p * 2, p.mT + 1
+    ks = kernelize([a.node, b.node])
+    assert [len(k.outputs) for k in ks] == [2] and gemm.match(ks[0]) is None
+    zd.realize(a, b)
+    np.testing.assert_allclose(a.numpy(), (A @ B) * 2, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(b.numpy(), (A @ B).T + 1, rtol=2e-5, atol=2e-5)
+
+
+def test_a_matmul_read_by_a_row_kernel_is_a_gemm_of_its_own():
+    """softmax(x @ W) and the backward of layer_norm(x) @ W: the product is stored by a GEMM kernel, and the row
+    kernel that reads it runs no loop over k (each of its passes would otherwise recompute the product)."""
+    X, W, G = arr(96, 64), arr(64, 80), arr(96, 80)
+    s = zd.softmax(zd.tensor(X) @ zd.tensor(W), axis=1)
+    ks = kernels_of(s)
+    assert len(ks) == 2 and gemm.match(ks[0]) is not None and ks[1].row == 1
+    assert "< 64;" not in render_kernel(ks[1], gpu=False).source
+    e = np.exp((X @ W) - (X @ W).max(1, keepdims=True))
+    np.testing.assert_allclose(s.numpy(), e / e.sum(1, keepdims=True), rtol=2e-5, atol=2e-6)
+    x = zd.tensor(X)
+    dx, = zd.grad(((zd.layer_norm(x) @ zd.tensor(W)) * zd.tensor(G)).sum(), [x])
+    ks = kernels_of(dx)
+    rows = [k for k in ks if k.row]
+    assert any(gemm.match(k) is not None for k in ks) and rows and all(gemm.match(k) is None for k in rows)
+    assert all("< 80;" not in render_kernel(k, gpu=False).source for k in rows)
+    mu, r = X.mean(1, keepdims=True), 1 / np.sqrt(X.var(1, keepdims=True) + 1e-5)
+    xh, dxh = (X - mu) * r, G @ W.T
+    ref = r * (dxh - dxh.mean(1, keepdims=True) - xh * (dxh * xh).mean(1, keepdims=True))
+    np.testing.assert_allclose(dx.numpy(), ref, rtol=1e-4, atol=1e-4)

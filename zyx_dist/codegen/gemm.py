@@ -5,7 +5,8 @@ product's other dims by which operand depends on them: the rows (the left operan
 (the right operand only) and the batch (both, or neither). So `A @ B`, `A @ B.T`, batched and
 broadcast-batch products, `q @ k.mT` read through a permuted view, `x3d @ W` (its rows flattened into
 one M) and epilogues such as `relu(A @ B + b)` are all one GEMM, also when stored through permutes (the
-backward of a matmul, a projection split into attention heads). `render` gives the tiled kernel: each
+backward of a matmul, a projection split into attention heads) or when several outputs are elementwise in the
+product (an optimizer's update of a weight from its gradient). `render` gives the tiled kernel: each
 work-group computes a TILE_M x TILE_N block of one batch's output through `__local`/`__shared__` tiles
 of A and B, each work-item a block of 4 or 8 rows by 4 or 8 columns read from the tiles as float4s.
 An operand that is one float32 input seen through movement ops only is read in place as float4s where
@@ -60,9 +61,9 @@ class GemmSpec:
     a_view: View | None
     b_view: View | None
     # when permutes lie between the reduce and the kernel's output (the backward of a matmul stores its
-    # gradient transposed, attention splits a projection into heads): the output and each node's consumers
-    # on the way up, through which the reduce's index is carried to the output's
-    out: Node | None = None
+    # gradient transposed, attention splits a projection into heads): the outputs and each node's consumers
+    # on the way up, through which the reduce's index is carried to the outputs' (the same for every output)
+    outs: tuple[Node, ...] = ()
     up: tuple[tuple[int, tuple[Node, ...]], ...] = ()
 
     @property
@@ -99,16 +100,16 @@ class GemmSpec:
         """The flat index in the kernel's output of the reduce's element at the template's (bz, gi, gj)."""
         bz, gi, gj, _ = self.vars()
         idx = self.index(bz, gi, gj, sym.ZERO)
-        if self.out is not None:
-            flat = _carry_up(self.reduce, idx, self.out, dict(self.up))
+        if self.outs:
+            flat = _carry_up(self.reduce, idx, self.outs, dict(self.up))
             assert flat is not None  # checked by `match`
             return flat
         return sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides(self.reduce.shape)) if s])
 
 
-def _carry_up(r: Node, idx: tuple, out: Node, parents: dict[int, tuple[Node, ...]]) -> sym.Expr | None:
-    """The output's flat index of the reduce's element at `idx`, carried up through the reshapes, permutes
-    and elementwise ops between them; None when two paths disagree on where the element goes."""
+def _carry_up(r: Node, idx: tuple, outs: tuple[Node, ...], parents: dict[int, tuple[Node, ...]]) -> sym.Expr | None:
+    """The outputs' flat index of the reduce's element at `idx`, carried up through the reshapes, permutes
+    and elementwise ops between them; None when two paths (or two outputs) disagree on where the element goes."""
     at: dict[int, tuple] = {r.id: idx}
     work = [r]
     while work:
@@ -127,9 +128,10 @@ def _carry_up(r: Node, idx: tuple, out: Node, parents: dict[int, tuple[Node, ...
                 continue
             at[p.id] = new
             work.append(p)
-    if out.id not in at:
+    if any(o.id not in at for o in outs):
         return None
-    return sym.add(*[sym.mul(e, st) for e, st in zip(at[out.id], strides(out.shape)) if st])
+    flats = {sym.add(*[sym.mul(e, st) for e, st in zip(at[o.id], strides(o.shape)) if st]) for o in outs}
+    return flats.pop() if len(flats) == 1 else None
 
 
 def _walk(x: Node, idx: tuple, pos: dict[int, int]) -> tuple[set[str], list[tuple[int, sym.Expr]], bool] | None:
@@ -177,14 +179,14 @@ def _walk(x: Node, idx: tuple, pos: dict[int, int]) -> tuple[set[str], list[tupl
 
 
 def match(kernel) -> GemmSpec | None:
-    if len(kernel.outputs) != 1:
-        return None
-    out = kernel.outputs[0]
+    """The kernel as one GEMM, or None. Several outputs share the product when each is elementwise in it (an
+    optimizer's update of a weight from its gradient, the gradient not stored) and every output reads the
+    product at its own index (permutes on the way agree)."""
     pos = {n.id: i for i, n in enumerate(kernel.inputs)}
     reduces: list[Node] = []
     parents: dict[int, list[Node]] = {}  # node on a path from the output to the reduce -> its consumers there
     permuted = False
-    stack, seen = [(out, True, None)], set()
+    stack, seen = [(o, True, None) for o in kernel.outputs], set()
     while stack:  # the reduce must be reached through elementwise ops, reshapes and permutes only
         n, direct, parent = stack.pop()
         if direct and parent is not None:
@@ -220,10 +222,11 @@ def match(kernel) -> GemmSpec | None:
     cols = tuple(d for d in dims if f"d{d}" in ub and f"d{d}" not in ua)
     batch = tuple(d for d in dims if d not in rows and d not in cols)
     up = tuple((i, tuple(ps)) for i, ps in parents.items()) if permuted else ()
-    spec = GemmSpec(r, src.srcs[0], src.srcs[1], shape, k, batch, rows, cols, None, None, out if up else None, up)
+    outs = tuple(kernel.outputs) if up else ()
+    spec = GemmSpec(r, src.srcs[0], src.srcs[1], shape, k, batch, rows, cols, None, None, outs, up)
     if min(spec.M, spec.N) < MIN_SIDE:
         return None
-    if up and _carry_up(r, spec.index(*spec.vars()[:3], sym.ZERO), out, dict(up)) is None:
+    if up and _carry_up(r, spec.index(*spec.vars()[:3], sym.ZERO), outs, dict(up)) is None:
         return None
     bz, gi, gj, gk = spec.vars()
     views = []
@@ -233,7 +236,7 @@ def match(kernel) -> GemmSpec | None:
         _, loads, computes = w
         plain = not computes and len(loads) == 1
         views.append(View(loads[0][0], tidy(loads[0][1]), kernel.inputs[loads[0][0]].dtype.name) if plain else None)
-    return GemmSpec(r, spec.a, spec.b, shape, k, batch, rows, cols, views[0], views[1], spec.out, up)
+    return GemmSpec(r, spec.a, spec.b, shape, k, batch, rows, cols, views[0], views[1], outs, up)
 
 
 # ---- offsets: regrouped so that contiguity shows --------------------------------------------------------

@@ -536,11 +536,13 @@ class _Renderer:
             v, _ = sub.value(node, idx, frozenset(), sub.root)
             return sub.root.emit(0, T), v
 
-        def epilogue(flat: sym.Expr) -> list[str]:
+        def epilogue(flat: sym.Expr) -> list[str]:  # every output at `flat`: their shared work once
             sub = _Renderer(self.k, self.d, self.name, self.opts)
             sub.overrides[spec.reduce.id] = "acc"
-            v, _ = sub.value(out, flat_index(out.shape, flat), frozenset(), sub.root)
-            return [f"const {T} gid = {sym.render(flat)};", *sub.root.emit(0, T), sub.store(0, out, v)]
+            idx = flat_index(out.shape, flat)
+            values = [sub.value(o, idx, frozenset(), sub.root)[0] for o in self.k.outputs]
+            return [f"const {T} gid = {sym.render(flat)};", *sub.root.emit(0, T),
+                    *(sub.store(i, o, v) for i, (o, v) in enumerate(zip(self.k.outputs, values)))]
 
         o = self.opts
         if fused is not None:

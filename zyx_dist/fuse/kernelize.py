@@ -9,7 +9,8 @@ a device, when a reduce precedes it and it is broadcast by an expand (so a row m
 per element) or reduced again (so the inner reduce runs in parallel rather than inside the outer
 loop), and when a reduce precedes it and more than one kernel needs it. One exception keeps a row in
 one kernel: a per-row reduce broadcast back along trailing dims (softmax's max and sum, layer norm's
-mean) is fused into its consumers, which the renderer runs one work-group per row. Requested nodes of
+mean) is fused into its consumers, which the renderer runs one work-group per row; a matmul read by
+such a row kernel element by element is stored (else every pass over the row would recompute it). Requested nodes of
 the same shape that do not depend on each other share one multi-output kernel, so `zd.realize(a, b)` computes
 their common subgraph once. Movement ops never make a kernel of their own: the renderer turns them
 into index arithmetic. Beyond zyx: a kernel that would exceed a device's limits (its argument space, a
@@ -178,6 +179,11 @@ def _reduce_stores(order: list[Node], stored: set[int], decide: bool) -> tuple[d
                 # the inner reduces run in parallel rather than inside the outer loop: they are stored (the
                 # elementwise ops between them and this reduce are recomputed in its loop)
                 stored |= _inner_reduces(src, stored)
+            elif contractions := _unbroadcast_reduces(src, stored):
+                # a reduce read at the row's own resolution (a matmul: the backward of layer_norm(x) @ W, or
+                # softmax(x @ W)) would run its whole loop inside every pass over the row: stored, it is a
+                # GEMM of its own and each pass reads it
+                stored |= contractions
             elif passes[src.id] >= ROW_PASSES:
                 _store_base(src, stored, has_reduce)  # too many per-row reduces chained in one kernel
         elif rows and (len(rows) > 1 or n.op not in ROW_OPS):
@@ -289,6 +295,23 @@ def _inner_reduces(root: Node, stored: set[int]) -> set[int]:
             out.add(n.id)
             continue
         stack.extend(s for s in n.srcs if s.id not in stored and not is_input(s))
+    return out
+
+
+def _unbroadcast_reduces(root: Node, stored: set[int]) -> set[int]:
+    """The reduces computing `root` runs that reach it without a broadcast (an expand) between: each of their
+    elements is used once per element of `root`, not once per row."""
+    out: set[int] = set()
+    stack, seen = [root], set()
+    while stack:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if n.op is Op.REDUCE:
+            out.add(n.id)
+        elif not _expands(n):
+            stack.extend(s for s in n.srcs if s.id not in stored and not is_input(s))
     return out
 
 
