@@ -99,3 +99,28 @@ def test_nvidia_opencl_gemm_against_numpy(case):
             got = run_kernels(w, t, lambda k, tile=tile: KernelOpts(tile=tile, prefetch=1))
             exp = _expected(name, arrays, np.float32)
             assert np.abs(got - exp).max() <= 1e-4 * np.abs(exp).max()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, BF], ids=["float32", "bfloat16"])
+def test_cuda_adam_update_of_a_weight_gradient_is_one_gemm(dtype):
+    """Adam's update of W from x.T @ g on CUDA: new weight (W's dtype) and float32 moments from one GEMM kernel
+    (tensor cores for bfloat16), equal to NumPy's Adam on the same rounded operands."""
+    from zyx_dist.engine import session as zsession
+
+    X, G, W = (RNG.standard_normal(s).astype(np.float32) for s in ((300, 72), (300, 136), (72, 136)))
+    Xr, Gr = (a.astype(dtype).astype(np.float64) for a in (X, G))
+    with zd.init(ray=False, devices=["cuda:0"]):
+        x, g, w = zd.tensor(X.astype(dtype)), zd.tensor(G.astype(dtype)), zd.tensor(W.astype(dtype)).realize()
+        opt = zd.optim.Adam([w], lr=0.01)
+        ref, m, v = W.astype(dtype).astype(np.float64), 0.0, 0.0
+        for t in range(1, 4):
+            new = opt.step(zd.grad(((x @ w) * g).astype(zd.float32).sum(), [w]))
+            ks, _, _ = zsession.current().plan([n.node for n in new])
+            assert [gemm.match(k) is not None for k in ks if len(k.outputs) == 3] == [True]
+            zd.realize(*new)
+            w = new[0]
+            grad = Xr.T @ Gr
+            m, v = 0.9 * m + 0.1 * grad, 0.999 * v + 0.001 * grad * grad
+            ref = ref - 0.01 * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+            tol = 1e-4 if dtype == np.float32 else 2e-2  # bfloat16: the weight is rounded to 8 bits every step
+            np.testing.assert_allclose(w.numpy().astype(np.float64), ref, rtol=tol / 2, atol=tol)
