@@ -1,5 +1,5 @@
 """How long the autotuner's candidates of one kernel take to compile on a CUDA worker, one after another and built
-side by side (`ProgramCache.build_ahead`, what a worker does with a plan's programs and a batch's new ones), for a few kernels
+side by side (`ProgramCache.build_many`, what a worker does with a plan's programs and a batch's new ones), for a few kernels
 of a transformer: a float32 and a bfloat16 GEMM with an epilogue, a row softmax, a layer norm.
 
     python benchmarks/compile_bench.py [--json out.json]
@@ -51,7 +51,7 @@ def main() -> None:
             sources = [f"// {mode} {stamp}\n{p.source}" for p in progs]
             t0 = time.perf_counter()
             if mode == "parallel":
-                backend.build_ahead([(s, "") for s in sources])
+                backend.build_many([(s, "") for s in sources])
             for s, p in zip(sources, progs):
                 backend.compile(s, p.name)
             row[f"{mode}_s"] = round(time.perf_counter() - t0, 3)

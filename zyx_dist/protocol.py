@@ -83,9 +83,9 @@ class Compile:
 
 @dataclass(frozen=True)
 class Build:
-    """Start building `sources` in the background where the device's compiler can (a hint that never fails:
-    Done at once). A later Compile of one of them waits for its build instead of starting its own, so the
-    programs a plan will need build side by side while other work runs; elsewhere it does nothing."""
+    """Build `sources` now, side by side, where the device's compiler can run on several threads (a hint that
+    never fails: a source that does not build is reported by its Compile); elsewhere it does nothing. The
+    programs a plan will need, every candidate the tuner will time among them, compile at once."""
 
     sources: tuple[str, ...]
 

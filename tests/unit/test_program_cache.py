@@ -1,7 +1,6 @@
-"""The compile cache's builds ahead (`ProgramCache.build_ahead`, used by CUDA workers for a plan's programs and a
-batch's new ones): the builds run side by side while the caller goes on, each program is built once, a compile
-waits for its program's build, and a build that fails there is built again by its compile, which reports the
-`CompileError` it would have been."""
+"""The compile cache's parallel builds (`ProgramCache.build_many`, used by CUDA workers for a plan's programs and a
+batch's new ones): the builds run side by side, each program is built once, and a build that fails there is built
+again by its compile, which reports the `CompileError` it would have been."""
 
 from __future__ import annotations
 
@@ -38,38 +37,32 @@ def entry(program: object, name: str) -> object:
     return (program, name)
 
 
-def test_builds_ahead_run_side_by_side_once_and_return_at_once():
+def test_builds_run_side_by_side_once():
     cache, builder = ProgramCache("test:0", "test build"), Builder(0.2)
     cache.kernel("k0", "f", "", builder.build, entry)  # already cached: not built again
     sources = [(f"k{i}", "") for i in range(6)] + [("k1", "")]
     start = time.perf_counter()
-    cache.build_ahead(sources, builder.build, threads=6)
-    cache.build_ahead(sources, builder.build, threads=6)  # already building: nothing new starts
-    assert time.perf_counter() - start < 0.1  # the caller goes on while they build
-    for i in range(6):
-        assert cache.kernel(f"k{i}", "f", "", builder.build, entry) == (("program", f"k{i}"), "f")
+    cache.build_many(sources, builder.build, threads=6)
     elapsed = time.perf_counter() - start
     assert sorted(builder.built) == ["k0", "k1", "k2", "k3", "k4", "k5"]  # k0 once (before), k1 once
     assert builder.most >= 2 and elapsed < 0.2 * 5 * 0.8  # five builds took clearly less than five builds' time
-    cache.clear()
+    for i in range(6):
+        assert cache.kernel(f"k{i}", "f", "", builder.build, entry) == (("program", f"k{i}"), "f")
+    assert len(builder.built) == 6  # the compiles found every program built
 
 
-def test_a_build_that_failed_ahead_is_reported_by_its_compile():
+def test_a_failed_build_is_reported_by_its_compile():
     cache, builder = ProgramCache("test:0", "test build"), Builder(0.0)
-    cache.build_ahead([("good", ""), ("bad", ""), ("also good", "")], builder.build, threads=3)
+    cache.build_many([("good", ""), ("bad", ""), ("also good", "")], builder.build, threads=3)
     assert cache.kernel("good", "f", "", builder.build, entry)[0] == ("program", "good")
     with pytest.raises(CompileError, match="test:0: test build of kernel 'f' failed") as info:
         cache.kernel("bad", "f", "", builder.build, entry)
     assert "error in bad" in info.value.log
     assert builder.built.count("bad") == 2 and builder.built.count("good") == 1
-    cache.clear()
 
 
-def test_one_thread_builds_nothing_ahead_and_clear_drops_running_builds():
-    cache, builder = ProgramCache("test:0", "test build"), Builder(0.05)
-    cache.build_ahead([("a", ""), ("b", "")], builder.build, threads=1)
-    assert builder.built == [] and not cache._pending
-    cache.build_ahead([("c", ""), ("d", "")], builder.build, threads=2)
-    cache.clear()  # waits for the running builds and forgets them: a later compile builds again
-    assert cache.kernel("c", "f", "", builder.build, entry)[0] == ("program", "c")
-    assert builder.built.count("c") == 2
+def test_one_thread_or_one_program_builds_nothing_ahead():
+    cache, builder = ProgramCache("test:0", "test build"), Builder(0.0)
+    cache.build_many([("a", ""), ("b", "")], builder.build, threads=1)
+    cache.build_many([("c", "")], builder.build, threads=8)
+    assert builder.built == []

@@ -102,7 +102,7 @@ class Tuner:
         self.chosen: dict[tuple[str, str], KernelOpts] = {}  # (target key, kernel hash) -> options
         self.disk: dict[str, dict] = {}  # target key -> the file's entries
         self.trials = 0  # candidates timed (for tests and debug output)
-        self._searches: dict[tuple[str, str], _Search] = {}  # kernels build_ahead saw, until program takes them
+        self._searches: dict[tuple[str, str], _Search] = {}  # kernels build_all saw, until program takes them
 
     def program(self, kernel: Kernel, target: Target, run: Callable[[list], BatchResult] | None,
                 free_bytes: int, new_id: Callable[[], int]) -> Program:
@@ -112,12 +112,12 @@ class Tuner:
             return dataclasses.replace(render_kernel(kernel, target.dialect, None, target.gpu), ops=kernel_ops(kernel))
         return self._choose(kernel, target, run, free_bytes, new_id)[1]
 
-    def build_ahead(self, kernels: list[Kernel], target: Target, run: Callable[[list], BatchResult] | None,
-                    free_bytes: int) -> None:
-        """Start building every program that `program` will compile or time for `kernels` on `target`, in one
-        `Build` to the worker that times them: where its compiler runs on several threads, a plan's programs
-        (every candidate of every kernel to tune, and the chosen program of the others) compile side by side
-        while the candidates are timed one kernel after another."""
+    def build_all(self, kernels: list[Kernel], target: Target, run: Callable[[list], BatchResult] | None,
+                  free_bytes: int) -> None:
+        """Build every program that `program` will compile or time for `kernels` on `target` in one `Build` to
+        the worker that times them: where its compiler runs on several threads, a plan's programs (every
+        candidate of every kernel to tune, and the chosen program of the others) compile side by side, in about
+        the time of the slowest, before the candidates are timed one kernel after another."""
         if target.interpreted or run is None:
             return
         if len(self._searches) > MAX_ENTRIES:  # searches started and never finished (a plan that failed)
@@ -131,7 +131,7 @@ class Tuner:
         try:
             run([Build(tuple(sources))])
         except Exception as e:  # noqa: BLE001 -- only a hint; a lost worker is found by the realize that follows
-            logs.emit("autotune", f"zyx_dist: builds ahead on {target.device} not started: {type(e).__name__}: {e}")
+            logs.emit("autotune", f"zyx_dist: builds on {target.device} not run: {type(e).__name__}: {e}")
 
     def _search(self, kernel: Kernel, h: str, target: Target, can_time: bool, free_bytes: int) -> _Search:
         """What `program` does for a kernel: its remembered winner, or its candidates to time (rendered), or the
@@ -188,7 +188,7 @@ class Tuner:
         try:
             if not all(isinstance(r, Done) for r in res.results):
                 return None  # no room for the scratch buffers after all
-            # (already building when build_ahead saw this kernel; else they start now, side by side where they can)
+            # (built already when build_all saw this kernel; else they build now, side by side where they can)
             run([Build(tuple(p.source for p in search.programs))])
             best = float("inf")
             for opts, prog in zip(search.opts, search.programs):

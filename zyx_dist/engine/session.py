@@ -247,12 +247,12 @@ class Session(Recovery, Exchange):
                 self.recover(e.devices)
 
     def render(self, kernels: list) -> list[dict[str, Program]]:
-        """`program` of each kernel; first, the programs of the new ones start building on each device model's
-        timing worker (side by side where its compiler can), so compiling overlaps the tuner's timing."""
+        """`program` of each kernel; first, the programs of the new ones are built on each device model's timing
+        worker, side by side where its compiler can, before the tuner times any of them."""
         for variant, target in self.targets.items():
             new = [k for k in kernels if (kernel_key(k), variant) not in self.programs]
             if len(new) > 1:
-                self.tuner.build_ahead(new, target, *self._timing_worker(variant)[:2])
+                self.tuner.build_all(new, target, *self._timing_worker(variant)[:2])
         return [self.program(k) for k in kernels]
 
     def program(self, kernel) -> dict[str, Program]:

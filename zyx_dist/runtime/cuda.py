@@ -28,7 +28,7 @@ except ImportError:  # reported when a device is opened, so importing zyx_dist n
     cp = None
 
 COMPILE_OPTIONS = ("-std=c++17",)
-# NVRTC builds at once (build_ahead); the cores this process may use, at most 16
+# NVRTC builds at once (build_many); the cores this process may use, at most 16
 BUILD_THREADS = min(16, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
@@ -293,10 +293,10 @@ class CudaBackend:
         `ProgramCache` (`ops` is not needed here)."""
         return self._cache.kernel(source, name, options, self._build, self._entry)
 
-    def build_ahead(self, sources: Sequence[tuple[str, str]]) -> None:
-        """NVRTC builds new programs on threads of their own (it is thread-safe and CuPy releases the GIL
-        around it) while the worker goes on: a plan's kernels and the tuner's candidates compile side by side."""
-        self._cache.build_ahead(sources, self._build, BUILD_THREADS)
+    def build_many(self, sources: Sequence[tuple[str, str]]) -> None:
+        """NVRTC builds the new programs on threads side by side (it is thread-safe and CuPy releases the GIL
+        around it): a plan's kernels and the tuner's candidates compile in about the time of the slowest."""
+        self._cache.build_many(sources, self._build, BUILD_THREADS)
 
     def _build(self, source: str, options: str) -> Any:
         from cupy.cuda import compiler

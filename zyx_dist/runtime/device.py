@@ -7,14 +7,14 @@ with its own allocator pool that the worker's memory limit caps) and `GraphDevic
 a run of launches: CUDA graphs). `ProgramCache` is the compile cache all
 backends use: programs cached by source and options, kernels by entry name, and the one place where a
 failed build becomes a `CompileError` carrying the numbered source and the compiler's log; a backend whose
-compiler can run on several threads at once (`ParallelBuilds`) builds programs ahead, side by side, while the
-worker goes on (`protocol.Build`, and the new programs of a batch).
+compiler can run on several threads at once (`ParallelBuilds`) builds many programs side by side
+(`protocol.Build`, and the new programs of a batch).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -124,9 +124,9 @@ class GraphDevice(Device, Protocol):
 class ParallelBuilds(Device, Protocol):
     """A device whose compiler may build several programs at once on threads of the worker's process."""
 
-    def build_ahead(self, sources: Sequence[tuple[str, str]]) -> None:
-        """Start building the (source, options) pairs that are new, side by side, and return at once; a
-        compile of one of them waits for that build."""
+    def build_many(self, sources: Sequence[tuple[str, str]]) -> None:
+        """Build the (source, options) pairs that are new side by side into the compile cache, returning when
+        all are done."""
         ...
 
 
@@ -149,8 +149,6 @@ class ProgramCache:
         self.device, self.compiler = device, compiler
         self._programs: dict[tuple[str, str], Any] = {}
         self._kernels: dict[tuple[str, str, str], Any] = {}
-        self._pending: dict[tuple[str, str], Future] = {}  # builds started by build_ahead, by (options, source)
-        self._pool: ThreadPoolExecutor | None = None
 
     def kernel(self, source: str, name: str, options: str, build: Callable[[str, str], Any],
                entry: Callable[[Any, str], Any]) -> Any:
@@ -159,10 +157,6 @@ class ProgramCache:
         if kernel is not None:
             return kernel
         program = self._programs.get(key[:2])
-        if program is None and key[:2] in self._pending:
-            program = self._pending.pop(key[:2]).result()  # None: it failed there; build it here to report why
-            if program is not None:
-                self._programs[key[:2]] = program
         if program is None:
             try:
                 program = build(source, options)
@@ -178,33 +172,27 @@ class ProgramCache:
         self._kernels[key] = kernel
         return kernel
 
-    def build_ahead(self, sources: Sequence[tuple[str, str]], build: Callable[[str, str], Any], threads: int) -> None:
-        """Start building the (source, options) pairs not yet cached or building, on up to `threads` threads
-        (a compiler that releases the GIL, like NVRTC, builds them side by side), and return at once; `kernel`
-        waits for a program building here. A build that fails here is built again by its `kernel` call, which
-        raises the `CompileError` in order, as it would have without this."""
-        todo = [k for k in dict.fromkeys((o, s) for s, o in sources) if k not in self._programs and k not in self._pending]
-        if not todo or threads < 2:
+    def build_many(self, sources: Sequence[tuple[str, str]], build: Callable[[str, str], Any], threads: int) -> None:
+        """Build the (source, options) pairs not yet cached on up to `threads` threads at once (a compiler that
+        releases the GIL, like NVRTC, builds them side by side) and cache the programs that built; returns when
+        all are done, so no other call into the device runs beside the builds (CuPy loads each module as it
+        compiles it, and a kernel lookup on the worker's thread meanwhile deadlocked on the H200). A build that
+        fails is not cached: its compile builds it again and raises the `CompileError` as it would have."""
+        todo = list(dict.fromkeys(k for k in ((o, s) for s, o in sources) if k not in self._programs))
+        if len(todo) < 2 or threads < 2:
             return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(threads, thread_name_prefix=f"zyx-build-{self.device}")
 
         def attempt(key: tuple[str, str]) -> Any:
             try:
                 return build(key[1], key[0])
-            except Exception:  # noqa: BLE001 -- the kernel() call that waits for it reports it, in order
+            except Exception:  # noqa: BLE001 -- the compile that follows reports it, in order
                 return None
 
-        for key in todo:
-            self._pending[key] = self._pool.submit(attempt, key)
+        with ThreadPoolExecutor(min(threads, len(todo)), thread_name_prefix=f"zyx-build-{self.device}") as pool:
+            for key, program in zip(todo, pool.map(attempt, todo)):
+                if program is not None:
+                    self._programs[key] = program
 
     def clear(self) -> None:
-        """Forget every program; builds still running finish and are dropped."""
-        for future in self._pending.values():
-            future.cancel()
-        self._pending.clear()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
         self._kernels.clear()
         self._programs.clear()

@@ -111,7 +111,7 @@ class Worker:
         # (first launch, launches) of each CUDA graph replayed in the running batch
         self._graph_spans: list[tuple[int, int]] = []
         self.graphs = cuda_graphs_enabled() and isinstance(self.backend, GraphDevice)
-        self._build_ahead = self.backend.build_ahead if isinstance(self.backend, ParallelBuilds) else None
+        self._build_many = self.backend.build_many if isinstance(self.backend, ParallelBuilds) else None
         # the handler of each command class: one dict lookup per command instead of an isinstance chain
         self._handlers: dict[type, Any] = {
             Launch: self._launch, Alloc: self._alloc, Free: self._free, CopyIn: self._copy_in,
@@ -144,10 +144,10 @@ class Worker:
             spans.clear()
         failed = False
         handlers = self._handlers
-        if self._build_ahead is not None and len(batch) > 1:
+        if self._build_many is not None and len(batch) > 1:
             sources = [(c.source, "") for c in batch if c.__class__ is Compile]
-            if len(sources) > 1:  # the batch's new programs build side by side; each Compile below waits for its own
-                self._build_ahead(sources)
+            if len(sources) > 1:  # the batch's new programs build side by side; the Compiles below find them
+                self._build_many(sources)
         for i, cmd in enumerate(batch):
             if failed:
                 if not isinstance(cmd, Free):
@@ -349,8 +349,8 @@ class Worker:
                                      f"{(time.perf_counter() - start) * 1e3:.1f} ms")
 
     def _start_builds(self, cmd: Build, launches: list[Any]) -> None:
-        if self._build_ahead is not None:
-            self._build_ahead([(source, "") for source in cmd.sources])
+        if self._build_many is not None:
+            self._build_many([(source, "") for source in cmd.sources])
 
     def _sync(self, cmd: Sync, launches: list[Any]) -> None:
         self.backend.synchronize()
