@@ -124,6 +124,26 @@ def test_pending_events_handed_to_next_owner():
     assert b is a and b.pending == ("w", "r")
 
 
+def test_settle_drops_the_events_of_blocks_freed_since_and_only_those():
+    """After a device synchronize every cached block's events are done: settle drops those freed with events
+    since the last settle (the others have none), so its cost is what was freed, not the cache's size."""
+    pool = MemoryPool(FakeBackend(), None)
+    quiet = [pool.alloc(100 + i) for i in range(1000)]
+    for b in quiet:
+        pool.free(b)
+    busy = [pool.alloc(5000) for _ in range(3)]
+    for i, b in enumerate(busy):
+        pool.free(b, pending=[f"e{i}"])
+    assert len(pool._unsettled) == 3  # the quiet blocks are not walked
+    pool.settle()
+    assert all(b.pending == () for b in quiet + busy) and not pool._unsettled
+    again = pool.alloc(5000)  # a settled block: its next owner waits for nothing
+    assert again in busy and again.pending == ()
+    pool.free(again, pending=["late"])
+    pool.release_cached()  # released blocks are forgotten, events and all
+    assert not pool._unsettled
+
+
 def test_backend_failure_releases_cache_then_raises_oom():
     be = FakeBackend(capacity=8192)
     pool = MemoryPool(be, None, device="fake:1")

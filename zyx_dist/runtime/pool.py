@@ -42,6 +42,7 @@ class MemoryPool:
         self.bytes_reserved = 0  # sum of bucket sizes of live and cached blocks
         self._live: set[Block] = set()
         self._cache: dict[int, list[Block]] = {}
+        self._unsettled: list[Block] = []  # cached blocks freed with pending events since the last settle
 
     @property
     def buffers(self) -> int:
@@ -84,6 +85,8 @@ class MemoryPool:
             block.owner = None
             return
         block.pending = tuple(block.pending) + tuple(pending)
+        if block.pending:
+            self._unsettled.append(block)
         self._cache.setdefault(block.size, []).append(block)
 
     def release_cached(self) -> int:
@@ -94,14 +97,16 @@ class MemoryPool:
                 self._release(block)
                 released += block.size
         self._cache.clear()
+        self._unsettled.clear()
         self.bytes_reserved -= released
         return released
 
     def settle(self) -> None:
-        """Drop the pending events of cached blocks (call after a device synchronize)."""
-        for blocks in self._cache.values():
-            for block in blocks:
-                block.pending = ()
+        """Drop the pending events of cached blocks (call after a device synchronize): only those freed with
+        events since the last settle have any, so a Sync costs what was freed, not the size of the cache."""
+        for block in self._unsettled:
+            block.pending = ()
+        self._unsettled.clear()
 
     def close(self) -> None:
         """Release every block, live or cached."""
