@@ -181,7 +181,7 @@ def _walk(x: Node, idx: tuple, pos: dict[int, int]) -> tuple[set[str], list[tupl
 def match(kernel) -> GemmSpec | None:
     """The kernel as one GEMM, or None. Several outputs share the product when each is elementwise in it (an
     optimizer's update of a weight from its gradient, the gradient not stored) and every output reads the
-    product at its own index (permutes on the way agree)."""
+    product at the same index as the others (the permutes on their ways to it agree)."""
     pos = {n.id: i for i, n in enumerate(kernel.inputs)}
     reduces: list[Node] = []
     parents: dict[int, list[Node]] = {}  # node on a path from the output to the reduce -> its consumers there
