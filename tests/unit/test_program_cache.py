@@ -66,3 +66,29 @@ def test_one_thread_or_one_program_builds_nothing_ahead():
     cache.build_many([("a", ""), ("b", "")], builder.build, threads=1)
     cache.build_many([("c", "")], builder.build, threads=8)
     assert builder.built == []
+
+
+def test_a_worker_hands_builds_to_a_device_that_builds_side_by_side():
+    """A Build's sources, and a batch's several Compiles, go to the device's build_many before the batch's
+    commands run (the reference device stands in, its build_many recorded); a Build elsewhere does nothing."""
+    import numpy as np
+
+    import zyx_dist as zd
+    from zyx_dist.codegen.kernel_ops import kernel_ops
+    from zyx_dist.codegen.render import render_kernel
+    from zyx_dist.fuse.kernelize import kernelize
+    from zyx_dist.protocol import Build, Compile, Done
+    from zyx_dist.runtime.worker import Worker
+
+    progs = []
+    for c in (1.0, 2.0):
+        k, = kernelize([(zd.tensor(np.zeros(8, np.float32)) + c).node])
+        progs.append((render_kernel(k, "opencl"), kernel_ops(k)))
+    compiles = [Compile(i, p.source, p.name, ops) for i, (p, ops) in enumerate(progs)]
+    with Worker("reference:0") as w:
+        assert all(isinstance(r, Done) for r in w.run([Build(("a", "b"))]).results)  # no build_many: nothing
+        seen = []
+        w._build_many = seen.append
+        res = w.run([Build(("x", "y")), *compiles])
+        assert all(isinstance(r, Done) for r in res.results)
+        assert seen == [[(p.source, "") for p, _ in progs], [("x", ""), ("y", "")]]

@@ -115,7 +115,7 @@ class Worker:
         # the handler of each command class: one dict lookup per command instead of an isinstance chain
         self._handlers: dict[type, Any] = {
             Launch: self._launch, Alloc: self._alloc, Free: self._free, CopyIn: self._copy_in,
-            CopyOut: self._copy_out, Compile: self._compile, Build: self._start_builds, Sync: self._sync, Send: self._peer,
+            CopyOut: self._copy_out, Compile: self._compile, Build: self._build, Sync: self._sync, Send: self._peer,
             Recv: self._peer, Spill: self._spill, Reload: self._reload, Replay: self._replay,
             DefineTemplate: self._define, DropTemplate: self._drop,
         }
@@ -147,7 +147,7 @@ class Worker:
         if self._build_many is not None and len(batch) > 1:
             sources = [(c.source, "") for c in batch if c.__class__ is Compile]
             if len(sources) > 1:  # the batch's new programs build side by side; the Compiles below find them
-                self._build_many(sources)
+                self._build_side_by_side(sources)
         for i, cmd in enumerate(batch):
             if failed:
                 if not isinstance(cmd, Free):
@@ -348,9 +348,18 @@ class Worker:
         logs.logger("timings").debug(f"zyx_dist: {self.device} compiled {cmd.name} in "
                                      f"{(time.perf_counter() - start) * 1e3:.1f} ms")
 
-    def _start_builds(self, cmd: Build, launches: list[Any]) -> None:
+    def _build(self, cmd: Build, launches: list[Any]) -> None:
         if self._build_many is not None:
-            self._build_many([(source, "") for source in cmd.sources])
+            self._build_side_by_side([(source, "") for source in cmd.sources])
+
+    def _build_side_by_side(self, sources: list[tuple[str, str]]) -> None:
+        if not logs.enabled("timings"):
+            self._build_many(sources)
+            return
+        start = time.perf_counter()
+        self._build_many(sources)
+        logs.logger("timings").debug(f"zyx_dist: {self.device} built {len(sources)} programs side by side (those "
+                                     f"not cached) in {(time.perf_counter() - start) * 1e3:.1f} ms")
 
     def _sync(self, cmd: Sync, launches: list[Any]) -> None:
         self.backend.synchronize()
