@@ -1,8 +1,8 @@
 """Driver side: the autotuner. Takes a kernel, the device model it will run on (a `Target`: dialect,
 device type, driver) and a function that runs a timed batch on one worker of that model; gives the
 kernel's program, rendered with the chosen `KernelOpts`. The candidates come from `codegen.options` in
-its order of preference; the first `autotune.budget` of them are compiled (in one batch, which a worker with a
-thread-safe compiler builds side by side) and launched on scratch buffers (never a user's tensor), timed by
+its order of preference; the first `autotune.budget` of them are compiled (all of a plan's in one `build_all`,
+which a worker with a thread-safe compiler builds side by side) and launched on scratch buffers (never a user's tensor), timed by
 device-side timers, and the fastest wins (a candidate whose first launch is far slower than the best so far is not
 launched again). Trials are not user kernels: they go
 through `run_timed`, outside `zd.stats()["kernels_launched"]`. Winners are kept in memory and on disk
@@ -188,8 +188,6 @@ class Tuner:
         try:
             if not all(isinstance(r, Done) for r in res.results):
                 return None  # no room for the scratch buffers after all
-            # (built already when build_all saw this kernel; else they build now, side by side where they can)
-            run([Build(tuple(p.source for p in search.programs))])
             best = float("inf")
             for opts, prog in zip(search.opts, search.programs):
                 pid = new_id()

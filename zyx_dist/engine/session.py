@@ -249,16 +249,17 @@ class Session(Recovery, Exchange):
     def render(self, kernels: list) -> list[dict[str, Program]]:
         """`program` of each kernel; first, the programs of the new ones are built on each device model's timing
         worker, side by side where its compiler can, before the tuner times any of them."""
+        keys = [kernel_key(k) for k in kernels]
         for variant, target in self.targets.items():
-            new = [k for k in kernels if (kernel_key(k), variant) not in self.programs]
-            if len(new) > 1:
-                self.tuner.build_all(new, target, *self._timing_worker(variant)[:2])
-        return [self.program(k) for k in kernels]
+            new = [k for k, key in zip(kernels, keys) if (key, variant) not in self.programs]
+            if new:
+                self.tuner.build_all(new, target, *self._timing_worker(variant))
+        return [self.program(k, key) for k, key in zip(kernels, keys)]
 
-    def program(self, kernel) -> dict[str, Program]:
+    def program(self, kernel, key: tuple | None = None) -> dict[str, Program]:
         """The kernel rendered once for each device model of this session (tuned there on first sight):
-        device model key -> Program."""
-        key = kernel_key(kernel)
+        device model key -> Program. `key`: its `kernel_key`, when the caller has it."""
+        key = kernel_key(kernel) if key is None else key
         out = {}
         for variant, target in self.targets.items():
             prog = self.programs.get((key, variant))

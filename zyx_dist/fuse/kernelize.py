@@ -179,7 +179,7 @@ def _reduce_stores(order: list[Node], stored: set[int], decide: bool) -> tuple[d
                 # the inner reduces run in parallel rather than inside the outer loop: they are stored (the
                 # elementwise ops between them and this reduce are recomputed in its loop)
                 stored |= _inner_reduces(src, stored)
-            elif contractions := _unbroadcast_reduces(src, stored):
+            elif contractions := _inner_reduces(src, stored, through_broadcasts=False):
                 # a reduce read at the row's own resolution (a matmul: the backward of layer_norm(x) @ W, or
                 # softmax(x @ W)) would run its whole loop inside every pass over the row: stored, it is a
                 # GEMM of its own and each pass reads it
@@ -282,8 +282,10 @@ def _store_base(n: Node, stored: set[int], has_reduce: dict[int, bool]) -> None:
         stored.add(n.id)
 
 
-def _inner_reduces(root: Node, stored: set[int]) -> set[int]:
-    """The reduces computing `root` runs, nearest first (not those below another one)."""
+def _inner_reduces(root: Node, stored: set[int], through_broadcasts: bool = True) -> set[int]:
+    """The reduces computing `root` runs, nearest first (not those below another one). Without
+    `through_broadcasts`, only those that reach it with no expand between: each of their elements is used once
+    per element of `root`, not once per row."""
     out: set[int] = set()
     stack, seen = [root], set()
     while stack:
@@ -293,24 +295,7 @@ def _inner_reduces(root: Node, stored: set[int]) -> set[int]:
         seen.add(n.id)
         if n.op is Op.REDUCE:
             out.add(n.id)
-            continue
-        stack.extend(s for s in n.srcs if s.id not in stored and not is_input(s))
-    return out
-
-
-def _unbroadcast_reduces(root: Node, stored: set[int]) -> set[int]:
-    """The reduces computing `root` runs that reach it without a broadcast (an expand) between: each of their
-    elements is used once per element of `root`, not once per row."""
-    out: set[int] = set()
-    stack, seen = [root], set()
-    while stack:
-        n = stack.pop()
-        if n.id in seen:
-            continue
-        seen.add(n.id)
-        if n.op is Op.REDUCE:
-            out.add(n.id)
-        elif not _expands(n):
+        elif through_broadcasts or not _expands(n):
             stack.extend(s for s in n.srcs if s.id not in stored and not is_input(s))
     return out
 
