@@ -3,10 +3,10 @@
 # the block's first forward in a fresh process with compile timings (ZYX_DIST_DEBUG=34), then `model_bench.py
 # --sections first` (a fresh process, then a second one from the disk caches). About 30 s.
 source .devbundle/setup.sh
-: "${ZYX_DIST_COMMIT:?set ZYX_DIST_COMMIT to the commit sent}"; export PYTHONUNBUFFERED=1
+: "${ZYX_DIST_COMMIT:?set ZYX_DIST_COMMIT to the commit sent}"; export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1  # timeout -s ABRT: a stack on a hang
 t1=$(date +%s)
 export CUPY_CACHE_DIR=$(mktemp -d) ZYX_CACHE=$(mktemp -d)
-timeout 60 env ZYX_DIST_DEBUG=34 python3 -c "
+timeout -s ABRT 60 env ZYX_DIST_DEBUG=34 python3 -c "
 import sys, time, numpy as np
 sys.path.insert(0, 'benchmarks')
 import model_bench as mb, zyx_dist as zd
@@ -19,4 +19,4 @@ t = time.perf_counter(); mb.block(mb.Ops('zd'), x, p, H, m).realize(); print('FI
 " > $OUT/first-debug.log 2>&1; echo "debug first rc=$? in $(( $(date +%s) - t1 )) s"; grep -E "FIRST|side by side|winner" $OUT/first-debug.log | tail -12
 unset CUPY_CACHE_DIR
 t2=$(date +%s)
-timeout 100 python3 benchmarks/model_bench.py --sections first --out $OUT > $OUT/first.log 2>&1; echo "first rc=$? in $(( $(date +%s) - t2 )) s"; grep -vi warn $OUT/first.log | tail -3
+timeout -s ABRT 100 python3 benchmarks/model_bench.py --sections first --out $OUT > $OUT/first.log 2>&1; echo "first rc=$? in $(( $(date +%s) - t2 )) s"; grep -vi warn $OUT/first.log | tail -3

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import zyx_dist as zd
+from zyx_dist.codegen.options import KernelOpts
 from zyx_dist.codegen.render import CUDA, OPENCL, render_kernel
 from zyx_dist.fuse.kernelize import kernelize
 
@@ -30,3 +31,21 @@ def test_cuda_group_reduction_compiles(tmp_path):
     f = tmp_path / "k.cu"
     f.write_text(src)
     subprocess.run(["nvcc", "--ptx", "-arch=sm_90", "-x", "cu", str(f), "-o", str(tmp_path / "k.ptx")], check=True)
+
+
+@pytest.mark.parametrize("op", ["max", "min", "sum"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_cuda_warp_shuffles_are_reached_by_every_lane(op, dtype):
+    """A full-mask __shfl_xor_sync must run in all 32 lanes. max/min combine through a ternary that names its
+    operand twice; a shuffle written inside it ran only in the lanes taking that side, and the rest waited
+    forever (the GPT training step hung on the H200 in a row max). So each shuffle is a statement of its own."""
+    x = zd.tensor(np.ones((64, 128), dtype)).node
+    k = kernelize([getattr(zd.Tensor(x), op)(1).node])[0]
+    for group in (32, 128, 256):
+        src = render_kernel(k, CUDA, KernelOpts(group=group)).source
+        lines = [ln for ln in src.splitlines() if "__shfl_xor_sync" in ln]
+        assert lines, src
+        for ln in lines:
+            assert ln.count("__shfl_xor_sync") == 1, ln
+            before = ln.partition("__shfl_xor_sync")[0]
+            assert before.rstrip().endswith("_sh =") and "?" not in before, ln

@@ -402,10 +402,14 @@ class _Renderer:
             if self.d.name == "cuda" and size % 32 == 0 and t in SHUFFLED:
                 # warp shuffles, then one exchange of the warps' partials: 1 barrier, not log2(size)
                 loop.before_loop.insert(0, f"{shared} {t} {red}[{size // 32}];")
-                mine = self.combine(rop, dt, acc, f"__shfl_xor_sync(0xffffffffu, {acc}, o)")
+                # Every lane must reach each __shfl_xor_sync (a full mask): combining with max/min repeats
+                # its operand in a ternary, so the shuffle is read into a variable first, never inside one.
+                # A shuffle in the ternary's untaken side left lanes waiting forever (the H200 hung).
+                mine = self.combine(rop, dt, acc, f"{acc}_sh")
                 rest = self.combine(rop, dt, acc, f"{red}[w]")
                 loop.group = ("lid", size, [
-                    f"for (int o = 16; o > 0; o >>= 1) {acc} = {mine};",
+                    (f"for (int o = 16; o > 0; o >>= 1) {{ {t} {acc}_sh = __shfl_xor_sync(0xffffffffu, {acc}, o); "
+                     f"{acc} = {mine}; }}"),
                     f"if ((lid & 31) == 0) {red}[lid >> 5] = {acc};", barrier,
                     f"{acc} = {red}[0];", f"for (int w = 1; w < {size // 32}; w++) {acc} = {rest};"])
                 continue

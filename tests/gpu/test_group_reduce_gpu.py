@@ -1,0 +1,43 @@
+"""GPU tier: in-group reductions (warp shuffles, then one exchange of the warps' partials) on CUDA against
+NumPy, for every combine (sum, max, min; max/min with NaN rows: NaN wins, as NumPy) and every group size the
+tuner may pick. A shuffle that some lanes skip hangs the GPU instead of failing, so each case runs in a
+subprocess with a deadline."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from gpu_util import cuda_devices
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(cuda_devices() == 0, reason="no CUDA GPU")]
+
+SCRIPT = """
+import sys
+import numpy as np
+sys.path.insert(0, "tests")
+from helpers import run_kernels
+import zyx_dist as zd
+from zyx_dist.codegen.options import KernelOpts
+from zyx_dist.runtime.worker import Worker
+
+op, dtype = sys.argv[1], np.dtype(sys.argv[2])
+rng = np.random.default_rng(5)
+x = (rng.standard_normal((300, 200)) * 100).astype(dtype)
+if dtype.kind == "f":
+    x[7, 13] = np.nan
+with Worker("cuda:0") as w:
+    for group in (32, 64, 128, 256):
+        got = run_kernels(w, getattr(zd.tensor(x), op)(1), lambda k, g=group: KernelOpts(group=g), "cuda")
+        want = getattr(x, op)(1)
+        np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=f"{op} {dtype} group={group}")
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("op", ["max", "min", "sum"])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_cuda_group_reduction_against_numpy(op, dtype):
+    res = subprocess.run([sys.executable, "-c", SCRIPT, op, dtype], check=False, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stdout + res.stderr
