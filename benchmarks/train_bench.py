@@ -94,7 +94,9 @@ def run_ours(gpt, cfg, data, vocab, args) -> dict:
     loss = step(0)
     zd.realize(loss, *params)
     out = summary(rates)
-    out.update(first_loss=losses[0], last_loss=losses[-1], kernels_per_step=zd.stats()["kernels_launched"],
+    st = zd.stats()  # of that one step: replayed from a plan template, and in how many CUDA graphs
+    out.update(first_loss=losses[0], last_loss=losses[-1], kernels_per_step=st["kernels_launched"],
+               replayed=bool(st["plan_replays"]), cuda_graphs_per_step=st["graph_replays"],
                device=zd.devices()[0].name, device_name=zd.devices()[0].device_name)
     return out
 
@@ -227,8 +229,10 @@ def main() -> None:
         if "error" in r:
             print(f"  {name:14s} failed: {r['error']}")
             continue
+        how = (f"; {r['kernels_per_step']} kernels per step, {'replayed' if r['replayed'] else 'planned'}, "
+               f"{r['cuda_graphs_per_step']} CUDA graphs" if "replayed" in r else "")
         print(f"  {name:14s} {r['steps_per_s_median']:9.2f} steps/s (IQR {r['steps_per_s_iqr']:.2f}) on "
-              f"{r['device']}; loss {r['first_loss']:.3f} -> {r['last_loss']:.3f}")
+              f"{r['device']}; loss {r['first_loss']:.3f} -> {r['last_loss']:.3f}{how}")
     base = results.get("torch_compile", {}).get("steps_per_s_median")
     if base:
         print(f"  zyx_dist / torch.compile: {results['zyx_dist']['steps_per_s_median'] / base:.2f}x")

@@ -188,3 +188,70 @@ def test_a_replayed_plan_with_a_transfer_between_workers(two_devices):
     assert per >= 1 and s["transfers"] == 5 * per  # the same every realize, replayed ones included
     assert s["bytes_transferred"] == s["transfers"] * a.nbytes
     assert s["plan_replays"] >= 2
+
+
+def test_host_leaves_made_each_step_are_uploaded_by_the_replay():
+    """A scalar made with zd.tensor each step (a learning-rate schedule, Adam's bias corrections) is a host
+    leaf: the template uploads it first instead of the step being planned again, results as NumPy's and
+    the uploads freed with their leaves."""
+    a = rng((2000,), seed=11)
+    x = zd.tensor(a).realize()
+    dev = x.device
+    base = None
+    for i in range(8):
+        lr = np.float32(0.5 / (i + 1))
+        y = (x * zd.tensor(lr) + zd.tensor(np.full(2000, i, np.float32))).realize()
+        np.testing.assert_array_equal(y.numpy(), a * lr + np.float32(i))
+        del y
+        if i == 2:
+            base = in_use(dev)
+    assert zd.stats()["plan_replays"] >= 5
+    assert in_use(dev) == base
+
+
+def test_a_failed_replay_with_uploads_frees_them_and_keeps_the_host_data():
+    a = rng((4096,), seed=12)
+    x = zd.tensor(a).realize()
+    dev = x.device
+    for _ in range(3):
+        keep = (x * zd.tensor(np.float32(3))).realize()
+    replays = zd.stats()["plan_replays"]
+    del keep
+    base = in_use(dev)
+    s = zd.tensor(np.float32(5))
+    cap_memory(dev, in_use(dev))
+    try:
+        with pytest.raises(zd.OutOfMemoryError):
+            (x * s).realize()
+    finally:
+        cap_memory(dev, None)
+    assert in_use(dev) == base
+    assert zd.stats()["plan_replays"] == replays
+    y = (x * s).realize()  # the scalar is still on the host, and uploads now
+    np.testing.assert_array_equal(y.numpy(), a * 5)
+    assert zd.stats()["plan_replays"] == replays + 1
+
+
+def test_adam_steps_replay_and_match_planned_steps_exactly():
+    """Adam's step-dependent scalars are host leaves: from the third step on a training step replays, with
+    exactly the parameters that planning every step gives."""
+    x_h, y_h, w_h = rng((32, 16), seed=13), rng((32, 4), seed=14), rng((16, 4), seed=15, scale=0.3)
+
+    def train(replay: bool) -> tuple[np.ndarray, int]:
+        s = session()
+        s.replay_plans, before = replay, zd.stats()["plan_replays"]
+        try:
+            x, y, w = zd.tensor(x_h).realize(), zd.tensor(y_h).realize(), zd.tensor(w_h).realize()
+            opt = zd.optim.Adam([w], lr=0.05)
+            for _ in range(7):
+                loss = ((x @ w - y) ** 2).mean()
+                (w,) = opt.step(zd.grad(loss, [w]))
+                zd.realize(loss, w)
+            return w.numpy(), zd.stats()["plan_replays"] - before
+        finally:
+            s.replay_plans = True
+
+    planned, none = train(False)
+    replayed, replays = train(True)
+    assert none == 0 and replays >= 4
+    np.testing.assert_array_equal(replayed, planned)

@@ -15,9 +15,10 @@ import os
 import time
 
 from .. import logs
+from .._util import bucket_size
 from ..graph import lineage
 from ..graph.ir import Node, Op
-from ..protocol import Failed, Free
+from ..protocol import Alloc, CopyIn, Failed, Free
 from ..sched.scheduler import BufferState, Schedule, SchedulerState
 from ..sched.template import PlanTemplate, leaf_positions, make_template
 from .backends import LostWorkers
@@ -78,8 +79,12 @@ def replay(s, found: tuple, t0: float) -> bool:
     ids_in, where = [], []
     for p in inputs:
         ref = order[p].buffer
-        if ref is None:  # a host leaf to upload (or a lost one): plan it
-            return False
+        if ref is None:
+            if order[p].host is None:  # a lost leaf: planning reports it
+                return False
+            ids_in.append(0)  # a host leaf: the template uploads it (a slot taken below)
+            where.append(None)
+            continue
         b = bufs.get(ref.id)
         if b is None or b.spilled:
             return False
@@ -89,19 +94,32 @@ def replay(s, found: tuple, t0: float) -> bool:
     if t is None or t.epoch != s.template_epoch:
         return False
     used, devices = st.used, st.devices
-    for dev, need in t.alloc_bytes.items():
+    need = t.alloc_bytes
+    if t.uploads:
+        need = dict(need)
+        for i, dev in t.uploads:
+            need[dev] = need.get(dev, 0) + bucket_size(order[inputs[i]].size * order[inputs[i]].dtype.itemsize)
+    for dev, n in need.items():
         m = devices.get(dev)
-        if m is None or used[dev] + need > m.memory:  # would need spills: plan it
+        if m is None or used[dev] + n > m.memory:  # would need spills: plan it
             return False
+    uploads = ()
+    if t.uploads:
+        first = st.ids.take(len(t.uploads))
+        uploads = tuple((i, dev, first + j, order[inputs[i]].size * order[inputs[i]].dtype.itemsize) for j, (i, dev) in enumerate(t.uploads))
+        for i, _dev, buf, _n in uploads:
+            ids_in[i] = buf
     base = st.ids.take(t.new)
     ids = (*ids_in, *range(base, base + t.new))
     steps = t.bind(ids)
+    for i, dev, buf, nbytes in uploads:  # in front of the first batch on the device: before any reader
+        steps[0].setdefault(dev, [])[0:0] = [Alloc(buf, nbytes), CopyIn(buf, order[inputs[i]].host)]
     timed = s.trace_events is not None or ((_TIMINGS_LOG.level or _ROOT_LOG.level) and _on(_TIMINGS_LOG))
     t1 = time.perf_counter() if timed else 0.0
     try:
         results = s._run(steps, compiled=True)
     except LostWorkers as e:
-        _rollback(s, t, ids, e.devices)
+        _rollback(s, t, ids, e.devices, uploads)
         raise
     t2 = time.perf_counter() if timed else 0.0
     graphs = 0
@@ -109,7 +127,7 @@ def replay(s, found: tuple, t0: float) -> bool:
         for dev, r in step.items():
             for x in r.results:
                 if x.__class__ is Failed:
-                    _rollback(s, t, ids, set())
+                    _rollback(s, t, ids, set(), uploads)
                     raise s.error_of(dev, x)
             if r.graphs:
                 graphs += len(r.graphs)
@@ -121,6 +139,9 @@ def replay(s, found: tuple, t0: float) -> bool:
     # the mirror, as the planned run left it: the inputs used now, the results' buffers added
     st.clock += 1
     clock = st.clock
+    for _i, dev, buf, nbytes in uploads:
+        bufs[buf] = BufferState(dev, nbytes, last_use=clock)
+        used[dev] += bucket_size(nbytes)
     for i in ids_in:
         bufs[i].last_use = clock
     for _pos, slot, dev, nbytes in t.outputs:
@@ -141,6 +162,11 @@ def replay(s, found: tuple, t0: float) -> bool:
         for pos, _slot, _dev, _n in t.outputs:
             order[pos].lineage = lineage.recipe(order[pos], memo)
     ref = s._ref
+    for i, dev, buf, nbytes in uploads:  # as a planned run's uploads: the leaves hold their device copies
+        leaf = order[inputs[i]]
+        if s.host_copies is not None and leaf.lineage is None:
+            leaf.lineage = s.host_copies.keep(leaf)
+        leaf.buffer, leaf.host = ref(leaf, dev, buf, nbytes), None
     for pos, slot, dev, nbytes in t.outputs:
         n = order[pos]
         n.become_leaf(ref(n, dev, ids[slot], nbytes))
@@ -153,13 +179,14 @@ def replay(s, found: tuple, t0: float) -> bool:
     return True
 
 
-def _rollback(s, t: PlanTemplate, ids: tuple, lost: set[str]) -> None:
-    """A replay failed: free whatever it allocated on the workers still alive (a free of a buffer that
-    a failed batch never made fails harmlessly), so nothing leaks."""
+def _rollback(s, t: PlanTemplate, ids: tuple, lost: set[str], uploads: tuple = ()) -> None:
+    """A replay failed: free whatever it allocated (its uploads too) on the workers still alive (a free of a
+    buffer that a failed batch never made fails harmlessly), so nothing leaks; host leaves stay on the host."""
     frees: dict[str, list] = {}
-    for dev, slot in t.allocated:
+    made = [(dev, ids[slot]) for dev, slot in t.allocated] + [(dev, buf) for _i, dev, buf, _n in uploads]
+    for dev, buf in made:
         if dev not in lost and dev in s.state.devices:
-            frees.setdefault(dev, []).append(Free(ids[slot]))
+            frees.setdefault(dev, []).append(Free(buf))
     try:
         for step in s.backend.run_steps([frees]):
             for dev, res in step.items():

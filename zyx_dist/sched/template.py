@@ -9,8 +9,10 @@ buffer ids (`bind`): no kernelize, no placement, no command lists built, and eac
 small tuple of ids (`Replay`) for a template it was given once (`DefineTemplate`).
 
 A schedule is kept only when replaying it is exactly what scheduling again would do apart from
-placement: it compiles nothing, spills and reloads nothing, uploads no host data, and touches no
-buffer that is neither an input nor its own. Placement is frozen with it (the measured kernel times
+placement: it compiles nothing, spills and reloads nothing, and touches no buffer that is neither an
+input nor its own. Host leaves it uploads (an optimizer's step-dependent scalars, a learning rate made
+each step with `zd.tensor`) become inputs of the template: a replay uploads the new host data to the
+same devices first (`uploads`), in front of the template's batches. Placement is frozen with it (the measured kernel times
 that refine HEFT's choice are not consulted again); the session replans when the inputs move, when
 memory is too short for the template's allocations, or after a recovery.
 """
@@ -52,7 +54,8 @@ class WorkerBatch:
 @dataclass
 class PlanTemplate:
     inputs: tuple[int, ...]  # structure positions of the input leaves: slot i is the buffer of inputs[i]
-    signature: tuple[str, ...]  # the device of each input (the key among a structure's templates)
+    signature: tuple[str | None, ...]  # the device of each input, None for a host leaf (the key among a
+    # structure's templates)
     new: int  # slots for the buffers the plan allocates, after the inputs' slots
     steps: list[dict[str, WorkerBatch]]
     outputs: tuple[tuple[int, int, str, int], ...]  # (structure position, slot, device, bytes) of each result
@@ -63,6 +66,7 @@ class PlanTemplate:
     transfers: int
     bytes_transferred: int
     schedule: Schedule  # the prototype run (for traces)
+    uploads: tuple[tuple[int, str], ...] = ()  # (input index, device) of each host leaf the replay uploads
     epoch: int = 0  # the session's device epoch when it was made (a recovery makes it stale)
     defined: bool = False  # every worker has been given its part (DefineTemplate) and kept it
 
@@ -95,23 +99,34 @@ def make_template(sched: Schedule, order: list[Node], inputs: tuple[int, ...], b
     """The template of `sched` (planned for the nodes `order` on `before`, and run; `inputs` are the
     positions of the structure's leaves as `leaf_positions` gave them before the run turned its
     results into leaves too), or None when it cannot be replayed by substituting ids alone."""
-    if sched.spills or sched.uploads or not sched.steps or sched.cache_hits != sched.launches:
+    if sched.spills or not sched.steps or sched.cache_hits != sched.launches:
         return None
+    uploaded = {buf: dev for dev, buf, _n in sched.uploads.values()}  # their leaves hold these buffers now
     slot_of: dict[int, int] = {}
-    signature = []
+    signature: list[str | None] = []
+    uploads = []
     for i, p in enumerate(inputs):
         ref = order[p].buffer
-        if ref is None or ref.id in slot_of:  # a host leaf (an upload), or one buffer twice
+        if ref is None or ref.id in slot_of:  # a leaf the run did not upload, or one buffer twice
             return None
         slot_of[ref.id] = i
-        signature.append(ref.device)
-    for j, (_dev, buf) in enumerate(sched.allocated):
+        if ref.id in uploaded:
+            signature.append(None)
+            uploads.append((i, ref.device))
+        else:
+            signature.append(ref.device)
+    if len(uploads) != len(uploaded):  # an upload of a leaf that is not an input (a target realized alone)
+        return None
+    allocated = [(dev, buf) for dev, buf in sched.allocated if buf not in uploaded]
+    for j, (_dev, buf) in enumerate(allocated):
         slot_of[buf] = len(inputs) + j
     alloc_bytes: dict[str, int] = {}
     steps: list[dict[str, WorkerBatch]] = []
     for step in sched.steps:
         out = {}
         for dev, cmds in step.items():
+            if uploaded:  # the replay makes these itself, with the new data
+                cmds = [c for c in cmds if not ((c.__class__ is Alloc or c.__class__ is CopyIn) and c.buf in uploaded)]
             if not cmds:
                 continue
             wb = _worker_batch(cmds, slot_of, new_id)
@@ -129,17 +144,21 @@ def make_template(sched: Schedule, order: list[Node], inputs: tuple[int, ...], b
             return None
         outputs.append((pos_of[nid], slot_of[buf], dev, nbytes))
         used[dev] = used.get(dev, 0) + bucket_size(nbytes)
-    kept = {buf for _dev, buf in sched.allocated if buf in sched.state.buffers}
+    kept = {buf for _dev, buf in allocated if buf in sched.state.buffers}
     if kept != {sched.outputs[nid][1] for nid in sched.outputs}:
         return None  # the run leaves buffers behind that are not results: not a plain function of ids
+    grown = dict(used)  # the uploads stay too, as their leaves' buffers
+    for _dev, buf, nbytes in sched.uploads.values():
+        grown[uploaded[buf]] = grown.get(uploaded[buf], 0) + bucket_size(nbytes)
     for dev in set(before.used) | set(sched.state.used):
-        if sched.state.used.get(dev, 0) - before.used.get(dev, 0) != used.get(dev, 0):
+        if sched.state.used.get(dev, 0) - before.used.get(dev, 0) != grown.get(dev, 0):
             return None
     return PlanTemplate(
-        inputs=inputs, signature=tuple(signature), new=len(sched.allocated), steps=steps,
+        inputs=inputs, signature=tuple(signature), new=len(allocated), steps=steps,
         outputs=tuple(outputs), alloc_bytes=alloc_bytes, used=used,
-        allocated=tuple((dev, slot_of[buf]) for dev, buf in sched.allocated), launches=sched.launches,
-        transfers=len(sched.transfers), bytes_transferred=sum(t.nbytes for t in sched.transfers), schedule=sched)
+        allocated=tuple((dev, slot_of[buf]) for dev, buf in allocated), launches=sched.launches,
+        transfers=len(sched.transfers), bytes_transferred=sum(t.nbytes for t in sched.transfers), schedule=sched,
+        uploads=tuple(uploads))
 
 
 def _worker_batch(cmds: list, slot_of: dict[int, int], new_id: Callable[[], int]) -> WorkerBatch | None:
