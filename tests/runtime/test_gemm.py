@@ -232,3 +232,48 @@ def test_a_matmul_read_by_a_row_kernel_is_a_gemm_of_its_own():
     xh, dxh = (X - mu) * r, G @ W.T
     ref = r * (dxh - dxh.mean(1, keepdims=True) - xh * (dxh * xh).mean(1, keepdims=True))
     np.testing.assert_allclose(dx.numpy(), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_a_long_contraction_into_few_tiles_is_split_into_a_batched_gemm_and_a_sum():
+    """x.T @ g over 2048 rows into 256 x 256 (two GEMM tiles' worth of a big GPU's work-groups): split-K, one
+    batched GEMM over 16 parts of 128 rows (read in place, nothing stored but the partials) and a sum of the
+    parts, in order; equal to NumPy, through the session and with the GPU templates run on the CPU."""
+    X, G = arr(2048, 256), arr(2048, 256)
+    t = zd.tensor(X).T @ zd.tensor(G)
+    ks = kernels_of(t)
+    assert [k.outputs[0].shape for k in ks] == [(16, 256, 256, 1), (256, 256)]
+    assert gemm.match(ks[0]) is not None and gemm.match(ks[1]) is None
+    want = X.T.astype(np.float64) @ G
+    with Worker("opencl:0") as w:
+        got = run_kernels(w, t, lambda k: options.default(facts(k, "opencl", True)))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(t.numpy(), want, rtol=1e-4, atol=1e-3)
+    # below the thresholds (short, or little work), one GEMM as before
+    assert len(kernels_of(zd.tensor(arr(512, 256)).T @ zd.tensor(arr(512, 256)))) == 1
+    assert len(kernels_of(zd.tensor(arr(1024, 64)).T @ zd.tensor(arr(1024, 64)))) == 1
+
+
+def test_split_weight_gradient_with_adam_matches_numpy():
+    """The backward's weight gradient (the product's factor a computed value, broadcast) splits as well: the
+    partials are a batched GEMM read through the broadcast, never a stored T x D x D product, and Adam's
+    3-output update rides on the sum of the parts; equal to NumPy's Adam."""
+    from zyx_dist.engine import session as zsession
+
+    X, W = arr(2048, 256) * 0.1, arr(256, 256) * 0.1
+    x, w = zd.tensor(X), zd.tensor(W).realize()
+    opt = zd.optim.Adam([w], lr=0.01)
+    ref, m, v = W.astype(np.float64), 0.0, 0.0
+    for t in range(1, 3):
+        loss = ((x @ w) ** 2).sum()
+        new = opt.step(zd.grad(loss, [w]))
+        ks, _, _ = zsession.current().plan([loss.node] + [n.node for n in new])
+        assert max(max(o.size for o in k.outputs) for k in ks) <= 16 * 256 * 256  # no broadcast product stored
+        assert any(gemm.match(k) is not None and k.outputs[0].shape == (16, 256, 256, 1) for k in ks)
+        update = [k for k in ks if len(k.outputs) == 3]
+        assert len(update) == 1
+        grad = 2 * X.T.astype(np.float64) @ (X @ w.numpy().astype(np.float64))
+        zd.realize(loss, *new)
+        w = new[0]
+        m, v = 0.9 * m + 0.1 * grad, 0.999 * v + 0.001 * grad * grad
+        ref = ref - 0.01 * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+        np.testing.assert_allclose(w.numpy(), ref, rtol=1e-4, atol=1e-5)

@@ -415,6 +415,10 @@ def reduce(op: ReduceOp, x: Node, axes: tuple[int, ...]) -> Node:
         return const(0 if op is ReduceOp.SUM else 1, shape, x.dtype)
     if prod(x.shape[a] for a in axes) >= SPLIT_REDUCE_AT and prod(shape) <= 16:
         return _split_reduce(op, x, axes, shape)
+    if op is ReduceOp.SUM and len(axes) == 1 and x.op is Op.BINARY and x.arg is BinaryOp.MUL:
+        parts = _split_k_parts(x.shape[axes[0]], prod(shape))
+        if parts > 1:
+            return _split_contraction(x, axes[0], parts, shape)
     return Node(Op.REDUCE, (x,), (op, axes), shape, x.dtype)
 
 
@@ -435,6 +439,55 @@ def _split_reduce(op: ReduceOp, x: Node, axes: tuple[int, ...], shape: Shape) ->
     parts = Node(Op.REDUCE, (reshape(flat, (outer, SPLIT_PARTS, chunk)),), (op, (2,)), (outer, SPLIT_PARTS, 1), x.dtype)
     total = Node(Op.REDUCE, (parts,), (op, (1,)), (outer, 1, 1), x.dtype)
     return reshape(total, shape)
+
+
+SPLIT_K_AT = 1024  # a contraction this long into few GEMM tiles is split along its length (split-K)
+SPLIT_K_WORK = 1 << 27  # ... when it is this many multiply-adds or more
+SPLIT_K_CHUNK = 128  # the shortest part of the split length
+GEMM_TILE = 128 * 128  # outputs of the GEMM template's biggest work-group tile
+SPLIT_K_GROUPS = 256  # the splits stop once tiles x parts reach this many work-groups (two per SM of a big GPU)
+
+
+def _split_k_parts(n: int, outputs: int) -> int:
+    """In how many parts to split a contraction of length `n` into `outputs` results: the gradient of a weight
+    (`x.T @ g` over a batch of rows) is a few GEMM tiles with a long k loop each, which leaves most of a GPU
+    idle; split, its parts are one batched GEMM with enough tiles, and a short reduce over the parts adds
+    them in a fixed order (deterministic, unlike atomics) and carries the epilogue (an optimizer's update)."""
+    if n < SPLIT_K_AT or n * outputs < SPLIT_K_WORK:
+        return 1
+    tiles = -(-outputs // GEMM_TILE)
+    parts = 1
+    while n % (2 * parts) == 0 and n // (2 * parts) >= SPLIT_K_CHUNK and tiles * parts * 2 <= SPLIT_K_GROUPS:
+        parts *= 2
+    return parts
+
+
+def _split_contraction(x: Node, axis: int, parts: int, shape: Shape) -> Node:
+    """sum over `axis` of the product x = a * b as `parts` partial sums and their total. The split is applied to
+    both factors (reshape the axis into (parts, chunk), parts first and chunk last), so the partials stay a
+    product of views that the GEMM matcher reads in place as a batched GEMM, never a stored product."""
+    a, b = x.srcs
+    n = x.shape[axis]
+    split = x.shape[:axis] + (parts, n // parts) + x.shape[axis + 1:]
+    rest = tuple(i for i in range(len(split)) if i not in (axis, axis + 1))
+    order = (axis, *rest, axis + 1)
+    halves = [_split_axis(f, axis, split, order) for f in (a, b)]
+    part = reduce(ReduceOp.SUM, binary(BinaryOp.MUL, *halves), (len(split) - 1,))  # (parts, rest..., 1)
+    return reshape(reduce(ReduceOp.SUM, part, (0,)), shape)
+
+
+def _split_axis(f: Node, axis: int, split: Shape, order: tuple[int, ...]) -> Node:
+    """`f` reshaped to `split` (its `axis` cut in two) and permuted by `order`, below a broadcast when f is one:
+    a view over an expand of a computed value is no view the kernelizer reads through (it would store the
+    broadcast product), while an expand of the moved value is."""
+    if f.op is not Op.EXPAND:
+        return permute(reshape(f, split), order)
+    src = f.srcs[0]
+    if src.shape[axis] == f.shape[axis]:  # the cut axis is a real one: cut it below the expand
+        inner = src.shape[:axis] + split[axis:axis + 2] + src.shape[axis + 1:]
+    else:  # broadcast along the cut axis too: both halves stay size 1
+        inner = src.shape[:axis] + (1, 1) + src.shape[axis + 1:]
+    return expand(permute(reshape(src, inner), order), tuple(split[i] for i in order))
 
 
 def reduce_identity(op: ReduceOp, dtype: DType) -> Any:
