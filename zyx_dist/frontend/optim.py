@@ -30,10 +30,14 @@ __all__ = ["SGD", "Adam", "Optimizer"]
 
 
 
-def _scalar(value: float, like: Node) -> Node:
-    """A step-dependent scalar as a 0-d host leaf broadcast to like's shape (one upload, no new kernel)."""
-    return graph.expand(graph.reshape(graph.leaf(np.array(value, like.dtype.np_dtype), like.dtype),
-                                      (1,) * len(like.shape)), like.shape)
+def _scalar(value: float, like: Node, made: dict) -> Node:
+    """A step-dependent scalar as a 0-d host leaf broadcast to like's shape (no new kernel). `made` keeps
+    one leaf per value and dtype for the step: one upload each, whatever the number of parameters."""
+    key = (value, like.dtype)
+    leaf = made.get(key)
+    if leaf is None:
+        leaf = made[key] = graph.leaf(np.array(value, like.dtype.np_dtype), like.dtype)
+    return graph.expand(graph.reshape(leaf, (1,) * len(like.shape)), like.shape)
 
 
 def _compute_dtype(d: DType) -> DType:
@@ -142,6 +146,7 @@ class Adam(Optimizer):
         step_size = self.lr / (1 - b1 ** t)
         inv_bc2 = 1 / float(np.sqrt(1 - b2 ** t))
         new_params, new_m, new_v = [], [], []
+        scalars: dict = {}
         for i, (p, g) in enumerate(zip(self.params, gs)):
             m = self.m[i].node if self.m is not None else None
             v = self.v[i].node if self.v is not None else None
@@ -154,8 +159,8 @@ class Adam(Optimizer):
                 new = graph.mul(graph.full_like(1 - b2, g), graph.mul(g, g))
                 return new if v is None else graph.add(graph.mul(graph.full_like(b2, v), v), new)
 
-            denom = graph.add(graph.mul(graph.unary(UnaryOp.SQRT, moment2()), _scalar(inv_bc2, g)), graph.full_like(self.eps, g))
-            pn = _updated(p, lambda w, g=g, m1=moment1, d=denom: graph.sub(w, graph.div(graph.mul(_scalar(step_size, g), m1()), d)))
+            denom = graph.add(graph.mul(graph.unary(UnaryOp.SQRT, moment2()), _scalar(inv_bc2, g, scalars)), graph.full_like(self.eps, g))
+            pn = _updated(p, lambda w, g=g, m1=moment1, d=denom: graph.sub(w, graph.div(graph.mul(_scalar(step_size, g, scalars), m1()), d)))
             mt, vt = Tensor(moment1()), Tensor(moment2())
             companions.attach(pn.node, [mt.node, vt.node])
             new_params.append(pn)
