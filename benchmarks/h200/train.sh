@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One call on the H200 (run: `device` tool, carry [".devbundle"], `ZYX_DIST_COMMIT=<commit> bash benchmarks/h200/train.sh`): the GEMM
-# GPU tests, then the training benchmark (fp32, bf16) beside torch eager and torch.compile.
+# and group-reduce GPU tests, then the training benchmark (fp32, bf16) beside torch eager and torch.compile.
+# A hang prints every stack (faulthandler on SIGABRT); benchmarks/h200/slow_launches.py names the kernel.
 source .devbundle/setup.sh
 : "${ZYX_DIST_COMMIT:?set ZYX_DIST_COMMIT to the commit sent}"; export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1  # timeout -s ABRT: a stack on a hang
 t0=$(date +%s)

@@ -1,0 +1,75 @@
+"""GPU machine: where a cached training step's time goes. Trains the GPT of examples/train_gpt.py (4 layers,
+4 heads) for a few steps, then prints the medians of building the step's graph (model, zd.grad, Adam) and
+of its realize, and, from a `zd.trace` of three steps, the device time per step and its largest kernels;
+the source and IR of those kernels go beside the trace as `top-NAME.cu`.
+
+    python3 benchmarks/h200/step_profile.py $OUT/p/trace.json 16 128 256     # trace path, batch, block, embed
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import sys
+import time
+from types import SimpleNamespace
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import train_bench
+
+import zyx_dist as zd
+from zyx_dist.engine import session as zsession
+
+
+def main() -> None:
+    path, batch, block, embed = sys.argv[1], *map(int, sys.argv[2:5])
+    gpt = train_bench.load_example()
+    cfg = SimpleNamespace(batch=batch, block=block, embed=embed, heads=4, layers=4)
+    data, vocab = train_bench.batches(gpt, cfg, 2)
+    zd.init(ray=False)
+    params = [zd.tensor(p).realize() for p in gpt.init_params(vocab, cfg)]
+    mask = zd.tensor(np.triu(np.full((cfg.block, cfg.block), -1e9, np.float32), 1)).realize()
+    x, y = (zd.tensor(a).realize() for a in data[0])
+    opt = zd.optim.Adam(params, lr=1e-3)
+    build, run = [], []
+    for i in range(16):  # 6 warm-up steps (plans, compiles, the template), then 10 timed
+        t0 = time.perf_counter()
+        loss = gpt.loss_fn(params, x, y, mask, cfg)
+        params = opt.step(zd.grad(loss, params))
+        t1 = time.perf_counter()
+        zd.realize(loss, *params)
+        if i >= 6:
+            build.append(t1 - t0)
+            run.append(time.perf_counter() - t1)
+    print(f"build (model + grad + adam) median {1e3 * np.median(build):.2f} ms, realize median "
+          f"{1e3 * np.median(run):.2f} ms", flush=True)
+    with zd.trace(path):
+        for _ in range(3):
+            loss = gpt.loss_fn(params, x, y, mask, cfg)
+            params = opt.step(zd.grad(loss, params))
+            zd.realize(loss, *params)
+    with open(path) as f:
+        events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    per: dict[str, float] = collections.defaultdict(float)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "graph"):
+            per[e.get("name")] += e.get("dur", 0) / 3
+    top = sorted(per.items(), key=lambda kv: -kv[1])
+    print(f"device time per step {sum(per.values()) / 1e3:.2f} ms; largest:")
+    programs = {p.name: (key, p) for key, p in zsession.current().programs.items()}
+    for name, us in top[:12]:
+        print(f"  {us / 1e3:8.3f} ms  {name}")
+        if name in programs:
+            (rows, outs, row), p = programs[name][0][0], programs[name][1]
+            with open(os.path.join(os.path.dirname(path), f"top-{name}.cu"), "w") as f:
+                f.write(f"// {us / 1e3:.3f} ms per step, gws={p.gws} lws={p.lws}\n// IR outputs {outs} row {row}\n")
+                f.writelines(f"//  {i:3d} {r}\n" for i, r in enumerate(rows))
+                f.write(p.source)
+
+
+if __name__ == "__main__":
+    main()
