@@ -596,6 +596,22 @@ def test_kill_every_worker_before_realize(ray_faults, how):
     every_worker(how)
 
 
+def test_results_of_replays_that_upload_are_recomputed_after_a_kill(ray_faults):
+    """A replayed realize uploads its host leaves itself (a scalar made each step); their host copies are kept
+    before the results' recipes are taken, so results that lived on a killed worker are recomputed."""
+    victim = "opencl:1"
+    a = rng_data((32, 48), seed=40)
+    x = zd.tensor(a, device=victim).realize()
+    replays = zd.stats()["plan_replays"]
+    outs = [(x * zd.tensor(np.float32(i + 1))).to(victim).realize() for i in range(5)]
+    assert zd.stats()["plan_replays"] >= replays + 2
+    before = recoveries()
+    kill(victim, "ray.kill")
+    for i, o in enumerate(outs):
+        check(o, a * np.float32(i + 1))
+    assert recoveries() > before
+
+
 # ---- 3. unrecoverable loss: zd.WorkerLostError ---------------------------------------------------------
 
 @pytest.fixture(scope="module")

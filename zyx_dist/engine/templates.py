@@ -157,16 +157,16 @@ def replay(s, found: tuple, t0: float) -> bool:
         c["bytes_transferred"] += t.bytes_transferred
     if graphs:
         c["graph_replays"] += graphs
+    ref = s._ref
+    for i, dev, buf, nbytes in uploads:  # as a planned run's uploads (before the results' recipes, which
+        leaf = order[inputs[i]]  # read the leaves' host copies): the leaves hold their device copies
+        if s.host_copies is not None and leaf.lineage is None:
+            leaf.lineage = s.host_copies.keep(leaf)
+        leaf.buffer, leaf.host = ref(leaf, dev, buf, nbytes), None
     if s.host_copies is not None:  # recipes first: they read the history become_leaf drops
         memo: dict = {}
         for pos, _slot, _dev, _n in t.outputs:
             order[pos].lineage = lineage.recipe(order[pos], memo)
-    ref = s._ref
-    for i, dev, buf, nbytes in uploads:  # as a planned run's uploads: the leaves hold their device copies
-        leaf = order[inputs[i]]
-        if s.host_copies is not None and leaf.lineage is None:
-            leaf.lineage = s.host_copies.keep(leaf)
-        leaf.buffer, leaf.host = ref(leaf, dev, buf, nbytes), None
     for pos, slot, dev, nbytes in t.outputs:
         n = order[pos]
         n.become_leaf(ref(n, dev, ids[slot], nbytes))
