@@ -102,6 +102,31 @@ def test_nvidia_opencl_gemm_against_numpy(case):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, BF], ids=["float32", "bfloat16"])
+def test_cuda_split_k_weight_gradient_with_adam(dtype):
+    """A weight's gradient over 2048 rows into 256 x 256 (split-K: a batched GEMM over 16 parts, on tensor
+    cores for bfloat16, and the in-order sum carrying Adam's update) on CUDA, equal to NumPy's Adam."""
+    from zyx_dist.engine import session as zsession
+
+    X, G, W = (RNG.standard_normal(s).astype(np.float32) for s in ((2048, 256), (2048, 256), (256, 256)))
+    Xr, Gr = (a.astype(dtype).astype(np.float64) for a in (X, G))
+    with zd.init(ray=False, devices=["cuda:0"]):
+        x, g, w = zd.tensor(X.astype(dtype)), zd.tensor(G.astype(dtype)), zd.tensor(W.astype(dtype)).realize()
+        opt = zd.optim.Adam([w], lr=0.01)
+        ref, m, v = W.astype(dtype).astype(np.float64), 0.0, 0.0
+        for t in range(1, 3):
+            new = opt.step(zd.grad(((x @ w) * g).astype(zd.float32).sum(), [w]))
+            ks, _, _ = zsession.current().plan([n.node for n in new])
+            assert any(gemm.match(k) is not None and k.outputs[0].shape == (16, 256, 256, 1) for k in ks)
+            zd.realize(*new)
+            w = new[0]
+            grad = Xr.T @ Gr
+            m, v = 0.9 * m + 0.1 * grad, 0.999 * v + 0.001 * grad * grad
+            ref = ref - 0.01 * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+            tol = 1e-4 if dtype == np.float32 else 2e-2
+            np.testing.assert_allclose(w.numpy().astype(np.float64), ref, rtol=tol / 2, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, BF], ids=["float32", "bfloat16"])
 def test_cuda_adam_update_of_a_weight_gradient_is_one_gemm(dtype):
     """Adam's update of W from x.T @ g on CUDA: new weight (W's dtype) and float32 moments from one GEMM kernel
     (tensor cores for bfloat16), equal to NumPy's Adam on the same rounded operands."""

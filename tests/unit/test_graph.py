@@ -283,3 +283,19 @@ def test_toposort_producers_first_and_stop():
     assert pos[x.id] < pos[a.id] < pos[b.id] < pos[c.id]
     stopped = g.toposort([c], stop=lambda n: n is b)
     assert {n.id for n in stopped} == {b.id, x.id, c.id}
+
+
+def test_split_k_parts_only_for_long_contractions_into_few_tiles():
+    """Split-K (graph/ir.py) fires for a long contraction into few 128 x 128 tiles, in parts of at least 128
+    that divide the length, and stops once tiles x parts reach 256 work-groups."""
+    parts = g._split_k_parts
+    assert parts(2048, 256 * 256) == 16  # 4 tiles x 16 parts = 64 groups, chunks of 128
+    assert parts(2048, 1024 * 256) == 16  # 16 tiles x 16 = 256
+    assert parts(2048, 4096 * 1024) == 1  # 256 tiles: enough work-groups already
+    assert parts(512, 256 * 256) == 1  # too short
+    assert parts(1024, 64 * 64) == 1  # too little work
+    assert parts(3000, 512 * 512) == 8  # 3000 = 8 x 375 (16 parts would not divide it)
+    assert parts(2049, 256 * 256) == 1  # odd: no even split
+    x = g.mul(g.expand(leaf(2048, 300, 1), (2048, 300, 300)), g.expand(leaf(2048, 1, 300), (2048, 300, 300)))
+    r = g.reduce(g.ReduceOp.SUM, x, (0,))
+    assert r.shape == (1, 300, 300) and r.op is g.Op.RESHAPE  # the sum of the parts, reshaped back

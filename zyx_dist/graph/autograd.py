@@ -29,29 +29,46 @@ from .ir import BinaryOp, Node, Op, ReduceOp, UnaryOp
 def gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
     """d(sum(seed * y)) / dx for each x in `xs` (seed has y's shape and dtype); an x that y does not depend
     on through float ops gets zeros of its shape and dtype."""
-    order = ir.toposort([y], sources=lambda n: _view(n)[2])
+    views: dict[Node, tuple] = {}  # each node's view, taken once (nodes hash by identity)
+
+    def sources(n: Node) -> tuple[Node, ...]:
+        v = views[n] = _view(n)
+        return v[2]
+
+    order = ir.toposort([y], sources=sources)
     wanted = {x.id for x in xs}
     # nodes through which a gradient can reach some x: float nodes on a path from an x to y
     live: set[int] = set()
     for n in order:
-        if n.dtype.is_float and (n.id in wanted or any(s.id in live for s in _view(n)[2])):
+        if not n.dtype.is_float:
+            continue
+        if n.id in wanted:
             live.add(n.id)
+            continue
+        for s in views[n][2]:
+            if s.id in live:
+                live.add(n.id)
+                break
     found: dict[int, Node] = {}
     pending: dict[int, list[Node]] = {y.id: [seed]} if y.id in live else {}
     for n in reversed(order):
         parts = pending.pop(n.id, None)
         if parts is None:
             continue
-        g = _sum(parts)
+        g = parts[0] if len(parts) == 1 else _sum(parts)
         if n.id in wanted:
             found[n.id] = g
-        op, arg, srcs = _view(n)
+        op, arg, srcs = views[n]
         if not srcs:
             continue
         need = [s.id in live for s in srcs]
-        for src, contribution in zip(srcs, _vjp(op, arg, srcs, n, g, need)):
-            if contribution is not None and src.id in live:
-                pending.setdefault(src.id, []).append(contribution)
+        for src, contribution, needed in zip(srcs, _vjp(op, arg, srcs, n, g, need), need):
+            if needed and contribution is not None:
+                parts = pending.get(src.id)
+                if parts is None:
+                    pending[src.id] = [contribution]
+                else:
+                    parts.append(contribution)
     return [found[x.id] if x.id in found else ir.const(0, x.shape, x.dtype) for x in xs]
 
 
