@@ -15,6 +15,7 @@ from zyx_dist.codegen import attention, gemm, options
 from zyx_dist.codegen.options import KernelOpts, candidates
 from zyx_dist.codegen.render import facts, render_kernel
 from zyx_dist.fuse.kernelize import kernelize
+from zyx_dist.graph import ir
 from zyx_dist.runtime.worker import Worker
 
 RNG = np.random.default_rng(7)
@@ -234,10 +235,12 @@ def test_a_matmul_read_by_a_row_kernel_is_a_gemm_of_its_own():
     np.testing.assert_allclose(dx.numpy(), ref, rtol=1e-4, atol=1e-4)
 
 
-def test_a_long_contraction_into_few_tiles_is_split_into_a_batched_gemm_and_a_sum():
-    """x.T @ g over 2048 rows into 256 x 256 (two GEMM tiles' worth of a big GPU's work-groups): split-K, one
+def test_a_long_contraction_into_few_tiles_is_split_into_a_batched_gemm_and_a_sum(monkeypatch):
+    """x.T @ g over 2048 rows into 256 x 256 (four tiles for a big GPU's work-groups): split-K (on here as in a
+    session with a GPU), one
     batched GEMM over 16 parts of 128 rows (read in place, nothing stored but the partials) and a sum of the
     parts, in order; equal to NumPy, through the session and with the GPU templates run on the CPU."""
+    monkeypatch.setattr(ir, "SPLIT_K", True)
     X, G = arr(2048, 256), arr(2048, 256)
     t = zd.tensor(X).T @ zd.tensor(G)
     ks = kernels_of(t)
@@ -253,12 +256,13 @@ def test_a_long_contraction_into_few_tiles_is_split_into_a_batched_gemm_and_a_su
     assert len(kernels_of(zd.tensor(arr(1024, 64)).T @ zd.tensor(arr(1024, 64)))) == 1
 
 
-def test_split_weight_gradient_with_adam_matches_numpy():
+def test_split_weight_gradient_with_adam_matches_numpy(monkeypatch):
     """The backward's weight gradient (the product's factor a computed value, broadcast) splits as well: the
     partials are a batched GEMM read through the broadcast, never a stored T x D x D product, and Adam's
     3-output update rides on the sum of the parts; equal to NumPy's Adam."""
     from zyx_dist.engine import session as zsession
 
+    monkeypatch.setattr(ir, "SPLIT_K", True)
     X, W = arr(2048, 256) * 0.1, arr(256, 256) * 0.1
     x, w = zd.tensor(X), zd.tensor(W).realize()
     opt = zd.optim.Adam([w], lr=0.01)

@@ -285,9 +285,10 @@ def test_toposort_producers_first_and_stop():
     assert {n.id for n in stopped} == {b.id, x.id, c.id}
 
 
-def test_split_k_parts_only_for_long_contractions_into_few_tiles():
-    """Split-K (graph/ir.py) fires for a long contraction into few 128 x 128 tiles, in parts of at least 128
+def test_split_k_parts_only_for_long_contractions_into_few_tiles(monkeypatch):
+    """Split-K (graph/ir.py; on in a session with a GPU) fires for a long contraction into few 128 x 128 tiles, in parts of at least 128
     that divide the length, and stops once tiles x parts reach 256 work-groups."""
+    monkeypatch.setattr(g, "SPLIT_K", True)
     parts = g._split_k_parts
     assert parts(2048, 256 * 256) == 16  # 4 tiles x 16 parts = 64 groups, chunks of 128
     assert parts(2048, 1024 * 256) == 16  # 16 tiles x 16 = 256
@@ -299,3 +300,21 @@ def test_split_k_parts_only_for_long_contractions_into_few_tiles():
     x = g.mul(g.expand(leaf(2048, 300, 1), (2048, 300, 300)), g.expand(leaf(2048, 1, 300), (2048, 300, 300)))
     r = g.reduce(g.ReduceOp.SUM, x, (0,))
     assert r.shape == (1, 300, 300) and r.op is g.Op.RESHAPE  # the sum of the parts, reshaped back
+
+
+def test_split_k_leaves_half_types_whole(monkeypatch):
+    """bfloat16/float16 contractions are not split: their partials would be stored rounded to the half type."""
+    monkeypatch.setattr(g, "SPLIT_K", True)
+    for d in (dt.bfloat16, dt.float16):
+        x = g.mul(g.expand(leaf(2048, 256, 1, dtype=d), (2048, 256, 256)),
+                  g.expand(leaf(2048, 1, 256, dtype=d), (2048, 256, 256)))
+        assert g.reduce(g.ReduceOp.SUM, x, (0,)).op is g.Op.REDUCE
+
+
+def test_split_k_is_off_unless_the_session_has_a_gpu():
+    import zyx_dist as zd
+
+    with zd.init(ray=False, devices=["opencl:0"]):
+        assert not g.SPLIT_K
+        x = g.mul(g.expand(leaf(2048, 256, 1), (2048, 256, 256)), g.expand(leaf(2048, 1, 256), (2048, 256, 256)))
+        assert g.reduce(g.ReduceOp.SUM, x, (0,)).op is g.Op.REDUCE

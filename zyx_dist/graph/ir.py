@@ -415,7 +415,10 @@ def reduce(op: ReduceOp, x: Node, axes: tuple[int, ...]) -> Node:
         return const(0 if op is ReduceOp.SUM else 1, shape, x.dtype)
     if prod(x.shape[a] for a in axes) >= SPLIT_REDUCE_AT and prod(shape) <= 16:
         return _split_reduce(op, x, axes, shape)
-    if op is ReduceOp.SUM and len(axes) == 1 and x.op is Op.BINARY and x.arg is BinaryOp.MUL:
+    # split-K, not for half types: their partials would be stored rounded to 8 or 11 bits (the GEMM's output
+    # dtype), adding every part's rounding to the sum; float32 partials from tensor cores are not yet matched
+    if (SPLIT_K and op is ReduceOp.SUM and len(axes) == 1 and x.op is Op.BINARY and x.arg is BinaryOp.MUL
+            and not (x.dtype.is_float and x.dtype.itemsize < 4)):
         parts = _split_k_parts(x.shape[axes[0]], prod(shape))
         if parts > 1:
             return _split_contraction(x, axes[0], parts, shape)
@@ -441,6 +444,8 @@ def _split_reduce(op: ReduceOp, x: Node, axes: tuple[int, ...], shape: Shape) ->
     return reshape(total, shape)
 
 
+SPLIT_K = False  # split-K on: the session sets it when one of its devices is a GPU (graphs are built before
+# they are placed, so this is the session's choice, not a device's)
 SPLIT_K_AT = 1024  # a contraction this long into few GEMM tiles is split along its length (split-K)
 SPLIT_K_WORK = 1 << 27  # ... when it is this many multiply-adds or more
 SPLIT_K_CHUNK = 128  # the shortest part of the split length
