@@ -133,7 +133,8 @@ class Session(Recovery, Exchange):
         self.infos = {name: self.backend.info(name) for name in self.device_names}
         # split-K pays where a few GEMM tiles leave most of a GPU idle; on CPUs it only adds partials and
         # kernels to tune (a 4-layer GPT step here: first step 23 -> 36 s, steady 0.68 -> 0.64 steps/s)
-        ir.SPLIT_K = any(i.get("type") == "gpu" for i in self.infos.values())
+        self.split_k = any(i.get("type") == "gpu" for i in self.infos.values())
+        ir.SPLIT_K = self.split_k
         # graph structure -> kernels and their programs; every kernel must fit every device's argument space
         self.plans = PlanCache(Limits(param_bytes=min(int(i.get("max_parameter_bytes") or 1024)
                                                       for i in self.infos.values())))
@@ -572,6 +573,7 @@ def set_aside() -> Iterator[None]:
         finally:
             _session = saved
             logs.apply_debug(saved.debug if saved is not None else 0)  # the debug output of the session back
+            ir.SPLIT_K = saved is not None and saved.split_k
 
 
 def devices() -> list[DeviceInfo]:
