@@ -173,3 +173,69 @@ def test_graph_segments_capture_on_the_second_sighting_and_never_replay_for_othe
     res = worker.run([Replay(5, (10, 903, 904)), CopyOut(904, "float32", (N,))])
     np.testing.assert_allclose(ok(res)[-1], want, rtol=1e-6)
     assert res.graphs == () and backend.captures == 2 and backend.graph_launches == 4
+
+
+# slots: 0 the input; 1 and 2 intermediates, each allocated after a launch and freed before the next one
+# ends; 3 the result. A plan interleaves its allocations and frees with its launches like this.
+INTERLEAVED = (Alloc(1, N * 4), Launch(1, (0, 1), (N,), None, reads=(0,), writes=(1,)),
+               Alloc(2, N * 4), Launch(2, (1, 0, 2), (N,), None, reads=(1, 0), writes=(2,)), Free(1),
+               Alloc(3, N * 4), Launch(1, (2, 3), (N,), None, reads=(2,), writes=(3,)), Free(2), Sync())
+
+
+def with_graphs(worker) -> None:
+    backend = worker.backend
+    backend.__class__ = type("OpenCLWithGraphs", (RecordingGraphs, type(backend)), {})
+    worker.graphs = True
+
+
+def test_allocs_and_frees_between_launches_stay_inside_one_graph_segment(worker):
+    """The allocations and frees between a template's launches do not cut its graph segment: one graph of
+    three launches, the intermediates allocated first and freed after (nothing left behind), values as NumPy,
+    and the pool's use the same after every replay."""
+    with_graphs(worker)
+    x = np.random.default_rng(4).standard_normal(N).astype(np.float32)
+    ok(worker.run([Compile(1, AXPB, "axpb"), Compile(2, ADD, "add"), Alloc(10, x.nbytes), CopyIn(10, x),
+                   DefineTemplate(6, INTERLEAVED)]))
+    want = ((x * 2 + 1) + x) * 2 + 1
+    graphs, used = [], []
+    for i in range(6):
+        a, b, out = 100 + 3 * i, 101 + 3 * i, 102 + 3 * i
+        res = worker.run([Replay(6, (10, a, b, out)), CopyOut(out, "float32", (N,)), Free(out)])
+        np.testing.assert_allclose(ok(res)[1], want, rtol=1e-6)
+        assert a not in worker._bufs and b not in worker._bufs and out not in worker._bufs
+        graphs.append(res.graphs)
+        used.append(worker.pool.bytes_in_use)
+    assert graphs[0] == ()  # first sighting: launch by launch
+    assert all(len(g) == 1 and g[0][:2] == (0, 3) for g in graphs[2:]), graphs  # one graph of 3 launches
+    assert len(set(used[1:])) == 1, used
+
+
+def test_a_segment_that_would_hold_too_much_memory_is_cut():
+    from zyx_dist.runtime.replay import _SEGMENT, compile_template
+
+    programs = {1: object(), 2: object()}
+    whole = compile_template(INTERLEAVED, programs, True)
+    assert [op[0] for op in whole.ops].count(_SEGMENT) == 1
+    cut = compile_template(INTERLEAVED, programs, True, segment_bytes=N * 4)  # room for one intermediate
+    segments = [op[1] for op in cut.ops if op[0] == _SEGMENT]
+    assert len(segments) == 2 and sum(len(s.launches) for s in segments) == 3
+    assert all(sum(n for _slot, n in s.allocs) <= N * 4 for s in segments)
+
+
+def test_a_failed_allocation_inside_a_segment_frees_what_the_template_made(worker):
+    with_graphs(worker)
+    x = np.ones(N, np.float32)
+    ok(worker.run([Compile(1, AXPB, "axpb"), Compile(2, ADD, "add"), Alloc(10, x.nbytes), CopyIn(10, x),
+                   DefineTemplate(6, INTERLEAVED)]))
+    before = set(worker._bufs)
+    limit = worker.pool.limit_bytes
+    worker.pool.release_cached()
+    worker.pool.limit_bytes = worker.pool.bytes_in_use + N * 4  # room for the first intermediate only
+    try:
+        res = worker.run([Replay(6, (10, 200, 201, 202))])
+    finally:
+        worker.pool.limit_bytes = limit
+    assert isinstance(res.results[0], Failed)
+    assert set(worker._bufs) == before  # the intermediate made before the failure freed by the segment
+    res = worker.run([Replay(6, (10, 300, 301, 302)), CopyOut(302, "float32", (N,))])
+    np.testing.assert_allclose(ok(res)[-1], ((x * 2 + 1) + x) * 2 + 1, rtol=1e-6)
