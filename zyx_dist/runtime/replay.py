@@ -4,9 +4,9 @@ into a flat list of operations with everything resolved that does not depend on 
 objects, work sizes, which slots each launch reads and writes. A `Replay` then binds the slots to
 buffer ids and runs the list without building a command object per step: allocations, frees and
 launches go straight to the pool, the event tracker and the backend. On a backend that can capture
-CUDA graphs (`capture_graph`/`launch_graph`), each run of consecutive launches, with the allocations and
-frees between them (made before it and done after it), is a segment that is captured into one graph the
-second time it meets the same device addresses, and replayed as one graph launch from then on; a new address (a buffer that is new, or was freed and came back elsewhere)
+CUDA graphs (`capture_graph`/`launch_graph`), each run of consecutive launches is a segment that is
+captured into one graph the second time it meets the same device addresses, and replayed as one graph
+launch from then on; a new address (a buffer that is new, or was freed and came back elsewhere)
 simply misses, so a graph never runs on memory it was not captured for. Gives back the tuple of the
 template's exported arrays; a failure re-raises the first error after the template's later frees ran.
 """
@@ -25,7 +25,6 @@ _ALLOC, _FREE, _LAUNCH, _SEGMENT, _SEND, _RECV, _EXPORT, _IMPORT, _SYNC = range(
 
 _handle = attrgetter("handle")  # a pool Block's device handle
 GRAPHS_PER_SEGMENT = 8  # captured graphs kept per segment (one per buffer assignment seen twice)
-SEGMENT_BYTES = 256 << 20  # a segment allocates at most this much (its frees wait for its end)
 SEEN_PER_SEGMENT = 64  # buffer assignments remembered per segment, to capture on the second sighting
 
 
@@ -47,18 +46,14 @@ def _picker(slots: tuple[int, ...]):
 
 
 class Segment:
-    """Consecutive launches of a template that may run as one captured CUDA graph, with the allocations and
-    frees the plan put between them: those are pool operations on the host, so the segment makes its
-    allocations first and frees last (no block is reused inside it, which a graph could not replay) and
-    a plan's interleaved allocs and frees do not cut it into graphs of one kernel each."""
+    """Consecutive launches of a template that may run as one captured CUDA graph."""
 
-    __slots__ = ("allocs", "arg_slots", "broken", "frees", "graphs", "launches", "reads", "seen", "writes")
+    __slots__ = ("arg_slots", "broken", "graphs", "launches", "reads", "seen", "writes")
 
-    def __init__(self, launches: list[tuple], allocs: tuple = (), frees: tuple = ()) -> None:
+    def __init__(self, launches: list[tuple]) -> None:
         # per launch: (program, picker of its argument slots, gws, lws, argument slots, read slots, written
         # slots, picker of the read slots, picker of the written slots)
         self.launches = launches
-        self.allocs, self.frees = allocs, frees  # ((slot, bytes), ...) made first; (slot, ...) freed last
         self.arg_slots = _picker(tuple(s for launch in launches for s in launch[4]))
         reads = {s for launch in launches for s in launch[5]}
         writes = {s for launch in launches for s in launch[6]}
@@ -80,46 +75,23 @@ class WorkerTemplate:
         self.ops, self.nslots, self.imports = ops, nslots, imports
 
 
-def compile_template(commands: tuple, programs: dict[int, Any], graphs: bool,
-                     segment_bytes: int = SEGMENT_BYTES) -> WorkerTemplate:
+def compile_template(commands: tuple, programs: dict[int, Any], graphs: bool) -> WorkerTemplate:
     """Resolve `commands` (a DefineTemplate's) against the worker's `programs`; with `graphs`, group
-    consecutive launches, and the allocations (up to `segment_bytes` in all) and frees between them, into
-    CUDA graph segments. Raises ValueError/KeyError naming a bad command."""
+    consecutive launches into CUDA graph segments. Raises ValueError/KeyError naming a bad command."""
     ops: list[tuple] = []
     nslots = 0
     imports = 0
     run: list[tuple] = []  # launches not yet closed into a segment
-    allocs: list[tuple[int, int]] = []  # (slot, bytes) and slots freed, between the run's launches
-    frees: list[int] = []
-    held = 0  # bytes the run allocates
 
     def close_run() -> None:
-        nonlocal held
         if run and graphs:
-            ops.append((_SEGMENT, Segment(list(run), tuple(allocs), tuple(frees))))
-        else:  # (allocs and frees are only held back beside launches, on a worker with graphs)
+            ops.append((_SEGMENT, Segment(list(run))))
+        else:
             ops.extend((_LAUNCH, *launch) for launch in run)
         run.clear()
-        allocs.clear()
-        frees.clear()
-        held = 0
 
     for cmd in commands:
         cls = cmd.__class__
-        if graphs and cls is Alloc:
-            if held + cmd.nbytes > segment_bytes:  # deferring the frees would hold too much memory
-                close_run()
-            if not run and not frees:  # before any launch: an ordinary allocation
-                ops.append((_ALLOC, cmd.buf, cmd.nbytes))
-            else:
-                allocs.append((cmd.buf, cmd.nbytes))
-                held += cmd.nbytes
-            nslots = max(nslots, cmd.buf + 1)
-            continue
-        if graphs and cls is Free and run:
-            frees.append(cmd.buf)
-            nslots = max(nslots, cmd.buf + 1)
-            continue
         if cls is Launch:
             try:
                 prog = programs[cmd.prog]
@@ -167,16 +139,15 @@ def run_template(worker: Any, t: WorkerTemplate, cmd: Replay, launches: list) ->
     if len(cmd.imports) != t.imports:
         raise ValueError(f"{worker.device}: replay of template {cmd.template} brings {len(cmd.imports)} "
                          f"transfers, it imports {t.imports}")
-    bufs, events, backend = worker._bufs, worker.events, worker.backend
+    bufs, pool, events, backend = worker._bufs, worker.pool, worker.events, worker.backend
     profile = worker.profile
     exports: list = []
     error: BaseException | None = None
     for op in t.ops:
         kind = op[0]
         if error is not None:  # after a failure only frees run, of buffers that exist
-            for slot in (op[1],) if kind == _FREE else op[1].frees if kind == _SEGMENT else ():
-                if ids[slot] in bufs or ids[slot] in worker._spilled:
-                    worker._free(Free(ids[slot]), launches)
+            if kind == _FREE and (ids[op[1]] in bufs or ids[op[1]] in worker._spilled):
+                worker._free(Free(ids[op[1]]), launches)
             continue
         try:
             if kind == _SEGMENT:
@@ -189,7 +160,13 @@ def run_template(worker: Any, t: WorkerTemplate, cmd: Replay, launches: list) ->
                 events.record(reads, writes, event)
                 launches.append(event)
             elif kind == _ALLOC:
-                _alloc(worker, ids[op[1]], op[2])
+                buf = ids[op[1]]
+                if buf in bufs:
+                    raise ValueError(f"{worker.device}: buffer {buf} is already allocated")
+                block = pool.alloc(op[2])
+                events.seed(buf, block.pending)
+                block.pending = ()
+                bufs[buf] = block
             elif kind == _FREE:
                 worker._free(Free(ids[op[1]]), launches)
             elif kind == _SYNC:
@@ -209,33 +186,8 @@ def run_template(worker: Any, t: WorkerTemplate, cmd: Replay, launches: list) ->
     return tuple(exports)
 
 
-def _alloc(worker: Any, buf: int, nbytes: int) -> None:
-    bufs = worker._bufs
-    if buf in bufs:
-        raise ValueError(f"{worker.device}: buffer {buf} is already allocated")
-    block = worker.pool.alloc(nbytes)
-    worker.events.seed(buf, block.pending)
-    block.pending = ()
-    bufs[buf] = block
-
-
 def _segment(worker: Any, seg: Segment, ids: tuple, launches: list) -> None:
-    """Run a segment: its allocations, its launches (as a captured graph when these addresses were seen
-    before), its frees."""
-    try:
-        for slot, nbytes in seg.allocs:
-            _alloc(worker, ids[slot], nbytes)
-        _segment_launches(worker, seg, ids, launches)
-    except BaseException:  # its frees still run, as the frees after a failed command of a template do
-        for slot in seg.frees:
-            if ids[slot] in worker._bufs or ids[slot] in worker._spilled:
-                worker._free(Free(ids[slot]), launches)
-        raise
-    for slot in seg.frees:
-        worker._free(Free(ids[slot]), launches)
-
-
-def _segment_launches(worker: Any, seg: Segment, ids: tuple, launches: list) -> None:
+    """Run a segment's launches: as a captured graph when these addresses were seen before."""
     bufs, events, backend = worker._bufs, worker.events, worker.backend
     handles = list(map(_handle, map(bufs.__getitem__, seg.arg_slots(ids))))
     graph = None
