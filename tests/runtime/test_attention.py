@@ -106,3 +106,21 @@ def test_causal_mask_from_arange_comparison():
     out = zd.softmax(s, axis=-1) @ zd.tensor(v)
     one_attention_kernel(out)
     np.testing.assert_allclose(out.numpy(), ref_attention(q, k, v, 0.25, causal(T, T)), rtol=1e-4, atol=1e-5)
+
+
+def test_split_k_leaves_a_long_single_head_attention_fused(monkeypatch):
+    """p @ v over 2048 keys into one head's 2048 x 64 is a long contraction into few tiles, which split-K
+    (graph/ir.py, on in GPU sessions) would cut; a factor computing an exp near its top (the probabilities)
+    keeps it whole, so the attention stays one fused kernel. The weight-gradient shape still splits."""
+    from zyx_dist.codegen import gemm
+    from zyx_dist.graph import ir
+
+    monkeypatch.setattr(ir, "SPLIT_K", True)
+    T, D = 2048, 64
+    rng = np.random.default_rng(9)
+    q, k, v = (zd.tensor(rng.standard_normal((1, 1, T, D)).astype(np.float32)) for _ in range(3))
+    mask = zd.tensor(np.triu(np.full((T, T), -np.inf, np.float32), 1))
+    ks = kernelize([(zd.softmax(q @ k.mT * D ** -0.5 + mask) @ v).node])
+    assert len(ks) == 1 and attention.match(ks[0]) is not None
+    x, g = (zd.tensor(rng.standard_normal((T, 256)).astype(np.float32)) for _ in range(2))
+    assert [gemm.match(kk) is not None for kk in kernelize([(x.T @ zd.relu(g)).node])] == [True, False]

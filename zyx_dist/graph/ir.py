@@ -13,6 +13,7 @@ import enum
 import itertools
 import math
 import weakref
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -420,7 +421,7 @@ def reduce(op: ReduceOp, x: Node, axes: tuple[int, ...]) -> Node:
     if (SPLIT_K and op is ReduceOp.SUM and len(axes) == 1 and x.op is Op.BINARY and x.arg is BinaryOp.MUL
             and not (x.dtype.is_float and x.dtype.itemsize < 4)):
         parts = _split_k_parts(x.shape[axes[0]], prod(shape))
-        if parts > 1:
+        if parts > 1 and not any(_softmax_like(f) for f in x.srcs):
             return _split_contraction(x, axes[0], parts, shape)
     return Node(Op.REDUCE, (x,), (op, axes), shape, x.dtype)
 
@@ -465,6 +466,25 @@ def _split_k_parts(n: int, outputs: int) -> int:
     while n % (2 * parts) == 0 and n // (2 * parts) >= SPLIT_K_CHUNK and tiles * parts * 2 <= SPLIT_K_GROUPS:
         parts *= 2
     return parts
+
+
+def _softmax_like(f: Node, limit: int = 32) -> bool:
+    """Whether factor `f` computes an exp near its top, through elementwise and movement ops (not below a
+    reduce): the probabilities of `softmax(q @ k.mT) @ v`, which the kernelizer fuses into one attention kernel
+    when the contraction over the keys is left whole. Breadth first over at most `limit` nodes, since the exp of
+    a softmax is a few nodes down while a gradient's factor can be a long chain (walked for every candidate
+    contraction of a backward pass, so bounded); past the limit, not softmax-like."""
+    queue, seen = deque([f]), {f.id}
+    while queue and len(seen) <= limit:
+        n = queue.popleft()
+        if n.op is Op.UNARY and n.arg in (UnaryOp.EXP, UnaryOp.EXP2):
+            return True
+        if n.op is not Op.REDUCE:
+            for src in n.srcs:
+                if src.id not in seen:
+                    seen.add(src.id)
+                    queue.append(src)
+    return False
 
 
 def _split_contraction(x: Node, axis: int, parts: int, shape: Shape) -> Node:
