@@ -67,11 +67,15 @@ def run_ours(gpt, cfg, data, vocab, args) -> dict:
     opt = zd.optim.Adam(params, lr=args.lr)
     losses: list[float] = []
 
+    built = [0.0]  # seconds spent building steps' graphs (model, grad, optimizer), for the split printed below
+
     def step(i: int):
         nonlocal params
         x, y = dev[i % len(dev)]
+        t = time.perf_counter()
         loss = gpt.loss_fn(params, x, y, mask, cfg)
         params = opt.step(zd.grad(loss, params))
+        built[0] += time.perf_counter() - t
         return loss
 
     session = zsession.current()
@@ -82,18 +86,22 @@ def run_ours(gpt, cfg, data, vocab, args) -> dict:
         losses.append(loss.item())
         print(f"zyx_dist warm-up step {i}: {time.perf_counter() - t0:.2f} s; {len(session.programs)} programs, "
               f"{session.tuner.trials} candidates timed so far", file=sys.stderr, flush=True)
-    rates = []
+    rates, build_ms = [], []
     for r in range(args.rounds):
+        built[0] = 0.0
         t0 = time.perf_counter()
         for i in range(args.steps):
             loss = step(args.warmup + r * args.steps + i)
             zd.realize(loss, *params)
         rates.append(args.steps / (time.perf_counter() - t0))
+        build_ms.append(1e3 * built[0] / args.steps)
         losses.append(loss.item())
     zd.reset_stats()
     loss = step(0)
     zd.realize(loss, *params)
     out = summary(rates)
+    # of a step's time, the part spent building its graph (the rest is the realize: binding, dispatch, device)
+    out["build_ms_per_step_median"] = float(np.median(build_ms))
     st = zd.stats()  # of that one step: replayed from a plan template, and in how many CUDA graphs
     out.update(first_loss=losses[0], last_loss=losses[-1], kernels_per_step=st["kernels_launched"],
                replayed=bool(st["plan_replays"]), cuda_graphs_per_step=st["graph_replays"],
@@ -230,7 +238,8 @@ def main() -> None:
             print(f"  {name:14s} failed: {r['error']}")
             continue
         how = (f"; {r['kernels_per_step']} kernels per step, {'replayed' if r['replayed'] else 'planned'}, "
-               f"{r['cuda_graphs_per_step']} CUDA graphs" if "replayed" in r else "")
+               f"{r['cuda_graphs_per_step']} CUDA graphs, {r['build_ms_per_step_median']:.2f} ms of each step "
+               "building its graph" if "replayed" in r else "")
         print(f"  {name:14s} {r['steps_per_s_median']:9.2f} steps/s (IQR {r['steps_per_s_iqr']:.2f}) on "
               f"{r['device']}; loss {r['first_loss']:.3f} -> {r['last_loss']:.3f}{how}")
     base = results.get("torch_compile", {}).get("steps_per_s_median")
