@@ -286,8 +286,8 @@ def test_toposort_producers_first_and_stop():
 
 
 def test_split_k_parts_only_for_long_contractions_into_few_tiles(monkeypatch):
-    """Split-K (graph/ir.py; on in a session with a GPU) fires for a long contraction into few 128 x 128 tiles, in parts of at least 128
-    that divide the length, and stops once tiles x parts reach 256 work-groups."""
+    """Split-K (graph/ir.py; on in a session with a GPU) fires for a long contraction into few 128 x 128 tiles,
+    in parts of at least 128 that divide the length, and stops once tiles x parts reach 256 work-groups."""
     monkeypatch.setattr(g, "SPLIT_K", True)
     parts = g._split_k_parts
     assert parts(2048, 256 * 256) == 16  # 4 tiles x 16 parts = 64 groups, chunks of 128
