@@ -67,15 +67,15 @@ def run_ours(gpt, cfg, data, vocab, args) -> dict:
     opt = zd.optim.Adam(params, lr=args.lr)
     losses: list[float] = []
 
-    built = [0.0]  # seconds spent building steps' graphs (model, grad, optimizer), for the split printed below
+    built = 0.0  # seconds spent building steps' graphs (model, grad, optimizer), for the split printed below
 
     def step(i: int):
-        nonlocal params
+        nonlocal params, built
         x, y = dev[i % len(dev)]
         t = time.perf_counter()
         loss = gpt.loss_fn(params, x, y, mask, cfg)
         params = opt.step(zd.grad(loss, params))
-        built[0] += time.perf_counter() - t
+        built += time.perf_counter() - t
         return loss
 
     session = zsession.current()
@@ -88,13 +88,13 @@ def run_ours(gpt, cfg, data, vocab, args) -> dict:
               f"{session.tuner.trials} candidates timed so far", file=sys.stderr, flush=True)
     rates, build_ms = [], []
     for r in range(args.rounds):
-        built[0] = 0.0
+        built = 0.0
         t0 = time.perf_counter()
         for i in range(args.steps):
             loss = step(args.warmup + r * args.steps + i)
             zd.realize(loss, *params)
         rates.append(args.steps / (time.perf_counter() - t0))
-        build_ms.append(1e3 * built[0] / args.steps)
+        build_ms.append(1e3 * built / args.steps)
         losses.append(loss.item())
     zd.reset_stats()
     loss = step(0)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from gpu_util import cuda_devices, nvidia_opencl_index
 from helpers import run_kernels
+from training import NpAdam
 
 import zyx_dist as zd
 from zyx_dist.codegen import gemm
@@ -101,53 +102,45 @@ def test_nvidia_opencl_gemm_against_numpy(case):
             assert np.abs(got - exp).max() <= 1e-4 * np.abs(exp).max()
 
 
+def _adam_on_cuda(shapes, dtype, steps: int, check_kernels) -> None:
+    """Adam on W from the gradient of sum((x @ W) * g) on cuda:0 for `steps` steps, `check_kernels(kernels)` on
+    each step's plan, the weights against NumPy's Adam on the same rounded operands."""
+    from zyx_dist.engine import session as zsession
+
+    X, G, W = (RNG.standard_normal(s).astype(np.float32) for s in shapes)
+    grad = X.astype(dtype).astype(np.float64).T @ G.astype(dtype).astype(np.float64)
+    ref = NpAdam([W.astype(dtype).astype(np.float64)], lr=0.01)
+    tol = 1e-4 if dtype == np.float32 else 2e-2  # bfloat16: the weight is rounded to 8 bits every step
+    with zd.init(ray=False, devices=["cuda:0"]):
+        x, g, w = zd.tensor(X.astype(dtype)), zd.tensor(G.astype(dtype)), zd.tensor(W.astype(dtype)).realize()
+        opt = zd.optim.Adam([w], lr=0.01)
+        for _ in range(steps):
+            new = opt.step(zd.grad(((x @ w) * g).astype(zd.float32).sum(), [w]))
+            ks, _, _ = zsession.current().plan([n.node for n in new])
+            check_kernels(ks)
+            zd.realize(*new)
+            w = new[0]
+            (want,) = ref.step([grad])
+            np.testing.assert_allclose(w.numpy().astype(np.float64), want, rtol=tol / 2, atol=tol)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, BF], ids=["float32", "bfloat16"])
 def test_cuda_split_k_weight_gradient_with_adam(dtype):
     """A weight's gradient over 2048 rows into 256 x 256 on CUDA, equal to NumPy's Adam: float32 is split-K (a
     batched GEMM over 16 parts and the in-order sum carrying Adam's update); bfloat16 stays one tensor-core
     GEMM (its partials would be rounded to bfloat16)."""
-    from zyx_dist.engine import session as zsession
+    def check(ks):
+        split = any(gemm.match(k) is not None and k.outputs[0].shape == (16, 256, 256, 1) for k in ks)
+        assert split == (dtype == np.float32)
 
-    X, G, W = (RNG.standard_normal(s).astype(np.float32) for s in ((2048, 256), (2048, 256), (256, 256)))
-    Xr, Gr = (a.astype(dtype).astype(np.float64) for a in (X, G))
-    with zd.init(ray=False, devices=["cuda:0"]):
-        x, g, w = zd.tensor(X.astype(dtype)), zd.tensor(G.astype(dtype)), zd.tensor(W.astype(dtype)).realize()
-        opt = zd.optim.Adam([w], lr=0.01)
-        ref, m, v = W.astype(dtype).astype(np.float64), 0.0, 0.0
-        for t in range(1, 3):
-            new = opt.step(zd.grad(((x @ w) * g).astype(zd.float32).sum(), [w]))
-            ks, _, _ = zsession.current().plan([n.node for n in new])
-            split = any(gemm.match(k) is not None and k.outputs[0].shape == (16, 256, 256, 1) for k in ks)
-            assert split == (dtype == np.float32)
-            zd.realize(*new)
-            w = new[0]
-            grad = Xr.T @ Gr
-            m, v = 0.9 * m + 0.1 * grad, 0.999 * v + 0.001 * grad * grad
-            ref = ref - 0.01 * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
-            tol = 1e-4 if dtype == np.float32 else 2e-2
-            np.testing.assert_allclose(w.numpy().astype(np.float64), ref, rtol=tol / 2, atol=tol)
+    _adam_on_cuda(((2048, 256), (2048, 256), (256, 256)), dtype, 2, check)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, BF], ids=["float32", "bfloat16"])
 def test_cuda_adam_update_of_a_weight_gradient_is_one_gemm(dtype):
     """Adam's update of W from x.T @ g on CUDA: new weight (W's dtype) and float32 moments from one GEMM kernel
     (tensor cores for bfloat16), equal to NumPy's Adam on the same rounded operands."""
-    from zyx_dist.engine import session as zsession
+    def check(ks):
+        assert [gemm.match(k) is not None for k in ks if len(k.outputs) == 3] == [True]
 
-    X, G, W = (RNG.standard_normal(s).astype(np.float32) for s in ((300, 72), (300, 136), (72, 136)))
-    Xr, Gr = (a.astype(dtype).astype(np.float64) for a in (X, G))
-    with zd.init(ray=False, devices=["cuda:0"]):
-        x, g, w = zd.tensor(X.astype(dtype)), zd.tensor(G.astype(dtype)), zd.tensor(W.astype(dtype)).realize()
-        opt = zd.optim.Adam([w], lr=0.01)
-        ref, m, v = W.astype(dtype).astype(np.float64), 0.0, 0.0
-        for t in range(1, 4):
-            new = opt.step(zd.grad(((x @ w) * g).astype(zd.float32).sum(), [w]))
-            ks, _, _ = zsession.current().plan([n.node for n in new])
-            assert [gemm.match(k) is not None for k in ks if len(k.outputs) == 3] == [True]
-            zd.realize(*new)
-            w = new[0]
-            grad = Xr.T @ Gr
-            m, v = 0.9 * m + 0.1 * grad, 0.999 * v + 0.001 * grad * grad
-            ref = ref - 0.01 * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
-            tol = 1e-4 if dtype == np.float32 else 2e-2  # bfloat16: the weight is rounded to 8 bits every step
-            np.testing.assert_allclose(w.numpy().astype(np.float64), ref, rtol=tol / 2, atol=tol)
+    _adam_on_cuda(((300, 72), (300, 136), (72, 136)), dtype, 3, check)

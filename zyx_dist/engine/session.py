@@ -329,6 +329,14 @@ class Session(Recovery, Exchange):
             for view in host_view.small_views(todo, self._small_source):
                 host_view.to_host_leaf(view, self._read(view))
 
+    def uploaded(self, leaf: Node, dev: str, buf: int, nbytes: int) -> None:
+        """A host leaf now uploaded into `buf` on `dev` (by a planned run or a template's replay): it holds the
+        device copy; where workers can be lost, its host copy is kept first (before any result's recipe, which
+        reads it)."""
+        if self.host_copies is not None and leaf.lineage is None:
+            leaf.lineage = self.host_copies.keep(leaf)
+        leaf.buffer, leaf.host = self._ref(leaf, dev, buf, nbytes), None
+
     def _ref(self, node: Node, dev: str, buf: int, nbytes: int) -> BufferRef:
         self.holders[buf] = weakref.ref(node)
         return BufferRef(self, dev, buf, nbytes)
@@ -398,10 +406,7 @@ class Session(Recovery, Exchange):
         leaves = {x.id: x for k in kernels for x in k.inputs}
         leaves.update({n.id: n for n in nodes})
         for nid, (dev, buf, nbytes) in sched.uploads.items():
-            leaf = leaves[nid]
-            if self.host_copies is not None and leaf.lineage is None:
-                leaf.lineage = self.host_copies.keep(leaf)
-            leaf.buffer, leaf.host = self._ref(leaf, dev, buf, nbytes), None
+            self.uploaded(leaves[nid], dev, buf, nbytes)
         memo: dict = {}
         with gc_paused():
             if self.host_copies is not None:  # recipes first: they read the history become_leaf drops

@@ -94,21 +94,19 @@ def replay(s, found: tuple, t0: float) -> bool:
     if t is None or t.epoch != s.template_epoch:
         return False
     used, devices = st.used, st.devices
-    need = t.alloc_bytes
-    if t.uploads:
+    need, uploads = t.alloc_bytes, ()
+    if t.uploads:  # (input index, device, buffer id, bytes) of each host leaf to upload first
+        first = st.ids.take(len(t.uploads))
+        uploads = tuple((i, dev, first + j, order[inputs[i]].size * order[inputs[i]].dtype.itemsize)
+                        for j, (i, dev) in enumerate(t.uploads))
         need = dict(need)
-        for i, dev in t.uploads:
-            need[dev] = need.get(dev, 0) + bucket_size(order[inputs[i]].size * order[inputs[i]].dtype.itemsize)
+        for i, dev, buf, nbytes in uploads:
+            need[dev] = need.get(dev, 0) + bucket_size(nbytes)
+            ids_in[i] = buf
     for dev, n in need.items():
         m = devices.get(dev)
         if m is None or used[dev] + n > m.memory:  # would need spills: plan it
             return False
-    uploads = ()
-    if t.uploads:
-        first = st.ids.take(len(t.uploads))
-        uploads = tuple((i, dev, first + j, order[inputs[i]].size * order[inputs[i]].dtype.itemsize) for j, (i, dev) in enumerate(t.uploads))
-        for i, _dev, buf, _n in uploads:
-            ids_in[i] = buf
     base = st.ids.take(t.new)
     ids = (*ids_in, *range(base, base + t.new))
     steps = t.bind(ids)
@@ -157,12 +155,9 @@ def replay(s, found: tuple, t0: float) -> bool:
         c["bytes_transferred"] += t.bytes_transferred
     if graphs:
         c["graph_replays"] += graphs
+    for i, dev, buf, nbytes in uploads:  # before the results' recipes, which read the leaves' host copies
+        s.uploaded(order[inputs[i]], dev, buf, nbytes)
     ref = s._ref
-    for i, dev, buf, nbytes in uploads:  # as a planned run's uploads (before the results' recipes, which
-        leaf = order[inputs[i]]  # read the leaves' host copies): the leaves hold their device copies
-        if s.host_copies is not None and leaf.lineage is None:
-            leaf.lineage = s.host_copies.keep(leaf)
-        leaf.buffer, leaf.host = ref(leaf, dev, buf, nbytes), None
     if s.host_copies is not None:  # recipes first: they read the history become_leaf drops
         memo: dict = {}
         for pos, _slot, _dev, _n in t.outputs:

@@ -176,8 +176,8 @@ class ProgramCache:
         """Build the (source, options) pairs not yet cached on up to `threads` threads at once (a compiler that
         releases the GIL, like NVRTC, builds them side by side) and cache the programs that built; returns when
         all are done, so no other call into the device runs beside the builds (CuPy loads each module as it
-        compiles it, and on the H200 a kernel lookup on the worker's thread beside such builds hung for minutes). A build that
-        fails is not cached: its compile builds it again and raises the `CompileError` as it would have."""
+        compiles it). A build that fails is not cached: its compile builds it again and raises the
+        `CompileError` as it would have."""
         todo = list(dict.fromkeys(k for k in ((o, s) for s, o in sources) if k not in self._programs))
         if len(todo) < 2 or threads < 2:
             return
