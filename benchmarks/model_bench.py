@@ -248,6 +248,8 @@ def run_subops(args) -> None:
         ("tanh-GELU", (h4,), None, 0, 2 * h4.nbytes),
         ("attention core", (q, k, v, mask), None, 4 * B * H * T * T * hd, 0),
     ]
+    if args.subops:
+        cases = [c for c in cases if any(part in c[0] for part in args.subops.split(","))]
     zo, to = Ops("zd"), Ops("torch")
     for name, arrays, fn, flops, nbytes in cases:
         zin = [to_zd(a, zd.float32) for a in arrays]
@@ -393,6 +395,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--sections", default=",".join(SECTIONS))
     ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--subops", default="", help="only the sub-ops whose names contain one of these (comma-separated)")
     args = ap.parse_args()
     wanted = [s for s in args.sections.split(",") if s]
     unknown = set(wanted) - set(SECTIONS)

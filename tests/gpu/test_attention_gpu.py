@@ -1,6 +1,8 @@
 """GPU tier: fused attention against NumPy on CUDA (float32, float16, bfloat16; causal, additive float
-mask, no mask; lengths that are not multiples of the key block; a permuted qkv view) and on NVIDIA
-OpenCL (float32), through an in-process session on each device."""
+mask, no mask; lengths that are not multiples of the key block; a permuted qkv view; the half types'
+tensor-core kernel at several head dims, cross-attention lengths and a computed q, and the head dim
+that falls back to the float32 kernel) and on NVIDIA OpenCL (float32), through an in-process session
+on each device."""
 
 from __future__ import annotations
 
@@ -68,3 +70,46 @@ def test_cuda_attention_from_a_qkv_view_and_head_dim_128():
 @pytest.mark.skipif(nvidia_opencl_index() is None, reason="no NVIDIA OpenCL device")
 def test_nvidia_opencl_attention():
     _check(f"opencl:{nvidia_opencl_index()}", np.float32, "causal")
+
+
+def _check_tensor_cores(dtype, B, H, Tq, Tk, D, Dv, masked: bool, computed_q: bool, tensor_cores: bool):
+    """Cross-attention shapes on CUDA in a half type; whether the kernel is the tensor-core one."""
+    from zyx_dist.codegen.render import CUDA, render_kernel
+
+    session = zd.init(ray=False, devices=["cuda:0"])
+    try:
+        qn, kn = (RNG.standard_normal((B, H, t, D)).astype(dtype) for t in (Tq, Tk))
+        vn = RNG.standard_normal((B, H, Tk, Dv)).astype(dtype)
+        mn = RNG.standard_normal((1, 1, Tq, Tk)).astype(dtype) if masked else None
+        q, k, v = (zd.tensor(x) for x in (qn, kn, vn))
+        if computed_q:  # q is an expression: the kernel fills it value by value
+            q = q * 0.5
+            qn = (qn.astype(np.float32) * 0.5).astype(dtype)
+        s = (q @ k.mT) * (1 / math.sqrt(D))
+        if masked:
+            s = s + zd.tensor(mn)
+        out = zd.softmax(s, axis=-1) @ v
+        ks = kernelize([out.node])
+        assert len(ks) == 1 and attention.match(ks[0]) is not None
+        assert ("mma.sync" in render_kernel(ks[0], CUDA).source) == tensor_cores
+        got = out.numpy().astype(np.float32)
+        f = [x.astype(np.float32) for x in (qn, kn, vn)]
+        exp = ref_attention(*f, 1 / math.sqrt(D), mn.astype(np.float32) if masked else None)
+        tol = 4e-3 if dtype == np.float16 else 2e-2
+        np.testing.assert_allclose(got, exp, rtol=tol, atol=tol)
+    finally:
+        zd.shutdown()
+        del session
+
+
+@pytest.mark.skipif(cuda_devices() == 0, reason="no CUDA GPU")
+@pytest.mark.parametrize("dtype", [np.float16, BF], ids=["float16", "bfloat16"])
+@pytest.mark.parametrize("B,H,Tq,Tk,D,Dv,masked,computed_q,tensor_cores", [
+    (2, 4, 1024, 1024, 64, 64, True, False, True),  # many key blocks
+    (1, 3, 70, 300, 32, 64, True, False, True),  # cross-attention, partial blocks, v's head wider than q's
+    (2, 2, 65, 64, 128, 128, False, True, True),  # head dim 128, q computed
+    (1, 2, 33, 50, 16, 16, False, False, True),
+    (1, 2, 40, 40, 40, 40, True, False, False),  # head dim 40: not whole k16 steps, the float32 kernel
+], ids=["long", "cross", "d128_computed_q", "d16", "d40"])
+def test_cuda_attention_on_tensor_cores(dtype, B, H, Tq, Tk, D, Dv, masked, computed_q, tensor_cores):
+    _check_tensor_cores(dtype, B, H, Tq, Tk, D, Dv, masked, computed_q, tensor_cores)

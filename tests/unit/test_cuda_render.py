@@ -359,11 +359,28 @@ def _gemm_and_attention_kernels() -> dict[str, tuple[Kernel, object]]:
             if dtype is not dt.float32:  # deeper pipelines in dynamic shared memory
                 for stages in (3, 4):
                     out[f"{name}_{dtype.name}_s{stages}"] = (one(node), KernelOpts(stages=stages))
-        mx = g.reduce(g.ReduceOp.MAX, scores, (3,))
-        e = g.unary(g.UnaryOp.EXP, g.binary(g.BinaryOp.SUB, scores, g.expand(mx, scores.shape)))
-        p = g.binary(g.BinaryOp.DIV, e, g.expand(g.reduce(g.ReduceOp.SUM, e, (3,)), e.shape))
-        out[f"attention_{dtype.name}"] = (one(_bmm(p, v)), None)
+        out[f"attention_{dtype.name}"] = (one(_attention(scores, v)), None)
+        # tensor cores for half types: head dims 32 (v 64) with an additive mask, 128 with a computed q
+        # (filled value by value), 40 (not whole k16 steps: the float32 kernel); cross-attention lengths
+        for label, (Tq, Tk, D, Dv, masked, scaled) in {
+                "d32_v64_mask": (70, 130, 32, 64, True, False), "d128_computed_q": (65, 64, 128, 128, False, True),
+                "d40": (40, 40, 40, 40, True, False)}.items():
+            q, k, v = leaf(2, Tq, D, dtype=dtype), leaf(2, Tk, D, dtype=dtype), leaf(2, Tk, Dv, dtype=dtype)
+            if scaled:
+                q = g.binary(g.BinaryOp.MUL, q, g.const(0.5, q.shape, dtype))
+            s = _bmm(q, g.permute(k, (0, 2, 1)))
+            if masked:
+                s = g.binary(g.BinaryOp.ADD, s, g.expand(leaf(1, Tq, Tk, dtype=dtype), s.shape))
+            out[f"attention_{label}_{dtype.name}"] = (one(_attention(s, v)), None)
     return out
+
+
+def _attention(scores: g.Node, v: g.Node) -> g.Node:
+    axis = len(scores.shape) - 1
+    mx = g.reduce(g.ReduceOp.MAX, scores, (axis,))
+    e = g.unary(g.UnaryOp.EXP, g.binary(g.BinaryOp.SUB, scores, g.expand(mx, scores.shape)))
+    p = g.binary(g.BinaryOp.DIV, e, g.expand(g.reduce(g.ReduceOp.SUM, e, (axis,)), e.shape))
+    return _bmm(p, v)
 
 
 def _bmm(a: g.Node, b: g.Node) -> g.Node:
@@ -383,6 +400,10 @@ def test_gemm_and_attention_forms_render_as_such():
         src = render_kernel(k, CUDA, opts).source
         if name.startswith("attention"):
             assert attention.match(k) is not None and "Ks[" in src, name
+            tensor_cores = "float32" not in name and "d40" not in name
+            assert ("mma.sync.aligned.m16n8k16" in src) == tensor_cores, name
+            if tensor_cores:  # views travel by cp.async (k in two places), a computed q value by value
+                assert src.count("zd_cp_async(&") == (3 if "computed" in name else 4), name  # k twice
         elif "float32" in name:
             assert gemm.match(k) is not None and "As[" in src and "mma" not in src, name
         else:
