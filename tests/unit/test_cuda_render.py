@@ -403,7 +403,9 @@ def test_gemm_and_attention_forms_render_as_such():
             tensor_cores = "float32" not in name and "d40" not in name
             assert ("mma.sync.aligned.m16n8k16" in src) == tensor_cores, name
             if tensor_cores:  # views travel by cp.async (k in two places), a computed q value by value
-                assert src.count("zd_cp_async(&") == (3 if "computed" in name else 4), name  # k twice
+                assert src.count("zd_cp_async(&") == (3 if "computed" in name else 4), name
+            else:  # register-tiled float32 arithmetic; OpenCL keeps the kernel of one row per work-item
+                assert "Ps[" in src and "Ps[" not in render_kernel(k, OPENCL, opts).source, name
         elif "float32" in name:
             assert gemm.match(k) is not None and "As[" in src and "mma" not in src, name
         else:

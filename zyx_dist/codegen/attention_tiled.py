@@ -1,0 +1,168 @@
+"""Driver side: the fused attention kernel of the CUDA dialect in float32 arithmetic (any operand dtype;
+float16/bfloat16 with head dims in whole k16 steps go to attention_tc.py's tensor cores instead). Takes
+the `attention.AttentionSpec` and the renderer's evaluators; gives CUDA C that register-tiles both
+products the way a SIMT GEMM does, so that each value read from shared memory feeds several FMAs (the
+one-row-per-work-item kernel of attention.py reads one value per FMA and is bound by shared memory).
+A work-group of 128 threads owns 64 query rows; thread (tr, tc) = (tid / 16, tid % 16) owns rows
+8*tr .. 8*tr+7, keys tc + 16*c of each block of 64 and output columns tc + 16*c. q stays in shared
+memory, transposed, for the whole kernel; per block of keys, k and v are loaded, each thread computes
+its 8 x 4 scores, the scoring (scale, mask, any elementwise expression) is evaluated at each, the
+online softmax (running max per row, reduced across the 16 lanes that share the row) turns them into
+probabilities, which go to shared memory for p @ v. Exact float32: no TF32. The T x T scores are
+never stored.
+"""
+
+from __future__ import annotations
+
+from . import symbolic as sym
+from .attention import AttentionSpec, Evaluate
+from .gemm import Epilogue
+
+BM = 64  # query rows per work-group: 8 per thread row-group
+BN = 64  # keys per block: 4 per thread
+THREADS = 128
+ROWS = 8  # query rows per thread
+KEYS = 4  # keys per thread and block
+
+
+def usable(a: AttentionSpec, dialect) -> bool:
+    return dialect.name == "cuda"
+
+
+def render(a: AttentionSpec, name: str, params: list[str], evaluate: Evaluate, epilogue: Epilogue,
+           index_type: str) -> tuple[str, tuple, tuple]:
+    spec, T = a.spec, index_type
+    M, N, K, D = spec.M, spec.N, spec.K, a.head
+    NC = -(-N // 16)  # output columns per thread
+    groups = -(-M // BM)
+    bz, _, gj, gk = spec.vars()
+    q_lines, q_val = evaluate(a.q, a.qk_idx, {})
+    k_lines, k_val = evaluate(a.k, a.qk_idx, {})
+    v_lines, v_val = evaluate(a.v, spec.index(bz, sym.ZERO, gj, gk), {})
+    s_lines, s_val = evaluate(a.pattern.scores, a.scores_idx, {a.pattern.qk.id: "acc"})
+    body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
+    QP, KP, VP, PP = BM + 4, D + 1, 16 * NC, BM + 4  # row pitches (floats): aligned float4 reads of q and p,
+    # conflict-free reads of k down a column and of v along a row
+    q_at, k_at, v_at, p_at = 0, D * QP, D * QP + BN * KP, D * QP + BN * KP + BN * VP
+    shared_bytes = 4 * (p_at + BN * PP)
+
+    def shuffle_max(x: str) -> str:
+        return " ".join(f"{x} = fmaxf({x}, __shfl_xor_sync(0xffffffffu, {x}, {w}));" for w in (1, 2, 4, 8))
+
+    src = f"""extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params)}) {{
+  // zyx_dist: dynamic shared bytes {shared_bytes}
+  extern __shared__ __align__(16) float zd_pool[];
+  float* Qs = zd_pool + {q_at};  // q transposed: Qs[dd * {QP} + row]
+  float* Ks = zd_pool + {k_at};  // Ks[key * {KP} + dd]
+  float* Vs = zd_pool + {v_at};  // Vs[key * {VP} + col], zero past the head dim
+  float* Ps = zd_pool + {p_at};  // probabilities: Ps[key * {PP} + row]
+  const int tid = threadIdx.x, tr = tid >> 4, tc = tid & 15;
+  const {T} bz = ({T})(blockIdx.x / {groups});
+  const {T} q0 = ({T})(blockIdx.x % {groups}) * {BM};
+  for (int e = tid; e < {BM * D}; e += {THREADS}) {{
+    const int row = e / {D}, dd = e % {D};
+    const {T} gi = q0 + row;
+    float v = 0.0f;
+    if (gi < {M}) {{ {' '.join(q_lines)} v = {q_val}; }}
+    Qs[dd * {QP} + row] = v;
+  }}
+  float o[{ROWS}][{NC}], m[{ROWS}], l[{ROWS}];
+  #pragma unroll
+  for (int i = 0; i < {ROWS}; i++) {{
+    m[i] = -INFINITY;
+    l[i] = 0.0f;
+    #pragma unroll
+    for (int c = 0; c < {NC}; c++) o[i][c] = 0.0f;
+  }}
+  for ({T} j0 = 0; j0 < {K}; j0 += {BN}) {{
+    __syncthreads();  // every thread is done with the last block's k, v and p (and q has landed)
+    for (int e = tid; e < {BN * D}; e += {THREADS}) {{
+      const int kj = e / {D}, dd = e % {D};
+      const {T} gk = j0 + kj;
+      float v = 0.0f;
+      if (gk < {K}) {{ {' '.join(k_lines)} v = {k_val}; }}
+      Ks[kj * {KP} + dd] = v;
+    }}
+    for (int e = tid; e < {BN * VP}; e += {THREADS}) {{
+      const int kj = e / {VP}, gj = e % {VP};
+      const {T} gk = j0 + kj;
+      float v = 0.0f;
+      if (gk < {K} && gj < {N}) {{ {' '.join(v_lines)} v = {v_val}; }}
+      Vs[kj * {VP} + gj] = v;
+    }}
+    __syncthreads();
+    float s[{ROWS}][{KEYS}];
+    #pragma unroll
+    for (int i = 0; i < {ROWS}; i++)
+      #pragma unroll
+      for (int c = 0; c < {KEYS}; c++) s[i][c] = 0.0f;
+    #pragma unroll 4
+    for (int dd = 0; dd < {D}; dd++) {{
+      const float4 qa = *reinterpret_cast<const float4*>(&Qs[dd * {QP} + tr * {ROWS}]);
+      const float4 qb = *reinterpret_cast<const float4*>(&Qs[dd * {QP} + tr * {ROWS} + 4]);
+      const float q[{ROWS}] = {{qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w}};
+      #pragma unroll
+      for (int c = 0; c < {KEYS}; c++) {{
+        const float kv = Ks[(tc + 16 * c) * {KP} + dd];
+        #pragma unroll
+        for (int i = 0; i < {ROWS}; i++) s[i][c] += q[i] * kv;
+      }}
+    }}
+    #pragma unroll
+    for (int i = 0; i < {ROWS}; i++) {{
+      const {T} gi = q0 + tr * {ROWS} + i;
+      float mb = m[i];
+      #pragma unroll
+      for (int c = 0; c < {KEYS}; c++) {{  // unrolled, so s stays in registers whatever the scoring does
+        const {T} gk = j0 + tc + 16 * c;
+        const float acc = s[i][c];
+        float sc = -INFINITY;
+        if (gi < {M} && gk < {K}) {{ {' '.join(s_lines)} sc = {s_val}; }}
+        s[i][c] = sc;
+        mb = fmaxf(mb, sc);
+      }}
+      {shuffle_max("mb")}  // the 16 lanes that share the row
+      // online softmax: what was summed under the old max is rescaled
+      const float alpha = mb == -INFINITY ? 1.0f : expf(m[i] - mb);
+      m[i] = mb;
+      l[i] *= alpha;
+      #pragma unroll
+      for (int c = 0; c < {NC}; c++) o[i][c] *= alpha;
+      #pragma unroll
+      for (int c = 0; c < {KEYS}; c++) {{
+        const float p = s[i][c] == -INFINITY ? 0.0f : expf(s[i][c] - mb);
+        l[i] += p;
+        Ps[(tc + 16 * c) * {PP} + tr * {ROWS} + i] = p;
+      }}
+    }}
+    __syncthreads();
+    #pragma unroll 4
+    for (int kj = 0; kj < {BN}; kj++) {{
+      const float4 pa = *reinterpret_cast<const float4*>(&Ps[kj * {PP} + tr * {ROWS}]);
+      const float4 pb = *reinterpret_cast<const float4*>(&Ps[kj * {PP} + tr * {ROWS} + 4]);
+      const float p[{ROWS}] = {{pa.x, pa.y, pa.z, pa.w, pb.x, pb.y, pb.z, pb.w}};
+      #pragma unroll
+      for (int c = 0; c < {NC}; c++) {{
+        const float vv = Vs[kj * {VP} + tc + 16 * c];
+        #pragma unroll
+        for (int i = 0; i < {ROWS}; i++) o[i][c] += p[i] * vv;
+      }}
+    }}
+  }}
+  #pragma unroll
+  for (int i = 0; i < {ROWS}; i++) {{
+    float sum = l[i];
+    {" ".join(f"sum += __shfl_xor_sync(0xffffffffu, sum, {w});" for w in (1, 2, 4, 8))}
+    const {T} gi = q0 + tr * {ROWS} + i;
+    #pragma unroll
+    for (int c = 0; c < {NC}; c++) {{
+      const {T} gj = tc + 16 * c;
+      if (gi < {M} && gj < {N}) {{
+        const float acc = o[i][c] / sum;
+{body}
+      }}
+    }}
+  }}
+}}
+"""
+    return src, (spec.B * groups * THREADS,), (THREADS,)
