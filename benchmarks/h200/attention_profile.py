@@ -1,0 +1,41 @@
+"""GPU machine: the fused attention core `softmax(q @ k.mT * c + mask) @ v` (causal mask, B=8, 16 heads,
+T=1024, head dim 64, as model_bench's sub-op) realized a few times in one dtype, for Nsight Compute to
+profile its kernel, and its median wall time printed:
+
+    ncu -k regex:kc_ -c 1 --set full python3 benchmarks/h200/attention_profile.py float32
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import zyx_dist as zd
+
+
+def main() -> None:
+    dtype = {"float32": zd.float32, "bfloat16": zd.bfloat16, "float16": zd.float16}[sys.argv[1]]
+    B, H, T, D = 8, 16, 1024, 64
+    rng = np.random.default_rng(0)
+    zd.init(ray=False, devices=["cuda:0"])
+    try:
+        q, k, v = (zd.tensor(rng.standard_normal((B, H, T, D)).astype(np.float32)).astype(dtype) for _ in range(3))
+        mask = zd.tensor(np.triu(np.full((T, T), -np.inf, np.float32), 1)).astype(dtype)
+        zd.realize(q, k, v, mask)
+        times = []
+        for _ in range(int(sys.argv[2]) if len(sys.argv) > 2 else 5):
+            out = zd.softmax((q @ k.mT) * (1 / math.sqrt(D)) + mask, axis=-1) @ v
+            t0 = time.perf_counter()
+            out.realize()
+            times.append(time.perf_counter() - t0)
+        print(f"attention core {sys.argv[1]}: median {statistics.median(times[1:]) * 1e3:.3f} ms wall")
+    finally:
+        zd.shutdown()
+
+
+if __name__ == "__main__":
+    main()
