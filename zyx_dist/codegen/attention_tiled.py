@@ -4,12 +4,13 @@ the `attention.AttentionSpec` and the renderer's evaluators; gives CUDA C that r
 products the way a SIMT GEMM does, so that each value read from shared memory feeds several FMAs (the
 one-row-per-work-item kernel of attention.py reads one value per FMA and is bound by shared memory).
 A work-group of 128 threads owns 64 query rows; thread (tr, tc) = (tid / 16, tid % 16) owns rows
-8*tr .. 8*tr+7, keys tc + 16*c of each block of 64 and output columns tc + 16*c. q stays in shared
-memory, transposed, for the whole kernel; per block of keys, k and v are loaded, each thread computes
-its 8 x 4 scores, the scoring (scale, mask, any elementwise expression) is evaluated at each, the
-online softmax (running max per row, reduced across the 16 lanes that share the row) turns them into
-probabilities, which go to shared memory for p @ v. Exact float32: no TF32. The T x T scores are
-never stored.
+8*tr .. 8*tr+7, keys tc + 16*c of each block of 64, and output columns tc + 16*c (4 side by side per 64
+columns when the head dim of v is a multiple of 64, for float4 reads). q stays in shared memory,
+transposed, for the whole kernel; per block of keys, k and v are loaded, each thread computes its 8 x 4
+scores (k read 4 head dims at a time), the scoring (scale, mask, any elementwise expression) is
+evaluated at each, and the online softmax (running max per row, reduced across the 16 lanes that share
+the row) turns them into probabilities, which take k's place in shared memory for p @ v. Exact float32:
+no TF32. The T x T scores are never stored.
 """
 
 from __future__ import annotations
@@ -41,10 +42,69 @@ def render(a: AttentionSpec, name: str, params: list[str], evaluate: Evaluate, e
     v_lines, v_val = evaluate(a.v, spec.index(bz, sym.ZERO, gj, gk), {})
     s_lines, s_val = evaluate(a.pattern.scores, a.scores_idx, {a.pattern.qk.id: "acc"})
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
-    QP, KP, VP, PP = BM + 4, D + 1, 16 * NC, BM + 4  # row pitches (floats): aligned float4 reads of q and p,
-    # conflict-free reads of k down a column and of v along a row
-    q_at, k_at, v_at, p_at = 0, D * QP, D * QP + BN * KP, D * QP + BN * KP + BN * VP
-    shared_bytes = 4 * (p_at + BN * PP)
+    vec_k, vec_v = D % 4 == 0, N % 64 == 0  # k read 4 head dims at a time, v 4 columns at a time
+    # row pitches (floats): aligned float4 reads of q and p; k's pitch 4 (or 1) banks apart, so the 8 lanes of
+    # a quarter-warp (or 32 of a warp) reading 8 keys (32) at one head dim hit distinct banks
+    QP, KP, VP, PP = BM + 4, D + 4 if vec_k else D + 1, 16 * NC, BM + 4
+
+    def col(c: str) -> str:  # output column of a thread's c-th: 4 side by side per 64 if vec_v, else strided
+        return f"({c} >> 2) * 64 + tc * 4 + ({c} & 3)" if vec_v else f"tc + 16 * {c}"
+
+    load_q = (f"      const float4 qa = *reinterpret_cast<const float4*>(&Qs[(DD) * {QP} + tr * {ROWS}]);\n"
+              f"      const float4 qb = *reinterpret_cast<const float4*>(&Qs[(DD) * {QP} + tr * {ROWS} + 4]);\n"
+              f"      const float q[{ROWS}] = {{qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w}};")
+    if vec_k:
+        steps = "\n".join(f"""      {{
+{load_q.replace('DD', f'd4 + {u}')}
+        #pragma unroll
+        for (int c = 0; c < {KEYS}; c++)
+          #pragma unroll
+          for (int i = 0; i < {ROWS}; i++) s[i][c] += q[i] * kv[c].{"xyzw"[u]};
+      }}""" for u in range(4))
+        scores = f"""    #pragma unroll 2
+    for (int d4 = 0; d4 < {D}; d4 += 4) {{
+      float4 kv[{KEYS}];
+      #pragma unroll
+      for (int c = 0; c < {KEYS}; c++) kv[c] = *reinterpret_cast<const float4*>(&Ks[(tc + 16 * c) * {KP} + d4]);
+{steps}
+    }}"""
+    else:
+        scores = f"""    #pragma unroll 4
+    for (int dd = 0; dd < {D}; dd++) {{
+{load_q.replace('DD', 'dd')}
+      #pragma unroll
+      for (int c = 0; c < {KEYS}; c++) {{
+        const float kv = Ks[(tc + 16 * c) * {KP} + dd];
+        #pragma unroll
+        for (int i = 0; i < {ROWS}; i++) s[i][c] += q[i] * kv;
+      }}
+    }}"""
+    if vec_v:
+        v_reads = "\n".join(f"""      {{
+        const float4 vv = *reinterpret_cast<const float4*>(&Vs[kj * {VP} + {u * 64} + tc * 4]);
+        #pragma unroll
+        for (int i = 0; i < {ROWS}; i++) {{
+          o[i][{4 * u}] += p[i] * vv.x; o[i][{4 * u + 1}] += p[i] * vv.y;
+          o[i][{4 * u + 2}] += p[i] * vv.z; o[i][{4 * u + 3}] += p[i] * vv.w;
+        }}
+      }}""" for u in range(N // 64))
+    else:
+        v_reads = f"""      #pragma unroll
+      for (int c = 0; c < {NC}; c++) {{
+        const float vv = Vs[kj * {VP} + tc + 16 * c];
+        #pragma unroll
+        for (int i = 0; i < {ROWS}; i++) o[i][c] += p[i] * vv;
+      }}"""
+    products = f"""    #pragma unroll 4
+    for (int kj = 0; kj < {BN}; kj++) {{
+      const float4 pa = *reinterpret_cast<const float4*>(&Ps[kj * {PP} + tr * {ROWS}]);
+      const float4 pb = *reinterpret_cast<const float4*>(&Ps[kj * {PP} + tr * {ROWS} + 4]);
+      const float p[{ROWS}] = {{pa.x, pa.y, pa.z, pa.w, pb.x, pb.y, pb.z, pb.w}};
+{v_reads}
+    }}"""
+    # p takes k's place once the scores are in registers (a barrier between): 4 work-groups fit an SM, not 3
+    q_at, k_at, v_at = 0, D * QP, D * QP + BN * max(KP, PP)
+    p_at, shared_bytes = k_at, 4 * (v_at + BN * VP)
 
     def shuffle_max(x: str) -> str:
         return " ".join(f"{x} = fmaxf({x}, __shfl_xor_sync(0xffffffffu, {x}, {w}));" for w in (1, 2, 4, 8))
@@ -55,7 +115,7 @@ def render(a: AttentionSpec, name: str, params: list[str], evaluate: Evaluate, e
   float* Qs = zd_pool + {q_at};  // q transposed: Qs[dd * {QP} + row]
   float* Ks = zd_pool + {k_at};  // Ks[key * {KP} + dd]
   float* Vs = zd_pool + {v_at};  // Vs[key * {VP} + col], zero past the head dim
-  float* Ps = zd_pool + {p_at};  // probabilities: Ps[key * {PP} + row]
+  float* Ps = zd_pool + {p_at};  // probabilities, where k was: Ps[key * {PP} + row]
   const int tid = threadIdx.x, tr = tid >> 4, tc = tid & 15;
   const {T} bz = ({T})(blockIdx.x / {groups});
   const {T} q0 = ({T})(blockIdx.x % {groups}) * {BM};
@@ -96,18 +156,8 @@ def render(a: AttentionSpec, name: str, params: list[str], evaluate: Evaluate, e
     for (int i = 0; i < {ROWS}; i++)
       #pragma unroll
       for (int c = 0; c < {KEYS}; c++) s[i][c] = 0.0f;
-    #pragma unroll 4
-    for (int dd = 0; dd < {D}; dd++) {{
-      const float4 qa = *reinterpret_cast<const float4*>(&Qs[dd * {QP} + tr * {ROWS}]);
-      const float4 qb = *reinterpret_cast<const float4*>(&Qs[dd * {QP} + tr * {ROWS} + 4]);
-      const float q[{ROWS}] = {{qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w}};
-      #pragma unroll
-      for (int c = 0; c < {KEYS}; c++) {{
-        const float kv = Ks[(tc + 16 * c) * {KP} + dd];
-        #pragma unroll
-        for (int i = 0; i < {ROWS}; i++) s[i][c] += q[i] * kv;
-      }}
-    }}
+{scores}
+    __syncthreads();  // every thread is done with k: p goes there
     #pragma unroll
     for (int i = 0; i < {ROWS}; i++) {{
       const {T} gi = q0 + tr * {ROWS} + i;
@@ -136,18 +186,7 @@ def render(a: AttentionSpec, name: str, params: list[str], evaluate: Evaluate, e
       }}
     }}
     __syncthreads();
-    #pragma unroll 4
-    for (int kj = 0; kj < {BN}; kj++) {{
-      const float4 pa = *reinterpret_cast<const float4*>(&Ps[kj * {PP} + tr * {ROWS}]);
-      const float4 pb = *reinterpret_cast<const float4*>(&Ps[kj * {PP} + tr * {ROWS} + 4]);
-      const float p[{ROWS}] = {{pa.x, pa.y, pa.z, pa.w, pb.x, pb.y, pb.z, pb.w}};
-      #pragma unroll
-      for (int c = 0; c < {NC}; c++) {{
-        const float vv = Vs[kj * {VP} + tc + 16 * c];
-        #pragma unroll
-        for (int i = 0; i < {ROWS}; i++) o[i][c] += p[i] * vv;
-      }}
-    }}
+{products}
   }}
   #pragma unroll
   for (int i = 0; i < {ROWS}; i++) {{
@@ -156,7 +195,7 @@ def render(a: AttentionSpec, name: str, params: list[str], evaluate: Evaluate, e
     const {T} gi = q0 + tr * {ROWS} + i;
     #pragma unroll
     for (int c = 0; c < {NC}; c++) {{
-      const {T} gj = tc + 16 * c;
+      const {T} gj = {col('c')};
       if (gi < {M} && gj < {N}) {{
         const float acc = o[i][c] / sum;
 {body}
