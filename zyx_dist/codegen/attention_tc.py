@@ -14,6 +14,9 @@ computed and the next k block's while p @ v is. fp32 attention stays on codegen/
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ..dtypes import dtype as dtype_named
 from ..fuse.kernelize import Kernel
 from . import symbolic as sym
 from .attention import AttentionSpec, Evaluate
@@ -34,42 +37,59 @@ def usable(a: AttentionSpec, dialect) -> bool:
             and a.spec.N % 16 == 0)
 
 
-def _fill(kernel: Kernel, node, index: tuple, tile: str, rows: int, cols: int, row_var: str, row_base: str,
-          row_limit: int, col_var: sym.Var, kind: str, evaluate: Evaluate, T: str) -> str:
-    """Code that puts rows x cols of `node` (row r at `row_var` = row_base + r, column c at `col_var` = c)
-    into tile[r][c] as 16-bit values, zeros past row_limit: 16-byte `cp.async` copies when the node is a
-    view of an input of the same half type, contiguous in 8s along the columns, else value by value."""
+@dataclass(frozen=True)
+class Tile:
+    """A block of an operand in shared memory: element (row, col) is the operand at `row_var` = row_base +
+    row and `col_var` = col, zero where row_var >= row_limit or col_var >= col_limit."""
+
+    slot: str  # the C lvalue of element (row, col), e.g. "Ks[row][col]"
+    rows: int
+    cols: int
+    row_var: str
+    row_base: str
+    row_limit: int
+    col_var: sym.Var
+    col_limit: int
+    dtype: str  # what the tile holds: a view of an input of this dtype is copied as it is
+    store: str  # a computed (float) value as the tile's type, e.g. "zd_bf16_store({})"
+
+
+def fill(kernel: Kernel, node, index: tuple, t: Tile, evaluate: Evaluate, T: str, threads: int) -> str:
+    """Code with which `threads` threads put `node` (at `index`, in the tile's variables) into the tile:
+    16-byte `cp.async` copies when the node is a view of an input of the tile's dtype whose elements lie
+    side by side in 16-byte runs along the columns, else value by value. The caller commits and waits."""
     pos = {n.id: i for i, n in enumerate(kernel.inputs)}
     walk = _walk(node, index, pos)
+    width = 16 // dtype_named(t.dtype).itemsize
     view = None
-    if walk is not None and not walk[2] and len(walk[1]) == 1:
+    if walk is not None and not walk[2] and len(walk[1]) == 1 and t.cols % width == 0:
         p, off = walk[1][0]
-        if kernel.inputs[p].dtype.name == ("bfloat16" if kind == "bf16" else "float16"):
+        if kernel.inputs[p].dtype.name == t.dtype:
             off = tidy(off)
-            view = (p, off) if contiguous(off, col_var, 8) else None
+            view = (p, off) if contiguous(off, t.col_var, width) else None
+    col_guard = f" && {t.col_var.name} < {t.col_limit}" if t.cols > t.col_limit else ""
     if view is not None:
-        chunks = rows * cols // 8
+        chunks = t.rows * t.cols // width
         p, off = view
         return f"""  #pragma unroll
-  for (int r = 0; r < {-(-chunks // THREADS)}; r++) {{
-    const int e = tid + r * {THREADS};
-    const int row = e / {cols // 8}, col = (e % {cols // 8}) * 8;
-    const {T} {row_var} = {row_base} + row, {col_var.name} = col;
-    const bool inside = {f'e < {chunks} && ' if chunks % THREADS else ''}{row_var} < {row_limit};
-    if ({f'e < {chunks}' if chunks % THREADS else 'true'})
-      zd_cp_async(&{tile}[row][col], inside ? (const void*)(in{p} + {sym.render(off)}) : (const void*)in{p}, inside);
+  for (int r = 0; r < {-(-chunks // threads)}; r++) {{
+    const int e = tid + r * {threads};
+    const int row = e / {t.cols // width}, col = (e % {t.cols // width}) * {width};
+    const {T} {t.row_var} = {t.row_base} + row, {t.col_var.name} = col;
+    const bool inside = {f'e < {chunks} && ' if chunks % threads else ''}{t.row_var} < {t.row_limit}{col_guard};
+    if ({f'e < {chunks}' if chunks % threads else 'true'})
+      zd_cp_async(&{t.slot}, inside ? (const void*)(in{p} + {sym.render(off)}) : (const void*)in{p}, inside);
   }}"""
     lines, value = evaluate(node, index, {})
-    to_bits = "zd_bf16_store({})" if kind == "bf16" else "__half_as_ushort(__float2half_rn({}))"
-    elems = rows * cols
+    elems = t.rows * t.cols
     return f"""  #pragma unroll 4
-  for (int r = 0; r < {-(-elems // THREADS)}; r++) {{
-    const int e = tid + r * {THREADS};
-    const int row = e / {cols}, col = e % {cols};
-    const {T} {row_var} = {row_base} + row, {col_var.name} = col;
+  for (int r = 0; r < {-(-elems // threads)}; r++) {{
+    const int e = tid + r * {threads};
+    const int row = e / {t.cols}, col = e % {t.cols};
+    const {T} {t.row_var} = {t.row_base} + row, {t.col_var.name} = col;
     float v = 0.0f;
-    if ({f'e < {elems} && ' if elems % THREADS else ''}{row_var} < {row_limit}) {{ {' '.join(lines)} v = {value}; }}
-    if ({f'e < {elems}' if elems % THREADS else 'true'}) {tile}[row][col] = {to_bits.format('v')};
+    if ({f'e < {elems} && ' if elems % threads else ''}{t.row_var} < {t.row_limit}{col_guard}) {{ {' '.join(lines)} v = {value}; }}
+    if ({f'e < {elems}' if elems % threads else 'true'}) {t.slot} = {t.store.format('v')};
   }}"""
 
 
@@ -82,10 +102,14 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     dd = sym.Var("dd", 0, D - 1)
     kind = "bf16" if a.q.dtype.name == "bfloat16" else "f16"
     W = max(D, N) + PAD  # Vs holds q's block first, then each block of v
-    fill_q = _fill(kernel, a.q, a.qk_idx, "Vs", BM, D, "gi", "q0", M, dd, kind, evaluate, T)
-    fill_k = _fill(kernel, a.k, a.qk_idx, "Ks", BN, D, "gk", "j0", K, dd, kind, evaluate, T)
-    fill_v = _fill(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk), "Vs", BN, N, "gk", "j0", K, gj, kind,
-                   evaluate, T)
+    half = a.q.dtype.name
+    store = "zd_bf16_store({})" if kind == "bf16" else "__half_as_ushort(__float2half_rn({}))"
+    fill_q = fill(kernel, a.q, a.qk_idx, Tile("Vs[row][col]", BM, D, "gi", "q0", M, dd, D, half, store), evaluate,
+                  T, THREADS)
+    fill_k = fill(kernel, a.k, a.qk_idx, Tile("Ks[row][col]", BN, D, "gk", "j0", K, dd, D, half, store), evaluate,
+                  T, THREADS)
+    fill_v = fill(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk),
+                  Tile("Vs[row][col]", BN, N, "gk", "j0", K, gj, N, half, store), evaluate, T, THREADS)
     s_lines, s_val = evaluate(a.pattern.scores, a.scores_idx, {a.pattern.qk.id: "acc"})
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
     def mma_call(c: str, a_frag: str, b0: str, b1: str) -> str:

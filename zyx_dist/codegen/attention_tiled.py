@@ -15,8 +15,10 @@ no TF32. The T x T scores are never stored.
 
 from __future__ import annotations
 
+from ..fuse.kernelize import Kernel
 from . import symbolic as sym
 from .attention import AttentionSpec, Evaluate
+from .attention_tc import _HELPERS, Tile, fill
 from .gemm import Epilogue
 
 BM = 64  # query rows per work-group: 8 per thread row-group
@@ -30,7 +32,7 @@ def usable(a: AttentionSpec, dialect) -> bool:
     return dialect.name == "cuda"
 
 
-def render(a: AttentionSpec, name: str, params: list[str], evaluate: Evaluate, epilogue: Epilogue,
+def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate, epilogue: Epilogue,
            index_type: str) -> tuple[str, tuple, tuple]:
     spec, T = a.spec, index_type
     M, N, K, D = spec.M, spec.N, spec.K, a.head
@@ -38,8 +40,6 @@ def render(a: AttentionSpec, name: str, params: list[str], evaluate: Evaluate, e
     groups = -(-M // BM)
     bz, _, gj, gk = spec.vars()
     q_lines, q_val = evaluate(a.q, a.qk_idx, {})
-    k_lines, k_val = evaluate(a.k, a.qk_idx, {})
-    v_lines, v_val = evaluate(a.v, spec.index(bz, sym.ZERO, gj, gk), {})
     s_lines, s_val = evaluate(a.pattern.scores, a.scores_idx, {a.pattern.qk.id: "acc"})
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
     vec_k, vec_v = D % 4 == 0, N % 64 == 0  # k read 4 head dims at a time, v 4 columns at a time
@@ -103,13 +103,19 @@ def render(a: AttentionSpec, name: str, params: list[str], evaluate: Evaluate, e
 {v_reads}
     }}"""
     # p takes k's place once the scores are in registers (a barrier between): 4 work-groups fit an SM, not 3
-    q_at, k_at, v_at = 0, D * QP, D * QP + BN * max(KP, PP)
+    q_at, k_at, v_at = 0, D * QP, D * QP + BN * -(-max(KP, PP) // 4) * 4  # v's rows start 16-byte aligned
     p_at, shared_bytes = k_at, 4 * (v_at + BN * VP)
+    dd = sym.Var("dd", 0, D - 1)
+    fill_k = fill(kernel, a.k, a.qk_idx, Tile(f"Ks[row * {KP} + col]", BN, D, "gk", "j0", K, dd, D, "float32", "{}"),
+                  evaluate, T, THREADS)
+    fill_v = fill(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk),
+                  Tile(f"Vs[row * {VP} + col]", BN, VP, "gk", "j0", K, gj, N, "float32", "{}"), evaluate, T, THREADS)
 
     def shuffle_max(x: str) -> str:
         return " ".join(f"{x} = fmaxf({x}, __shfl_xor_sync(0xffffffffu, {x}, {w}));" for w in (1, 2, 4, 8))
 
-    src = f"""extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params)}) {{
+    src = f"""{_HELPERS}
+extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params)}) {{
   // zyx_dist: dynamic shared bytes {shared_bytes}
   extern __shared__ __align__(16) float zd_pool[];
   float* Qs = zd_pool + {q_at};  // q transposed: Qs[dd * {QP} + row]
@@ -136,20 +142,11 @@ def render(a: AttentionSpec, name: str, params: list[str], evaluate: Evaluate, e
   }}
   for ({T} j0 = 0; j0 < {K}; j0 += {BN}) {{
     __syncthreads();  // every thread is done with the last block's k, v and p (and q has landed)
-    for (int e = tid; e < {BN * D}; e += {THREADS}) {{
-      const int kj = e / {D}, dd = e % {D};
-      const {T} gk = j0 + kj;
-      float v = 0.0f;
-      if (gk < {K}) {{ {' '.join(k_lines)} v = {k_val}; }}
-      Ks[kj * {KP} + dd] = v;
-    }}
-    for (int e = tid; e < {BN * VP}; e += {THREADS}) {{
-      const int kj = e / {VP}, gj = e % {VP};
-      const {T} gk = j0 + kj;
-      float v = 0.0f;
-      if (gk < {K} && gj < {N}) {{ {' '.join(v_lines)} v = {v_val}; }}
-      Vs[kj * {VP} + gj] = v;
-    }}
+{fill_k}
+    zd_cp_commit();
+{fill_v}
+    zd_cp_commit();
+    asm volatile("cp.async.wait_group 1;" ::: "memory");  // k has landed (v may still be on its way)
     __syncthreads();
     float s[{ROWS}][{KEYS}];
     #pragma unroll
@@ -185,6 +182,7 @@ def render(a: AttentionSpec, name: str, params: list[str], evaluate: Evaluate, e
         Ps[(tc + 16 * c) * {PP} + tr * {ROWS} + i] = p;
       }}
     }}
+    asm volatile("cp.async.wait_group 0;" ::: "memory");  // v has landed
     __syncthreads();
 {products}
   }}

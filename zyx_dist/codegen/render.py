@@ -552,7 +552,7 @@ class _Renderer:
         if fused is not None and attention_tc.usable(fused, self.d):
             body, gws, lws = attention_tc.render(fused, self.name, self.k, self.params(), operand, epilogue, T)
         elif fused is not None and attention_tiled.usable(fused, self.d):
-            body, gws, lws = attention_tiled.render(fused, self.name, self.params(), operand, epilogue, T)
+            body, gws, lws = attention_tiled.render(fused, self.name, self.k, self.params(), operand, epilogue, T)
         elif fused is not None:
             body, gws, lws = attention.render(fused, self.name, self.d, self.params(), operand, epilogue, T)
         elif o.cpu_rows and self.d.name == "opencl":
