@@ -1,0 +1,91 @@
+"""GPU machine: where one model forward of model_bench's `block` or `gpt2` goes, in one dtype. Warms up
+(compiles, tunes), then times realize() and traces three forwards with `zd.trace`, and prints the device
+time per forward by kind of kernel (fused attention, tensor-core GEMM, float32 GEMM, the rest) and its
+largest kernels:
+
+    python3 benchmarks/h200/model_profile.py gpt2 bf16 $OUT/gpt2-bf16.json
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import model_bench as mb
+
+import zyx_dist as zd
+from zyx_dist.engine import session as zsession
+
+
+def kind(source: str) -> str:
+    if "Ks[" in source:
+        return "attention"
+    if "As[" in source:
+        return "gemm (tensor cores)" if "mma.sync" in source else "gemm (float32)"
+    return "other"
+
+
+def main() -> None:
+    section, dt, path = sys.argv[1], sys.argv[2], sys.argv[3]
+    rng = np.random.default_rng(2)
+    B, T = 8, 1024
+    if section == "block":
+        D, H = 1024, 16
+        params = mb.block_params(rng, D)
+        forward = lambda o, x, p, m: mb.block(o, x, p, H, m)
+    else:
+        D, H, L, V = 768, 12, 12, 50304
+        params = {"layers": [mb.block_params(rng, D) for _ in range(L)],
+                  "final": {"ln_w": np.ones(D, np.float32), "ln_b": np.zeros(D, np.float32),
+                            "wte_t": (rng.standard_normal((D, V)) * 0.02).astype(np.float32)}}
+        forward = lambda o, x, p, m: mb.gpt2(o, x, p["layers"], p["final"], H, m)
+    zd.init(ray=False, devices=["cuda:0"])
+    try:
+        zdt = mb.zd_dtype(dt)
+        zp = mb._tree(params, lambda a: mb.to_zd(a, zdt))
+        zx = mb.to_zd(rng.standard_normal((B, T, D)).astype(np.float32), zdt)
+        zm = mb.to_zd(mb.causal_mask(T), zdt)
+        ops = mb.Ops("zd")
+        walls = []
+        for i in range(8):
+            out = forward(ops, zx, zp, zm)
+            t0 = time.perf_counter()
+            out.realize()
+            if i >= 3:
+                walls.append(time.perf_counter() - t0)
+        with zd.trace(path):
+            for _ in range(3):
+                forward(ops, zx, zp, zm).realize()
+        with open(path) as f:
+            events = json.load(f)
+        events = events["traceEvents"] if isinstance(events, dict) else events
+        per: dict[str, float] = collections.defaultdict(float)
+        launches = 0
+        for e in events:
+            if e.get("ph") == "X" and e.get("cat") in ("kernel", "graph"):
+                per[e.get("name")] += e.get("dur", 0) / 3
+                launches += 1
+        programs = {p.name: p for p in zsession.current().programs.values()}
+        by_kind: dict[str, float] = collections.defaultdict(float)
+        for name, us in per.items():
+            by_kind[kind(programs[name].source) if name in programs else "other"] += us
+        print(f"{section} {dt}: realize median {statistics.median(walls) * 1e3:.2f} ms wall; device "
+              f"{sum(per.values()) / 1e3:.2f} ms per forward in {launches // 3} launches")
+        for k, us in sorted(by_kind.items(), key=lambda kv: -kv[1]):
+            print(f"  {k:22s} {us / 1e3:8.3f} ms")
+        for name, us in sorted(per.items(), key=lambda kv: -kv[1])[:10]:
+            p = programs.get(name)
+            print(f"    {us / 1e3:8.3f} ms  {name}  {kind(p.source) if p else ''}  gws={p.gws if p else ''}")
+    finally:
+        zd.shutdown()
+
+
+if __name__ == "__main__":
+    main()
