@@ -90,30 +90,6 @@ def test_cuda_gemm_against_numpy(cuda_worker, dtype, case, tile):
     assert np.abs(got - exp).max() <= tol * scale, (name, np.abs(got - exp).max(), scale)
 
 
-@pytest.mark.parametrize("dtype", [np.float16, BF], ids=["float16", "bfloat16"])
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-@pytest.mark.parametrize("stages", [3, 4])
-def test_cuda_tensor_core_gemm_in_wide_tiles(cuda_worker, dtype, case, stages):
-    """128 x 256 work-group tiles: every case is smaller than one, so the edges are what is tested."""
-    name, arrays, build, _ = case
-    t = build([zd.tensor(x.astype(dtype)) for x in arrays])
-    exp = _expected(name, arrays, dtype)
-    got = run_kernels(cuda_worker, t, lambda k: KernelOpts(wide=1, stages=stages), "cuda").astype(np.float32)
-    tol = 5e-3 if dtype == np.float16 else 1.5e-2
-    assert np.abs(got - exp).max() <= tol * np.abs(exp).max(), (name, np.abs(got - exp).max())
-
-
-@pytest.mark.parametrize("dtype", [np.float16, BF], ids=["float16", "bfloat16"])
-def test_cuda_tensor_core_gemm_in_wide_tiles_at_size(cuda_worker, dtype):
-    """Several wide tiles along both sides and a tail in each, with a bias epilogue."""
-    a, b = RNG.standard_normal((300, 200)).astype(dtype), RNG.standard_normal((200, 700)).astype(dtype)
-    bias = RNG.standard_normal(700).astype(dtype)
-    t = zd.tensor(a) @ zd.tensor(b) + zd.tensor(bias)
-    exp = a.astype(np.float32) @ b.astype(np.float32) + bias.astype(np.float32)
-    got = run_kernels(cuda_worker, t, lambda k: KernelOpts(wide=1, stages=3), "cuda").astype(np.float32)
-    assert np.abs(got - exp).max() <= 1.5e-2 * np.abs(exp).max()
-
-
 @pytest.mark.skipif(nvidia_opencl_index() is None, reason="no NVIDIA OpenCL device")
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_nvidia_opencl_gemm_against_numpy(case):

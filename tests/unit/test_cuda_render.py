@@ -356,10 +356,9 @@ def _gemm_and_attention_kernels() -> dict[str, tuple[Kernel, object]]:
         for name, node in forms.items():
             for tile in range(4):
                 out[f"{name}_{dtype.name}_t{tile}"] = (one(node), KernelOpts(tile=tile, prefetch=1))
-            if dtype is not dt.float32:  # deeper pipelines in dynamic shared memory, wide tiles
+            if dtype is not dt.float32:  # deeper pipelines in dynamic shared memory
                 for stages in (3, 4):
                     out[f"{name}_{dtype.name}_s{stages}"] = (one(node), KernelOpts(stages=stages))
-                    out[f"{name}_{dtype.name}_wide_s{stages}"] = (one(node), KernelOpts(wide=1, stages=stages))
         out[f"attention_{dtype.name}"] = (one(_attention(scores, v)), None)
         # tensor cores for half types: head dims 32 (v 64) with an additive mask, 128 with a computed q
         # (filled value by value), 40 (not whole k16 steps: the float32 kernel); cross-attention lengths

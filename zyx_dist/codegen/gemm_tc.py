@@ -22,7 +22,6 @@ THREADS = 256  # 8 warps: 2 along the rows by 4 along the columns
 BK = 32  # k per step
 PAD = 8  # halves of padding per shared-memory row (16 bytes)
 TILES = ((128, 128), (64, 128), (128, 64), (64, 64))  # the `tile` option, as gemm.TILES' work-group tiles
-WIDE = (128, 256)  # the `wide` option's tile: each warp 64 x 64, 32 mma per 8 fragment loads
 PANEL = 8  # tile rows per panel of the work-group order
 
 
@@ -46,13 +45,10 @@ def _mode(spec: GemmSpec, left: bool) -> str:
 
 
 def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand: Operand, epilogue: Epilogue,
-           index_type: str, tile: int = 0, stages: int = 0, wide: bool = False) -> tuple[str, tuple, tuple]:
+           index_type: str, tile: int = 0, stages: int = 0) -> tuple[str, tuple, tuple]:
     """The kernel with `stages` k-steps in shared memory (0: two, in static shared memory; 3 or 4: in
-    dynamic shared memory past the 48 KB static limit, which the CUDA backend raises for it), in tiles of
-    TILES[tile] or, `wide`, of WIDE (whose two stages would not fit in static memory: three then)."""
-    TM, TN = WIDE if wide else TILES[tile if tile < len(TILES) else 0]
-    if wide and not stages:
-        stages = 3
+    dynamic shared memory past the 48 KB static limit, which the CUDA backend raises for it)."""
+    TM, TN = TILES[tile if tile < len(TILES) else 0]
     S = stages or 2
     WTM, WTN = TM // 2, TN // 4  # one warp's tile
     MI, NI = WTM // 16, WTN // 8  # m16 and n8 tiles per warp

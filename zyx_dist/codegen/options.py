@@ -27,7 +27,6 @@ class KernelOpts:
     stages: int = 0  # tensor-core GEMM: shared-memory stages of the k-steps in flight (0 = 2, static memory)
     tile: int = 0  # GEMM: the tile shape (an index of gemm.TILES / gemm_tc.TILES); gemm.PLAIN = plain reduce loops
     cpu_rows: int = 0  # GEMM on CPUs: rows per work-item of gemm_cpu's template (0: the tiled GPU template)
-    wide: int = 0  # tensor-core GEMM: 1 = 128 x 256 work-group tiles (warp tiles of 64 x 64), whatever `tile` says
 
     def tag(self) -> str:
         """A short name of the non-default choices, part of the program name."""
@@ -36,8 +35,6 @@ class KernelOpts:
                                            ("prefetch", self.prefetch), ("cache", self.cache),
                                            ("lanes", self.lanes), ("tile", self.tile),
                                            ("stages", self.stages), ("rows", self.cpu_rows))]
-        if self.wide:  # named only when set, so the programs tuned before this option keep their names
-            parts.append(f"w{self.wide}")
         return "".join(parts)
 
 
@@ -122,11 +119,8 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
         return (round(waste, 1), few, -tm * tn)
 
     tiles = sorted(range(len(GEMM_TILES)), key=rank)
-    if s.tensor_cores:  # two static stages first (they need no launch attribute), deeper pipelines next; wide
-        # tiles (twice the FMAs per fragment read) where at least one fills the rows and two the columns
+    if s.tensor_cores:  # two static stages first (they need no launch attribute), deeper pipelines next
         out = [KernelOpts(tile=t, stages=st) for st in (0, 3, 4) for t in tiles[:2]]
-        if m >= 128 and n >= 512:
-            out += [KernelOpts(wide=1, stages=st) for st in (3, 4)]
     elif not s.gpu and s.dialect == "opencl":  # CPUs: SIMD lanes over columns, no local memory (gemm_cpu)
         out = [KernelOpts(cpu_rows=r) for r in (8, 4)] + [KernelOpts(tile=tiles[0])]
     else:

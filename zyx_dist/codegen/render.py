@@ -560,7 +560,7 @@ class _Renderer:
                                              o.cpu_rows)
         elif gemm_tc.usable(spec, self.k, self.d):
             body, gws, lws = gemm_tc.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile,
-                                            o.stages, bool(o.wide))
+                                            o.stages)
         else:
             body, gws, lws = gemm.render(spec, self.name, self.d, self.params(), operand, epilogue, T, o.tile_k,
                                          bool(o.prefetch), o.tile)
