@@ -9,7 +9,8 @@ into probabilities, which are rounded to the operands' half type and reused in r
 fragments of p @ v (an m16n8 accumulator pair has the layout of one m16k16 A fragment), so the T x T
 scores never leave the registers. k and v blocks reach shared memory by `cp.async` where they are views
 with 8 neighbours side by side along the head dim (else element by element); v's copies run while S is
-computed and the next k block's while p @ v is. fp32 attention stays on codegen/attention.py (no TF32).
+computed and the next k block's while p @ v is (`fill`, which attention_tiled.py shares). Other dtypes
+and head dims take attention_tiled.py's float32 arithmetic on CUDA (no TF32).
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
                   Tile("Vs[row][col]", BN, N, "gk", "j0", K, gj, N, half, store), evaluate, T, THREADS)
     s_lines, s_val = evaluate(a.pattern.scores, a.scores_idx, {a.pattern.qk.id: "acc"})
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
+
     def mma_call(c: str, a_frag: str, b0: str, b1: str) -> str:
         acc = ", ".join(f'"+f"({c}[{h}])' for h in range(4))
         frag = ", ".join(f'"r"({a_frag}[{h}])' for h in range(4))
