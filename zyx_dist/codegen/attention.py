@@ -2,7 +2,8 @@
 (recognised by fuse/attention.py, kept in one kernel by the kernelizer). Takes the kernel; `match` works
 out the index arithmetic (which dims are the batch, the query rows, the keys, the head dims of q/k and
 of v, and where each operand, the scoring and the output are read and written), `render` gives OpenCL C
-or CUDA C in which each work-item owns one query row: q's row and the output row stay in registers,
+(the CUDA dialect takes attention_tc.py or attention_tiled.py instead) in which each work-item owns one
+query row: q's row and the output row stay in registers,
 the work-group brings blocks of BC keys (k and v) into local/shared memory, each work-item scores them
 (the scoring, e.g. the scale and the mask, evaluated by the renderer at that row and key), and an online
 softmax (running max and sum, the partial output rescaled when the max grows) accumulates p @ v, so
