@@ -5,7 +5,7 @@ import numpy as np
 
 from zyx_dist import dtypes as dt
 from zyx_dist.fuse.kernelize import kernelize
-from zyx_dist.fuse.plan_cache import PlanCache, structure
+from zyx_dist.fuse.plan_cache import PlanCache, _structure_dfs, structure
 from zyx_dist.graph import ir as g
 
 
@@ -48,3 +48,46 @@ def test_what_changes_the_kernels_misses():
     pinned = g.leaf(np.ones((4, 8), np.float32), dt.float32, device="opencl:1")
     assert structure([scaled(pinned, 0.0)])[0] != key
     assert structure([scaled(x, float("nan"))])[0] == structure([scaled(x, float("nan"))])[0]
+
+
+def test_identically_built_graphs_share_a_key_in_creation_order():
+    key, order = structure([softmax(leaf(4, 8))])
+    assert structure([softmax(leaf(4, 8))])[0] == key
+    assert [n.id for n in order] == sorted(n.id for n in order)  # creation order: producers first
+    assert len({n.id for n in order}) == len(order) and key[1] == (len(order) - 1,)
+
+
+
+def rewired(x, c):
+    """scaled(x, c) behind an identity reshape, made as graph/shard.py leaves a rewritten target: the
+    target node is older than the node it reads, so creation order is not producers first."""
+    t = g.unary(g.UnaryOp.NEG, x)
+    t.op, t.srcs, t.arg = g.Op.RESHAPE, (scaled(x, c),), t.shape
+    return t
+
+
+def check_plans(cache, target):
+    got, _ = cache.kernels([target], lambda ks: [{} for _ in ks])
+    fresh = kernelize([target])
+    assert [[o.id for o in k.outputs] for k in got] == [[o.id for o in k.outputs] for k in fresh]
+    assert [[i.id for i in k.inputs] for k in got] == [[i.id for i in k.inputs] for k in fresh]
+    assert got[-1].outputs == [target]
+
+
+def test_a_rewired_graph_keys_by_the_depth_first_walk_and_plans_correctly():
+    t = rewired(leaf(4, 8), 2.0)
+    assert t.id < t.srcs[0].id
+    key, order = structure([t])
+    assert (key, order) == _structure_dfs([t])  # the fallback
+    assert [n.op for n in order] == [g.Op.LEAF, g.Op.CONST, g.Op.BINARY, g.Op.RESHAPE]
+    cache = PlanCache()
+    check_plans(cache, t)
+    check_plans(cache, rewired(leaf(4, 8), 2.0))  # the same walk again: a hit, mapped onto the new nodes
+    assert cache.hits == 1
+    # the same structure in creation order, the constant made before the leaf: another key (the walk puts
+    # the leaf first), so a replan, never a wrong result
+    c = g.const(2.0, (4, 8), dt.float32)
+    twin = g.Node(g.Op.RESHAPE, (g.binary(g.BinaryOp.MUL, leaf(4, 8), c),), (4, 8), (4, 8), dt.float32)
+    assert structure([twin])[0] != key
+    check_plans(cache, twin)
+    assert cache.hits == 1 and len(cache.entries) == 2
