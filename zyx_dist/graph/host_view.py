@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ir import Node, Op
+from .ir import SMALL_OFFSET_VIEWS, SMALL_VIEW, Node, Op
 
 _MOVES = (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.FLIP)
 
@@ -53,13 +53,16 @@ def apply(arr: np.ndarray, moves: list[Node]) -> np.ndarray:
     return np.array(arr, order="C", copy=True)
 
 
-SMALL_VIEW = 64  # elements: views up to this size are worth a host read to keep offsets out of kernels
-
-
 def small_views(roots: list[Node], source_ok) -> list[Node]:
     """The movement nodes reachable from `roots` that crop, pad or flip (so their offsets would be part of
-    a kernel's source), hold at most SMALL_VIEW elements, and sit on a leaf that `source_ok` accepts.
-    One walk, stopping at leaves and at the views found."""
+    a kernel's source), hold at most SMALL_VIEW elements (ir.py: views up to this size are worth a host read
+    to keep offsets out of kernels), and sit on a leaf that `source_ok` accepts. One walk, stopping at leaves
+    and at the views found; none when no small pad or flip is alive. That skip is exact: a view found has a
+    PAD or FLIP in its chain, and the moves above the last one (reshape, permute, expand) never shrink a
+    tensor (an expand to no elements is folded into a constant), so that PAD or FLIP, reachable and so
+    alive, holds at most SMALL_VIEW elements, and ir.noted has put it in SMALL_OFFSET_VIEWS."""
+    if not SMALL_OFFSET_VIEWS:
+        return []
     found: list[Node] = []
     seen: set[int] = set()
     stack = list(roots)

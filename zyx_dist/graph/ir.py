@@ -222,6 +222,24 @@ def _normalise(value: Any, dtype: DType) -> Any:
 FOLDED: weakref.WeakKeyDictionary[Node, tuple[Op, Any, Node]] = weakref.WeakKeyDictionary()
 
 
+# Elements of a view small enough to read on the host (graph/host_view.py's `small_views`), and the live pad
+# and flip nodes no larger than that, held weakly. `small_views` finds views whose movement chain holds such a
+# node, so while there is none it returns at once instead of walking the graph on every small realize. For
+# that, every node that is made a PAD or FLIP, or becomes one, goes through `noted`: `pad` and `flip` below,
+# and the passes that copy a node over other sources (graph/shard.py, graph/lineage.py) or turn one into
+# another (lineage.restore). A noted node that later becomes a leaf stays in the set until it dies, which only
+# costs a walk that finds nothing.
+SMALL_VIEW = 64
+SMALL_OFFSET_VIEWS: weakref.WeakSet[Node] = weakref.WeakSet()
+
+
+def noted(n: Node) -> Node:
+    """`n`, added to SMALL_OFFSET_VIEWS when it is a pad or flip of at most SMALL_VIEW elements."""
+    if n.size <= SMALL_VIEW and (n.op is Op.PAD or n.op is Op.FLIP):
+        SMALL_OFFSET_VIEWS.add(n)
+    return n
+
+
 def _fold(out: Node, op: Op, arg: Any, src: Node) -> Node:
     FOLDED[out] = (op, arg, src)
     return out
@@ -304,7 +322,7 @@ def pad(x: Node, widths: tuple[tuple[int, int], ...], value: Any = 0) -> Node:
             return x
         if x.op is Op.CONST:
             return _fold(const(x.arg, shape, x.dtype), Op.PAD, (widths, value), x)
-    return Node(Op.PAD, (x,), (widths, value), shape, x.dtype)
+    return noted(Node(Op.PAD, (x,), (widths, value), shape, x.dtype))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -324,7 +342,7 @@ def flip(x: Node, axes: tuple[int, ...]) -> Node:
         x = x.srcs[0]
         if not axes:
             return x
-    return Node(Op.FLIP, (x,), axes, x.shape, x.dtype)
+    return noted(Node(Op.FLIP, (x,), axes, x.shape, x.dtype))
 
 
 # ---- compute -------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 
-from .ir import Node, Op, toposort
+from .ir import Node, Op, noted, toposort
 
 LOST = "lost"  # the `arg` of a leaf whose data went with its worker and cannot be recomputed
 MAX_RECIPE_NODES = 100_000  # a deeper history (e.g. a long training loop) is not kept: it would grow forever
@@ -67,7 +67,7 @@ def recipe(n: Node, memo: dict[int, Node | None]) -> Node | None:
             if any(s is None for s in srcs):
                 r = None
             else:
-                r = Node(x.op, tuple(srcs), x.arg, x.shape, x.dtype, device=x.device)  # type: ignore[arg-type]
+                r = noted(Node(x.op, tuple(srcs), x.arg, x.shape, x.dtype, device=x.device))  # type: ignore[arg-type]
                 r.origin = weakref.ref(x)
                 built.append(r)
             memo[x.id] = r
@@ -111,7 +111,7 @@ def rebuild(r: Node, alive, memo: dict[int, Node]) -> Node:
             out = Node(Op.LEAF, (), None, x.shape, x.dtype, host=x.host)
             out.lineage = x
         else:
-            out = Node(x.op, tuple(memo[s.id] for s in x.srcs), x.arg, x.shape, x.dtype)
+            out = noted(Node(x.op, tuple(memo[s.id] for s in x.srcs), x.arg, x.shape, x.dtype))
         memo[x.id] = out  # type: ignore[assignment]
     return memo[r.id]
 
@@ -130,3 +130,4 @@ def restore(node: Node, alive, memo: dict[int, Node]) -> None:
         return
     node.op, node.srcs, node.arg, node.buffer = src.op, src.srcs, src.arg, None
     node.host = src.host if src.op is Op.LEAF else None
+    noted(node)  # it may be a pad or flip now

@@ -123,7 +123,7 @@ class _Pass:
     def rebuild(self, n: Node, srcs: list[Node]) -> Node:
         if all(a is b for a, b in zip(srcs, n.srcs)):
             return n
-        return Node(n.op, tuple(srcs), n.arg, n.shape, n.dtype, device=n.device)
+        return ir.noted(Node(n.op, tuple(srcs), n.arg, n.shape, n.dtype, device=n.device))
 
     def visit(self, n: Node) -> Node | Sharded:
         s = _SHARDED.get(n)
