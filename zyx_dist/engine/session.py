@@ -364,10 +364,13 @@ class Session(Recovery, Exchange):
             nodes = companions.with_companions(nodes)  # an optimizer's state rides along
             affinity = self._prepare(nodes)  # what plan() does first: the key is that of the rewritten graph
             if templates.eligible(nodes):  # (a target that was a small view is a host leaf now)
-                found = self.plans.lookup(nodes, affinity)
-                if found is not None and found[2] is not None and found[2].templates and \
-                        templates.replay(self, found, t0):
-                    return
+                # no cyclic collection while the key (a tuple per node) is built and the replay binds its
+                # commands, as in plan(): those allocations would start collections that find nothing
+                with gc_paused():
+                    found = self.plans.lookup(nodes, affinity)
+                    if found is not None and found[2] is not None and found[2].templates and \
+                            templates.replay(self, found, t0):
+                        return
         kernels, programs, sched = self.plan(nodes, found, affinity)
         if not sched.steps:
             return
