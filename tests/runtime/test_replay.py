@@ -140,6 +140,31 @@ def test_trace_shows_replayed_realizes(tmp_path):
     assert any(e.get("name") == "replay plan template" for e in events)
 
 
+
+def test_replays_skip_kernel_timing_unless_traced(tmp_path, monkeypatch):
+    backend = session().backend
+    if not hasattr(backend, "time_replays"):
+        pytest.skip("in-process workers only: Ray actors time every kernel")
+    run, replayed = backend.run_steps, []
+
+    def spy(steps, compiled=False):
+        out = run(steps, compiled)
+        if compiled:
+            replayed.append([r.kernel_seconds for step in out for r in step.values()])
+        return out
+
+    monkeypatch.setattr(backend, "run_steps", spy)
+    x = zd.tensor(rng((256,), seed=12)).realize()
+    for _ in range(4):
+        np.testing.assert_array_equal((x * 3).realize().numpy(), x.numpy() * 3)
+    assert replayed and replayed[-1] == [()]  # a replay's placement is frozen: nothing reads its times
+    assert all(w.profile for w in backend.workers.values())  # planned runs still feed the cost model
+    with zd.trace(tmp_path / "t.json"):
+        (x * 3).realize()
+    assert len(replayed[-1]) == 1 and len(replayed[-1][0]) == 1  # the trace draws the kernel's time
+    assert backend.time_replays is False
+
+
 @pytest.fixture
 def two_devices():
     s = zsession._session

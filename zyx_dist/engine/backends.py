@@ -72,6 +72,10 @@ class InProcessBackend:
         from ..runtime.worker import Worker
 
         self.workers = {}
+        # The workers time every kernel of a planned run: the scheduler's cost model learns from those times.
+        # A replay of a plan template has its placement frozen, so nothing reads its kernels' times but a
+        # trace (zd.trace sets this while it records): untimed, its launches skip the device timing queries.
+        self.time_replays = False
         try:
             for name, spec in devices:
                 self.workers[name] = Worker(spec, memory_limit, profile=True)
@@ -87,7 +91,19 @@ class InProcessBackend:
 
     def run_steps(self, steps: list[dict[str, list[Command]]], compiled: bool = False) -> list[dict[str, BatchResult]]:
         """Run the steps in order; an exporting CopyOut's array feeds the CopyIns of later steps.
-        (`compiled`, the steps replaying plan templates, changes nothing in-process.)"""
+        `compiled`: the steps replay plan templates, run without kernel timing unless `time_replays`."""
+        if not compiled or self.time_replays:
+            return self._run_steps(steps)
+        timed = [w for w in self.workers.values() if w.profile]
+        for w in timed:
+            w.profile = False
+        try:
+            return self._run_steps(steps)
+        finally:
+            for w in timed:
+                w.profile = True
+
+    def _run_steps(self, steps: list[dict[str, list[Command]]]) -> list[dict[str, BatchResult]]:
         exported: dict[int, object] = {}
         out = []
         workers = self.workers

@@ -185,6 +185,9 @@ def trace(path: str | os.PathLike) -> Iterator[None]:
     profile = {name: w.profile for name, w in workers.items()}
     for w in workers.values():
         w.profile = True
+    time_replays = getattr(s.backend, "time_replays", None)  # in-process replays are untimed otherwise
+    if time_replays is not None:
+        s.backend.time_replays = True
     read = s.read
 
     def traced_read(node):
@@ -205,4 +208,6 @@ def trace(path: str | os.PathLike) -> Iterator[None]:
         s.__dict__.pop("read", None)
         for name, w in workers.items():
             w.profile = profile[name]
+        if time_replays is not None:
+            s.backend.time_replays = time_replays
         write_trace(path, events, list(s.device_names), start)
