@@ -24,7 +24,7 @@ from .gemm import Epilogue
 BM = 64  # query rows per work-group: 8 per thread row-group
 BN = 64  # keys per block: 4 per thread
 THREADS = 128
-ROWS = 8  # query rows per thread
+ROWS = 8  # query rows per thread: q and p are read as two float4 per step
 KEYS = 4  # keys per thread and block
 
 
