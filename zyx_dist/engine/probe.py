@@ -110,11 +110,25 @@ def measure(run: Callable[[list], BatchResult], key: str, cache_dir: str | None,
 
 
 def links(backend, devices: list[str], new_id: Callable[[], int],
-          nccl: dict[str, int | None] | None = None) -> dict[tuple[str, str], tuple[float, float]]:
+          nccl: dict[str, int | None] | None = None,
+          kinds: dict[str, object] | None = None) -> dict[tuple[str, str], tuple[float, float]]:
     """(latency seconds, bytes per second) of the transfer path between every ordered pair of workers,
     measured by moving a small and a large buffer through the same steps the scheduler emits: through
-    the host (4 MiB), or by NCCL Send/Recv in one step (64 MiB) where both workers have an NCCL rank."""
-    nccl = nccl or {}
+    the host (4 MiB), or by NCCL Send/Recv in one step (64 MiB) where both workers have an NCCL rank.
+    Two workers of the same kind (`kinds`: worker -> its device model) get the better of the two
+    directions' figures both ways: their paths are the same copies mirrored, so a difference is noise
+    (a busy host), and a lopsided figure would make the scheduler move every kernel's inputs one way."""
+    out = _measure_links(backend, devices, new_id, nccl or {})
+    kinds = kinds or {}
+    for (src, dst), (lat, bps) in list(out.items()):
+        if src in kinds and kinds.get(dst) == kinds[src]:
+            back_lat, back_bps = out[(dst, src)]
+            out[(src, dst)] = (min(lat, back_lat), max(bps, back_bps))
+    return out
+
+
+def _measure_links(backend, devices: list[str], new_id: Callable[[], int],
+                   nccl: dict[str, int | None]) -> dict[tuple[str, str], tuple[float, float]]:
     out = {}
     for src in devices:
         for dst in devices:
