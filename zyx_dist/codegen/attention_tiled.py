@@ -16,9 +16,11 @@ no TF32. The T x T scores are never stored.
 from __future__ import annotations
 
 from ..fuse.kernelize import Kernel
+from . import attention_tc
 from . import symbolic as sym
 from .attention import AttentionSpec, Evaluate
 from .attention_tc import _HELPERS, Tile, fill
+from .dialects import CUDA
 from .gemm import Epilogue
 
 BM = 64  # query rows per work-group: 8 per thread row-group
@@ -28,8 +30,13 @@ ROWS = 8  # query rows per thread: q and p are read as two float4 per step
 KEYS = 4  # keys per thread and block
 
 
-def usable(a: AttentionSpec, dialect) -> bool:
-    return dialect.name == "cuda"
+def render_cuda(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate,
+                epilogue: Epilogue, index_type: str) -> tuple[str, tuple, tuple]:
+    """The CUDA dialect's fused attention: attention_tc.py's tensor cores where it takes the kernel, else this
+    module's float32 one."""
+    if attention_tc.usable(a, CUDA):
+        return attention_tc.render(a, name, kernel, params, evaluate, epilogue, index_type)
+    return render(a, name, kernel, params, evaluate, epilogue, index_type)
 
 
 def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate, epilogue: Epilogue,

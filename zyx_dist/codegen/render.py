@@ -28,7 +28,7 @@ from ..dtypes import DType, bfloat16, bool_, float16, float64
 from ..fuse.kernelize import Kernel
 from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod, toposort
 from ..protocol import KernelOps
-from . import attention, attention_tc, attention_tiled, gemm, gemm_cpu, gemm_tc, options
+from . import attention, attention_tiled, gemm, gemm_cpu, gemm_tc, options
 from . import symbolic as sym
 from .blocks import Block
 from .cexpr import all_nodes, binary_op, ctype, flat_index, limit, literal, preamble, render_conds, strides, unary
@@ -549,10 +549,8 @@ class _Renderer:
                     *(sub.store(i, o, v) for i, (o, v) in enumerate(zip(self.k.outputs, values)))]
 
         o = self.opts
-        if fused is not None and attention_tc.usable(fused, self.d):
-            body, gws, lws = attention_tc.render(fused, self.name, self.k, self.params(), operand, epilogue, T)
-        elif fused is not None and attention_tiled.usable(fused, self.d):
-            body, gws, lws = attention_tiled.render(fused, self.name, self.k, self.params(), operand, epilogue, T)
+        if fused is not None and self.d.name == "cuda":
+            body, gws, lws = attention_tiled.render_cuda(fused, self.name, self.k, self.params(), operand, epilogue, T)
         elif fused is not None:
             body, gws, lws = attention.render(fused, self.name, self.d, self.params(), operand, epilogue, T)
         elif o.cpu_rows and self.d.name == "opencl":
