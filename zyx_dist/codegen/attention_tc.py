@@ -1,5 +1,6 @@
 """Driver side: the fused attention kernel on tensor cores, for the CUDA dialect when q, k and v are float16
-or bfloat16 (codegen/attention.py matches the pattern and renders every other case). Takes the
+or bfloat16 (codegen/attention.py matches the pattern; attention_tiled.render_cuda picks this kernel or
+its own float32 one). Takes the
 `attention.AttentionSpec` and the renderer's evaluators; gives CUDA C in the manner of FlashAttention-2:
 a work-group of 4 warps owns 64 query rows (16 per warp), keeps q's fragments in registers, and walks the
 keys in blocks of 64. Per block, S = q @ k^T is `mma.sync.m16n8k16` with float32 accumulators; the
