@@ -115,15 +115,27 @@ def links(backend, devices: list[str], new_id: Callable[[], int],
     """(latency seconds, bytes per second) of the transfer path between every ordered pair of workers,
     measured by moving a small and a large buffer through the same steps the scheduler emits: through
     the host (4 MiB), or by NCCL Send/Recv in one step (64 MiB) where both workers have an NCCL rank.
-    Two workers of the same kind (`kinds`: worker -> its device model) get the better of the two
-    directions' figures both ways: their paths are the same copies mirrored, so a difference is noise
-    (a busy host), and a lopsided figure would make the scheduler move every kernel's inputs one way."""
-    out = _measure_links(backend, devices, new_id, nccl or {})
-    kinds = kinds or {}
-    for (src, dst), (lat, bps) in list(out.items()):
-        if src in kinds and kinds.get(dst) == kinds[src]:
-            back_lat, back_bps = out[(dst, src)]
-            out[(src, dst)] = (min(lat, back_lat), max(bps, back_bps))
+    Pairs that take the same path get one figure, the best measured among them: the same source kind and
+    destination kind (`kinds`: worker -> its device model and node; so both directions between two
+    workers of one kind) and NCCL or not. Their copies are the same, on other devices of one model or
+    mirrored, so differences are noise (a busy host), and unequal figures for equal paths make the
+    scheduler move inputs toward whichever measured fastest (kernel times are averaged over devices of
+    one kind in scheduler.py for the same reason)."""
+    nccl = nccl or {}
+    out = _measure_links(backend, devices, new_id, nccl)
+    if not kinds:
+        return out
+    best: dict[tuple, tuple[float, float]] = {}
+    groups = {}
+    for (src, dst), (lat, bps) in out.items():
+        if src not in kinds or dst not in kinds:
+            continue
+        peer = nccl.get(src) is not None and nccl.get(dst) is not None
+        group = groups[(src, dst)] = (kinds[src], kinds[dst], peer)  # one kind: mirrored pairs alike
+        b = best.get(group)
+        best[group] = (lat, bps) if b is None else (min(b[0], lat), max(b[1], bps))
+    for pair, group in groups.items():
+        out[pair] = best[group]
     return out
 
 

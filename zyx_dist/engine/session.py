@@ -161,7 +161,7 @@ class Session(Recovery, Exchange):
         if len(self.device_names) > 1:
             self.state.link = probe.links(self.backend, self.device_names, self.state.new_id,
                                           {n: m.nccl_rank for n, m in models.items()},
-                                          {n: m.variant for n, m in models.items()})
+                                          {n: (m.variant, self.infos[n]["node"]) for n, m in models.items()})
         if logs.enabled("devices"):
             for d in self.devices():
                 logs.logger("devices").debug(
