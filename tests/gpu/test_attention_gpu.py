@@ -22,6 +22,19 @@ BF = np.dtype(ml_dtypes.bfloat16)
 RNG = np.random.default_rng(13)
 
 
+def _one_kernel_as_numpy(out: zd.Tensor, exp: np.ndarray, dtype, tensor_cores: bool | None = None) -> None:
+    """`out` is one fused attention kernel (on tensor cores in CUDA, or not, when `tensor_cores` says) and
+    matches `exp` within the dtype's tolerance."""
+    from zyx_dist.codegen.render import CUDA, render_kernel
+
+    ks = kernelize([out.node])
+    assert len(ks) == 1 and attention.match(ks[0]) is not None
+    if tensor_cores is not None:
+        assert ("mma.sync" in render_kernel(ks[0], CUDA).source) == tensor_cores
+    tol = 2e-4 if dtype == np.float32 else 4e-3 if dtype == np.float16 else 2e-2
+    np.testing.assert_allclose(out.numpy().astype(np.float32), exp, rtol=tol, atol=tol)
+
+
 def _check(device: str, dtype, masked: str, B=2, H=3, T=200, D=64, view=False):
     session = zd.init(ray=False, devices=[device])
     try:
@@ -43,12 +56,7 @@ def _check(device: str, dtype, masked: str, B=2, H=3, T=200, D=64, view=False):
             s = s + zd.tensor(mask.astype(dtype))
             mask = mask.astype(dtype).astype(np.float32)
         out = zd.softmax(s, axis=-1) @ v
-        ks = kernelize([out.node])
-        assert len(ks) == 1 and attention.match(ks[0]) is not None
-        got = out.numpy().astype(np.float32)
-        exp = ref_attention(qn, kn, vn, scale, mask)
-        tol = 2e-4 if dtype == np.float32 else 4e-3 if dtype == np.float16 else 2e-2
-        np.testing.assert_allclose(got, exp, rtol=tol, atol=tol)
+        _one_kernel_as_numpy(out, ref_attention(qn, kn, vn, scale, mask), dtype)
     finally:
         zd.shutdown()
         del session
@@ -74,8 +82,6 @@ def test_nvidia_opencl_attention():
 
 def _check_shapes(dtype, B, H, Tq, Tk, D, Dv, masked: bool, computed_q: bool, tensor_cores: bool):
     """Cross-attention shapes on CUDA; whether the kernel is the tensor-core one."""
-    from zyx_dist.codegen.render import CUDA, render_kernel
-
     session = zd.init(ray=False, devices=["cuda:0"])
     try:
         qn, kn = (RNG.standard_normal((B, H, t, D)).astype(dtype) for t in (Tq, Tk))
@@ -89,14 +95,9 @@ def _check_shapes(dtype, B, H, Tq, Tk, D, Dv, masked: bool, computed_q: bool, te
         if masked:
             s = s + zd.tensor(mn)
         out = zd.softmax(s, axis=-1) @ v
-        ks = kernelize([out.node])
-        assert len(ks) == 1 and attention.match(ks[0]) is not None
-        assert ("mma.sync" in render_kernel(ks[0], CUDA).source) == tensor_cores
-        got = out.numpy().astype(np.float32)
         f = [x.astype(np.float32) for x in (qn, kn, vn)]
         exp = ref_attention(*f, 1 / math.sqrt(D), mn.astype(np.float32) if masked else None)
-        tol = 2e-4 if dtype == np.float32 else 4e-3 if dtype == np.float16 else 2e-2
-        np.testing.assert_allclose(got, exp, rtol=tol, atol=tol)
+        _one_kernel_as_numpy(out, exp, dtype, tensor_cores)
     finally:
         zd.shutdown()
         del session
