@@ -4,7 +4,8 @@ planned before with its inputs where they were, replays the kept plan (engine/te
 (through a backend), the driver's mirror of device buffers (a `BufferRef` per realized node, whose
 destructor queues a `Free` when the last tensor using it goes away), the rendered-program cache, the
 counters of `zd.stats()` and the debug output of `ZYX_DIST_DEBUG`. What it does on failures and lost workers
-is in engine/failures.py, its DLPack exchange in engine/exchange.py (both parts of `Session`).
+is in engine/failures.py, its DLPack exchange in engine/exchange.py, reading values back in
+engine/readback.py (all parts of `Session`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from .. import context, logs
 from .._util import gc_paused
 from ..codegen.autotune import Target, Tuner
@@ -27,15 +26,16 @@ from ..config import Config, load_config
 from ..errors import ConfigError, DeviceError, WorkerLostError, ZyxError
 from ..fuse.kernelize import Limits
 from ..fuse.plan_cache import PlanCache
-from ..graph import companions, host_view, ir, lineage, shard
+from ..graph import companions, ir, lineage, shard
 from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
-from ..protocol import BatchResult, CopyOut, DropTemplate, Failed, Free, Sync
+from ..protocol import BatchResult, DropTemplate, Failed, Free, Sync
 from ..sched.scheduler import DeviceModel, Schedule, SchedulerState, schedule
 from . import debug, probe, templates
 from .backends import InProcessBackend, LostWorkers, resolve_devices
 from .exchange import Exchange
 from .failures import Recovery, worker_error
+from .readback import Readback
 
 
 @dataclass(frozen=True)
@@ -78,16 +78,11 @@ def host_copy_budget() -> int:
         raise ConfigError(f"ZYX_DIST_HOST_COPY_BYTES: {text!r} is not a number of bytes") from None
 
 
-# a view of a realized buffer up to this size is read by copying the buffer out (see Session._read_view)
-HOST_VIEW_BYTES = 1 << 20
-# realizes of results up to this size read their small views on the host first (see Session.plan)
-SMALL_RESULT_BYTES = 64 << 10
-
 _STAT_KEYS = ("kernels_launched", "kernel_cache_hits", "bytes_transferred", "transfers", "spills", "recoveries",
               "plan_replays", "graph_replays")
 
 
-class Session(Recovery, Exchange):
+class Session(Recovery, Exchange, Readback):
     """A running zyx_dist runtime; `with zd.init(...) as s:` shuts it down on exit."""
 
     def __init__(self, config: Config, devices: Any, ray: bool, address: str | None = None):
@@ -322,14 +317,6 @@ class Session(Recovery, Exchange):
         self._host_small_views(todo)
         return shard.distribute([n for n in todo if not n.realized])
 
-    def _host_small_views(self, todo: list[Node]) -> None:
-        """In-process workers and small results (where a compile, not the run, is the cost): a small view
-        costs a memcpy, and keeping its offsets out of the kernel saves a compile per offset. This rewrites
-        the graph, so it comes before the plan cache's lookup (whose key is the rewritten structure)."""
-        if self.host_copies is None and sum(_nbytes(n) for n in todo) <= SMALL_RESULT_BYTES:
-            for view in host_view.small_views(todo, self._small_source):
-                host_view.to_host_leaf(view, self._read(view))
-
     def uploaded(self, leaf: Node, dev: str, buf: int, nbytes: int) -> None:
         """A host leaf now uploaded into `buf` on `dev` (by a planned run or a template's replay): it holds the
         device copy; where workers can be lost, its host copy is kept first (before any result's recipe, which
@@ -453,59 +440,6 @@ class Session(Recovery, Exchange):
         """Chrome trace events of this run (driver phases, every worker's commands): see trace.Recorder."""
         self.trace_events.record(self, sched, results, times)
 
-    def read(self, node: Node) -> np.ndarray:
-        for _ in range(self.config.ray.max_restarts + 1):
-            try:
-                return self._read(node)
-            except LostWorkers as e:
-                self.recover(e.devices)
-        raise WorkerLostError(f"workers kept failing while reading tensor #{node.id} {node.shape}")
-
-    def _read(self, node: Node) -> np.ndarray:
-        if node.op is Op.LEAF and node.buffer is None and node.host is not None:
-            return node.host.copy()
-        if node.op is Op.CONST:
-            return np.full(node.shape, node.arg, node.dtype.np_dtype)
-        if not node.realized:
-            view = self._read_view(node)
-            if view is not None:
-                return view
-            self._realize([node])
-        if node.size == 0:
-            return np.zeros(node.shape, node.dtype.np_dtype)
-        ref = node.buffer
-        if ref.session() is not self:
-            raise ZyxError(f"the data of this tensor {node.shape} was freed by zd.shutdown()")
-        res = self._run([{ref.device: [CopyOut(ref.id, node.dtype.name, node.shape)]}])[-1][ref.device]
-        last = res.results[-1]
-        if isinstance(last, Failed):
-            raise worker_error(ref.device, last)
-        value = last.value
-        return value if value.flags.writeable else value.copy()  # Ray hands out read-only views
-
-    def _small_source(self, leaf: Node) -> bool:
-        """A leaf whose small views are read on the host at plan time: host data, or a realized buffer of
-        this session no larger than HOST_VIEW_BYTES."""
-        if leaf.buffer is None:
-            return leaf.host is not None
-        return leaf.realized and leaf.buffer.session() is self and _nbytes(leaf) <= HOST_VIEW_BYTES
-
-    def _read_view(self, node: Node) -> np.ndarray | None:
-        """A view (movement ops only) of a constant, a host leaf, or a realized buffer no larger than
-        HOST_VIEW_BYTES (or than a few times the view), read as its source moved on the host: no
-        kernel, whose source would differ for every index and offset. None: compute it on a device."""
-        chain = host_view.movement_chain(node)
-        if chain is None:
-            return None
-        src, moves = chain
-        if src.op is Op.LEAF and src.buffer is not None:
-            nbytes = _nbytes(src)
-            if nbytes > max(HOST_VIEW_BYTES, 4 * _nbytes(node)) or not src.realized:
-                return None
-        elif src.op is Op.LEAF and src.host is None:
-            return None
-        return host_view.apply(self._read(src), moves)
-
     def resolve_device(self, name: str | None) -> str | None:
         """`name` checked against this session's devices (None stays None); DeviceError names the choices."""
         if name is None:
@@ -523,10 +457,6 @@ class Session(Recovery, Exchange):
 
 def _variant_key(info: dict) -> str:
     return "|".join(str(info.get(f, "")) for f in ("backend", "device_name", "vendor", "driver_version"))
-
-
-def _nbytes(n: Node) -> int:
-    return n.size * n.dtype.itemsize
 
 
 # ---- the module-level session (API.md section 1) ---------------------------------------------------------
