@@ -9,7 +9,6 @@ largest kernels:
 from __future__ import annotations
 
 import collections
-import json
 import os
 import statistics
 import sys
@@ -19,6 +18,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import model_bench as mb
+from step_profile import kernel_times
 
 import zyx_dist as zd
 from zyx_dist.engine import session as zsession
@@ -63,22 +63,13 @@ def main() -> None:
         with zd.trace(path):
             for _ in range(3):
                 forward(ops, zx, zp, zm).realize()
-        with open(path) as f:
-            events = json.load(f)
-        events = events["traceEvents"] if isinstance(events, dict) else events
-        per: dict[str, float] = collections.defaultdict(float)
-        launches = 0
-        for e in events:
-            # a CUDA graph replay is traced as one graph event and as each of its kernels: the kernels count
-            if e.get("ph") == "X" and e.get("cat") == "kernel":
-                per[e.get("name")] += e.get("dur", 0) / 3
-                launches += 1
+        per, launches = kernel_times(path, 3)
         programs = {p.name: p for p in zsession.current().programs.values()}
         by_kind: dict[str, float] = collections.defaultdict(float)
         for name, us in per.items():
             by_kind[kind(programs[name].source) if name in programs else "other"] += us
         print(f"{section} {dt}: realize median {statistics.median(walls) * 1e3:.2f} ms wall; device "
-              f"{sum(per.values()) / 1e3:.2f} ms per forward in {launches // 3} launches")
+              f"{sum(per.values()) / 1e3:.2f} ms per forward in {launches} launches")
         for k, us in sorted(by_kind.items(), key=lambda kv: -kv[1]):
             print(f"  {k:22s} {us / 1e3:8.3f} ms")
         for name, us in sorted(per.items(), key=lambda kv: -kv[1])[:10]:

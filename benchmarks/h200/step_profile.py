@@ -24,6 +24,21 @@ import zyx_dist as zd
 from zyx_dist.engine import session as zsession
 
 
+def kernel_times(path: str, runs: int) -> tuple[dict[str, float], int]:
+    """From a `zd.trace` file of `runs` equal runs: each kernel's device time per run (us), and launches per
+    run. A CUDA graph replay is traced as one graph event and as each of its kernels: the kernels count."""
+    with open(path) as f:
+        events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    per: dict[str, float] = collections.defaultdict(float)
+    launches = 0
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "kernel":
+            per[e.get("name")] += e.get("dur", 0) / runs
+            launches += 1
+    return per, launches // runs
+
+
 def main() -> None:
     path, batch, block, embed = sys.argv[1], *map(int, sys.argv[2:5])
     gpt = train_bench.load_example()
@@ -51,14 +66,7 @@ def main() -> None:
             loss = gpt.loss_fn(params, x, y, mask, cfg)
             params = opt.step(zd.grad(loss, params))
             zd.realize(loss, *params)
-    with open(path) as f:
-        events = json.load(f)
-    events = events["traceEvents"] if isinstance(events, dict) else events
-    per: dict[str, float] = collections.defaultdict(float)
-    for e in events:
-        # a CUDA graph replay is traced as one graph event and as each of its kernels: the kernels count
-        if e.get("ph") == "X" and e.get("cat") == "kernel":
-            per[e.get("name")] += e.get("dur", 0) / 3
+    per, _ = kernel_times(path, 3)
     top = sorted(per.items(), key=lambda kv: -kv[1])
     print(f"device time per step {sum(per.values()) / 1e3:.2f} ms; largest:")
     programs = {p.name: (key, p) for key, p in zsession.current().programs.items()}
