@@ -73,21 +73,30 @@ def zd_loss(params, x, onehot):
     return -(zd.log_softmax(logits, axis=1) * onehot).sum() / x.shape[0]
 
 
-def train_zd(opt_factory, steps, shard_devices=None, dtype=np.float64):
+def train_zd(opt_factory, steps, shard_devices=None, dtype=np.float64, jit=False):
+    """`jit`: each step through one zd.jit function of (params, optimizer, x, onehot); the jitted function
+    is the last of the returned values then, else the optimizer is."""
     x, _, onehot = make_data()
     params = [zd.tensor(p.astype(dtype)) for p in init_params()]
     opt = opt_factory(params)
     xt, ot = zd.tensor(x.astype(dtype)), zd.tensor(onehot.astype(dtype))
     if shard_devices:
         xt, ot = xt.shard(shard_devices), ot.shard(shard_devices)
+
+    def step(params, opt, xt, ot):
+        loss = zd_loss(params, xt, ot)
+        return loss, opt.step(zd.grad(loss, params))
+
+    jitted = zd.jit(step) if jit else None
     losses = []
     for _ in range(steps):
-        loss = zd_loss(params, xt, ot)
-        grads = zd.grad(loss, params)
-        params = opt.step(grads)
-        zd.realize(loss, *params)
+        if jitted is not None:
+            loss, params = jitted(params, opt, xt, ot)
+        else:
+            loss, params = step(params, opt, xt, ot)
+            zd.realize(loss, *params)
         losses.append(float(loss.item()))
-    return [p.numpy() for p in params], losses, opt
+    return [p.numpy() for p in params], losses, (jitted if jit else opt)
 
 
 def train_np(opt, steps):

@@ -29,6 +29,7 @@ from .dtypes import (
     bool_ as bool,
 )
 from .engine.explain import Plan, explain
+from .engine.jit import jit
 from .engine.session import DeviceInfo, Session, devices, init, reset_stats, shutdown, stats
 from .engine.trace import trace
 from .errors import (
@@ -54,7 +55,7 @@ nan = math.nan
 newaxis = None
 
 __all__ = ["DType", "Tensor", "Session", "DeviceInfo", "Plan", "init", "shutdown", "devices", "realize",
-           "explain", "trace", "optim", "stats", "reset_stats", "dtype", "bool", "int8", "int16", "int32", "int64",
+           "explain", "jit", "trace", "optim", "stats", "reset_stats", "dtype", "bool", "int8", "int16", "int32", "int64",
            "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32", "float64", "ZyxError",
            "ShapeError", "DTypeError", "DeviceError", "OutOfMemoryError", "CompileError", "WorkerLostError",
            "ConfigError", "linalg", "e", "pi", "inf", "nan", "newaxis"] + list(_ops_all)

@@ -31,6 +31,8 @@ class Readback:
 
     def read(self, node: Node) -> np.ndarray:
         """The node's value, recovering lost workers and trying again up to `ray.max_restarts` times."""
+        if self.recorder is not None:  # a zd.jit function reads a value back
+            self.recorder(None, None)
         for _ in range(self.config.ray.max_restarts + 1):
             try:
                 return self._read(node)

@@ -121,6 +121,7 @@ class Session(Recovery, Exchange, Readback):
         self.bytes_in_use = {name: 0 for name in self.device_names}
         self.counters = dict.fromkeys(_STAT_KEYS, 0)
         self.trace_events: Any = None  # a trace.Recorder while zd.trace is on
+        self.recorder: Any = None  # while a zd.jit function runs: told of each realize and read (engine/jit.py)
         # buffer -> weak reference to the node holding it (for recovery); dropped when the buffer's free is taken
         self.holders: dict[int, weakref.ref] = {}
         # lineage is kept only where a worker can be lost (a Ray actor); in-process workers die with us
@@ -314,7 +315,8 @@ class Session(Recovery, Exchange, Readback):
         """The rewrites before the plan cache's lookup (whose key is the rewritten structure): small views
         read on the host, then data parallelism (graph/shard.py: work on sharded tensors per shard), which
         gives the per-shard devices the kernelizer places by."""
-        self._host_small_views(todo)
+        if self.recorder is None:  # (a zd.jit capture must not bake a view's values in as host data)
+            self._host_small_views(todo)
         return shard.distribute([n for n in todo if not n.realized])
 
     def uploaded(self, leaf: Node, dev: str, buf: int, nbytes: int) -> None:
@@ -356,9 +358,13 @@ class Session(Recovery, Exchange, Readback):
                 # commands, as in plan(): those allocations would start collections that find nothing
                 with gc_paused():
                     found = self.plans.lookup(nodes, affinity)
+                    if self.recorder is not None:
+                        self.recorder(nodes, found)
                     if found is not None and found[2] is not None and found[2].templates and \
                             templates.replay(self, found, t0):
                         return
+        if found is None and self.recorder is not None:
+            self.recorder(nodes, None)
         kernels, programs, sched = self.plan(nodes, found, affinity)
         if not sched.steps:
             return

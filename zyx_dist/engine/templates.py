@@ -66,9 +66,10 @@ def inputs_of(found: tuple) -> tuple[int, ...]:
     return leaf_positions(found[1])
 
 
-def replay(s, found: tuple, t0: float) -> bool:
+def replay(s, found: tuple, t0: float, recipes: bool = True) -> bool:
     """Run the realize whose structure `found` (key, order, entry) names from one of its templates;
-    False (nothing sent, nothing changed) when none applies. Raises as a planned run would."""
+    False (nothing sent, nothing changed) when none applies. Raises as a planned run would. `recipes`
+    False: the results get no lineage (zd.jit's replays, whose `order` holds no graph to describe)."""
     _key, order, entry = found
     templates = entry.templates
     if not templates:
@@ -158,7 +159,7 @@ def replay(s, found: tuple, t0: float) -> bool:
     for i, dev, buf, nbytes in uploads:  # before the results' recipes, which read the leaves' host copies
         s.uploaded(order[inputs[i]], dev, buf, nbytes)
     ref = s._ref
-    if s.host_copies is not None:  # recipes first: they read the history become_leaf drops
+    if recipes and s.host_copies is not None:  # recipes first: they read the history become_leaf drops
         memo: dict = {}
         for pos, _slot, _dev, _n in t.outputs:
             order[pos].lineage = lineage.recipe(order[pos], memo)

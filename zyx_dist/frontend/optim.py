@@ -9,6 +9,11 @@ rides along whenever the new parameter is realized (`graph.companions`), so `zd.
 computes everything of a step in one pass. Step-dependent scalars (Adam's bias corrections) are small
 host tensors, not constants baked into the kernel source, so every step reuses the same kernels. Half
 precision parameters are updated, and their state kept, in float32 (rounded to the parameter's dtype once).
+
+An optimizer passed as an argument of a `zd.jit` function is part of the call's state: `jit_inputs`
+gives its tensors (parameters, momenta, and the next step's scalars as host tensors, so a replayed step
+uploads new bias corrections instead of baking the first ones in), `jit_outputs` its new state after a
+step, and `jit_load` puts a replay's results back, so the object stays current whoever steps it.
 """
 
 from __future__ import annotations
@@ -30,10 +35,10 @@ __all__ = ["SGD", "Adam", "Optimizer"]
 
 
 
-def _scalar(value: float, like: Node, made: dict) -> Node:
+def _scalar(name: str, value: float, like: Node, made: dict) -> Node:
     """A step-dependent scalar as a 0-d host leaf broadcast to like's shape (no new kernel). `made` keeps
-    one leaf per value and dtype for the step: one upload each, whatever the number of parameters."""
-    key = (value, like.dtype)
+    one leaf per name and dtype for the step: one upload each, whatever the number of parameters."""
+    key = (name, like.dtype)
     leaf = made.get(key)
     if leaf is None:
         leaf = made[key] = graph.leaf(np.array(value, like.dtype.np_dtype), like.dtype)
@@ -86,6 +91,32 @@ class Optimizer:
     def step(self, grads: Any) -> list[Tensor]:
         raise NotImplementedError
 
+    # ---- the state as zd.jit sees it (see the module docstring) ----
+
+    def _state(self) -> list[list[Tensor] | None]:
+        return [self.params]
+
+    def _set_state(self, lists: list[list[Tensor]]) -> None:
+        self.params = lists[0]
+
+    def jit_static(self) -> tuple:
+        """What a captured step bakes in: a change (a new learning rate) makes zd.jit trace again."""
+        return (type(self).__name__, self.lr, tuple(len(x) if x is not None else -1 for x in self._state()))
+
+    def jit_inputs(self) -> list[Tensor]:
+        """The tensors a step reads: the state (and, for Adam, the next step's scalars)."""
+        return self.jit_outputs()
+
+    def jit_outputs(self) -> list[Tensor]:
+        """The state a step leaves: parameters, then momenta."""
+        return [t for x in self._state() if x is not None for t in x]
+
+    def jit_load(self, tensors: list[Tensor], steps: int) -> None:
+        """The state after `steps` steps that zd.jit replayed (in `jit_outputs`' order), as if `step` ran."""
+        it = iter(tensors)
+        self._set_state([None if x is None else [next(it) for _ in x] for x in self._state()])
+        self.steps += steps
+
 
 class SGD(Optimizer):
     """p <- p - lr * v with v <- momentum * v + g (v = g without momentum), as torch.optim.SGD."""
@@ -122,6 +153,15 @@ class SGD(Optimizer):
         self.params = new_params
         return list(new_params)
 
+    def _state(self) -> list[list[Tensor] | None]:
+        return [self.params, self.velocity]
+
+    def _set_state(self, lists: list[list[Tensor]]) -> None:
+        self.params, self.velocity = lists
+
+    def jit_static(self) -> tuple:
+        return (*super().jit_static(), self.momentum)
+
 
 class Adam(Optimizer):
     """Adam as torch.optim.Adam (no weight decay, no amsgrad): m <- b1 m + (1 - b1) g,
@@ -137,16 +177,51 @@ class Adam(Optimizer):
         self.betas, self.eps = (b1, b2), float(eps)
         self.m: list[Tensor] | None = None
         self.v: list[Tensor] | None = None
+        self._next: tuple[int, dict] | None = None  # (step, its scalar leaves) made by jit_inputs
+
+    def _scalars(self, t: int) -> dict:
+        """The leaves of step t's scalars, (name, dtype) -> node: those jit_inputs made for it, else new."""
+        if self._next is not None and self._next[0] == t:
+            return self._next[1]
+        return {}
+
+    def _state(self) -> list[list[Tensor] | None]:
+        return [self.params, self.m, self.v]
+
+    def _set_state(self, lists: list[list[Tensor]]) -> None:
+        self.params, self.m, self.v = lists
+
+    def jit_static(self) -> tuple:
+        return (*super().jit_static(), self.betas, self.eps)
+
+    def jit_inputs(self) -> list[Tensor]:
+        """The state and the next step's scalars, one host tensor per name and compute dtype."""
+        t = self.steps + 1
+        step_size, inv_bc2 = self._step_scalars(t)
+        made: dict = {}
+        for d in sorted({_compute_dtype(p.dtype) for p in self.params}, key=lambda d: d.name):
+            like = graph.const(0, (), d)
+            _scalar("step_size", step_size, like, made)
+            _scalar("inv_bc2", inv_bc2, like, made)
+        self._next = (t, made)
+        return self.jit_outputs() + [Tensor(n) for n in made.values()]
+
+    def jit_load(self, tensors: list[Tensor], steps: int) -> None:
+        super().jit_load(tensors, steps)
+        self._next = None
+
+    def _step_scalars(self, t: int) -> tuple[float, float]:
+        b1, b2 = self.betas
+        return self.lr / (1 - b1 ** t), 1 / float(np.sqrt(1 - b2 ** t))
 
     def step(self, grads: Any) -> list[Tensor]:
         gs = self._grads(grads)
         self.steps += 1
         t = self.steps
         b1, b2 = self.betas
-        step_size = self.lr / (1 - b1 ** t)
-        inv_bc2 = 1 / float(np.sqrt(1 - b2 ** t))
+        step_size, inv_bc2 = self._step_scalars(t)
         new_params, new_m, new_v = [], [], []
-        scalars: dict = {}
+        scalars = self._scalars(t)
         for i, (p, g) in enumerate(zip(self.params, gs)):
             m = self.m[i].node if self.m is not None else None
             v = self.v[i].node if self.v is not None else None
@@ -159,12 +234,13 @@ class Adam(Optimizer):
                 new = graph.mul(graph.full_like(1 - b2, g), graph.mul(g, g))
                 return new if v is None else graph.add(graph.mul(graph.full_like(b2, v), v), new)
 
-            denom = graph.add(graph.mul(graph.unary(UnaryOp.SQRT, moment2()), _scalar(inv_bc2, g, scalars)), graph.full_like(self.eps, g))
-            pn = _updated(p, lambda w, g=g, m1=moment1, d=denom: graph.sub(w, graph.div(graph.mul(_scalar(step_size, g, scalars), m1()), d)))
+            denom = graph.add(graph.mul(graph.unary(UnaryOp.SQRT, moment2()), _scalar("inv_bc2", inv_bc2, g, scalars)), graph.full_like(self.eps, g))
+            pn = _updated(p, lambda w, g=g, m1=moment1, d=denom: graph.sub(w, graph.div(graph.mul(_scalar("step_size", step_size, g, scalars), m1()), d)))
             mt, vt = Tensor(moment1()), Tensor(moment2())
             companions.attach(pn.node, [mt.node, vt.node])
             new_params.append(pn)
             new_m.append(mt)
             new_v.append(vt)
         self.params, self.m, self.v = new_params, new_m, new_v
+        self._next = None
         return list(new_params)
