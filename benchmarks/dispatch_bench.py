@@ -209,7 +209,8 @@ def overhead(kind: str, workers: int, device: str, repeats: int) -> None:
 
 # ---- (b) the small-step loop beside torch eager ---------------------------------------------------------------
 
-def small_step(kind: str, device: str, steps: int, n: int = 256) -> float:
+def small_step(kind: str, device: str, steps: int, n: int = 256, jit: bool = False) -> float:
+    """`jit`: the step as a zd.jit function of (y, w, b), replayed after its first calls."""
     s = start(kind, 1, device)
     clock = DeviceClock(s, parallel=kind == "ray")
     try:
@@ -217,18 +218,19 @@ def small_step(kind: str, device: str, steps: int, n: int = 256) -> float:
         w = zd.tensor((rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)).realize()
         b = zd.tensor((rng.standard_normal(n) * 0.1).astype(np.float32)).realize()
         y = [zd.tensor(rng.standard_normal((n, n)).astype(np.float32)).realize()]
+        layer = zd.jit(lambda y, w, b: zd.relu(y @ w + b)) if jit else None
 
         def one():
-            y[0] = zd.relu(y[0] @ w + b).realize()
+            y[0] = layer(y[0], w, b) if jit else zd.relu(y[0] @ w + b).realize()
 
         before = zd.stats()["plan_replays"]
         walls, dev = timed_realizes(one, steps, clock)
-        med, _ = record(f"zyx_dist {kind}", f"relu(y@w+b) {n}^2 per step", [t * 1e6 for t in walls], "us",
+        name = f"zyx_dist {kind}{' zd.jit' if jit else ''}"
+        med, _ = record(name, f"relu(y@w+b) {n}^2 per step", [t * 1e6 for t in walls], "us",
                         device_us=round(quartiles([d * 1e6 for d in dev])[0], 1),
                         replayed=replayed(before, steps + 5), graph_replays=zd.stats()["graph_replays"])
-        record(f"zyx_dist {kind}", f"relu(y@w+b) {n}^2 overhead per step",
-               [(a - d) * 1e6 for a, d in zip(walls, dev)], "us")
-        if kind == "in-process":  # and the Python part of a step: the time inside the device API taken out
+        record(name, f"relu(y@w+b) {n}^2 overhead per step", [(a - d) * 1e6 for a, d in zip(walls, dev)], "us")
+        if kind == "in-process" and not jit:  # and the Python part of a step: the time inside the device API taken out
             api = ApiClock(s)
             try:
                 py = []
@@ -445,6 +447,8 @@ def main() -> None:
     if "b" in args.only:
         print(f"(b) small-step loop, {args.steps} steps")
         ours = {kind: small_step(kind, args.device, args.steps) for kind in ("in-process", "ray")}
+        ours.update({f"{kind} zd.jit": small_step(kind, args.device, args.steps, jit=True)
+                     for kind in ("in-process", "ray")})
         base = torch_small_step(args.device, args.steps)
         if base:
             for kind, t in ours.items():

@@ -59,7 +59,9 @@ def summary(rates: list[float]) -> dict:
 
 # ---- ours ------------------------------------------------------------------------------------------------------
 
-def run_ours(gpt, cfg, data, vocab, args) -> dict:
+def run_ours(gpt, cfg, data, vocab, args, jit: bool = False) -> dict:
+    """`jit`: each step is one call of a zd.jit function of (params, optimizer, x, y), which replays the
+    step's plan after its first calls instead of building the graph; its results come back realized."""
     dt = zd.dtype(args.dtype)
     params = [zd.tensor(p).astype(dt).realize() for p in gpt.init_params(vocab, cfg)]
     mask = zd.tensor(np.triu(np.full((cfg.block, cfg.block), -1e9, np.float32), 1)).astype(dt).realize()
@@ -69,20 +71,28 @@ def run_ours(gpt, cfg, data, vocab, args) -> dict:
 
     built = 0.0  # seconds spent building steps' graphs (model, grad, optimizer), for the split printed below
 
+    def train_step(params, opt, x, y):
+        loss = gpt.loss_fn(params, x, y, mask, cfg)
+        return loss, opt.step(zd.grad(loss, params))
+
+    jitted = zd.jit(train_step) if jit else None
+
     def step(i: int):
         nonlocal params, built
         x, y = dev[i % len(dev)]
+        if jitted is not None:
+            loss, params = jitted(params, opt, x, y)
+            return loss
         t = time.perf_counter()
-        loss = gpt.loss_fn(params, x, y, mask, cfg)
-        params = opt.step(zd.grad(loss, params))
+        loss, params = train_step(params, opt, x, y)
         built += time.perf_counter() - t
+        zd.realize(loss, *params)
         return loss
 
     session = zsession.current()
-    for i in range(args.warmup):  # new plans: compile (and tune) every new kernel; progress on stderr
+    for i in range(max(args.warmup, 5) if jit else args.warmup):  # new plans: compile (and tune) new kernels
         t0 = time.perf_counter()
         loss = step(i)
-        zd.realize(loss, *params)
         losses.append(loss.item())
         print(f"zyx_dist warm-up step {i}: {time.perf_counter() - t0:.2f} s; {len(session.programs)} programs, "
               f"{session.tuner.trials} candidates timed so far", file=sys.stderr, flush=True)
@@ -92,16 +102,16 @@ def run_ours(gpt, cfg, data, vocab, args) -> dict:
         t0 = time.perf_counter()
         for i in range(args.steps):
             loss = step(args.warmup + r * args.steps + i)
-            zd.realize(loss, *params)
         rates.append(args.steps / (time.perf_counter() - t0))
         build_ms.append(1e3 * built / args.steps)
         losses.append(loss.item())
     zd.reset_stats()
     loss = step(0)
-    zd.realize(loss, *params)
     out = summary(rates)
     # of a step's time, the part spent building its graph (the rest is the realize: binding, dispatch, device)
     out["build_ms_per_step_median"] = float(np.median(build_ms))
+    if jitted is not None:
+        out.update(jit_runs=jitted.runs, jit_replays=jitted.replays)
     st = zd.stats()  # of that one step: replayed from a plan template, and in how many CUDA graphs
     out.update(first_loss=losses[0], last_loss=losses[-1], kernels_per_step=st["kernels_launched"],
                replayed=bool(st["plan_replays"]), cuda_graphs_per_step=st["graph_replays"],
@@ -216,7 +226,8 @@ def main() -> None:
     cfg = SimpleNamespace(batch=args.batch, block=args.block, embed=args.embed, heads=args.heads, layers=args.layers)
     data, vocab = batches(gpt, cfg, 8)
     zd.init(ray=False)
-    results = {"zyx_dist": run_ours(gpt, cfg, data, vocab, args)}
+    results = {"zyx_dist": run_ours(gpt, cfg, data, vocab, args),
+               "zyx_dist_jit": run_ours(gpt, cfg, data, vocab, args, jit=True)}
     driver = driver_cost(gpt, cfg, data, vocab, [int(d) for d in args.depths.split(",") if d])
     zd.shutdown()
     try:
@@ -237,14 +248,18 @@ def main() -> None:
         if "error" in r:
             print(f"  {name:14s} failed: {r['error']}")
             continue
-        how = (f"; {r['kernels_per_step']} kernels per step, {'replayed' if r['replayed'] else 'planned'}, "
-               f"{r['cuda_graphs_per_step']} CUDA graphs, {r['build_ms_per_step_median']:.2f} ms of each step "
-               "building its graph" if "replayed" in r else "")
+        how = ""
+        if "replayed" in r:
+            built = (f"zd.jit ran the step's Python {r['jit_runs']} times and replayed it {r['jit_replays']}"
+                     if "jit_runs" in r else f"{r['build_ms_per_step_median']:.2f} ms of each step building its graph")
+            how = (f"; {r['kernels_per_step']} kernels per step, {'replayed' if r['replayed'] else 'planned'}, "
+                   f"{r['cuda_graphs_per_step']} CUDA graphs, {built}")
         print(f"  {name:14s} {r['steps_per_s_median']:9.2f} steps/s (IQR {r['steps_per_s_iqr']:.2f}) on "
               f"{r['device']}; loss {r['first_loss']:.3f} -> {r['last_loss']:.3f}{how}")
     base = results.get("torch_compile", {}).get("steps_per_s_median")
     if base:
-        print(f"  zyx_dist / torch.compile: {results['zyx_dist']['steps_per_s_median'] / base:.2f}x")
+        for name in ("zyx_dist", "zyx_dist_jit"):
+            print(f"  {name} / torch.compile: {results[name]['steps_per_s_median'] / base:.2f}x")
     if not torch_ok:
         print("  (torch is not importable: no torch baselines)")
     print("driver cost of a cached step (build + plan), by depth:")
