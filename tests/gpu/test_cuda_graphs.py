@@ -10,6 +10,8 @@ runtime/replay.py and CudaBackend.capture_graph / launch_graph).
    `y = relu(y @ w + b)` replayed from its plan template runs as CUDA graphs (`zd.stats()["graph_replays"]`)
    with the right values, every kernel still counted in `kernels_launched`, and `zd.trace` shows the
    replayed graphs.
+3. `zd.jit` on cuda:0 (in-process and on Ray): the MLP of tests/training.py trained with Adam through a
+   jitted step gives the plain loop's losses and weights bit for bit, its replays run as CUDA graphs.
 """
 
 from __future__ import annotations
@@ -191,5 +193,28 @@ def test_training_loop_runs_as_cuda_graphs_on_ray():
 
         g = zsession.current().backend.graph
         assert g is not None and g.executions >= 15  # the replays went through a Ray Compiled Graph
+    finally:
+        zd.shutdown()
+
+
+@pytest.mark.parametrize("ray", [False, True])
+def test_jitted_training_step_replays_as_cuda_graphs(ray):
+    need_cuda()
+    if ray:
+        pytest.importorskip("ray")
+    from training import train_zd
+
+    zd.shutdown()
+    zd.init(ray=ray, devices=["cuda:0"])
+    try:
+        make = (lambda ps: zd.optim.Adam(ps, lr=0.05))
+        plain, plain_losses, _ = train_zd(make, 8, dtype=np.float32)
+        zd.reset_stats()
+        jitted, jit_losses, f = train_zd(make, 8, dtype=np.float32, jit=True)
+        s = zd.stats()
+        assert f.replays >= 4 and s["graph_replays"] >= 2, (f.runs, f.replays, s)
+        np.testing.assert_array_equal(jit_losses, plain_losses)
+        for a, b in zip(jitted, plain):
+            np.testing.assert_array_equal(a, b)
     finally:
         zd.shutdown()
