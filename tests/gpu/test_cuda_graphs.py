@@ -208,11 +208,11 @@ def test_jitted_training_step_replays_as_cuda_graphs(ray):
     zd.init(ray=ray, devices=["cuda:0"])
     try:
         make = (lambda ps: zd.optim.Adam(ps, lr=0.05))
-        plain, plain_losses, _ = train_zd(make, 8, dtype=np.float32)
+        plain, plain_losses, _ = train_zd(make, 16, dtype=np.float32)
         zd.reset_stats()
-        jitted, jit_losses, f = train_zd(make, 8, dtype=np.float32, jit=True)
-        s = zd.stats()
-        assert f.replays >= 4 and s["graph_replays"] >= 2, (f.runs, f.replays, s)
+        jitted, jit_losses, f = train_zd(make, 16, dtype=np.float32, jit=True)
+        s = zd.stats()  # (a graph is captured at the second sighting of its buffers' addresses)
+        assert f.replays >= 12 and s["graph_replays"] >= 4, (f.runs, f.replays, s)
         np.testing.assert_array_equal(jit_losses, plain_losses)
         for a, b in zip(jitted, plain):
             np.testing.assert_array_equal(a, b)

@@ -1,0 +1,37 @@
+"""runtime/replay.py's grouping of a batch template for CUDA graphs: the allocations and frees between two
+other commands move in front of and behind that stretch's launches, so the stretch is one segment (one
+captured graph), the order of launches is kept, and a sync or transfer still splits segments."""
+
+from __future__ import annotations
+
+from zyx_dist.protocol import Alloc, Free, Launch, Sync
+from zyx_dist.runtime.replay import _ALLOC, _FREE, _LAUNCH, _SEGMENT, _SYNC, compile_template
+
+
+def _launch(prog: int, reads: tuple, writes: tuple) -> Launch:
+    return Launch(prog, reads + writes, (64,), (64,), reads=reads, writes=writes)
+
+
+# a step whose intermediates are freed as soon as they are read: allocs and frees between every launch
+STEP = (Alloc(2, 256), _launch(1, (0,), (2,)), Free(0), Alloc(3, 256), _launch(2, (2,), (3,)), Free(2),
+        Alloc(4, 256), _launch(1, (3,), (4,)), Free(3), Sync(),
+        Alloc(5, 256), _launch(2, (4,), (5,)), Free(4))
+PROGRAMS = {1: "p1", 2: "p2"}
+
+
+def kinds(t) -> list[int]:
+    return [op[0] for op in t.ops]
+
+
+def test_one_segment_per_stretch_between_syncs():
+    t = compile_template(STEP, PROGRAMS, graphs=True)
+    assert kinds(t) == [_ALLOC, _ALLOC, _ALLOC, _SEGMENT, _FREE, _FREE, _FREE, _SYNC, _ALLOC, _SEGMENT, _FREE]
+    seg = t.ops[3][1]
+    assert [launch[0] for launch in seg.launches] == ["p1", "p2", "p1"]  # launch order kept
+    assert [op[1] for op in t.ops[:3]] == [2, 3, 4] and [op[1] for op in t.ops[4:7]] == [0, 2, 3]
+
+
+def test_without_graphs_the_order_is_the_planned_one():
+    t = compile_template(STEP, PROGRAMS, graphs=False)
+    assert kinds(t) == [_ALLOC, _LAUNCH, _FREE, _ALLOC, _LAUNCH, _FREE, _ALLOC, _LAUNCH, _FREE, _SYNC,
+                        _ALLOC, _LAUNCH, _FREE]
