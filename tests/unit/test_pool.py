@@ -62,6 +62,18 @@ def test_reuse_same_bucket_and_exact_accounting():
     assert pool.bytes_reserved == 0 and be.live == {}
 
 
+def test_which_blocks_come_back_depends_on_what_is_free_not_on_the_order_of_frees():
+    """A repeated step (CUDA graph replay) must meet the same addresses whatever order its frees came in."""
+    got = []
+    for order in ((0, 1, 2, 3), (3, 1, 0, 2), (2, 3, 1, 0)):
+        pool = MemoryPool(FakeBackend(), None, device="fake:0")
+        blocks = [pool.alloc(1000) for _ in range(4)]
+        for i in order:
+            pool.free(blocks[i])
+        got.append([pool.alloc(1000).handle for _ in range(3)])
+    assert got[0] == got[1] == got[2] == [1, 2, 3]  # the oldest first
+
+
 def test_zero_bytes_accounts_zero():
     be = FakeBackend()
     pool = MemoryPool(be, None)

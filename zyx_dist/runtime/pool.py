@@ -1,7 +1,11 @@
 """Actor side: a worker's device memory pool. It takes a backend (anything with `alloc(nbytes)` and
 `free(handle)`, plus `wait(events)` for memory released while commands still use it) and an optional
 byte limit, and gives `Block`s of device memory. Sizes are rounded up to buckets and freed blocks are
-cached per bucket, so the steady state of a training loop allocates nothing on the device. It tracks
+cached per bucket, so the steady state of a training loop allocates nothing on the device. A bucket
+hands out its oldest cached block first (a heap by creation number): which blocks a run gets then
+depends only on which are free, not on the order they were freed in, so a repeated step meets the same
+addresses again and replays its captured CUDA graph (a stack permutes with every differently ordered
+batch of frees, and a training step's addresses never came back). It tracks
 `bytes_in_use` (exact requested bytes of live blocks, what the driver mirrors) and `bytes_reserved`
 (bucket bytes of live and cached blocks, what the device actually holds). Running out raises
 `OutOfMemoryError` naming the device and the numbers, after releasing the cache first.
@@ -9,6 +13,8 @@ cached per bucket, so the steady state of a training loop allocates nothing on t
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +35,7 @@ class Block:
     # memory the worker adopted (zd.from_dlpack): not the pool's, never cached; `owner` keeps it alive
     owner: Any = None
     adopted: bool = False
+    seq: int = 0  # creation number: the order of a bucket's cached blocks
 
 
 class MemoryPool:
@@ -41,7 +48,8 @@ class MemoryPool:
         self.bytes_in_use = 0  # sum of requested nbytes of live blocks
         self.bytes_reserved = 0  # sum of bucket sizes of live and cached blocks
         self._live: set[Block] = set()
-        self._cache: dict[int, list[Block]] = {}
+        self._cache: dict[int, list[tuple[int, Block]]] = {}  # bucket -> heap of (seq, block)
+        self._seq = itertools.count()
         self._unsettled: list[Block] = []  # cached blocks freed with pending events since the last settle
 
     @property
@@ -56,10 +64,10 @@ class MemoryPool:
         size = bucket_size(nbytes)
         cached = self._cache.get(size)
         if cached:
-            block = cached.pop()
+            block = heapq.heappop(cached)[1]
             block.nbytes = nbytes
         else:
-            block = Block(self._new(size, nbytes), nbytes, size)
+            block = Block(self._new(size, nbytes), nbytes, size, seq=next(self._seq))
             self.bytes_reserved += size
         self._live.add(block)
         self.bytes_in_use += nbytes
@@ -87,13 +95,13 @@ class MemoryPool:
         block.pending = tuple(block.pending) + tuple(pending)
         if block.pending:
             self._unsettled.append(block)
-        self._cache.setdefault(block.size, []).append(block)
+        heapq.heappush(self._cache.setdefault(block.size, []), (block.seq, block))
 
     def release_cached(self) -> int:
         """Give every cached block back to the device; returns the bytes released."""
         released = 0
         for blocks in self._cache.values():
-            for block in blocks:
+            for _, block in blocks:
                 self._release(block)
                 released += block.size
         self._cache.clear()

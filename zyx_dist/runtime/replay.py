@@ -78,7 +78,7 @@ class WorkerTemplate:
 def _grouped(commands: tuple) -> list:
     """`commands` with the allocations between two other commands (a sync, a transfer, an export) moved in
     front of that stretch's launches and its frees behind them, so each stretch is one segment, one CUDA
-    graph, instead of one per run of launches between frees (a training step: 63 graphs -> a few). A
+    graph, instead of one per run of launches between frees (a training step: 51-63 graphs -> 1). A
     slot is allocated once per template and freed after its last use, so this only moves memory use
     earlier and releases later; the replay checks room for every allocation of the template at once
     (engine/templates.py), so the peak it allows is never exceeded."""
