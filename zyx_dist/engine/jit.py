@@ -47,37 +47,55 @@ MAX_RUNS = 3  # runs of one signature that may disagree before it is run on ever
 _ARG, _CONST, _HOST = 0, 1, 2  # where an input leaf of the plan comes from
 
 
+def _where(path: Any) -> str:
+    """The text of a path kept as nested (parent, key) pairs (built only for an error message)."""
+    keys = []
+    while isinstance(path, tuple):
+        path, key = path
+        keys.append(".state" if key is _STATE else f"[{key!r}]")
+    return path + "".join(reversed(keys))
+
+
+_STATE = object()  # the path key of an optimizer's state
+
+
 def _flatten(tree: Any) -> tuple[list[Tensor], list[Optimizer], tuple]:
     """(tensors, optimizers, signature) of a call's arguments, walked with an explicit stack. The signature
     is everything but the tensors' data: container kinds and sizes, dict keys, constants, each tensor's
-    shape and dtype, each optimizer's identity and settings (a new learning rate traces again)."""
+    shape and dtype, each optimizer's identity and settings (a new learning rate traces again). It runs on
+    every call, so paths for error messages are kept as pairs and written out only on an error."""
     tensors: list[Tensor] = []
     opts: list[Optimizer] = []
     sig: list = []
-    stack: list[tuple[Any, str]] = [(tree, "args")]
+    stack: list[tuple[Any, Any]] = [(tree, "args")]
+    pop, push = stack.pop, stack.append
     while stack:
-        x, where = stack.pop()
+        x, where = pop()
         cls = x.__class__
         if cls is Tensor:
             tensors.append(x)
-            sig.append((x.shape, x.dtype.name))
+            sig.append((x.node.shape, x.node.dtype))
         elif cls is tuple or cls is list:
-            sig.append((cls.__name__, len(x)))
-            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(x))))
+            sig.append((cls, len(x)))
+            for i in range(len(x) - 1, -1, -1):
+                push((x[i], (where, i)))
         elif cls is dict:
-            sig.append(("dict", tuple(x)))
-            stack.extend((x[k], f"{where}[{k!r}]") for k in reversed(list(x)))
+            keys = tuple(x)
+            sig.append((dict, keys))
+            for k in reversed(keys):
+                push((x[k], (where, k)))
         elif isinstance(x, Optimizer):
             opts.append(x)
             sig.append(("optimizer", id(x), x.jit_static()))
-            stack.extend((t, f"{where}.state") for t in reversed(x.jit_inputs()))
+            for t in reversed(x.jit_inputs()):
+                push((t, (where, _STATE)))
         else:
             try:
                 hash(x)
             except TypeError:
-                raise TypeError(f"zd.jit: {where} is a {cls.__name__}, neither a tensor (alone or in a tuple, "
-                                "list or dict) nor a hashable constant; make it a zd.tensor or close over it"
-                                ) from None
+                raise TypeError(f"zd.jit: {_where(where)} is a {cls.__name__}, neither a tensor (alone or in a "
+                                "tuple, list or dict) nor a hashable constant; make it a zd.tensor or close over "
+                                "it") from None
             sig.append(("const", cls, x))
     return tensors, opts, tuple(sig)
 

@@ -24,7 +24,8 @@ from ..protocol import Alloc, CopyIn, CopyOut, Free, Launch, Recv, Replay, Send,
 _ALLOC, _FREE, _LAUNCH, _SEGMENT, _SEND, _RECV, _EXPORT, _IMPORT, _SYNC = range(9)
 
 _handle = attrgetter("handle")  # a pool Block's device handle
-GRAPHS_PER_SEGMENT = 8  # captured graphs kept per segment (one per buffer assignment seen twice)
+GRAPHS_PER_SEGMENT = 32  # captured graphs kept per segment (one per buffer assignment seen twice): a loop
+# cycling through 8 uploaded batches, whose outputs alternate between two sets of blocks, meets 16
 SEEN_PER_SEGMENT = 64  # buffer assignments remembered per segment, to capture on the second sighting
 
 
