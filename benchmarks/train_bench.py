@@ -99,22 +99,22 @@ def run_ours(gpt, cfg, data, vocab, args, jit: bool = False) -> dict:
     rates, build_ms = [], []
     for r in range(args.rounds):
         built = 0.0
+        if r == args.rounds - 1:
+            zd.reset_stats()  # the last round's counters, per step, are printed
         t0 = time.perf_counter()
         for i in range(args.steps):
             loss = step(args.warmup + r * args.steps + i)
         rates.append(args.steps / (time.perf_counter() - t0))
         build_ms.append(1e3 * built / args.steps)
         losses.append(loss.item())
-    zd.reset_stats()
-    loss = step(0)
+    st = zd.stats()  # of the last round: replayed from a plan template, and in how many CUDA graphs
     out = summary(rates)
     # of a step's time, the part spent building its graph (the rest is the realize: binding, dispatch, device)
     out["build_ms_per_step_median"] = float(np.median(build_ms))
     if jitted is not None:
         out.update(jit_runs=jitted.runs, jit_replays=jitted.replays)
-    st = zd.stats()  # of that one step: replayed from a plan template, and in how many CUDA graphs
-    out.update(first_loss=losses[0], last_loss=losses[-1], kernels_per_step=st["kernels_launched"],
-               replayed=bool(st["plan_replays"]), cuda_graphs_per_step=st["graph_replays"],
+    out.update(first_loss=losses[0], last_loss=losses[-1], kernels_per_step=st["kernels_launched"] / args.steps,
+               replayed=bool(st["plan_replays"]), cuda_graphs_per_step=st["graph_replays"] / args.steps,
                device=zd.devices()[0].name, device_name=zd.devices()[0].device_name)
     return out
 
@@ -252,8 +252,8 @@ def main() -> None:
         if "replayed" in r:
             built = (f"zd.jit ran the step's Python {r['jit_runs']} times and replayed it {r['jit_replays']}"
                      if "jit_runs" in r else f"{r['build_ms_per_step_median']:.2f} ms of each step building its graph")
-            how = (f"; {r['kernels_per_step']} kernels per step, {'replayed' if r['replayed'] else 'planned'}, "
-                   f"{r['cuda_graphs_per_step']} CUDA graphs, {built}")
+            how = (f"; {r['kernels_per_step']:.0f} kernels per step, {'replayed' if r['replayed'] else 'planned'}, "
+                   f"{r['cuda_graphs_per_step']:.1f} CUDA graphs, {built}")
         print(f"  {name:14s} {r['steps_per_s_median']:9.2f} steps/s (IQR {r['steps_per_s_iqr']:.2f}) on "
               f"{r['device']}; loss {r['first_loss']:.3f} -> {r['last_loss']:.3f}{how}")
     base = results.get("torch_compile", {}).get("steps_per_s_median")

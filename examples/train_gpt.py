@@ -1,6 +1,8 @@
 """Train a small GPT (token and position embeddings, pre-norm causal self-attention and MLP blocks) on a
 character corpus generated here, with zd.grad and zd.optim.Adam; the loss must fall. `--devices N` shards
-each batch over N devices (data parallel). benchmarks/train_bench.py times this model's training step.
+each batch over N devices (data parallel). The step is a `zd.jit` function: after its first calls it is
+replayed from its plan without running its Python (`--no-jit` builds every step's graph instead).
+benchmarks/train_bench.py times this model's training step.
 
     python examples/train_gpt.py                         # tiny sizes, one device
     python examples/train_gpt.py --devices 2             # 2 PoCL CPU workers, the batch sharded
@@ -58,6 +60,7 @@ def main() -> None:
         ap.add_argument(f"--{name}", type=int, default=default)  # --devices N: the batch sharded over N
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--no-jit", action="store_true", help="build and plan every step's graph (no zd.jit)")
     cfg = ap.parse_args()
     zd.init(ray=False, devices=None if os.environ.get("ZYX_DIST_DEVICES") or cfg.devices < 2 else {"opencl-cpu": cfg.devices})
     devs = [d.name for d in zd.devices()][: cfg.devices]
@@ -66,19 +69,25 @@ def main() -> None:
     params = [zd.tensor(p).astype(dt) for p in init_params(vocab, cfg)]
     mask = zd.tensor(np.triu(np.full((cfg.block, cfg.block), -1e9, np.float32), 1)).astype(dt)
     opt, rng, losses = zd.optim.Adam(params, lr=cfg.lr), np.random.default_rng(1), []
+
+    def train_step(params, opt, x_hot, y_hot):  # the optimizer is an argument: its state is the step's too
+        loss = loss_fn(params, x_hot, y_hot, mask, cfg)
+        return loss, opt.step(zd.grad(loss, params))
+
+    run = train_step if cfg.no_jit else zd.jit(train_step)
     for step in range(cfg.steps):
         window = text[rng.integers(0, len(text) - cfg.block - 1, cfg.batch)[:, None] + np.arange(cfg.block + 1)]
         x_hot, y_hot = (zd.tensor(eye[window[:, s]]).astype(dt) for s in (slice(0, -1), slice(1, None)))
         if len(devs) > 1:
             x_hot, y_hot = x_hot.shard(devs), y_hot.shard(devs)
-        loss = loss_fn(params, x_hot, y_hot, mask, cfg)
-        params = opt.step(zd.grad(loss, params))
-        zd.realize(loss, *params)
+        loss, params = run(params, opt, x_hot, y_hot)
+        zd.realize(loss, *params)  # (the jitted step's results are realized already)
         losses.append(loss.item())
         if step % 10 == 0 or step == cfg.steps - 1:
             print(f"step {step:4d}  loss {losses[-1]:.4f}")
     first, last = np.mean(losses[:3]), np.mean(losses[-3:])
-    print(f"loss fell from {first:.3f} to {last:.3f} (vocabulary {vocab}, ln V = {np.log(vocab):.3f}) on {devs}")
+    how = "" if cfg.no_jit else f"; zd.jit replayed {run.replays} of {cfg.steps} steps"
+    print(f"loss fell from {first:.3f} to {last:.3f} (vocabulary {vocab}, ln V = {np.log(vocab):.3f}) on {devs}{how}")
     zd.shutdown()
     if not last < 0.6 * first:
         raise SystemExit("train_gpt: the loss did not fall enough")

@@ -35,6 +35,12 @@ def warnings_are_errors():
         yield
 
 
+@pytest.fixture
+def in_process_only(zd_session):
+    if zd_session is not None and type(zd_session.backend).__name__ == "RayBackend":
+        pytest.skip("starts in-process sessions of its own")
+
+
 def _layer(y, w, b):
     return zd.maximum(y @ w + b, 0.0)
 
@@ -216,7 +222,7 @@ def test_bad_arguments_and_results_are_named():
         zd.jit(3)
 
 
-def test_a_new_session_forgets_the_capture():
+def test_a_new_session_forgets_the_capture(in_process_only):
     f = zd.jit(lambda x: x * 3)
     x = zd.tensor(np.ones(5, np.float32))
     for _ in range(3):
@@ -238,3 +244,38 @@ def test_a_small_view_of_an_argument_follows_its_values():
         x = zd.tensor(np.arange(8, dtype=np.float32) + i)
         np.testing.assert_allclose(f(x).numpy(), (np.arange(8)[1:3] + i) * 2.0)
     assert f.replays >= 2
+
+
+def test_a_new_sharded_batch_every_step_on_3_workers(in_process_only):
+    """Data parallel through zd.jit: the pieces of a sharded argument are arguments of the step, so a new
+    batch sharded over 3 in-process workers each step replays, with the plain loop's losses and weights."""
+    from training import make_data, zd_loss
+
+    def train(use_jit: bool):
+        devs = [d.name for d in zd.devices()]
+        x, _, onehot = make_data()
+        params = [zd.tensor(p) for p in init_params()]
+        opt = zd.optim.Adam(params, lr=0.05)
+
+        def step(params, opt, xt, ot):
+            loss = zd_loss(params, xt, ot)
+            return loss, opt.step(zd.grad(loss, params))
+
+        f = zd.jit(step) if use_jit else step
+        losses = []
+        for i in range(6):
+            rows = np.roll(np.arange(len(x)), 5 * i)  # another batch every step
+            xt, ot = zd.tensor(x[rows]).shard(devs), zd.tensor(onehot[rows]).shard(devs)
+            loss, params = f(params, opt, xt, ot)
+            zd.realize(loss, *params)
+            losses.append(loss.item())
+        return losses, [p.numpy() for p in params], f
+
+    with detached_session():
+        zd.init({"autotune": {"enabled": False}}, ray=False, devices={"opencl-cpu": 3})
+        plain_losses, plain, _ = train(False)
+        jit_losses, jitted, f = train(True)
+    assert f.replays >= 2, (f.runs, f.replays)
+    np.testing.assert_array_equal(jit_losses, plain_losses)
+    for a, b in zip(jitted, plain):
+        np.testing.assert_array_equal(a, b)

@@ -35,6 +35,7 @@ import numpy as np
 from .._util import gc_paused
 from ..frontend.optim import Optimizer
 from ..frontend.tensor import Tensor
+from ..graph import shard
 from ..graph.ir import Node, Op
 from ..sched.template import leaf_positions
 from . import session as session_mod
@@ -75,6 +76,11 @@ def _flatten(tree: Any) -> tuple[list[Tensor], list[Optimizer], tuple]:
         if cls is Tensor:
             tensors.append(x)
             sig.append((x.node.shape, x.node.dtype))
+            pieces = shard.sharded(x.node)
+            if pieces is not None:  # the graph reads a sharded value's pieces: they are arguments too
+                sig.append(pieces.layout())
+                for p in reversed(pieces.pieces):
+                    push((Tensor(p), where))
         elif cls is tuple or cls is list:
             sig.append((cls, len(x)))
             for i in range(len(x) - 1, -1, -1):
@@ -247,8 +253,10 @@ class Jit:
                 self._signatures.popitem(last=False)
         else:
             self._signatures.move_to_end(sig)
-        lazy = [t.node for t in tensors if t.node.op is not Op.LEAF]
-        if lazy:  # the arguments are the step's leaves: compute the lazy ones first
+        # the arguments are the step's leaves: compute the lazy ones first (a sharded value is computed
+        # per shard from its pieces, which are arguments of their own)
+        lazy = [t.node for t in tensors if t.node.op is not Op.LEAF and shard.sharded(t.node) is None]
+        if lazy:
             s.realize(lazy)
         if entry.capture is not None:
             out = self._replay(s, entry.capture, tensors, opts)

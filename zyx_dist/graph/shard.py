@@ -59,6 +59,11 @@ def register(root: Node, axis: int, pieces: list[Node], devices: list[str]) -> N
     _SHARDED[root] = Sharded(axis, tuple(pieces), tuple(devices))
 
 
+def sharded(node: Node) -> Sharded | None:
+    """The shards of `node` when it is a sharded value, else None."""
+    return _SHARDED.get(node) if _SHARDED else None
+
+
 def pin(node: Node, device: str) -> Node:
     """An identity node of `node` pinned to `device` (the kernelizer stores it there)."""
     return Node(Op.RESHAPE, (node,), node.shape, node.shape, node.dtype, device=device)
