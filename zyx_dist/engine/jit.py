@@ -44,7 +44,7 @@ from . import templates
 __all__ = ["Jit", "jit"]
 
 MAX_SIGNATURES = 64  # argument signatures kept per jitted function (least recently called dropped)
-MAX_RUNS = 3  # runs of one signature that may disagree before it is run on every call
+MAX_RUNS = 3  # runs of one signature in a row that may disagree before it is run on every call
 _ARG, _CONST, _HOST = 0, 1, 2  # where an input leaf of the plan comes from
 
 
@@ -190,13 +190,12 @@ class _Recorder:
         self.reads = 0
         self.collect = False
         self.capture: _Capture | None = None
-        self.looked_up = False
+        self.positions: dict[int, int] = {}  # id(node) -> position in the recorded structure
 
     def __call__(self, nodes: list[Node] | None, found: tuple | None) -> None:
         if not self.collect:
             self.reads += 1
             return
-        self.looked_up = True
         if found is None or nodes is None:
             self.capture = None
             return
@@ -218,12 +217,12 @@ class _Recorder:
 
 
 class _Signature:
-    __slots__ = ("capture", "given_up", "last", "runs")
+    __slots__ = ("capture", "given_up", "last", "misses")
 
     def __init__(self) -> None:
         self.last: _Capture | None = None  # the latest run of fn
         self.capture: _Capture | None = None  # once two runs in a row agreed: what calls replay
-        self.runs = 0
+        self.misses = 0  # runs in a row that did not give a capture
         self.given_up = False
 
 
@@ -298,8 +297,8 @@ class Jit:
                 why = entry.last.differs(c)
             entry.capture = c if entry.last is not None and why is None else None
         entry.last = c
-        entry.runs += 1
-        if entry.capture is None and why is not None and (c is None or entry.runs >= MAX_RUNS):
+        entry.misses = 0 if entry.capture is not None else entry.misses + 1
+        if entry.capture is None and why is not None and (c is None or entry.misses >= MAX_RUNS):
             entry.given_up = True
             name = getattr(self.fn, "__name__", "the function")
             warnings.warn(f"zd.jit({name}) runs it on every call: {why}", RuntimeWarning, stacklevel=3)

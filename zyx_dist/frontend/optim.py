@@ -177,11 +177,11 @@ class Adam(Optimizer):
         self.betas, self.eps = (b1, b2), float(eps)
         self.m: list[Tensor] | None = None
         self.v: list[Tensor] | None = None
-        self._next: tuple[int, dict] | None = None  # (step, its scalar leaves) made by jit_inputs
+        self._next: tuple[tuple, dict] | None = None  # ((step, lr, betas), its scalar leaves) made by jit_inputs
 
     def _scalars(self, t: int) -> dict:
         """The leaves of step t's scalars, (name, dtype) -> node: those jit_inputs made for it, else new."""
-        if self._next is not None and self._next[0] == t:
+        if self._next is not None and self._next[0] == (t, self.lr, self.betas):
             return self._next[1]
         return {}
 
@@ -203,7 +203,7 @@ class Adam(Optimizer):
             like = graph.const(0, (), d)
             _scalar("step_size", step_size, like, made)
             _scalar("inv_bc2", inv_bc2, like, made)
-        self._next = (t, made)
+        self._next = ((t, self.lr, self.betas), made)
         return self.jit_outputs() + [Tensor(n) for n in made.values()]
 
     def jit_load(self, tensors: list[Tensor], steps: int) -> None:
