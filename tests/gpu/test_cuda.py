@@ -254,3 +254,26 @@ def test_ray_two_cuda_workers_run_ops(ray_two_gpus):
     """A few ops placed by HEFT over both GPUs (transfers as the scheduler chooses), against NumPy."""
     for case in CASES[::4]:
         check(case)
+
+
+def test_data_parallel_training_over_two_cuda_workers(ray_two_gpus):
+    """Issue 16 on two GPUs: the MLP of tests/training.py trained with Adam, its batch sharded over cuda:0 and
+    cuda:1 (the gradients' partial sums moved between the workers by NCCL, or the object store), plain and
+    through zd.jit, against NumPy; the jitted loop gives the plain loop's weights bit for bit."""
+    from training import NpAdam, init_params, train_np, train_zd
+
+    s, _nccl = ray_two_gpus
+    make = (lambda ps: zd.optim.Adam(ps, lr=0.05))
+    zd.reset_stats()
+    plain, plain_losses, _ = train_zd(make, 6, shard_devices=s.device_names)
+    moved = zd.stats()
+    jitted, jit_losses, f = train_zd(make, 6, shard_devices=s.device_names, jit=True)
+    want, want_losses = train_np(NpAdam(init_params(), 0.05), 6)
+    np.testing.assert_allclose(plain_losses, want_losses, rtol=1e-10)
+    for a, w in zip(plain, want):
+        np.testing.assert_allclose(a, w, rtol=1e-9, atol=1e-12)
+    assert f.replays >= 2
+    np.testing.assert_array_equal(jit_losses, plain_losses)
+    for a, b in zip(jitted, plain):
+        np.testing.assert_array_equal(a, b)
+    assert moved["transfers"] > 0, moved
