@@ -18,7 +18,8 @@ Sections (each checked against torch in the same run; times are medians with the
   directory), then again in a second process that finds the disk caches.
 zyx_dist times are the wall clock of `realize()` (it blocks until the result exists) in-process on
 cuda:0, the graph rebuilt before each timed realize as a user's loop would (the plan cache serves
-repeats); the first forward (compile + tune) is reported beside them; torch
+repeats); the first forward (compile + tune) is reported beside them; "zyx_dist zd.jit" is the wall clock of
+a call of the forward wrapped in `zd.jit` (building the graph included, which a replay skips); torch
 times are the wall clock of the call followed by `torch.cuda.synchronize()`. JSON goes to
 OUT/model_bench.json (OUT: --out, else $OUT, else benchmarks/results).
 """
@@ -317,6 +318,12 @@ def _model(args, section: str, build_params, forward, x_shape, flops: float) -> 
             ours = timed_zd(lambda: forward(zo, zx, zp, zm), args.repeats)
             record(section, dt, "zyx_dist", ours, flops=flops, error=err,
                    note=f"first forward {first_s:.1f} s; err vs torch fp32 {err32:.1e}")
+            # the whole forward as a zd.jit function: the graph is neither built nor walked once captured
+            jitted = zd.jit(lambda x, p, m: forward(zo, x, p, m))
+            replayed = timed(lambda: jitted(zx, zp, zm), args.repeats, warmup=3)
+            same = bool(np.array_equal(as_np(jitted(zx, zp, zm)), got))
+            record(section, dt, "zyx_dist zd.jit", replayed, flops=flops, error=err,
+                   note=f"{jitted.replays} replays, {jitted.runs} runs; same values as realize(): {same}")
             record(section, dt, "torch eager", timed(eager, args.repeats, sync=sync), flops=flops)
             try:
                 compiled = torch.compile(lambda x, p, m: forward(to, x, p, m))
