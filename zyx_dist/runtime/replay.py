@@ -4,9 +4,9 @@ into a flat list of operations with everything resolved that does not depend on 
 objects, work sizes, which slots each launch reads and writes. A `Replay` then binds the slots to
 buffer ids and runs the list without building a command object per step: allocations, frees and
 launches go straight to the pool, the event tracker and the backend. On a backend that can capture
-CUDA graphs (`capture_graph`/`launch_graph`), each run of consecutive launches is a segment that is
-captured into one graph the second time it meets the same device addresses, and replayed as one graph
-launch from then on; a new address (a buffer that is new, or was freed and came back elsewhere)
+CUDA graphs (`capture_graph`/`launch_graph`), the launches between two syncs or transfers are one
+segment (the allocations and frees among them moved around them, `_grouped`), captured into one graph
+the second time it meets the same device addresses, and replayed as one graph launch from then on; a new address (a buffer that is new, or was freed and came back elsewhere)
 simply misses, so a graph never runs on memory it was not captured for. Gives back the tuple of the
 template's exported arrays; a failure re-raises the first error after the template's later frees ran.
 """
