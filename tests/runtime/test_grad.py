@@ -23,13 +23,7 @@ from zyx_dist.engine import session as zsession
 FUZZ_GRAPHS = int(os.environ.get("ZYX_DIST_GRAD_FUZZ_DEVICE", "60"))
 
 
-@pytest.fixture(autouse=True)
-def no_tuning(zd_session):
-    s = zd_session if zd_session is not None else zsession.running()
-    old = s.tuner.enabled
-    s.tuner.enabled = False
-    yield
-    s.tuner.enabled = old
+pytestmark = pytest.mark.usefixtures("tuning_off")
 
 
 def kernels_of(*ts) -> int:

@@ -16,16 +16,8 @@ from fuzzgraph import detached_session
 from training import NpAdam, NpSGD, init_params, train_np, train_zd
 
 import zyx_dist as zd
-from zyx_dist.engine import session as zsession
 
-
-@pytest.fixture(autouse=True)
-def no_tuning(zd_session):
-    s = zd_session if zd_session is not None else zsession.running()
-    old = s.tuner.enabled
-    s.tuner.enabled = False
-    yield
-    s.tuner.enabled = old
+pytestmark = pytest.mark.usefixtures("tuning_off")
 
 
 @pytest.fixture(autouse=True)
