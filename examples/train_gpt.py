@@ -1,11 +1,9 @@
 """Train a small GPT (token and position embeddings, pre-norm causal self-attention and MLP blocks) on a
 character corpus generated here, with zd.grad and zd.optim.Adam; the loss must fall. `--devices N` shards
-each batch over N devices (data parallel). The step is a `zd.jit` function: after its first calls it is
-replayed from its plan without running its Python (`--no-jit` builds every step's graph instead).
-benchmarks/train_bench.py times this model's training step.
+each batch over N devices (data parallel). The step is a `zd.jit` function, replayed from its plan after
+its first calls (`--no-jit`: build every step's graph). benchmarks/train_bench.py times this step.
 
-    python examples/train_gpt.py                         # tiny sizes, one device
-    python examples/train_gpt.py --devices 2             # 2 PoCL CPU workers, the batch sharded
+    python examples/train_gpt.py [--devices 2]           # tiny sizes, one device (or 2 PoCL CPU workers, sharded)
     python examples/train_gpt.py --embed 256 --layers 4 --heads 8 --block 128 --batch 32 --steps 300
 """
 
@@ -29,16 +27,14 @@ def corpus(n_chars, seed=0):
 
 
 def init_params(vocab, cfg, seed=0):
-    rng = np.random.default_rng(seed)
-    c, t = cfg.embed, cfg.block
-    shapes = [(vocab, c), (t, c)] + [(c, c)] * 4 * cfg.layers + [(c, 4 * c), (4 * c, c)] * cfg.layers + [(c, vocab)]
+    rng, c = np.random.default_rng(seed), cfg.embed
+    shapes = [(vocab, c), (cfg.block, c)] + [(c, c)] * 4 * cfg.layers + [(c, 4 * c), (4 * c, c)] * cfg.layers + [(c, vocab)]
     return [(rng.standard_normal(s) * (0.02 if i < 2 else s[0] ** -0.5)).astype(np.float32) for i, s in enumerate(shapes)]
 
 
 def loss_fn(params, x_hot, y_hot, mask, cfg):
     """Mean cross entropy of the next character; x_hot, y_hot: (B, T, V) one-hot; mask: (T, T) 0 / -1e9."""
-    b, t, v = x_hot.shape
-    c, h = cfg.embed, cfg.heads
+    (b, t, v), c, h = x_hot.shape, cfg.embed, cfg.heads
     emb, pos, rest = params[0], params[1], params[2:]
     x = (x_hot.reshape(b * t, v) @ emb).reshape(b, t, c) + pos
     for i in range(cfg.layers):
@@ -60,7 +56,7 @@ def main() -> None:
         ap.add_argument(f"--{name}", type=int, default=default)  # --devices N: the batch sharded over N
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--dtype", default="float32")
-    ap.add_argument("--no-jit", action="store_true", help="build and plan every step's graph (no zd.jit)")
+    ap.add_argument("--no-jit", action="store_true")  # build every step's graph, no zd.jit
     cfg = ap.parse_args()
     zd.init(ray=False, devices=None if os.environ.get("ZYX_DIST_DEVICES") or cfg.devices < 2 else {"opencl-cpu": cfg.devices})
     devs = [d.name for d in zd.devices()][: cfg.devices]
@@ -69,25 +65,21 @@ def main() -> None:
     params = [zd.tensor(p).astype(dt) for p in init_params(vocab, cfg)]
     mask = zd.tensor(np.triu(np.full((cfg.block, cfg.block), -1e9, np.float32), 1)).astype(dt)
     opt, rng, losses = zd.optim.Adam(params, lr=cfg.lr), np.random.default_rng(1), []
-
     def train_step(params, opt, x_hot, y_hot):  # the optimizer is an argument: its state is the step's too
         loss = loss_fn(params, x_hot, y_hot, mask, cfg)
         return loss, opt.step(zd.grad(loss, params))
-
     run = train_step if cfg.no_jit else zd.jit(train_step)
     for step in range(cfg.steps):
         window = text[rng.integers(0, len(text) - cfg.block - 1, cfg.batch)[:, None] + np.arange(cfg.block + 1)]
         x_hot, y_hot = (zd.tensor(eye[window[:, s]]).astype(dt) for s in (slice(0, -1), slice(1, None)))
-        if len(devs) > 1:
-            x_hot, y_hot = x_hot.shard(devs), y_hot.shard(devs)
+        x_hot, y_hot = (x_hot.shard(devs), y_hot.shard(devs)) if len(devs) > 1 else (x_hot, y_hot)
         loss, params = run(params, opt, x_hot, y_hot)
-        zd.realize(loss, *params)  # (the jitted step's results are realized already)
-        losses.append(loss.item())
+        losses.append(zd.realize(loss, *params)[0].item())  # (a jitted step's results are realized already)
         if step % 10 == 0 or step == cfg.steps - 1:
             print(f"step {step:4d}  loss {losses[-1]:.4f}")
     first, last = np.mean(losses[:3]), np.mean(losses[-3:])
-    how = "" if cfg.no_jit else f"; zd.jit replayed {run.replays} of {cfg.steps} steps"
-    print(f"loss fell from {first:.3f} to {last:.3f} (vocabulary {vocab}, ln V = {np.log(vocab):.3f}) on {devs}{how}")
+    print(f"loss fell from {first:.3f} to {last:.3f} (vocabulary {vocab}, ln V = {np.log(vocab):.3f}) on {devs}"
+          + ("" if cfg.no_jit else f"; zd.jit replayed {run.replays} of {cfg.steps} steps"))
     zd.shutdown()
     if not last < 0.6 * first:
         raise SystemExit("train_gpt: the loss did not fall enough")

@@ -30,3 +30,16 @@ def zd_session():
     session = zd.init(ray=False)
     yield session
     zd.shutdown()
+
+
+@pytest.fixture
+def tuning_off(zd_session):
+    """The session's autotuner off for a test: modules whose many small kernels would each be tuned use it
+    (`pytestmark = pytest.mark.usefixtures("tuning_off")`)."""
+    from zyx_dist.engine import session as zsession
+
+    s = zd_session if zd_session is not None else zsession.running()
+    old = s.tuner.enabled
+    s.tuner.enabled = False
+    yield
+    s.tuner.enabled = old
