@@ -107,12 +107,14 @@ def _flatten(tree: Any) -> tuple[list[Tensor], list[Optimizer], tuple]:
 
 
 def _results(tree: Any) -> tuple[list[Tensor], tuple]:
-    """The tensors `fn` returned, in order, and the spec of the containers around them (for `_rebuild`)."""
+    """The tensors `fn` returned, in order, and the spec of the containers around them (for `_rebuild`);
+    paths for the error message kept as pairs, as in `_flatten`."""
     flat: list[Tensor] = []
     spec: list = []  # pre-order: "t" | None | (tuple or list, n) | (dict, keys)
-    stack: list[tuple[Any, str]] = [(tree, "result")]
+    stack: list[tuple[Any, Any]] = [(tree, "result")]
+    pop, push = stack.pop, stack.append
     while stack:
-        x, where = stack.pop()
+        x, where = pop()
         cls = x.__class__
         if cls is Tensor:
             flat.append(x)
@@ -121,13 +123,16 @@ def _results(tree: Any) -> tuple[list[Tensor], tuple]:
             spec.append(None)
         elif cls is tuple or cls is list:
             spec.append((cls, len(x)))
-            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(x))))
+            for i in range(len(x) - 1, -1, -1):
+                push((x[i], (where, i)))
         elif cls is dict:
-            spec.append((dict, tuple(x)))
-            stack.extend((x[k], f"{where}[{k!r}]") for k in reversed(list(x)))
+            keys = tuple(x)
+            spec.append((dict, keys))
+            for k in reversed(keys):
+                push((x[k], (where, k)))
         else:
-            raise TypeError(f"zd.jit: the function returned a {cls.__name__} at {where}; a jitted function "
-                            "returns tensors (alone or in tuples, lists and dicts) or None")
+            raise TypeError(f"zd.jit: the function returned a {cls.__name__} at {_where(where)}; a jitted "
+                            "function returns tensors (alone or in tuples, lists and dicts) or None")
     return flat, tuple(spec)
 
 

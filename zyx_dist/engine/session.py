@@ -358,7 +358,7 @@ class Session(Recovery, Exchange, Readback):
                 # commands, as in plan(): those allocations would start collections that find nothing
                 with gc_paused():
                     found = self.plans.lookup(nodes, affinity)
-                    if self.recorder is not None:
+                    if self.recorder is not None and found is not None:  # (None: told once, below)
                         self.recorder(nodes, found)
                     if found is not None and found[2] is not None and found[2].templates and \
                             templates.replay(self, found, t0):

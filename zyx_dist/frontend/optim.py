@@ -35,13 +35,19 @@ __all__ = ["SGD", "Adam", "Optimizer"]
 
 
 
-def _scalar(name: str, value: float, like: Node, made: dict) -> Node:
-    """A step-dependent scalar as a 0-d host leaf broadcast to like's shape (no new kernel). `made` keeps
-    one leaf per name and dtype for the step: one upload each, whatever the number of parameters."""
-    key = (name, like.dtype)
+def _scalar_leaf(name: str, value: float, dtype: DType, made: dict) -> Node:
+    """A step-dependent scalar as a 0-d host leaf; `made` keeps one leaf per name and dtype for the step:
+    one upload each, whatever the number of parameters."""
+    key = (name, dtype)
     leaf = made.get(key)
     if leaf is None:
-        leaf = made[key] = graph.leaf(np.array(value, like.dtype.np_dtype), like.dtype)
+        leaf = made[key] = graph.leaf(np.array(value, dtype.np_dtype), dtype)
+    return leaf
+
+
+def _scalar(name: str, value: float, like: Node, made: dict) -> Node:
+    """`_scalar_leaf` broadcast to like's shape (no new kernel)."""
+    leaf = _scalar_leaf(name, value, like.dtype, made)
     return graph.expand(graph.reshape(leaf, (1,) * len(like.shape)), like.shape)
 
 
@@ -200,9 +206,8 @@ class Adam(Optimizer):
         step_size, inv_bc2 = self._step_scalars(t)
         made: dict = {}
         for d in sorted({_compute_dtype(p.dtype) for p in self.params}, key=lambda d: d.name):
-            like = graph.const(0, (), d)
-            _scalar("step_size", step_size, like, made)
-            _scalar("inv_bc2", inv_bc2, like, made)
+            _scalar_leaf("step_size", step_size, d, made)
+            _scalar_leaf("inv_bc2", inv_bc2, d, made)
         self._next = ((t, self.lr, self.betas), made)
         return self.jit_outputs() + [Tensor(n) for n in made.values()]
 
