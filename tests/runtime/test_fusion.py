@@ -179,3 +179,22 @@ def test_stats_shape():
     assert isinstance(s["bytes_in_use"], dict) and "opencl:0" in s["bytes_in_use"]
     zd.reset_stats()
     assert zd.stats()["kernels_launched"] == 0
+
+
+def test_residual_stream_is_stored_by_each_matmul_epilogue():
+    """x = x + (layer_norm(x) @ w + b), six times: each matmul kernel stores the residual sum (bias and
+    residual in its epilogue), so each layer is two kernels that each read one activation, however deep the
+    stack (the sum used to be recomputed from every earlier product in each layer norm)."""
+    layers = 6
+    x, a = leaf((16, 32))
+    want = a.astype(np.float64)
+    y = x
+    for i in range(layers):
+        w, wa = leaf((32, 32), seed=2 * i + 1)
+        b, ba = leaf((32,), seed=2 * i + 2)
+        y = y + (zd.layer_norm(y, axis=-1) @ w + b)
+        mu = want.mean(-1, keepdims=True)
+        ln = (want - mu) / np.sqrt(want.var(-1, keepdims=True) + 1e-5)
+        want = want + (ln @ wa + ba)
+    assert launched(y) == 2 * layers
+    assert_close(y, want, zd.float32, loose=50)

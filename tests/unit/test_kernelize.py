@@ -320,3 +320,27 @@ def test_launch_order_on_a_wider_graph():
     freed = {n.id for k in ks for n in k.frees_after}
     assert not freed & {loss.id, p.id, h.id}
     assert {mx.id, s.id} <= freed
+
+
+def test_a_reduce_needed_by_several_kernels_is_stored_with_its_epilogue():
+    """`x + (a @ w + b)` read by two kernels is stored as the sum (the product's kernel adds bias and
+    residual), not as the bare product each reader would add them to again."""
+    x, a, w, b = leaf(8, 16), leaf(8, 16), leaf(16, 16), leaf(16)
+    y = add(x, add(matmul(a, w), g.expand(g.reshape(b, (1, 16)), (8, 16))))
+    r1 = g.reduce(g.ReduceOp.SUM, y, (1,))
+    r2 = g.reduce(g.ReduceOp.MAX, y, (1,))
+    ks = kernelize([r1, r2])
+    assert_launch_order(ks)
+    assert ids(ks[0].outputs) == [y.id]
+    assert all(ids(k.inputs) == [y.id] for k in ks[1:])
+
+
+def test_two_products_in_one_sum_stay_two_stored_products():
+    """The chain from a product up to the node it is stored at stops below an op another product feeds."""
+    a, w, c, v = leaf(8, 16), leaf(16, 16), leaf(8, 16), leaf(16, 16)
+    p, q = matmul(a, w), matmul(c, v)
+    y = add(p, q)
+    ks = kernelize([g.reduce(g.ReduceOp.SUM, y, (1,)), g.reduce(g.ReduceOp.MAX, y, (1,))])
+    assert_launch_order(ks)
+    by_input = {x.id: ids(k.outputs) for k in ks for x in k.inputs}
+    assert by_input[a.id] == [p.srcs[0].id] and by_input[c.id] == [q.srcs[0].id]  # each product (the reduce under its reshape) its own kernel

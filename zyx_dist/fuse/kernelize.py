@@ -115,7 +115,8 @@ def kernelize(targets: list[Node], limits: Limits = DEFAULT_LIMITS,
     order = toposort(targets, stop=is_input)
     stored: set[int] = {t.id for t in targets}
     stored |= {n.id for n in order if n.device is not None and not is_input(n)}
-    _reduce_stores(order, stored, decide=True)
+    users = _users(order)
+    _reduce_stores(order, stored, decide=True, users=users)
     _fit(order, stored, limits)
     # A reduce-bearing node needed by several kernels is stored once; repeat until no new store appears.
     # Only the lowest such nodes of a chain are stored in one round: once a reduce's result is stored, the
@@ -127,7 +128,8 @@ def kernelize(targets: list[Node], limits: Limits = DEFAULT_LIMITS,
         reach = _reaching_groups(order, stored, groups)
         bearing = _reduce_bearing(order, stored)
         wanted = {n.id for n in order if n.id not in stored and bearing[n.id] and len(reach.get(n.id, ())) > 1}
-        extra = {_view_base(by_id[i]).id for i in wanted if not any(s.id in wanted for s in by_id[i].srcs)} - stored
+        extra = {_view_base(_chain_top(by_id[i], users, stored, bearing)).id
+                 for i in wanted if not any(s.id in wanted for s in by_id[i].srcs)} - stored
         if not extra:
             break
         stored |= extra
@@ -139,7 +141,41 @@ def kernelize(targets: list[Node], limits: Limits = DEFAULT_LIMITS,
     return _kernels(order, stored, groups, {t.id for t in targets}, rows, limits, affinity or {})
 
 
-def _reduce_stores(order: list[Node], stored: set[int], decide: bool) -> tuple[dict[int, bool], dict]:
+EPILOGUE_OPS = (Op.UNARY, Op.BINARY, Op.CAST, Op.WHERE, Op.RESHAPE)  # ops a stored reduce's kernel may end with
+
+
+def _users(order: list[Node]) -> dict[int, list[Node]]:
+    """The distinct consumers of each node among `order`."""
+    users: dict[int, list[Node]] = {}
+    for n in order:
+        for s in dict.fromkeys(n.srcs):
+            users.setdefault(s.id, []).append(n)
+    return users
+
+
+def _chain_top(n: Node, users: dict[int, list[Node]], stored: set[int], bears: dict[int, bool]) -> Node:
+    """Where to store a reduce that several kernels need: at the top of the chain of elementwise ops (and
+    reshapes) of its size that it alone feeds, one consumer after another. Storing `x + (a @ w + b)`
+    rather than `a @ w` makes the bias and the residual the matmul kernel's epilogue, and keeps a
+    residual stream from being recomputed, from every matmul product before it, in each kernel that reads
+    it (a 12-layer transformer's last layer norm read 24 products). The same one node is stored, so
+    no kernel is added. The chain stops below an op that another unstored reduce also feeds (`bears`:
+    whether computing a node runs a reduce): `a @ b + c @ d` stays two products."""
+    top = n
+    while n.id not in stored:
+        up = users.get(n.id, ())
+        if len(up) != 1 or up[0].op not in EPILOGUE_OPS or up[0].size != n.size or up[0].device != n.device:
+            break
+        if any(s is not n and s.id not in stored and bears.get(s.id) for s in up[0].srcs):
+            break
+        n = up[0]
+        if n.op is not Op.RESHAPE:  # a chain ending in reshapes stores what is under them
+            top = n
+    return top
+
+
+def _reduce_stores(order: list[Node], stored: set[int], decide: bool,
+                   users: dict[int, list[Node]] | None = None) -> tuple[dict[int, bool], dict]:
     """Expand after a reduce: store what is expanded (zyx's is_preceded_by_reduce), in one bottom-up pass,
     except a row broadcast (see `row_suffix`): softmax-like kernels then read each row once. With `decide`
     the stores are added to `stored`; either way gives, per node, whether computing it runs a reduce and
@@ -148,6 +184,7 @@ def _reduce_stores(order: list[Node], stored: set[int], decide: bool) -> tuple[d
     row: dict[int, tuple[int, ...] | None] = {}
     origin: dict[int, list[Node]] = {}  # of a node with a row: the nodes whose row broadcasts give it that row
     passes: dict[int, int] = {}  # per-row reduces chained in the kernel computing the node
+    by_id: dict[int, Node] | None = None
     for n in order:
         row[n.id] = None
         if is_input(n) or n.op is Op.CONST:
@@ -178,12 +215,14 @@ def _reduce_stores(order: list[Node], stored: set[int], decide: bool) -> tuple[d
             elif row[src.id] is None:
                 # the inner reduces run in parallel rather than inside the outer loop: they are stored (the
                 # elementwise ops between them and this reduce are recomputed in its loop)
-                stored |= _inner_reduces(src, stored)
+                by_id = {x.id: x for x in order} if by_id is None else by_id
+                stored |= {_chain_top(by_id[r], users or {}, stored, has_reduce).id for r in _inner_reduces(src, stored)}
             elif contractions := _inner_reduces(src, stored, through_broadcasts=False):
                 # a reduce read at the row's own resolution (a matmul: the backward of layer_norm(x) @ W, or
                 # softmax(x @ W)) would run its whole loop inside every pass over the row: stored, it is a
                 # GEMM of its own and each pass reads it
-                stored |= contractions
+                by_id = {x.id: x for x in order} if by_id is None else by_id
+                stored |= {_chain_top(by_id[r], users or {}, stored, has_reduce).id for r in contractions}
             elif passes[src.id] >= ROW_PASSES:
                 _store_base(src, stored, has_reduce)  # too many per-row reduces chained in one kernel
         elif rows and (len(rows) > 1 or n.op not in ROW_OPS):
