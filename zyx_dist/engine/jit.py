@@ -58,6 +58,7 @@ def _where(path: Any) -> str:
 
 
 _STATE = object()  # the path key of an optimizer's state
+_TENSORS = object()  # the signature tag of a call whose arguments are tensors alone
 
 
 def _flatten(tree: Any) -> tuple[list[Tensor], list[Optimizer], tuple]:
@@ -70,13 +71,15 @@ def _flatten(tree: Any) -> tuple[list[Tensor], list[Optimizer], tuple]:
     sig: list = []
     stack: list[tuple[Any, Any]] = [(tree, "args")]
     pop, push = stack.pop, stack.append
+    sharded = shard.active()
     while stack:
         x, where = pop()
         cls = x.__class__
         if cls is Tensor:
             tensors.append(x)
-            sig.append((x.node.shape, x.node.dtype))
-            pieces = shard.sharded(x.node)
+            node = x.node
+            sig.append((node.shape, node.dtype.name))  # the name: a str hashes in C, a DType in Python
+            pieces = shard.sharded(node) if sharded else None
             if pieces is not None:  # the graph reads a sharded value's pieces: they are arguments too
                 sig.append(pieces.layout())
                 for p in reversed(pieces.pieces):
@@ -249,7 +252,13 @@ class Jit:
         if self._session is None or self._session() is not s:  # another session: nothing recorded holds
             self._signatures.clear()
             self._session = weakref.ref(s)
-        tensors, opts, sig = _flatten((args, kwargs))
+        if not kwargs and all(a.__class__ is Tensor for a in args) and not shard.active():
+            # tensors alone, the usual step: its signature without the general walk (tagged, so no other
+            # arguments can have the same one)
+            tensors, opts = list(args), []
+            sig = (_TENSORS, *[(t.node.shape, t.node.dtype.name) for t in args])
+        else:
+            tensors, opts, sig = _flatten((args, kwargs))
         entry = self._signatures.get(sig)
         if entry is None:
             entry = self._signatures[sig] = _Signature()
@@ -373,6 +382,8 @@ class Jit:
                 outs.append(t)
             else:
                 outs.append(tensors[what] if kind == "arg" else Tensor(what))
+        if not opts and c.spec == ("t",):  # one tensor, the usual step's result
+            return outs[0]
         n_flat = c.spec.count("t")
         state = outs[n_flat:]
         for o, steps in zip(opts, c.steps):

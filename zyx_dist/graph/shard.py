@@ -59,6 +59,11 @@ def register(root: Node, axis: int, pieces: list[Node], devices: list[str]) -> N
     _SHARDED[root] = Sharded(axis, tuple(pieces), tuple(devices))
 
 
+def active() -> bool:
+    """Whether any sharded value is alive (when none is, `sharded` is None for every node)."""
+    return bool(_SHARDED)
+
+
 def sharded(node: Node) -> Sharded | None:
     """The shards of `node` when it is a sharded value, else None."""
     return _SHARDED.get(node) if _SHARDED else None
