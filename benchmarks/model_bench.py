@@ -14,8 +14,8 @@ Sections (each checked against torch in the same run; times are medians with the
 - `gpt2`: a 12-layer GPT-2-small-shaped forward (D=768, 12 heads, T=1024, B=8, final layer norm and
   the LM head over the vocabulary padded to 50304, as GPT-2 trainers pad it), fp32 and bf16, the same
   three systems.
-- `first`: the first forward of the block in a fresh process (compile + tune into an empty cache
-  directory), then again in a second process that finds the disk caches.
+- `first`: the first forward of the block and of GPT-2 (fp32) in a fresh process (compile + tune into an
+  empty cache directory), then again in a second process that finds the disk caches.
 zyx_dist times are the wall clock of `realize()` (it blocks until the result exists) in-process on
 cuda:0, the graph rebuilt before each timed realize as a user's loop would (the plan cache serves
 repeats); the first forward (compile + tune) is reported beside them; "zyx_dist zd.jit" is the wall clock of
@@ -372,28 +372,38 @@ import sys, time, numpy as np
 sys.path.insert(0, {here!r})
 import model_bench as mb, zyx_dist as zd
 zd.init(ray=False, devices=["cuda:0"], config={{"autotune": {{"cache_dir": {cache!r}}}}})
-rng = np.random.default_rng(3); B, T, D, H = 8, 1024, 1024, 16
-p = mb._tree(mb.block_params(rng, D), lambda a: zd.tensor(a).realize())
+rng = np.random.default_rng(3); B, T = 8, 1024
+if {model!r} == "block":
+    D, H = 1024, 16
+    p = mb._tree(mb.block_params(rng, D), lambda a: zd.tensor(a).realize())
+    forward = lambda x, m: mb.block(mb.Ops("zd"), x, p, H, m)
+else:
+    D, H, L, V = 768, 12, 12, 50304
+    final = {{"ln_w": np.ones(D, np.float32), "ln_b": np.zeros(D, np.float32),
+              "wte_t": (rng.standard_normal((D, V)) * 0.02).astype(np.float32)}}
+    p = mb._tree({{"layers": [mb.block_params(rng, D) for _ in range(L)], "final": final}}, lambda a: zd.tensor(a).realize())
+    forward = lambda x, m: mb.gpt2(mb.Ops("zd"), x, p["layers"], p["final"], H, m)
 x = zd.tensor(rng.standard_normal((B, T, D)).astype(np.float32)).realize()
 m = zd.tensor(mb.causal_mask(T)).realize()
-t = time.perf_counter(); mb.block(mb.Ops("zd"), x, p, H, m).realize(); print("FIRST", time.perf_counter() - t)
+t = time.perf_counter(); forward(x, m).realize(); print("FIRST", time.perf_counter() - t)
 """
 
 
 def run_first(args) -> None:
-    """The block's first forward in a fresh process with an empty cache, then in a second process."""
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(cache, "cupy"))
-        for label in ("first process (compile + tune)", "second process (disk caches)"):
-            code = FIRST.format(here=os.path.dirname(os.path.abspath(__file__)), cache=cache)
-            r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env,
-                               timeout=900)
-            line = [ln for ln in r.stdout.splitlines() if ln.startswith("FIRST")]
-            if not line:
-                record("first", "block fp32 first forward", label, None, note=f"failed: {r.stderr[-300:]}")
-                continue
-            secs = float(line[0].split()[1])
-            record("first", "block fp32 first forward", label, {"median_ms": secs * 1e3, "iqr_ms": 0.0, "n": 1})
+    """Each model's first forward (fp32) in a fresh process with empty caches, then in a second process."""
+    for model in ("block", "gpt2"):
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(cache, "cupy"))
+            for label in ("first process (compile + tune)", "second process (disk caches)"):
+                code = FIRST.format(here=os.path.dirname(os.path.abspath(__file__)), cache=cache, model=model)
+                r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
+                                   env=env, timeout=900)
+                line = [ln for ln in r.stdout.splitlines() if ln.startswith("FIRST")]
+                if not line:
+                    record("first", f"{model} fp32 first forward", label, None, note=f"failed: {r.stderr[-300:]}")
+                    continue
+                secs = float(line[0].split()[1])
+                record("first", f"{model} fp32 first forward", label, {"median_ms": secs * 1e3, "iqr_ms": 0.0, "n": 1})
 
 
 def main() -> None:
