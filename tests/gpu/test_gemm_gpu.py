@@ -90,6 +90,43 @@ def test_cuda_gemm_against_numpy(cuda_worker, dtype, case, tile):
     assert np.abs(got - exp).max() <= tol * scale, (name, np.abs(got - exp).max(), scale)
 
 
+def _compute_capability_9() -> bool:
+    import cupy
+
+    return cupy.cuda.Device(0).compute_capability == "90"
+
+
+def _wgmma_cases():
+    a, b = RNG.standard_normal((100, 520)).astype(np.float32), RNG.standard_normal((520, 300)).astype(np.float32)
+    bt = RNG.standard_normal((300, 520)).astype(np.float32)
+    # k-steps enough to wrap every stage ring (9 steps of 64, 8 past the last), tails on every side
+    return CASES + [("deep_k", [a, b], lambda t: t[0] @ t[1], lambda n: n[0] @ n[1]),
+                    ("deep_k_bt", [a, bt], lambda t: t[0] @ t[1].mT, lambda n: n[0] @ n[1].T)]
+
+
+WGMMA_CASES = _wgmma_cases()
+
+
+@pytest.mark.skipif(cuda_devices() == 0 or not _compute_capability_9(), reason="wgmma needs compute capability 9.0")
+@pytest.mark.parametrize("dtype", [np.float16, BF], ids=["float16", "bfloat16"])
+@pytest.mark.parametrize("case", WGMMA_CASES, ids=[c[0] for c in WGMMA_CASES])
+@pytest.mark.parametrize("tile,stages", [(0, 4), (1, 4), (0, 3), (1, 5)], ids=["t256s4", "t128s4", "t256s3", "t128s5"])
+def test_cuda_wgmma_gemm_against_numpy(cuda_worker, dtype, case, tile, stages):
+    """Hopper's wgmma GEMM (codegen/gemm_wgmma.py, the dialect of compute capability 9.0) at every shape class,
+    each tile and stage option the tuner may pick."""
+    name, arrays, build, ref = case
+    t = build([zd.tensor(x.astype(dtype)) for x in arrays])
+    if name.startswith("deep_k"):
+        exp = ref([x.astype(dtype).astype(np.float32) for x in arrays])
+    else:
+        exp = _expected(name, arrays, dtype)
+    opts = KernelOpts(wgmma=1, tile=tile, stages=stages)
+    got = run_kernels(cuda_worker, t, lambda k: opts, "cuda_sm90a").astype(np.float32)
+    scale = np.abs(exp).max()
+    tol = 5e-3 if dtype == np.float16 else 1.5e-2
+    assert np.abs(got - exp).max() <= tol * scale, (name, np.abs(got - exp).max(), scale)
+
+
 @pytest.mark.skipif(nvidia_opencl_index() is None, reason="no NVIDIA OpenCL device")
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_nvidia_opencl_gemm_against_numpy(case):

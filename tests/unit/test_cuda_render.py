@@ -271,14 +271,14 @@ def _translation_unit(progs: list[Program]) -> tuple[str, list[tuple[int, str]]]
     return "".join(parts), starts
 
 
-def _nvcc(sources: dict[str, str], tmp: str) -> dict[str, str]:
+def _nvcc(sources: dict[str, str], tmp: str, args: list[str] = NVCC_ARGS) -> dict[str, str]:
     """Compile each named source with nvcc (in parallel); the error output of those that fail."""
     def run(item):
         name, text = item
         path = os.path.join(tmp, f"{name}.cu")
         with open(path, "w") as f:
             f.write(text)
-        r = subprocess.run([NVCC, *NVCC_ARGS, path, "-o", os.path.join(tmp, f"{name}.ptx")],
+        r = subprocess.run([NVCC, *args, path, "-o", os.path.join(tmp, f"{name}.ptx")],
                            check=False, capture_output=True, text=True, timeout=600)
         return name, (r.stdout + r.stderr) if r.returncode else None
 
@@ -417,4 +417,50 @@ def test_nvcc_accepts_gemm_and_attention_forms():
     sources = {name: render_kernel(k, CUDA, opts).source for name, (k, opts) in _gemm_and_attention_kernels().items()}
     with tempfile.TemporaryDirectory() as tmp:
         errors = _nvcc(sources, tmp)
+    assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in list(errors.items())[:2])
+
+
+def _wgmma_kernels() -> dict[str, tuple[Kernel, object]]:
+    """The half-type GEMM forms above (views, an epilogue, a transposed operand) and one evaluated element by
+    element, with each wgmma tile and stage option of the tuner."""
+    from zyx_dist.codegen.options import KernelOpts
+
+    forms = {name[:-3]: k for name, (k, _) in _gemm_and_attention_kernels().items()
+             if name.endswith("_t0") and "float32" not in name}
+    for dtype in (dt.float16, dt.bfloat16):
+        scaled = g.binary(g.BinaryOp.MUL, leaf(64, 72, dtype=dtype), g.const(0.5, (64, 72), dtype))
+        forms[f"scaled_{dtype.name}"] = one(_matmul(scaled, leaf(72, 96, dtype=dtype)))
+    return {f"{name}_wgmma_t{tile}_s{stages}": (k, KernelOpts(wgmma=1, tile=tile, stages=stages))
+            for name, k in forms.items() for tile, stages in ((0, 4), (1, 4), (0, 3), (1, 5))}
+
+
+def test_wgmma_gemm_only_in_the_dialect_of_compute_capability_9():
+    from zyx_dist.codegen import options
+    from zyx_dist.codegen.autotune import Target
+    from zyx_dist.codegen.render import CUDA_SM90A, facts
+
+    for name, (k, opts) in _wgmma_kernels().items():
+        src = render_kernel(k, CUDA_SM90A, opts).source
+        assert "wgmma.mma_async.sync.aligned.m64n" in src and "// zyx_dist: arch sm_90a" in src, name
+        assert "wgmma" not in render_kernel(k, CUDA, opts).source, name  # other GPUs keep mma.sync
+        assert options.candidates(facts(k, "cuda_sm90a"))[0].wgmma == 1, name
+        assert not any(o.wgmma for o in options.candidates(facts(k, "cuda"))), name
+    assert Target.dialect_of("cuda", "9.0") == ("cuda_sm90a", False)
+    assert Target.dialect_of("cuda", "8.0") == ("cuda", False) and Target.dialect_of("opencl", "9.0") == ("opencl", False)
+
+
+def test_wgmma_is_switched_off_by_the_environment(monkeypatch):
+    from zyx_dist.codegen.autotune import Target
+
+    monkeypatch.setenv("ZYX_DIST_WGMMA", "0")
+    assert Target.dialect_of("cuda", "9.0") == ("cuda", False)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_nvcc_accepts_wgmma_forms():
+    from zyx_dist.codegen.render import CUDA_SM90A
+
+    sources = {name: render_kernel(k, CUDA_SM90A, opts).source for name, (k, opts) in _wgmma_kernels().items()}
+    with tempfile.TemporaryDirectory() as tmp:
+        errors = _nvcc(sources, tmp, ["--ptx", "-arch=sm_90a", "-x", "cu"])
     assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in list(errors.items())[:2])

@@ -54,10 +54,16 @@ class Target:
     interpreted: bool = False  # a device that runs the kernel's op list, not its source: nothing to tune
 
     @staticmethod
-    def dialect_of(backend: str) -> tuple[str, bool]:
+    def dialect_of(backend: str, compute_capability: str = "") -> tuple[str, bool]:
         """(dialect, interpreted) of a worker's backend: the reference device runs op lists, and its
-        programs carry OpenCL C beside them for `zd.explain` and the debug output."""
-        return ("opencl", True) if backend == "reference" else (backend, False)
+        programs carry OpenCL C beside them for `zd.explain` and the debug output; a CUDA device of compute
+        capability 9.0 gets the dialect with wgmma GEMMs, unless ZYX_DIST_WGMMA is 0/false/off."""
+        if backend == "reference":
+            return "opencl", True
+        if backend == "cuda" and compute_capability == "9.0" and os.environ.get(
+                "ZYX_DIST_WGMMA", "1").strip().lower() not in ("0", "false", "off"):
+            return "cuda_sm90a", False
+        return backend, False
 
 
 @functools.lru_cache(maxsize=1)

@@ -4,6 +4,7 @@ nothing; gives the `OPENCL` and `CUDA` dialect objects the renderer is parametri
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 
@@ -57,6 +58,8 @@ class Dialect:
     )
     fp64_preamble: tuple[str, ...] = ()
     half_preamble: tuple[str, ...] = ()
+    # Hopper's wgmma for half-type GEMMs (codegen/gemm_wgmma.py): a CUDA device of compute capability 9.0
+    wgmma: bool = False
 
     def __hash__(self) -> int:
         return hash(self.name)
@@ -130,4 +133,7 @@ CUDA = Dialect(
     ),
 )
 
-DIALECTS = {d.name: d for d in (OPENCL, CUDA)}
+# the CUDA dialect on compute capability 9.0 (H100, H200): the same C, plus wgmma GEMMs compiled for sm_90a
+CUDA_SM90A = dataclasses.replace(CUDA, wgmma=True)
+
+DIALECTS = {"opencl": OPENCL, "cuda": CUDA, "cuda_sm90a": CUDA_SM90A}  # by Target.dialect

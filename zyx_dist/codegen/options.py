@@ -27,6 +27,7 @@ class KernelOpts:
     stages: int = 0  # tensor-core GEMM: shared-memory stages of the k-steps in flight (0 = 2, static memory)
     tile: int = 0  # GEMM: the tile shape (an index of gemm.TILES / gemm_tc.TILES); gemm.PLAIN = plain reduce loops
     cpu_rows: int = 0  # GEMM on CPUs: rows per work-item of gemm_cpu's template (0: the tiled GPU template)
+    wgmma: int = 0  # tensor-core GEMM: 1 = Hopper's wgmma (gemm_wgmma.py; `tile` then indexes its TILES)
 
     def tag(self) -> str:
         """A short name of the non-default choices, part of the program name."""
@@ -34,7 +35,8 @@ class KernelOpts:
                                            ("group", self.group), ("unroll", self.unroll), ("k", self.tile_k),
                                            ("prefetch", self.prefetch), ("cache", self.cache),
                                            ("lanes", self.lanes), ("tile", self.tile),
-                                           ("stages", self.stages), ("rows", self.cpu_rows))]
+                                           ("stages", self.stages), ("rows", self.cpu_rows),
+                                           ("wgmma", self.wgmma))]
         return "".join(parts)
 
 
@@ -54,6 +56,7 @@ class Shape:
     gemm_dims: tuple[int, ...] = ()  # GEMM: (batch, M, N, K)
     tensor_cores: bool = False  # GEMM: on tensor cores (half-type operands, CUDA)
     attention: bool = False  # the fused attention kernel (one form)
+    wgmma: bool = False  # GEMM on tensor cores of a dialect with wgmma (compute capability 9.0)
 
 
 def default(s: Shape) -> KernelOpts:
@@ -121,6 +124,8 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
     tiles = sorted(range(len(GEMM_TILES)), key=rank)
     if s.tensor_cores:  # two static stages first (they need no launch attribute), deeper pipelines next
         out = [KernelOpts(tile=t, stages=st) for st in (0, 3, 4) for t in tiles[:2]]
+        if s.wgmma:  # wgmma first: 128 x 256 and 128 x 128 tiles (gemm_wgmma.TILES), 4 and 3 stages
+            out = [KernelOpts(wgmma=1, tile=t, stages=st) for t, st in ((0, 4), (1, 4), (0, 3), (1, 5))] + out
     elif not s.gpu and s.dialect == "opencl":  # CPUs: SIMD lanes over columns, no local memory (gemm_cpu)
         out = [KernelOpts(cpu_rows=r) for r in (8, 4)] + [KernelOpts(tile=tiles[0])]
     else:

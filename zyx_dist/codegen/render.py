@@ -28,11 +28,11 @@ from ..dtypes import DType, bfloat16, bool_, float16, float64
 from ..fuse.kernelize import Kernel
 from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod, toposort
 from ..protocol import KernelOps
-from . import attention, attention_tiled, gemm, gemm_cpu, gemm_tc, options
+from . import attention, attention_tiled, gemm, gemm_cpu, gemm_tc, gemm_wgmma, options
 from . import symbolic as sym
 from .blocks import Block
 from .cexpr import all_nodes, binary_op, ctype, flat_index, limit, literal, preamble, render_conds, strides, unary
-from .dialects import CUDA, DIALECTS, OPENCL, Dialect  # noqa: F401 -- re-exported
+from .dialects import CUDA, CUDA_SM90A, DIALECTS, OPENCL, Dialect  # noqa: F401 -- re-exported
 from .options import KernelOpts
 from .symbolic import tangled
 from .views import chain, is_view_op
@@ -556,6 +556,9 @@ class _Renderer:
         elif o.cpu_rows and self.d.name == "opencl":
             body, gws, lws = gemm_cpu.render(spec, self.name, self.d, self.params(), operand, epilogue, T,
                                              o.cpu_rows)
+        elif gemm_tc.usable(spec, self.k, self.d) and o.wgmma and self.d.wgmma:
+            body, gws, lws = gemm_wgmma.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile,
+                                               o.stages)
         elif gemm_tc.usable(spec, self.k, self.d):
             body, gws, lws = gemm_tc.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile,
                                             o.stages)
@@ -579,7 +582,8 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
     spec = gemm.match(kernel)
     if spec is not None:
         return options.Shape(prod(kernel.shape), 1, spec.K, 0, True, False, d.name, gpu, max_lws,
-                             (spec.B, spec.M, spec.N, spec.K), gemm_tc.usable(spec, kernel, d))
+                             (spec.B, spec.M, spec.N, spec.K), gemm_tc.usable(spec, kernel, d),
+                             wgmma=d.wgmma and gemm_tc.usable(spec, kernel, d))
     if kernel.row:
         return r.shape_facts(1, 0, prod(kernel.shape[-kernel.row:]), gpu, max_lws)
     r.elementwise_body(r.root, flat_index(kernel.shape, sym.Var("gid", 0, max(prod(kernel.shape) - 1, 0))))

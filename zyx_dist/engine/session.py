@@ -144,7 +144,7 @@ class Session(Recovery, Exchange, Readback):
         self.targets: dict[str, Target] = {}
         for name, i in self.infos.items():
             key = _variant_key(i)
-            dialect, interpreted = Target.dialect_of(i["backend"])
+            dialect, interpreted = Target.dialect_of(i["backend"], str(i.get("compute_capability", "")))
             self.targets.setdefault(key, Target(key, dialect, i.get("type") == "gpu",
                                                 int(i.get("max_work_group_size") or 1024), name, *self.peaks[name],
                                                 interpreted))

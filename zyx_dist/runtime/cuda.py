@@ -137,6 +137,7 @@ def _call(prog: _Kernel, grid: int, block: int, args: tuple) -> None:
         prog.function((grid,), (block,), args)
 
 
+ARCH_MARK = "// zyx_dist: arch sm_90a"  # a kernel built for compute capability 9.0's `a` target (wgmma)
 SHARED_MARK = "// zyx_dist: dynamic shared bytes "  # a kernel that declares `extern __shared__` memory says how much
 
 
@@ -302,7 +303,8 @@ class CudaBackend:
         from cupy.cuda import compiler
 
         with self._dev:
-            module = cp.RawModule(code=source, options=COMPILE_OPTIONS + tuple(options.split()))
+            arch = ("-arch=sm_90a",) if ARCH_MARK in source else ()  # wgmma: the sm_90a features
+            module = cp.RawModule(code=source, options=COMPILE_OPTIONS + arch + tuple(options.split()))
             try:
                 module.compile()  # NVRTC runs here (RawModule is lazy)
             except compiler.CompileException as e:

@@ -204,6 +204,7 @@ class Worker:
             "max_parameter_bytes": d.get("max_parameter_bytes", 1024),
             "fp16": d["fp16"],
             "fp64": d["fp64"],
+            "compute_capability": d.get("compute_capability", ""),  # CUDA devices: picks the dialect
             "incarnation": self.incarnation,
             "nccl_rank": self.backend.nccl_rank if self.has_peer else None,
         }

@@ -1,0 +1,189 @@
+"""Driver side: the Hopper tensor-core GEMM of the CUDA dialect (sm_90a), for products of float16 or
+bfloat16 operands. Takes a `gemm.GemmSpec` as gemm_tc.py does and gives CUDA C whose inner loop is
+`wgmma.mma_async` (inline PTX): a warpgroup (4 warps) multiplies a 64-row slab of the tile by all its
+columns, reading both operands straight from shared memory through matrix descriptors, so no fragment
+passes through registers (gemm_tc.py's `mma.sync` loads every fragment with `ldmatrix` first, which caps
+it near a third of the tensor cores' rate). A work-group of two warpgroups owns a 128 x TN tile of one
+batch's output (TN = 256 or 128) in k-steps of 64. Operand tiles go to shared memory by `cp.async`
+16-byte copies (zero-filled past the edges) in `stages` buffers, `stages - 2` k-steps ahead, laid out as
+wgmma's 128-byte-swizzled canonical layouts: an operand contiguous along k as rows of 64 k (K-major),
+one contiguous along its rows or columns as 64-wide blocks of k rows (MN-major, which wgmma reads
+transposed); an operand evaluated element by element is stored K-major, 16 bits at a time. One wgmma
+group stays in flight while the next step's copies are issued. The epilogue runs on each accumulator
+before its store, as in gemm.py. The source says `// zyx_dist: arch sm_90a`: the CUDA backend compiles it
+for that target (the `a` features exist on compute capability 9.0 only)."""
+
+from __future__ import annotations
+
+from ..fuse.kernelize import Kernel
+from . import symbolic as sym
+from .gemm import Epilogue, GemmSpec, Operand
+from .gemm_tc import _HELPERS, PANEL, _mode
+
+ARCH_MARK = "// zyx_dist: arch sm_90a"
+THREADS = 256  # two warpgroups, 64 rows of the tile each
+BM, BK = 128, 64  # tile rows; k per step (64 halves: one 128-byte swizzle row)
+TILES = (256, 128)  # the tile's columns, by the `tile` option
+SHARED_LIMIT = 227 * 1024  # an sm_90 work-group's shared memory
+ATOM = 1024  # bytes of one swizzle atom (8 rows of 128 bytes); its tiles start 1024-aligned
+
+
+def stage_bytes(tn: int) -> int:
+    return 2 * BK * (BM + tn)
+
+
+def fits(tile: int, stages: int) -> bool:
+    """Whether `stages` buffers of the tile (and the alignment slack) fit in shared memory."""
+    return stages >= 3 and stages * stage_bytes(TILES[tile]) + ATOM <= SHARED_LIMIT
+
+
+def _layout(mode: str) -> str:
+    """'k' (rows of 64 k, contiguous along k) or 'mn' (64-wide blocks of k rows): an operand is stored
+    MN-major only when it is read 8 neighbours at a time along its rows or columns."""
+    return "mn" if mode == "mn" else "k"
+
+
+def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand: Operand, epilogue: Epilogue,
+           index_type: str, tile: int = 0, stages: int = 0) -> tuple[str, tuple, tuple]:
+    TN = TILES[tile if tile < len(TILES) else 0]
+    S = stages if stages and fits(tile, stages) else 4 if fits(tile, 4) else 3
+    ahead = S - 2  # k-steps whose copies are in flight beside the wgmma of this one
+    M, N, K, T = spec.M, spec.N, spec.K, index_type
+    nbx, nby = -(-N // TN), -(-M // BM)
+    kind = "bf16" if spec.a.dtype.name == "bfloat16" else "f16"
+    to_bits = "zd_bf16_store({})" if kind == "bf16" else "__half_as_ushort(__float2half_rn({}))"
+    a_bytes, b_bytes = 2 * BM * BK, 2 * TN * BK
+    bz, gi, gj, gk = spec.vars()
+    fill: list[str] = []
+    trans: dict[bool, int] = {}
+    for left in (True, False):
+        mode = _mode(spec, left)
+        layout = _layout(mode)
+        trans[left] = int(layout == "mn")
+        rows = BM if left else TN
+        at = "sa" if left else "sb"
+        me, size, first = (gi, M, "bi") if left else (gj, N, "bj")
+        view = spec.a_view if left else spec.b_view
+        if mode in ("k", "mn"):
+            chunks = rows * BK // 8
+            if mode == "k":
+                where = "const int row = e >> 3, kc = (e & 7) << 3;\n      const unsigned off = row * 128 + kc * 2;"
+            else:
+                where = (f"const int kc = e / {rows // 8}, row = (e % {rows // 8}) << 3;\n"
+                         f"      const unsigned off = (row >> 6) * 8192 + kc * 128 + (row & 63) * 2;")
+            goff = sym.render(view.offset)
+            fill.append(f"""    #pragma unroll
+    for (int r = 0; r < {-(-chunks // THREADS)}; r++) {{
+      const int e = tid + r * {THREADS};
+      {where}
+      const {T} {me.name} = {first} + row, gk = k0 + kc;
+      const bool inside = {f'e < {chunks} && ' if chunks % THREADS else ''}{me.name} < {size} && gk < {K};
+      if ({'e < ' + str(chunks) if chunks % THREADS else 'true'})
+        zd_cp_async_s({at} + zd_swz(off), inside ? (const void*)(in{view.pos} + {goff}) : (const void*)in{view.pos}, inside);
+    }}""")
+        else:
+            elems = rows * BK
+            index = spec.index(bz, gi, sym.ZERO, gk) if left else spec.index(bz, sym.ZERO, gj, gk)
+            lines, value = operand(spec.a if left else spec.b, index)
+            fill.append(f"""    #pragma unroll 4
+    for (int r = 0; r < {-(-elems // THREADS)}; r++) {{
+      const int e = tid + r * {THREADS};
+      const int row = e >> 6, kc = e & 63;
+      const {T} {me.name} = {first} + row, gk = k0 + kc;
+      float v = 0.0f;
+      if ({f'e < {elems} && ' if elems % THREADS else ''}{me.name} < {size} && gk < {K}) {{ {' '.join(lines)} v = {value}; }}
+      if ({'e < ' + str(elems) if elems % THREADS else 'true'}) zd_st_shared_u16({at} + zd_swz(row * 128 + kc * 2), {to_bits.format('v')});
+    }}""")
+    fill_code = "\n".join(fill)
+    # descriptors: K-major tiles step 32 bytes per k16 and hold the warpgroup's rows 128 bytes apart;
+    # MN-major tiles step 8 rows of 128 bytes per k16 and hold 64-row blocks 8192 bytes apart
+    a_rows = "wg * 64 * 128" if not trans[True] else "wg * 8192"
+    a_step, b_step = ("32", "2048")[trans[True]], ("32", "2048")[trans[False]]
+    a_lbo, b_lbo = (16, 8192)[trans[True]], (16, 8192)[trans[False]]
+    regs = TN // 2
+    outs = ", ".join(f"%{i}" for i in range(regs))
+    cons = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    mma = (f'asm volatile("{{ .reg .pred p; setp.ne.b32 p, %{regs + 2}, 0; '
+           f'wgmma.mma_async.sync.aligned.m64n{TN}k16.f32.{kind}.{kind} {{{outs}}}, %{regs}, %{regs + 1}, p, 1, 1, '
+           f'{trans[True]}, {trans[False]}; }}" : {cons} : "l"(da), "l"(db), "r"(1) : "memory");')
+    body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
+    shared = S * stage_bytes(TN) + ATOM
+    src = f"""{ARCH_MARK}
+{_HELPERS}
+{_WGMMA_HELPERS}
+// zyx_dist: dynamic shared bytes {shared}
+extern "C" __global__ void __launch_bounds__({THREADS}, 1) {name}({', '.join(params)}) {{
+  extern __shared__ __align__(16) unsigned char zd_pool[];
+  const unsigned base = (zd_smem(zd_pool) + {ATOM - 1}u) & ~{ATOM - 1}u;  // swizzle atoms are 1024-aligned
+  const int tid = threadIdx.x, wg = tid >> 7, w = (tid >> 5) & 3, l = tid & 31;
+  const {T} bz = ({T})(blockIdx.x / {nbx * nby});
+  const int tile = blockIdx.x % {nbx * nby};
+  const int panel = tile / {PANEL * nbx}, inpanel = tile % {PANEL * nbx};
+  const int prows = min({PANEL}, {nby} - panel * {PANEL});
+  const {T} bi = ({T})(panel * {PANEL} + inpanel % prows) * {BM}, bj = ({T})(inpanel / prows) * {TN};
+  float d[{regs}];
+  #pragma unroll
+  for (int i = 0; i < {regs}; i++) d[i] = 0.0f;
+  const int steps = {-(-K // BK)};
+  #pragma unroll
+  for (int f = 0; f < {ahead}; f++) {{  // the first {ahead} k-steps in flight
+    if (f < steps) {{
+      const unsigned sa = base + f * {a_bytes + b_bytes}u, sb = sa + {a_bytes}u;
+      const {T} k0 = ({T})f * {BK};
+{fill_code}
+    }}
+    zd_cp_commit();
+  }}
+  for (int s = 0; s < steps; s++) {{
+    asm volatile("cp.async.wait_group {ahead - 1};" ::: "memory");  // this step's copies have landed
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // ... and are visible to wgmma's reads
+    __syncthreads();  // for every thread; and every wgmma but the last one's is done with its stage
+    {{
+      const int f = s + {ahead};
+      if (f < steps) {{  // into the stage the wgmma two steps back read
+        const unsigned sa = base + (f % {S}) * {a_bytes + b_bytes}u, sb = sa + {a_bytes}u;
+        const {T} k0 = ({T})f * {BK};
+{fill_code}
+      }}
+      zd_cp_commit();
+    }}
+    const unsigned sa = base + (s % {S}) * {a_bytes + b_bytes}u, sb = sa + {a_bytes}u;
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    #pragma unroll
+    for (int kk = 0; kk < {BK // 16}; kk++) {{
+      const unsigned long long da = zd_desc(sa + {a_rows} + kk * {a_step}, {a_lbo}, 1024);
+      const unsigned long long db = zd_desc(sb + kk * {b_step}, {b_lbo}, 1024);
+      {mma}
+    }}
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+  }}
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  #pragma unroll
+  for (int i = 0; i < {regs}; i++) {{  // accumulator i: row w*16 + l/4 (+8), column 8*(i/4) + 2*(l%4) (+1)
+    const {T} gi = bi + wg * 64 + w * 16 + (l >> 2) + (((i >> 1) & 1) << 3);
+    const {T} gj = bj + ((i >> 2) << 3) + ((l & 3) << 1) + (i & 1);
+    if (gi < {M} && gj < {N}) {{
+      const float acc = d[i];
+{body}
+    }}
+  }}
+}}
+"""
+    return src, (spec.B * nbx * nby * THREADS,), (THREADS,)
+
+
+_WGMMA_HELPERS = r"""#ifndef ZD_WGMMA_HELPERS
+#define ZD_WGMMA_HELPERS
+__device__ __forceinline__ unsigned zd_swz(unsigned off) { return off ^ (((off >> 7) & 7) << 4); }
+__device__ __forceinline__ unsigned long long zd_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16)
+       | ((unsigned long long)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);  // 128-byte swizzle
+}
+__device__ __forceinline__ void zd_cp_async_s(unsigned dst, const void* src, bool inside) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(inside ? 16 : 0));
+}
+__device__ __forceinline__ void zd_st_shared_u16(unsigned dst, unsigned short v) {
+  asm volatile("st.shared.u16 [%0], %1;" :: "r"(dst), "h"(v) : "memory");
+}
+#endif"""
