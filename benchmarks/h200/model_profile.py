@@ -27,6 +27,8 @@ from zyx_dist.engine import session as zsession
 def kind(source: str) -> str:
     if "Ks[" in source:
         return "attention"
+    if "wgmma.mma_async" in source:
+        return "gemm (wgmma)"
     if "As[" in source:
         return "gemm (tensor cores)" if "mma.sync" in source else "gemm (float32)"
     return "other"

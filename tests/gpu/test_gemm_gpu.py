@@ -110,7 +110,8 @@ WGMMA_CASES = _wgmma_cases()
 @pytest.mark.skipif(cuda_devices() == 0 or not _compute_capability_9(), reason="wgmma needs compute capability 9.0")
 @pytest.mark.parametrize("dtype", [np.float16, BF], ids=["float16", "bfloat16"])
 @pytest.mark.parametrize("case", WGMMA_CASES, ids=[c[0] for c in WGMMA_CASES])
-@pytest.mark.parametrize("tile,stages", [(0, 4), (1, 4), (0, 3), (1, 5)], ids=["t256s4", "t128s4", "t256s3", "t128s5"])
+@pytest.mark.parametrize("tile,stages", [(0, 4), (1, 4), (0, 3), (1, 3), (1, 5)],
+                         ids=["t256s4", "t128s4", "t256s3", "t128s3", "t128s5"])
 def test_cuda_wgmma_gemm_against_numpy(cuda_worker, dtype, case, tile, stages):
     """Hopper's wgmma GEMM (codegen/gemm_wgmma.py, the dialect of compute capability 9.0) at every shape class,
     each tile and stage option the tuner may pick."""

@@ -431,7 +431,7 @@ def _wgmma_kernels() -> dict[str, tuple[Kernel, object]]:
         scaled = g.binary(g.BinaryOp.MUL, leaf(64, 72, dtype=dtype), g.const(0.5, (64, 72), dtype))
         forms[f"scaled_{dtype.name}"] = one(_matmul(scaled, leaf(72, 96, dtype=dtype)))
     return {f"{name}_wgmma_t{tile}_s{stages}": (k, KernelOpts(wgmma=1, tile=tile, stages=stages))
-            for name, k in forms.items() for tile, stages in ((0, 4), (1, 4), (0, 3), (1, 5))}
+            for name, k in forms.items() for tile, stages in ((0, 4), (1, 4), (0, 3), (1, 3), (1, 5))}
 
 
 def test_wgmma_gemm_only_in_the_dialect_of_compute_capability_9():

@@ -124,8 +124,9 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
     tiles = sorted(range(len(GEMM_TILES)), key=rank)
     if s.tensor_cores:  # two static stages first (they need no launch attribute), deeper pipelines next
         out = [KernelOpts(tile=t, stages=st) for st in (0, 3, 4) for t in tiles[:2]]
-        if s.wgmma:  # wgmma first: 128 x 256 and 128 x 128 tiles (gemm_wgmma.TILES), 4 and 3 stages
-            out = [KernelOpts(wgmma=1, tile=t, stages=st) for t, st in ((0, 4), (1, 4), (0, 3), (1, 5))] + out
+        if s.wgmma:  # wgmma first: 128 x 256 and 128 x 128 tiles (gemm_wgmma.TILES; 128 x 128 in 3 stages fits
+            # twice per SM)
+            out = [KernelOpts(wgmma=1, tile=t, stages=st) for t, st in ((0, 4), (1, 4), (0, 3), (1, 3), (1, 5))] + out
     elif not s.gpu and s.dialect == "opencl":  # CPUs: SIMD lanes over columns, no local memory (gemm_cpu)
         out = [KernelOpts(cpu_rows=r) for r in (8, 4)] + [KernelOpts(tile=tiles[0])]
     else:
