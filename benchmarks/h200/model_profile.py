@@ -17,6 +17,9 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+# a replayed CUDA graph is traced with its time split evenly over its kernels: per-kernel times need them
+# launched one by one
+os.environ.setdefault("ZYX_DIST_CUDA_GRAPHS", "0")
 import model_bench as mb
 from step_profile import kernel_times
 

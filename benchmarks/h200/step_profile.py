@@ -18,6 +18,9 @@ from types import SimpleNamespace
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+# a replayed CUDA graph is traced with its time split evenly over its kernels: per-kernel times need them
+# launched one by one
+os.environ.setdefault("ZYX_DIST_CUDA_GRAPHS", "0")
 import train_bench
 
 import zyx_dist as zd
