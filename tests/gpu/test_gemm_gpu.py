@@ -110,9 +110,10 @@ WGMMA_CASES = _wgmma_cases()
 @pytest.mark.skipif(cuda_devices() == 0 or not _compute_capability_9(), reason="wgmma needs compute capability 9.0")
 @pytest.mark.parametrize("dtype", [np.float16, BF], ids=["float16", "bfloat16"])
 @pytest.mark.parametrize("case", WGMMA_CASES, ids=[c[0] for c in WGMMA_CASES])
-@pytest.mark.parametrize("tile,stages", [(0, 4), (1, 4), (0, 3), (1, 3), (1, 5)],
-                         ids=["t256s4", "t128s4", "t256s3", "t128s3", "t128s5"])
-def test_cuda_wgmma_gemm_against_numpy(cuda_worker, dtype, case, tile, stages):
+@pytest.mark.parametrize("staged", [0, 1], ids=["direct", "staged"])
+@pytest.mark.parametrize("tile,stages,deep", [(0, 4, 0), (1, 4, 0), (0, 3, 0), (1, 3, 0), (1, 3, 1), (1, 5, 0)],
+                         ids=["t256s4", "t128s4", "t256s3", "t128s3", "t128s3deep", "t128s5"])
+def test_cuda_wgmma_gemm_against_numpy(cuda_worker, dtype, case, tile, stages, deep, staged):
     """Hopper's wgmma GEMM (codegen/gemm_wgmma.py, the dialect of compute capability 9.0) at every shape class,
     each tile and stage option the tuner may pick."""
     name, arrays, build, ref = case
@@ -121,7 +122,7 @@ def test_cuda_wgmma_gemm_against_numpy(cuda_worker, dtype, case, tile, stages):
         exp = ref([x.astype(dtype).astype(np.float32) for x in arrays])
     else:
         exp = _expected(name, arrays, dtype)
-    opts = KernelOpts(wgmma=1, tile=tile, stages=stages)
+    opts = KernelOpts(wgmma=1, tile=tile, stages=stages, prefetch=deep, cache=staged)
     got = run_kernels(cuda_worker, t, lambda k: opts, "cuda_sm90a").astype(np.float32)
     scale = np.abs(exp).max()
     tol = 5e-3 if dtype == np.float16 else 1.5e-2

@@ -430,8 +430,10 @@ def _wgmma_kernels() -> dict[str, tuple[Kernel, object]]:
     for dtype in (dt.float16, dt.bfloat16):
         scaled = g.binary(g.BinaryOp.MUL, leaf(64, 72, dtype=dtype), g.const(0.5, (64, 72), dtype))
         forms[f"scaled_{dtype.name}"] = one(_matmul(scaled, leaf(72, 96, dtype=dtype)))
-    return {f"{name}_wgmma_t{tile}_s{stages}": (k, KernelOpts(wgmma=1, tile=tile, stages=stages))
-            for name, k in forms.items() for tile, stages in ((0, 4), (1, 4), (0, 3), (1, 3), (1, 5))}
+    return {f"{name}_wgmma_t{tile}_s{stages}_p{deep}_c{staged}":
+            (k, KernelOpts(wgmma=1, tile=tile, stages=stages, prefetch=deep, cache=staged))
+            for name, k in forms.items() for staged in (0, 1)
+            for tile, stages, deep in ((0, 4, 0), (1, 4, 0), (0, 3, 0), (1, 3, 0), (1, 3, 1), (1, 5, 0))}
 
 
 def test_wgmma_gemm_only_in_the_dialect_of_compute_capability_9():
@@ -442,6 +444,7 @@ def test_wgmma_gemm_only_in_the_dialect_of_compute_capability_9():
     for name, (k, opts) in _wgmma_kernels().items():
         src = render_kernel(k, CUDA_SM90A, opts).source
         assert "wgmma.mma_async.sync.aligned.m64n" in src and "// zyx_dist: arch sm_90a" in src, name
+        assert ("zd_st0[zd_l]" in src) == bool(opts.cache), name  # every form's tile fits in the stages
         assert "wgmma" not in render_kernel(k, CUDA, opts).source, name  # other GPUs keep mma.sync
         assert options.candidates(facts(k, "cuda_sm90a"))[0].wgmma == 1, name
         assert not any(o.wgmma for o in options.candidates(facts(k, "cuda"))), name

@@ -5,11 +5,12 @@ columns, reading both operands straight from shared memory through matrix descri
 passes through registers (gemm_tc.py's `mma.sync` loads every fragment with `ldmatrix` first, which caps
 it near a third of the tensor cores' rate). A work-group of two warpgroups owns a 128 x TN tile of one
 batch's output (TN = 256 or 128) in k-steps of 64. Operand tiles go to shared memory by `cp.async`
-16-byte copies (zero-filled past the edges) in `stages` buffers, `stages - 2` k-steps ahead, laid out as
+16-byte copies (zero-filled past the edges) in `stages` buffers, k-steps ahead, laid out as
 wgmma's 128-byte-swizzled canonical layouts: an operand contiguous along k as rows of 64 k (K-major),
 one contiguous along its rows or columns as 64-wide blocks of k rows (MN-major, which wgmma reads
-transposed); an operand evaluated element by element is stored K-major, 16 bits at a time. One wgmma
-group stays in flight while the next step's copies are issued. The epilogue runs on each accumulator
+transposed); an operand evaluated element by element is stored K-major, 16 bits at a time. Either one
+wgmma group stays in flight while the next step's copies are issued (`stages - 2` steps ahead), or, `deep`,
+each step's wgmma is waited for and the copies run `stages - 1` steps ahead. The epilogue runs on each accumulator
 before its store, as in gemm.py. The source says `// zyx_dist: arch sm_90a`: the CUDA backend compiles it
 for that target (the `a` features exist on compute capability 9.0 only)."""
 
@@ -44,10 +45,16 @@ def _layout(mode: str) -> str:
 
 
 def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand: Operand, epilogue: Epilogue,
-           index_type: str, tile: int = 0, stages: int = 0) -> tuple[str, tuple, tuple]:
+           index_type: str, tile: int = 0, stages: int = 0, deep: bool = False,
+           staged: bool = False) -> tuple[str, tuple, tuple]:
+    """`deep`: copies `stages - 1` k-steps ahead and each step's wgmma waited for before the next step's copies
+    (no wgmma in flight across steps), for tiles small enough that two work-groups share an SM and fill each
+    other's gaps; else `stages - 2` ahead with one wgmma group in flight. `staged`: the epilogue writes the
+    outputs' tile into shared memory, which is then stored row by row, neighbours by neighbours (an
+    accumulator's own layout writes 8 rows a few bytes each per warp), where the tiles fit."""
     TN = TILES[tile if tile < len(TILES) else 0]
     S = stages if stages and fits(tile, stages) else 4 if fits(tile, 4) else 3
-    ahead = S - 2  # k-steps whose copies are in flight beside the wgmma of this one
+    ahead = S - 1 if deep else S - 2  # k-steps whose copies are in flight beside the wgmma of this one
     M, N, K, T = spec.M, spec.N, spec.K, index_type
     nbx, nby = -(-N // TN), -(-M // BM)
     kind = "bf16" if spec.a.dtype.name == "bfloat16" else "f16"
@@ -106,8 +113,16 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
     mma = (f'asm volatile("{{ .reg .pred p; setp.ne.b32 p, %{regs + 2}, 0; '
            f'wgmma.mma_async.sync.aligned.m64n{TN}k16.f32.{kind}.{kind} {{{outs}}}, %{regs}, %{regs + 1}, p, 1, 1, '
            f'{trans[True]}, {trans[False]}; }}" : {cons} : "l"(da), "l"(db), "r"(1) : "memory");')
+    pool = S * stage_bytes(TN)
+    shared = pool + ATOM
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
-    shared = S * stage_bytes(TN) + ATOM
+    store = _staged_store(spec, kernel, params, epilogue, TN, pool, index_type) if staged else None
+    if store is not None:
+        body, store_out = store
+    else:
+        store_out = ""
+    reuse = ('  asm volatile("cp.async.wait_all;" ::: "memory");\n'
+             "  __syncthreads();  // every warpgroup is done with the stages the tile is staged in\n") if store_out else ""
     src = f"""{ARCH_MARK}
 {_HELPERS}
 {_WGMMA_HELPERS}
@@ -140,7 +155,7 @@ extern "C" __global__ void __launch_bounds__({THREADS}, 1) {name}({', '.join(par
     __syncthreads();  // for every thread; and every wgmma but the last one's is done with its stage
     {{
       const int f = s + {ahead};
-      if (f < steps) {{  // into the stage the wgmma two steps back read
+      if (f < steps) {{  // into the stage a finished wgmma read (the last step's if deep, else the one before)
         const unsigned sa = base + (f % {S}) * {a_bytes + b_bytes}u, sb = sa + {a_bytes}u;
         const {T} k0 = ({T})f * {BK};
 {fill_code}
@@ -156,10 +171,10 @@ extern "C" __global__ void __launch_bounds__({THREADS}, 1) {name}({', '.join(par
       {mma}
     }}
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned {0 if deep else 1};" ::: "memory");
   }}
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-  #pragma unroll
+{reuse}  #pragma unroll
   for (int i = 0; i < {regs}; i++) {{  // accumulator i: row w*16 + l/4 (+8), column 8*(i/4) + 2*(l%4) (+1)
     const {T} gi = bi + wg * 64 + w * 16 + (l >> 2) + (((i >> 1) & 1) << 3);
     const {T} gj = bj + ((i >> 2) << 3) + ((l & 3) << 1) + (i & 1);
@@ -168,9 +183,49 @@ extern "C" __global__ void __launch_bounds__({THREADS}, 1) {name}({', '.join(par
 {body}
     }}
   }}
-}}
+{store_out}}}
 """
     return src, (spec.B * nbx * nby * THREADS,), (THREADS,)
+
+
+def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: Epilogue, tn: int, pool: int,
+                  index_type: str) -> tuple[str, str] | None:
+    """(the epilogue into shared memory, the code that stores the tile) or None when the outputs' tiles do
+    not fit in the stages' memory. Rows are padded by 16 bytes against bank conflicts."""
+    pitch = tn + 8
+    offsets, at = [], 0
+    for o in kernel.outputs:
+        offsets.append(at)
+        at += -(-BM * pitch * o.dtype.itemsize // 16) * 16
+    if at > pool:
+        return None
+    ctypes = []
+    for i in range(len(kernel.outputs)):
+        param = next(p for p in params if p.endswith(f" out{i}"))
+        ctypes.append(param[:param.index("*")].strip())
+    arrays = [f"zd_st{i}" for i in range(len(kernel.outputs))]
+    lines = epilogue(spec.out_flat(), (arrays, "zd_l"))
+    if not all(any(f"{a}[zd_l]" in ln for ln in lines) for a in arrays):
+        return None  # a store the staging does not know how to redirect
+    T = index_type
+    decl = "\n".join(f"        {t}* {a} = reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off});"
+                      for t, a, off in zip(ctypes, arrays, offsets))
+    body = (f"{decl}\n        const int zd_l = (int)(gi - bi) * {pitch} + (int)(gj - bj);\n"
+            + "\n".join("        " + ln for ln in lines))
+    flat = sym.render(spec.out_flat())
+    copies = "\n".join(f"        out{i}[gid] = reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off})"
+                        f"[r * {pitch} + c];" for i, (t, off) in enumerate(zip(ctypes, offsets)))
+    store = f"""  __syncthreads();  // the whole tile is in shared memory
+  for (int e = tid; e < {BM * tn}; e += {THREADS}) {{  // neighbouring threads, neighbouring columns
+    const int r = e / {tn}, c = e % {tn};
+    const {T} gi = bi + r, gj = bj + c;
+    if (gi < {spec.M} && gj < {spec.N}) {{
+      const {T} gid = {flat};
+{copies}
+    }}
+  }}
+"""
+    return body, store
 
 
 _WGMMA_HELPERS = r"""#ifndef ZD_WGMMA_HELPERS

@@ -21,8 +21,10 @@ class KernelOpts:
     group: int = 0  # reduce loops into few outputs, and row kernels: work-items sharing one output's (row's) loops
     unroll: int = 1  # `#pragma unroll` factor of reduce loops
     tile_k: int = 8  # GEMM: depth of the local-memory tiles
-    prefetch: int = 0  # GEMM: 1 = load the next tiles into registers while multiplying the current ones
-    cache: int = 0  # row kernels: 1 = keep the row's elements in registers across the passes over it
+    prefetch: int = 0  # GEMM: 1 = load the next tiles into registers while multiplying the current ones (wgmma: copies
+    # one step deeper, each step's wgmma waited for)
+    cache: int = 0  # row kernels: 1 = keep the row's elements in registers across the passes over it (wgmma: the
+    # output tile staged in shared memory, then stored row by row)
     lanes: int = 0  # reduce loops without work-groups: iterations per pass, with vector loads (CPUs)
     stages: int = 0  # tensor-core GEMM: shared-memory stages of the k-steps in flight (0 = 2, static memory)
     tile: int = 0  # GEMM: the tile shape (an index of gemm.TILES / gemm_tc.TILES); gemm.PLAIN = plain reduce loops
@@ -126,7 +128,8 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
         out = [KernelOpts(tile=t, stages=st) for st in (0, 3, 4) for t in tiles[:2]]
         if s.wgmma:  # wgmma first: 128 x 256 and 128 x 128 tiles (gemm_wgmma.TILES; 128 x 128 in 3 stages fits
             # twice per SM)
-            out = [KernelOpts(wgmma=1, tile=t, stages=st) for t, st in ((0, 4), (1, 4), (0, 3), (1, 3), (1, 5))] + out
+            out = [KernelOpts(wgmma=1, tile=t, stages=st, prefetch=p, cache=c) for c in (0, 1)
+                   for t, st, p in ((0, 4, 0), (1, 4, 0), (0, 3, 0), (1, 3, 0), (1, 3, 1), (1, 5, 0))] + out
     elif not s.gpu and s.dialect == "opencl":  # CPUs: SIMD lanes over columns, no local memory (gemm_cpu)
         out = [KernelOpts(cpu_rows=r) for r in (8, 4)] + [KernelOpts(tile=tiles[0])]
     else:
