@@ -34,7 +34,7 @@ def test_every_candidate_computes_what_numpy_does():
             t = build()
             seen: set = set()
             for k in kernelize([t.node]):
-                for dialect in ("opencl", "cuda"):  # CUDA-only options (pipeline stages) render on OpenCL too
+                for dialect in ("opencl", "cuda", "cuda_sm90a"):  # CUDA-only options (stages, wgmma) render on OpenCL too
                     for gpu in (False, True):
                         for o in options.candidates(facts(k, dialect, gpu)):
                             seen.add(o)

@@ -331,9 +331,7 @@ def contiguous(offset: sym.Expr, var: sym.Var, width: int) -> bool:
 # ---- the kernel --------------------------------------------------------------------------------------------
 
 Operand = Callable[[Node, tuple], tuple[list[str], str]]  # (node, product index) -> (C lines, float value)
-# flat output index -> C lines that store the outputs at `gid`; given (arrays, index) too, they store output i at
-# arrays[i][index] instead (gemm_wgmma.py's tile staged in shared memory)
-Epilogue = Callable[..., list[str]]
+Epilogue = Callable[[sym.Expr], list[str]]  # flat output index -> C lines that store the output at `gid`
 
 
 @dataclass(frozen=True)

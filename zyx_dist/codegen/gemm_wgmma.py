@@ -204,9 +204,12 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
         param = next(p for p in params if p.endswith(f" out{i}"))
         ctypes.append(param[:param.index("*")].strip())
     arrays = [f"zd_st{i}" for i in range(len(kernel.outputs))]
-    lines = epilogue(spec.out_flat(), (arrays, "zd_l"))
-    if not all(any(f"{a}[zd_l]" in ln for ln in lines) for a in arrays):
+    lines = epilogue(spec.out_flat())
+    n = len(arrays)  # the epilogue ends with the outputs' stores, `out{i}[gid] = ...`: redirected to the tile
+    stores = [ln.replace(f"out{i}[gid]", f"{a}[zd_l]", 1) for i, (a, ln) in enumerate(zip(arrays, lines[-n:]))]
+    if not all(f"{a}[zd_l]" in ln for a, ln in zip(arrays, stores)):
         return None  # a store the staging does not know how to redirect
+    lines = lines[:-n] + stores
     T = index_type
     decl = "\n".join(f"        {t}* {a} = reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off});"
                       for t, a, off in zip(ctypes, arrays, offsets))

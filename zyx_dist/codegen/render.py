@@ -540,17 +540,13 @@ class _Renderer:
             v, _ = sub.value(node, idx, frozenset(), sub.root)
             return sub.root.emit(0, T), v
 
-        def epilogue(flat: sym.Expr, staged: tuple[list[str], str] | None = None) -> list[str]:
-            """Every output at `flat` (their shared work once); `staged` (arrays, index): stored there instead."""
+        def epilogue(flat: sym.Expr) -> list[str]:  # every output at `flat`: their shared work once
             sub = _Renderer(self.k, self.d, self.name, self.opts)
             sub.overrides[spec.reduce.id] = "acc"
             idx = flat_index(out.shape, flat)
             values = [sub.value(o, idx, frozenset(), sub.root)[0] for o in self.k.outputs]
-            stores = [sub.store(i, o, v) for i, (o, v) in enumerate(zip(self.k.outputs, values))]
-            if staged is not None:
-                arrays, at = staged
-                stores = [line.replace(f"out{i}[gid]", f"{arrays[i]}[{at}]", 1) for i, line in enumerate(stores)]
-            return [f"const {T} gid = {sym.render(flat)};", *sub.root.emit(0, T), *stores]
+            return [f"const {T} gid = {sym.render(flat)};", *sub.root.emit(0, T),
+                    *(sub.store(i, o, v) for i, (o, v) in enumerate(zip(self.k.outputs, values)))]
 
         o = self.opts
         if fused is not None and self.d.name == "cuda":
