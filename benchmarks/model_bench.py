@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -349,22 +350,32 @@ def block_flops(B, T, D, H) -> float:
     return 2 * B * T * (D * 3 * D + D * D + 8 * D * D) + 4 * B * T * T * D
 
 
-def run_block(args) -> None:
-    B, T, D, H = 8, 1024, 1024, 16
-    _model(args, "block", lambda rng: block_params(rng, D), lambda o, x, p, m: block(o, x, p, H, m), (B, T, D),
-           block_flops(B, T, D, H))
-
-
-def run_gpt2(args) -> None:
-    B, T, D, H, L, V = 8, 1024, 768, 12, 12, 50304  # GPT-2's vocabulary padded to a multiple of 64, as usual
+def model_of(section: str) -> tuple[int, Callable, Callable]:
+    """(D, params(rng) as float32 arrays, forward(ops, x, params, mask)) of `block` or `gpt2` at the
+    benchmark's sizes (B=8, T=1024)."""
+    if section == "block":
+        D, H = 1024, 16
+        return D, lambda rng: block_params(rng, D), lambda o, x, p, m: block(o, x, p, H, m)
+    D, H, L, V = 768, 12, 12, 50304  # GPT-2's vocabulary padded to a multiple of 64, as usual
 
     def params(rng):
         final = {"ln_w": np.ones(D, np.float32), "ln_b": np.zeros(D, np.float32),
                  "wte_t": (rng.standard_normal((D, V)) * 0.02).astype(np.float32)}
         return {"layers": [block_params(rng, D) for _ in range(L)], "final": final}
 
-    _model(args, "gpt2", params, lambda o, x, p, m: gpt2(o, x, p["layers"], p["final"], H, m), (B, T, D),
-           L * block_flops(B, T, D, H) + 2 * B * T * D * V)
+    return D, params, lambda o, x, p, m: gpt2(o, x, p["layers"], p["final"], H, m)
+
+
+def run_block(args) -> None:
+    B, T, H = 8, 1024, 16
+    D, params, forward = model_of("block")
+    _model(args, "block", params, forward, (B, T, D), block_flops(B, T, D, H))
+
+
+def run_gpt2(args) -> None:
+    B, T, H, L, V = 8, 1024, 12, 12, 50304
+    D, params, forward = model_of("gpt2")
+    _model(args, "gpt2", params, forward, (B, T, D), L * block_flops(B, T, D, H) + 2 * B * T * D * V)
 
 
 FIRST = """
@@ -372,20 +383,12 @@ import sys, time, numpy as np
 sys.path.insert(0, {here!r})
 import model_bench as mb, zyx_dist as zd
 zd.init(ray=False, devices=["cuda:0"], config={{"autotune": {{"cache_dir": {cache!r}}}}})
-rng = np.random.default_rng(3); B, T = 8, 1024
-if {model!r} == "block":
-    D, H = 1024, 16
-    p = mb._tree(mb.block_params(rng, D), lambda a: zd.tensor(a).realize())
-    forward = lambda x, m: mb.block(mb.Ops("zd"), x, p, H, m)
-else:
-    D, H, L, V = 768, 12, 12, 50304
-    final = {{"ln_w": np.ones(D, np.float32), "ln_b": np.zeros(D, np.float32),
-              "wte_t": (rng.standard_normal((D, V)) * 0.02).astype(np.float32)}}
-    p = mb._tree({{"layers": [mb.block_params(rng, D) for _ in range(L)], "final": final}}, lambda a: zd.tensor(a).realize())
-    forward = lambda x, m: mb.gpt2(mb.Ops("zd"), x, p["layers"], p["final"], H, m)
-x = zd.tensor(rng.standard_normal((B, T, D)).astype(np.float32)).realize()
-m = zd.tensor(mb.causal_mask(T)).realize()
-t = time.perf_counter(); forward(x, m).realize(); print("FIRST", time.perf_counter() - t)
+rng = np.random.default_rng(3)
+D, params, forward = mb.model_of({model!r})
+p = mb._tree(params(rng), lambda a: zd.tensor(a).realize())
+x = zd.tensor(rng.standard_normal((8, 1024, D)).astype(np.float32)).realize()
+m = zd.tensor(mb.causal_mask(1024)).realize()
+t = time.perf_counter(); forward(mb.Ops("zd"), x, p, m).realize(); print("FIRST", time.perf_counter() - t)
 """
 
 

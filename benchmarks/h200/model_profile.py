@@ -41,16 +41,8 @@ def main() -> None:
     section, dt, path = sys.argv[1], sys.argv[2], sys.argv[3]
     rng = np.random.default_rng(2)
     B, T = 8, 1024
-    if section == "block":
-        D, H = 1024, 16
-        params = mb.block_params(rng, D)
-        forward = lambda o, x, p, m: mb.block(o, x, p, H, m)
-    else:
-        D, H, L, V = 768, 12, 12, 50304
-        params = {"layers": [mb.block_params(rng, D) for _ in range(L)],
-                  "final": {"ln_w": np.ones(D, np.float32), "ln_b": np.zeros(D, np.float32),
-                            "wte_t": (rng.standard_normal((D, V)) * 0.02).astype(np.float32)}}
-        forward = lambda o, x, p, m: mb.gpt2(o, x, p["layers"], p["final"], H, m)
+    D, build, forward = mb.model_of(section)
+    params = build(rng)
     zd.init(ray=False, devices=["cuda:0"])
     try:
         zdt = mb.zd_dtype(dt)

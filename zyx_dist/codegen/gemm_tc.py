@@ -73,33 +73,17 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
             chunks = rows * BK // 8
             if mode == "k":
                 at = f"const int row = e / {BK // 8}, kc = (e % {BK // 8}) * 8;"
-                idx, dst = ("row", "kc"), f"&{tile_name}[st][row][kc]"
+                dst = f"&{tile_name}[st][row][kc]"
             else:
                 at = f"const int kc = e / {rows // 8}, row = (e % {rows // 8}) * 8;"
-                idx, dst = ("row", "kc"), f"&{tile_name}[st][kc][row]"
-            off = sym.render(view.offset)
-            fill.append(f"""    #pragma unroll
-    for (int r = 0; r < {-(-chunks // THREADS)}; r++) {{
-      const int e = tid + r * {THREADS};
-      {at}
-      const {T} {me.name} = {first} + {idx[0]}, gk = k0 + {idx[1]};
-      const bool inside = {f'e < {chunks} && ' if chunks % THREADS else ''}{me.name} < {size} && gk < {K};
-      if ({'e < ' + str(chunks) if chunks % THREADS else 'true'})
-        zd_cp_async({dst}, inside ? (const void*)(in{view.pos} + {off}) : (const void*)in{view.pos}, inside);
-    }}""")
+                dst = f"&{tile_name}[st][kc][row]"
+            fill.append(copy_loop(chunks, THREADS, at, me.name, first, size, K, T,
+                                  f"zd_cp_async({dst}, {{src}}, inside)", view.pos, sym.render(view.offset)))
         else:
-            elems = rows * BK
             index = spec.index(bz, gi, sym.ZERO, gk) if left else spec.index(bz, sym.ZERO, gj, gk)
             lines, value = operand(spec.a if left else spec.b, index)
-            fill.append(f"""    #pragma unroll 4
-    for (int r = 0; r < {-(-elems // THREADS)}; r++) {{
-      const int e = tid + r * {THREADS};
-      const int row = e / {BK}, kc = e % {BK};
-      const {T} {me.name} = {first} + row, gk = k0 + kc;
-      float v = 0.0f;
-      if ({f'e < {elems} && ' if elems % THREADS else ''}{me.name} < {size} && gk < {K}) {{ {' '.join(lines)} v = {value}; }}
-      if ({'e < ' + str(elems) if elems % THREADS else 'true'}) {tile_name}[st][row][kc] = {to_bits.format('v')};
-    }}""")
+            fill.append(value_loop(rows * BK, THREADS, f"const int row = e / {BK}, kc = e % {BK};", me.name, first,
+                                   size, K, T, lines, value, f"{tile_name}[st][row][kc] = {to_bits.format('v')}"))
         trans = mode == "mn"
         ld = f"ldmatrix.sync.aligned.m8n8.x4{'.trans' if trans else ''}.shared.b16"
         if left:
@@ -206,6 +190,40 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
 }}
 """)
     return "\n".join(out), (spec.B * nbx * nby * THREADS,), (THREADS,)
+
+
+def copy_loop(n: int, threads: int, where: str, var: str, first: str, size: int, k: int, T: str, copy: str,
+              pos: int, offset: str) -> str:
+    """The loop in which `threads` threads issue an operand tile's `n` 16-byte `cp.async` copies (zero-filled past
+    the edges): `where` (C) sets `row` and `kc` of copy `e`; `copy` is the call, `{src}` standing for its source
+    (input `pos` at `offset`, in the variables `var` (the row or column) and `gk`)."""
+    guard = f"e < {n}" if n % threads else "true"
+    src = f"inside ? (const void*)(in{pos} + {offset}) : (const void*)in{pos}"
+    return f"""    #pragma unroll
+    for (int r = 0; r < {-(-n // threads)}; r++) {{
+      const int e = tid + r * {threads};
+      {where}
+      const {T} {var} = {first} + row, gk = k0 + kc;
+      const bool inside = {f'e < {n} && ' if n % threads else ''}{var} < {size} && gk < {k};
+      if ({guard})
+        {copy.format(src=src)};
+    }}"""
+
+
+def value_loop(n: int, threads: int, where: str, var: str, first: str, size: int, k: int, T: str, lines: list[str],
+               value: str, put: str) -> str:
+    """The loop in which `threads` threads evaluate an operand tile's `n` elements (`lines`, `value`; zero past
+    the edges) into `v` and `put` it: `where` (C) sets `row` and `kc` of element `e`."""
+    guard = f"e < {n}" if n % threads else "true"
+    return f"""    #pragma unroll 4
+    for (int r = 0; r < {-(-n // threads)}; r++) {{
+      const int e = tid + r * {threads};
+      {where}
+      const {T} {var} = {first} + row, gk = k0 + kc;
+      float v = 0.0f;
+      if ({f'e < {n} && ' if n % threads else ''}{var} < {size} && gk < {k}) {{ {' '.join(lines)} v = {value}; }}
+      if ({guard}) {put};
+    }}"""
 
 
 _HELPERS = r"""#ifndef ZD_TC_HELPERS

@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..fuse.kernelize import Kernel
 from . import symbolic as sym
 from .gemm import Epilogue, GemmSpec, Operand
-from .gemm_tc import _HELPERS, PANEL, _mode
+from .gemm_tc import _HELPERS, PANEL, _mode, copy_loop, value_loop
 
 ARCH_MARK = "// zyx_dist: arch sm_90a"
 THREADS = 256  # two warpgroups, 64 rows of the tile each
@@ -72,35 +72,20 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
         me, size, first = (gi, M, "bi") if left else (gj, N, "bj")
         view = spec.a_view if left else spec.b_view
         if mode in ("k", "mn"):
-            chunks = rows * BK // 8
             if mode == "k":
                 where = "const int row = e >> 3, kc = (e & 7) << 3;\n      const unsigned off = row * 128 + kc * 2;"
             else:
                 where = (f"const int kc = e / {rows // 8}, row = (e % {rows // 8}) << 3;\n"
                          f"      const unsigned off = (row >> 6) * 8192 + kc * 128 + (row & 63) * 2;")
-            goff = sym.render(view.offset)
-            fill.append(f"""    #pragma unroll
-    for (int r = 0; r < {-(-chunks // THREADS)}; r++) {{
-      const int e = tid + r * {THREADS};
-      {where}
-      const {T} {me.name} = {first} + row, gk = k0 + kc;
-      const bool inside = {f'e < {chunks} && ' if chunks % THREADS else ''}{me.name} < {size} && gk < {K};
-      if ({'e < ' + str(chunks) if chunks % THREADS else 'true'})
-        zd_cp_async_s({at} + zd_swz(off), inside ? (const void*)(in{view.pos} + {goff}) : (const void*)in{view.pos}, inside);
-    }}""")
+            fill.append(copy_loop(rows * BK // 8, THREADS, where, me.name, first, size, K, T,
+                                  f"zd_cp_async_s({at} + zd_swz(off), {{src}}, inside)", view.pos,
+                                  sym.render(view.offset)))
         else:
-            elems = rows * BK
             index = spec.index(bz, gi, sym.ZERO, gk) if left else spec.index(bz, sym.ZERO, gj, gk)
             lines, value = operand(spec.a if left else spec.b, index)
-            fill.append(f"""    #pragma unroll 4
-    for (int r = 0; r < {-(-elems // THREADS)}; r++) {{
-      const int e = tid + r * {THREADS};
-      const int row = e >> 6, kc = e & 63;
-      const {T} {me.name} = {first} + row, gk = k0 + kc;
-      float v = 0.0f;
-      if ({f'e < {elems} && ' if elems % THREADS else ''}{me.name} < {size} && gk < {K}) {{ {' '.join(lines)} v = {value}; }}
-      if ({'e < ' + str(elems) if elems % THREADS else 'true'}) zd_st_shared_u16({at} + zd_swz(row * 128 + kc * 2), {to_bits.format('v')});
-    }}""")
+            fill.append(value_loop(rows * BK, THREADS, "const int row = e >> 6, kc = e & 63;", me.name, first, size,
+                                   K, T, lines, value, f"zd_st_shared_u16({at} + zd_swz(row * 128 + kc * 2), "
+                                                       f"{to_bits.format('v')})"))
     fill_code = "\n".join(fill)
     # descriptors: K-major tiles step 32 bytes per k16 and hold the warpgroup's rows 128 bytes apart;
     # MN-major tiles step 8 rows of 128 bytes per k16 and hold 64-row blocks 8192 bytes apart
