@@ -116,3 +116,41 @@ def _check_shapes(dtype, B, H, Tq, Tk, D, Dv, masked: bool, computed_q: bool, te
 def test_cuda_attention_shapes(dtype, B, H, Tq, Tk, D, Dv, masked, computed_q, tensor_cores):
     """Half types with head dims in whole k16 steps on tensor cores, the rest (and float32) register-tiled."""
     _check_shapes(dtype, B, H, Tq, Tk, D, Dv, masked, computed_q, tensor_cores and dtype != np.float32)
+
+
+@pytest.mark.skipif(cuda_devices() == 0, reason="no CUDA GPU")
+@pytest.mark.parametrize("dtype", [np.float16, BF], ids=["float16", "bfloat16"])
+@pytest.mark.parametrize("tile", [0, 1], ids=["rows64", "rows128"])
+@pytest.mark.parametrize("B,H,Tq,Tk,D,Dv,masked,computed_q", [
+    (2, 4, 1024, 1024, 64, 64, True, False),
+    (1, 3, 70, 300, 32, 64, True, False),
+    (2, 2, 65, 64, 128, 128, False, True),
+    (1, 2, 200, 130, 16, 16, False, False),
+], ids=["long", "cross", "d128_computed_q", "d16"])
+def test_cuda_tensor_core_attention_at_each_work_group_size(dtype, tile, B, H, Tq, Tk, D, Dv, masked, computed_q):
+    """The tensor-core kernel with 64 and with 128 query rows per work-group (the tuner's two options), run
+    straight on a CUDA worker."""
+    from helpers import run_kernels
+
+    from zyx_dist.codegen.options import KernelOpts
+    from zyx_dist.runtime.worker import Worker
+
+    qn, kn = (RNG.standard_normal((B, H, t, D)).astype(dtype) for t in (Tq, Tk))
+    vn = RNG.standard_normal((B, H, Tk, Dv)).astype(dtype)
+    mn = np.triu(np.full((Tq, Tk), -np.inf, np.float32), 1).astype(dtype) if masked else None
+    q, k, v = (zd.tensor(x) for x in (qn, kn, vn))
+    if computed_q:
+        q = q * 0.5
+        qn = (qn.astype(np.float32) * 0.5).astype(dtype)
+    s = (q @ k.mT) * (1 / math.sqrt(D))
+    if masked:
+        s = s + zd.tensor(mn)
+    out = zd.softmax(s, axis=-1) @ v
+    (kernel,) = kernelize([out.node])
+    assert attention.match(kernel) is not None
+    with Worker("cuda:0") as w:
+        got = run_kernels(w, out, lambda _k: KernelOpts(tile=tile), "cuda").astype(np.float32)
+    f = [x.astype(np.float32) for x in (qn, kn, vn)]
+    exp = ref_attention(*f, 1 / math.sqrt(D), mn.astype(np.float32) if masked else None)
+    tol = 4e-3 if dtype == np.float16 else 2e-2
+    np.testing.assert_allclose(got, exp, rtol=tol, atol=tol)
