@@ -372,8 +372,6 @@ def _gemm_and_attention_kernels() -> dict[str, tuple[Kernel, object]]:
             if masked:
                 s = g.binary(g.BinaryOp.ADD, s, g.expand(leaf(1, Tq, Tk, dtype=dtype), s.shape))
             out[f"attention_{label}_{dtype.name}"] = (one(_attention(s, v)), None)
-            if dtype is not dt.float32 and label != "d40":  # the tensor-core kernel with 128 query rows
-                out[f"attention_{label}_{dtype.name}_rows128"] = (one(_attention(s, v)), KernelOpts(tile=1))
     return out
 
 
@@ -406,7 +404,6 @@ def test_gemm_and_attention_forms_render_as_such():
             assert ("mma.sync.aligned.m16n8k16" in src) == tensor_cores, name
             if tensor_cores:  # views travel by cp.async (k in two places), a computed q value by value
                 assert src.count("zd_cp_async(&") == (3 if "computed" in name else 4), name
-                assert f"__launch_bounds__({256 if 'rows128' in name else 128})" in src, name
             else:  # register-tiled float32 arithmetic; OpenCL keeps the kernel of one row per work-item
                 assert "Ps[" in src and "Ps[" not in render_kernel(k, OPENCL, opts).source, name
         elif "float32" in name:

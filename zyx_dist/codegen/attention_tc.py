@@ -2,8 +2,8 @@
 or bfloat16 (codegen/attention.py matches the pattern; attention_tiled.render_cuda picks this kernel or
 its own float32 one). Takes the
 `attention.AttentionSpec` and the renderer's evaluators; gives CUDA C in the manner of FlashAttention-2:
-a work-group of 4 or 8 warps owns 64 or 128 query rows (16 per warp), keeps q's fragments in registers, and
-walks the keys in blocks of 64. Per block, S = q @ k^T is `mma.sync.m16n8k16` with float32 accumulators; the
+a work-group of 4 warps owns 64 query rows (16 per warp), keeps q's fragments in registers, and walks the
+keys in blocks of 64. Per block, S = q @ k^T is `mma.sync.m16n8k16` with float32 accumulators; the
 scoring (scale, mask, any elementwise expression) is evaluated at each accumulator's row and key; an
 online softmax (running max per row across the 4 lanes that share it, partial sums per lane) turns S
 into probabilities, which are rounded to the operands' half type and reused in registers as the A
@@ -25,9 +25,9 @@ from .attention import AttentionSpec, Evaluate
 from .gemm import Epilogue, _walk, contiguous, tidy
 from .gemm_tc import _HELPERS
 
-ROWS = (64, 128)  # query rows per work-group by the `tile` option, 16 per warp: 4 or 8 warps (each block of k
-# and v then serves twice the queries)
+BM = 64  # query rows per work-group, 16 per warp
 BN = 64  # keys per block
+THREADS = 128
 PAD = 8  # halves of padding per shared-memory row: ldmatrix's eight row reads hit distinct banks
 LOG2E = 1.4426950408889634
 
@@ -96,9 +96,7 @@ def fill(kernel: Kernel, node, index: tuple, t: Tile, evaluate: Evaluate, T: str
 
 
 def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate,
-           epilogue: Epilogue, index_type: str, tile: int = 0) -> tuple[str, tuple, tuple]:
-    BM = ROWS[tile if tile < len(ROWS) else 0]
-    THREADS = 2 * BM
+           epilogue: Epilogue, index_type: str) -> tuple[str, tuple, tuple]:
     spec, T = a.spec, index_type
     M, N, K, D = spec.M, spec.N, spec.K, a.head
     groups = -(-M // BM)
@@ -139,7 +137,7 @@ __device__ __forceinline__ unsigned zd_pack_{kind}(float lo, float hi) {{
 #endif
 extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params)}) {{
   __shared__ __align__(16) unsigned short Ks[{BN}][{D + PAD}];
-  __shared__ __align__(16) unsigned short Vs[{max(BM, BN)}][{W}];
+  __shared__ __align__(16) unsigned short Vs[{BN}][{W}];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const {T} bz = ({T})(blockIdx.x / {groups});
   const {T} q0 = ({T})(blockIdx.x % {groups}) * {BM};

@@ -31,11 +31,11 @@ KEYS = 4  # keys per thread and block
 
 
 def render_cuda(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate,
-                epilogue: Epilogue, index_type: str, tile: int = 0) -> tuple[str, tuple, tuple]:
-    """The CUDA dialect's fused attention: attention_tc.py's tensor cores where it takes the kernel (with its
-    `tile` option), else this module's float32 one."""
+                epilogue: Epilogue, index_type: str) -> tuple[str, tuple, tuple]:
+    """The CUDA dialect's fused attention: attention_tc.py's tensor cores where it takes the kernel, else this
+    module's float32 one."""
     if attention_tc.usable(a, CUDA):
-        return attention_tc.render(a, name, kernel, params, evaluate, epilogue, index_type, tile)
+        return attention_tc.render(a, name, kernel, params, evaluate, epilogue, index_type)
     return render(a, name, kernel, params, evaluate, epilogue, index_type)
 
 

@@ -56,7 +56,7 @@ class Shape:
     gpu: bool
     max_lws: int = 1024
     gemm_dims: tuple[int, ...] = ()  # GEMM: (batch, M, N, K)
-    tensor_cores: bool = False  # GEMM or fused attention: on tensor cores (half-type operands, CUDA)
+    tensor_cores: bool = False  # GEMM: on tensor cores (half-type operands, CUDA)
     attention: bool = False  # the fused attention kernel (one form)
     wgmma: bool = False  # GEMM on tensor cores of a dialect with wgmma (compute capability 9.0)
 
@@ -68,8 +68,8 @@ def default(s: Shape) -> KernelOpts:
 def candidates(s: Shape) -> list[KernelOpts]:
     """Every variant worth timing, in order of preference (the default first)."""
     lws = [x for x in (256, 128, 512, 1024, 64) if x <= s.max_lws]
-    if s.attention:  # on tensor cores, 64 or 128 query rows per work-group (attention_tc.ROWS)
-        return [KernelOpts(), KernelOpts(tile=1)] if s.tensor_cores else [KernelOpts()]
+    if s.attention:
+        return [KernelOpts()]
     if s.gemm:
         return gemm_candidates(s)
     if s.row:
