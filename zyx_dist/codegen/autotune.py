@@ -31,7 +31,8 @@ from ..protocol import Alloc, BatchResult, Build, Compile, Done, Free, Launch, S
 from . import options as codegen_options
 from .kernel_ops import kernel_ops
 from .options import KernelOpts
-from .render import Program, facts, kernel_key, render_kernel
+from .program import Program, kernel_key
+from .render import facts, render_kernel
 
 MIN_SECONDS = 2e-4  # kernels estimated shorter than this are not timed: the trials would cost more than they win
 TRIALS = 3  # launches per candidate; the fastest counts (the first may pay for a cold cache)

@@ -38,12 +38,6 @@ def fits(tile: int, stages: int) -> bool:
     return stages >= 3 and stages * stage_bytes(TILES[tile]) + ATOM <= SHARED_LIMIT
 
 
-def _layout(mode: str) -> str:
-    """'k' (rows of 64 k, contiguous along k) or 'mn' (64-wide blocks of k rows): an operand is stored
-    MN-major only when it is read 8 neighbours at a time along its rows or columns."""
-    return "mn" if mode == "mn" else "k"
-
-
 def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand: Operand, epilogue: Epilogue,
            index_type: str, tile: int = 0, stages: int = 0, deep: bool = False,
            staged: bool = False) -> tuple[str, tuple, tuple]:
@@ -65,8 +59,7 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
     trans: dict[bool, int] = {}
     for left in (True, False):
         mode = _mode(spec, left)
-        layout = _layout(mode)
-        trans[left] = int(layout == "mn")
+        trans[left] = int(mode == "mn")  # MN-major (read transposed) only when copied 8 along its rows/columns
         rows = BM if left else TN
         at = "sa" if left else "sb"
         me, size, first = (gi, M, "bi") if left else (gj, N, "bj")

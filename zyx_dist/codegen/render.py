@@ -22,54 +22,22 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Generator
-from dataclasses import dataclass
 
 from ..dtypes import DType, bfloat16, bool_, float16, float64
 from ..fuse.kernelize import Kernel
-from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod, toposort
-from ..protocol import KernelOps
+from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod
 from . import attention, attention_tiled, gemm, gemm_cpu, gemm_tc, gemm_wgmma, options
 from . import symbolic as sym
 from .blocks import Block
 from .cexpr import all_nodes, binary_op, ctype, flat_index, limit, literal, preamble, render_conds, strides, unary
 from .dialects import CUDA, CUDA_SM90A, DIALECTS, OPENCL, Dialect  # noqa: F401 -- re-exported
 from .options import KernelOpts
+from .program import Program, kernel_key
 from .symbolic import tangled
 from .views import chain, is_view_op
 
 # what an evaluation generator yields (node, index, validity, block), is sent and returns (C expression, block)
 Evaluation = Generator[tuple, tuple, tuple[str, Block]]
-
-
-@dataclass(frozen=True)
-class Program:
-    name: str
-    source: str
-    gws: tuple[int, ...]
-    lws: tuple[int, ...] | None
-    uses_fp64: bool
-    flops: int
-    bytes: int
-    dialect: str = "opencl"
-    opts: KernelOpts | None = None
-    ops: KernelOps | None = None  # the kernel as an op list, for a device that interprets it (autotune.Target)
-
-
-def kernel_key(k: Kernel) -> tuple:
-    """A structural key of the kernel (ops, shapes, dtypes; inputs by position): equal keys render equal
-    code. Rows come producers first (a worklist, so a graph of any depth has a key)."""
-    pos = {n.id: i for i, n in enumerate(k.inputs)}
-    local: dict[int, int] = {}
-    rows: list[tuple] = []
-    for n in toposort(k.outputs, stop=lambda x: x.id in pos):
-        if n.id in pos:
-            row: tuple = ("in", pos[n.id], n.shape, n.dtype.name)
-        else:
-            arg = n.arg.name if isinstance(n.arg, DType) else n.arg
-            row = (n.op.value, repr(arg), n.shape, n.dtype.name, tuple(local[s.id] for s in n.srcs))
-        local[n.id] = len(rows)
-        rows.append(row)
-    return tuple(rows), tuple(local[o.id] for o in k.outputs), k.row
 
 
 SHUFFLED = ("float", "double", "int", "unsigned int", "long long", "unsigned long long")  # __shfl_xor_sync types

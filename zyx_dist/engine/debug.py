@@ -6,7 +6,7 @@ transfers with their bytes). Takes kernels, programs and schedules; logs them to
 from __future__ import annotations
 
 from .. import logs
-from ..codegen.render import kernel_key
+from ..codegen.program import kernel_key
 
 
 def print_kernels(kernels, programs) -> None:

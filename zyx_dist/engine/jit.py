@@ -61,6 +61,23 @@ _STATE = object()  # the path key of an optimizer's state
 _TENSORS = object()  # the signature tag of a call whose arguments are tensors alone
 
 
+def _opened(x: Any, cls: type, where: Any, marks: list, push: Callable) -> bool:
+    """For a tuple, list or dict: its mark ((kind, length) or (dict, keys)) appended to `marks` and its items
+    pushed with their paths, the first on top; False for anything else."""
+    if cls is tuple or cls is list:
+        marks.append((cls, len(x)))
+        for i in range(len(x) - 1, -1, -1):
+            push((x[i], (where, i)))
+        return True
+    if cls is dict:
+        keys = tuple(x)
+        marks.append((dict, keys))
+        for k in reversed(keys):
+            push((x[k], (where, k)))
+        return True
+    return False
+
+
 def _flatten(tree: Any) -> tuple[list[Tensor], list[Optimizer], tuple]:
     """(tensors, optimizers, signature) of a call's arguments, walked with an explicit stack. The signature
     is everything but the tensors' data: container kinds and sizes, dict keys, constants, each tensor's
@@ -84,21 +101,12 @@ def _flatten(tree: Any) -> tuple[list[Tensor], list[Optimizer], tuple]:
                 sig.append(pieces.layout())
                 for p in reversed(pieces.pieces):
                     push((Tensor(p), where))
-        elif cls is tuple or cls is list:
-            sig.append((cls, len(x)))
-            for i in range(len(x) - 1, -1, -1):
-                push((x[i], (where, i)))
-        elif cls is dict:
-            keys = tuple(x)
-            sig.append((dict, keys))
-            for k in reversed(keys):
-                push((x[k], (where, k)))
         elif isinstance(x, Optimizer):
             opts.append(x)
             sig.append(("optimizer", id(x), x.jit_static()))
             for t in reversed(x.jit_inputs()):
                 push((t, (where, _STATE)))
-        else:
+        elif not _opened(x, cls, where, sig, push):  # a constant
             try:
                 hash(x)
             except TypeError:
@@ -124,16 +132,7 @@ def _results(tree: Any) -> tuple[list[Tensor], tuple]:
             spec.append("t")
         elif x is None:
             spec.append(None)
-        elif cls is tuple or cls is list:
-            spec.append((cls, len(x)))
-            for i in range(len(x) - 1, -1, -1):
-                push((x[i], (where, i)))
-        elif cls is dict:
-            keys = tuple(x)
-            spec.append((dict, keys))
-            for k in reversed(keys):
-                push((x[k], (where, k)))
-        else:
+        elif not _opened(x, cls, where, spec, push):
             raise TypeError(f"zd.jit: the function returned a {cls.__name__} at {_where(where)}; a jitted "
                             "function returns tensors (alone or in tuples, lists and dicts) or None")
     return flat, tuple(spec)

@@ -21,7 +21,7 @@ from typing import Any
 from .. import context, logs
 from .._util import gc_paused
 from ..codegen.autotune import Target, Tuner
-from ..codegen.render import Program, kernel_key
+from ..codegen.program import Program, kernel_key
 from ..config import Config, load_config
 from ..errors import ConfigError, DeviceError, WorkerLostError, ZyxError
 from ..fuse.kernelize import Limits
