@@ -2,7 +2,9 @@
 goes, beside torch eager in the same process. Prints, as medians of rounds of 500 steps: the step's wall time
 with CUDA graphs on and off and torch's; each side's kernels and their device time (torch.profiler, whose
 CUPTI sees CuPy's launches too); and the floors under any step here: an empty kernel launched and waited for,
-directly and as a one-kernel CUDA graph (CuPy), and torch's.
+directly and as a one-kernel CUDA graph (CuPy), and torch's; last, the driver alone: the same zd.jit step on
+the reference device with its launches made no-ops and graph capture stubbed in (this process only), so the
+step costs only the driver's and the worker's Python.
 
     python3 benchmarks/h200/small_step_breakdown.py [--n 256]
 """
@@ -45,6 +47,34 @@ def kernels_of(step, n: int = 200) -> list[tuple[str, float, int]]:
             total[e.name] += e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
             count[e.name] += 1
     return sorted(((k[:70], total[k] / n, count[k] // n) for k in total), key=lambda r: -r[1])
+
+
+def driver_alone(n: int, w0, b0, y0) -> tuple[float, float]:
+    """The replayed step's wall on a device whose launches do nothing: the driver's and worker's Python."""
+    import zyx_dist as zd
+    from zyx_dist.runtime import reference
+
+    dev = reference.ReferenceDevice
+    dev.launch = lambda self, prog, handles, gws, lws, wait_for=(), timed=True: reference._Event(0.0)
+    dev.graph_key = lambda self, handles: tuple(map(id, handles))
+    dev.capture_graph = lambda self, launches: object()
+    dev.launch_graph = lambda self, graph, wait_for=(), timed=True: reference._Event(0.0)
+    zd.init(ray=False, devices=["reference:0"])
+    try:
+        w, b = zd.tensor(w0).realize(), zd.tensor(b0).realize()
+        y = [zd.tensor(y0).realize()]
+        layer = zd.jit(lambda y, w, b: zd.relu(y @ w + b))
+
+        def step():
+            y[0] = layer(y[0], w, b)
+
+        for _ in range(50):
+            step()
+        out = median_us(step)
+        print(f"driver alone: {zd.stats()['graph_replays']} graph replays")
+        return out
+    finally:
+        zd.shutdown()
 
 
 def main() -> None:
@@ -124,6 +154,7 @@ def main() -> None:
         for _ in range(100):
             fn()
         rows[name] = median_us(fn)
+    rows["driver alone (no-op device, graph path)"] = driver_alone(n, w0, b0, y0)
     print(f"\nsmall step relu(y @ w + b) at {n}^2, fp32, medians of 3 rounds of 500 (spread between rounds):")
     for name, (med, spread) in rows.items():
         print(f"  {name:48s} {med:8.1f} us  (+-{spread:.1f})")

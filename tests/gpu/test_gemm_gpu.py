@@ -90,6 +90,19 @@ def test_cuda_gemm_against_numpy(cuda_worker, dtype, case, tile):
     assert np.abs(got - exp).max() <= tol * scale, (name, np.abs(got - exp).max(), scale)
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("tile_k", [8, 32])
+@pytest.mark.parametrize("tile", range(4, len(gemm.TILES)), ids=lambda t: "x".join(map(str, gemm.TILES[t])))
+def test_cuda_small_tiles_against_numpy(cuda_worker, case, tile, tile_k):
+    """The 8 x 8-work-item tiles (float32 products too small for 64 x 64 tiles), every case, both prefetches."""
+    name, arrays, build, _ = case
+    exp = _expected(name, arrays, np.float32)
+    for prefetch in (0, 1):
+        t = build([zd.tensor(x) for x in arrays])
+        got = run_kernels(cuda_worker, t, lambda k, p=prefetch: KernelOpts(tile=tile, tile_k=tile_k, prefetch=p), "cuda")
+        assert np.abs(got - exp).max() <= 1e-4 * np.abs(exp).max(), (name, tile, tile_k, prefetch)
+
+
 def _compute_capability_9() -> bool:
     import cupy
 

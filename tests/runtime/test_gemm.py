@@ -131,7 +131,7 @@ def test_k_of_one_is_an_outer_product():
 
 
 @pytest.mark.parametrize("opts", [KernelOpts(tile=t, tile_k=k, prefetch=p) for t in range(len(gemm.TILES))
-                                  for k in (8, 16) for p in (0, 1)] + [KernelOpts(tile=gemm.PLAIN)])
+                                  for k in (8, 16, 32) for p in (0, 1)] + [KernelOpts(tile=gemm.PLAIN)])
 def test_every_tile_option(opts, worker):
     x, w = arr(2, 45, 36), arr(36, 70)
     y = zd.tensor(x) @ zd.tensor(w) * 2.0
@@ -144,6 +144,25 @@ def test_candidates_for_small_k_include_plain_loops():
     (k,) = kernels_of(zd.tensor(x) @ zd.tensor(w))
     cands = candidates(facts(k, "opencl", gpu=True))
     assert any(c.tile == gemm.PLAIN for c in cands[:2])
+
+
+def test_products_too_small_for_a_gpu_start_with_the_small_tiles():
+    """A product that cannot give each compute unit of a big GPU two 64 x 64 tiles starts with a small tile
+    (what runs: it is too short to be timed); bigger products and CPUs keep their order."""
+    def first(m, k, n, gpu=True):
+        (kern,) = kernels_of(zd.relu(zd.tensor(arr(m, k)) @ zd.tensor(arr(k, n)) + zd.tensor(arr(n))))
+        cands = candidates(facts(kern, "opencl", gpu=gpu))
+        return cands[0], cands
+
+    o, cands = first(256, 256, 256)
+    assert gemm.TILES[o.tile] == (4, 4, 8) and o.tile_k == 16 and o.prefetch == 1  # 32 x 32: 64 work-groups
+    assert any(c.tile == 3 for c in cands)  # the 64 x 64 tile to compare against when there is time
+    o, _ = first(1024, 256, 1024)  # 256 tiles of 64 x 64: the 32 x 64 (or 64 x 32) tiles give 512 work-groups
+    assert gemm.TILES[o.tile] in ((4, 8, 8), (8, 4, 8))
+    o, _ = first(128, 1024, 4096)  # 32 x 64 tiles would give 256 work-groups only: 32 x 32, 512 of them
+    assert gemm.TILES[o.tile] == (4, 4, 8)
+    assert first(2048, 512, 1024)[0].tile < 4  # 512 tiles of 64 x 64: the wide tiles, as before
+    assert first(256, 256, 256, gpu=False)[0].cpu_rows  # a CPU's own template
 
 
 def test_views_of_a_computed_qkv_are_read_in_place_no_copy_kernels():

@@ -337,6 +337,7 @@ def test_nvcc_accepts_kernels_on_their_own():
 def _gemm_and_attention_kernels() -> dict[str, tuple[Kernel, object]]:
     """The GEMM forms (views read in place, 3-D @ 2-D with an epilogue, transposed operands, per-element
     operands) in float32 and on tensor cores in float16/bfloat16, each tile option; fused attention."""
+    from zyx_dist.codegen import gemm
     from zyx_dist.codegen.options import KernelOpts
 
     out: dict[str, tuple[Kernel, object]] = {}
@@ -354,8 +355,9 @@ def _gemm_and_attention_kernels() -> dict[str, tuple[Kernel, object]]:
             "transposed": _matmul(g.permute(leaf(64, 130, dtype=dtype), (1, 0)), leaf(64, 72, dtype=dtype)),
         }
         for name, node in forms.items():
-            for tile in range(4):
-                out[f"{name}_{dtype.name}_t{tile}"] = (one(node), KernelOpts(tile=tile, prefetch=1))
+            for tile in range(len(gemm.TILES) if dtype is dt.float32 else 4):  # the 8 x 8-item tiles: float32
+                out[f"{name}_{dtype.name}_t{tile}"] = (one(node), KernelOpts(tile=tile, prefetch=1,
+                                                                             tile_k=32 if tile >= 4 else 8))
             if dtype is not dt.float32:  # deeper pipelines in dynamic shared memory
                 for stages in (3, 4):
                     out[f"{name}_{dtype.name}_s{stages}"] = (one(node), KernelOpts(stages=stages))

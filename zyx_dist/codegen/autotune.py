@@ -37,7 +37,7 @@ from .render import facts, render_kernel
 MIN_SECONDS = 2e-4  # kernels estimated shorter than this are not timed: the trials would cost more than they win
 TRIALS = 3  # launches per candidate; the fastest counts (the first may pay for a cold cache)
 CUTOFF = 3.0  # a candidate whose first launch is this many times the best so far gets no more trials
-AUTOTUNE_FORMAT = 2  # of autotune-v<N>-*.json and its keys; bump when either changes meaning
+AUTOTUNE_FORMAT = 3  # of autotune-v<N>-*.json and its keys; bump when either changes meaning
 MAX_ENTRIES = 4096  # per file; beyond it the oldest winners of other renderer versions go first
 
 
@@ -276,7 +276,7 @@ def _opts(data: object) -> KernelOpts | None:
     if not isinstance(data, dict) or set(data) != names or not all(type(v) is int and v >= 0 for v in data.values()):
         return None
     opts = KernelOpts(**data)
-    return opts if opts.lws > 0 and opts.vec in (1, 4) and opts.elems >= 1 and opts.tile_k in (8, 16) \
+    return opts if opts.lws > 0 and opts.vec in (1, 4) and opts.elems >= 1 and opts.tile_k in (8, 16, 32) \
         and opts.prefetch in (0, 1) and opts.cache in (0, 1) \
-        and opts.lanes in (0, 4, 8) and opts.tile <= codegen_options.PLAIN_GEMM and opts.stages in (0, 3, 4) \
+        and opts.lanes in (0, 4, 8) and opts.tile <= codegen_options.PLAIN_GEMM and opts.stages in (0, 3, 4, 5) \
         and opts.cpu_rows in (0, 4, 8) else None

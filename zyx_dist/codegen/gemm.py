@@ -28,13 +28,14 @@ from ..graph.ir import Node, Op, ReduceOp, prod
 from . import symbolic as sym
 from .cexpr import flat_index, move_index, strides
 
-THREADS = 256  # 16 x 16 work-items
 ELEMENTWISE = (Op.UNARY, Op.BINARY, Op.CAST, Op.WHERE)
 MOVEMENT = (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.FLIP)
 MIN_SIDE = 16  # M or N below this: the plain reduce loops (a matrix-vector product) do as well
 WALK_LIMIT = 512  # operand subgraphs bigger than this are not worth a GEMM's per-element evaluation
-# tile shapes: (rows per work-item, columns per work-item); the work-group's tile is 16x that
-TILES = ((8, 8), (4, 8), (8, 4), (4, 4))
+# tile shapes: (rows per work-item, columns per work-item, work-items per side of the square work-group); the
+# work-group's tile is `side` times the work-item's. The 8 x 8 work-groups (32 x 32 to 64 x 32) are for products
+# too small to give every compute unit a 64 x 64 tile (options.gemm_candidates).
+TILES = ((8, 8, 16), (4, 8, 16), (8, 4, 16), (4, 4, 16), (4, 4, 8), (8, 4, 8), (4, 8, 8))
 PLAIN = len(TILES)  # the `tile` option that renders the kernel as plain reduce loops instead
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 
@@ -349,7 +350,8 @@ class _Tile:
     guard: str
 
 
-def _tile_loads(spec: GemmSpec, left: bool, rows: int, tile_k: int, T: str, dialect, operand: Operand) -> _Tile:
+def _tile_loads(spec: GemmSpec, left: bool, rows: int, tile_k: int, T: str, dialect, operand: Operand,
+                threads: int) -> _Tile:
     bz, gi, gj, gk = spec.vars()
     view = spec.a_view if left else spec.b_view
     node = spec.a if left else spec.b
@@ -361,9 +363,9 @@ def _tile_loads(spec: GemmSpec, left: bool, rows: int, tile_k: int, T: str, dial
     elif view is not None and view.dtype == "float32" and contiguous(view.offset, me, 4):
         mode = "mn"
     units = rows * tile_k // (4 if mode != "scalar" else 1)
-    guard = f"e < {units}" if units % THREADS else ""
+    guard = f"e < {units}" if units % threads else ""
     edge = f"{guard + ' && ' if guard else ''}{me.name} < {size} && gk < {spec.K}"
-    e = f"const int e = tid + r * {THREADS};"
+    e = f"const int e = tid + r * {threads};"
     if mode in ("k", "mn"):
         load = dialect.load4_global.format(ptr=f"in{view.pos} + {sym.render(view.offset)}")
         if mode == "k":
@@ -378,7 +380,7 @@ def _tile_loads(spec: GemmSpec, left: bool, rows: int, tile_k: int, T: str, dial
         def fetch(k0: str) -> str:
             return (f"const {T} {me.name} = {first} + {where[0]}, gk = {k0} + {where[1]}; "
                     f"const float4 v = ({edge}) ? {load} : {dialect.zero4};")
-        return _Tile(-(-units // THREADS), "float4", at, fetch, put, guard)
+        return _Tile(-(-units // threads), "float4", at, fetch, put, guard)
     # element by element: k fastest in the rows of A, the columns of B fastest
     at = f"{e} " + (f"const int ii = e / {tile_k}, kk = e % {tile_k};" if left else
                     f"const int kk = e / {rows}, ii = e % {rows};")
@@ -389,7 +391,7 @@ def _tile_loads(spec: GemmSpec, left: bool, rows: int, tile_k: int, T: str, dial
     def fetch_one(k0: str) -> str:
         return (f"const {T} {me.name} = {first} + ii, gk = {k0} + kk; float v = 0.0f; "
                 f"if ({edge}) {{ {inner} v = {value}; }}")
-    return _Tile(-(-units // THREADS), "float", at, fetch_one, f"{tile}[kk][ii] = v;", guard)
+    return _Tile(-(-units // threads), "float", at, fetch_one, f"{tile}[kk][ii] = v;", guard)
 
 
 def render(spec: GemmSpec, name: str, dialect, params: list[str], operand: Operand, epilogue: Epilogue,
@@ -400,12 +402,12 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], operand: Opera
     the output are too. With `prefetch`, the next tiles' loads are issued before the current tiles are
     multiplied, so they are in flight during the arithmetic."""
     shared, barrier, lid, grp = dialect.shared, dialect.barrier, dialect.local_id, dialect.group_id
-    RM, RN = TILES[tile]
-    TM, TN = 16 * RM, 16 * RN
+    RM, RN, side = TILES[tile]
+    TM, TN, threads = side * RM, side * RN, side * side
     M, N, K, T = spec.M, spec.N, spec.K, index_type
     nbx, nby = -(-N // TN), -(-M // TM)
-    ta = _tile_loads(spec, True, TM, tile_k, T, dialect, operand)
-    tb = _tile_loads(spec, False, TN, tile_k, T, dialect, operand)
+    ta = _tile_loads(spec, True, TM, tile_k, T, dialect, operand, threads)
+    tb = _tile_loads(spec, False, TN, tile_k, T, dialect, operand, threads)
 
     def loop(t: _Tile, body: str) -> str:
         body = f"{t.at} {body}"
@@ -437,7 +439,7 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], operand: Opera
 
     flat = spec.out_flat()
     body = "\n".join("          " + ln for ln in epilogue(flat))
-    prefix = dialect.bounded_prefix.format(threads=THREADS, groups=2)
+    prefix = dialect.bounded_prefix.format(threads=threads, groups=2)
     row = "ty * 4 + (m & 3)" + (f" + (m >> 2) * {TM // 2}" if RM == 8 else "")
     col = "tx * 4 + (n & 3)" + (f" + (n >> 2) * {TN // 2}" if RN == 8 else "")
     align = dialect.align16
@@ -445,7 +447,7 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], operand: Opera
   {shared} float As[{tile_k}][{TM}]{align};
   {shared} float Bs[{tile_k}][{TN}]{align};
   const int tid = {lid};
-  const int tx = tid % 16, ty = tid / 16;
+  const int tx = tid % {side}, ty = tid / {side};
   const {T} bz = ({T})({grp} / {nbx * nby});
   const int tile = {grp} % {nbx * nby};
   const {T} bi = ({T})(tile / {nbx}) * {TM}, bj = ({T})(tile % {nbx}) * {TN};
@@ -481,4 +483,4 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], operand: Opera
   }}
 }}
 """
-    return src, (spec.B * nbx * nby * THREADS,), (THREADS,)
+    return src, (spec.B * nbx * nby * threads,), (threads,)

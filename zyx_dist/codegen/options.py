@@ -105,25 +105,34 @@ def small(total: int, lws: int) -> int:
     return lws
 
 
-GEMM_TILES = ((128, 128), (64, 128), (128, 64), (64, 64))  # gemm.TILES as work-group tiles
+# gemm.TILES as work-group tiles: 16 x 16 work-items, then 8 x 8 (for products too small for 64 x 64 tiles)
+GEMM_TILES = ((128, 128), (64, 128), (128, 64), (64, 64), (32, 32), (64, 32), (32, 64))
+WIDE_TILES = 4  # the first four are 16 x 16 work-items; gemm_tc.TILES has the same four
 PLAIN_GEMM = len(GEMM_TILES)  # gemm.PLAIN
+FILL = 132  # work-groups that keep a big GPU's compute units busy (an H100/H200 has 132)
 
 
 def gemm_candidates(s: Shape) -> list[KernelOpts]:
     """GEMM tiles in order of how little of their work falls past the edges (tails) and how well they
     fill a GPU with work-groups, big tiles first among equals (they reuse each loaded element most);
-    small K or a thin side also gets the plain reduce loops to compare against."""
+    small K or a thin side also gets the plain reduce loops to compare against. A product too small to
+    give every compute unit of a GPU two 64 x 64 tiles gets the 8 x 8-work-item tiles first (more, smaller
+    work-groups: a short product is bound by the latency of its k-steps, not by the loads a big tile saves).
+    Most such products are too short for the autotuner to time, so the first candidate is what runs."""
     b, m, n, k = s.gemm_dims
     plain = KernelOpts(tile=PLAIN_GEMM)
 
+    def groups(t: int) -> int:
+        tm, tn = GEMM_TILES[t]
+        return b * -(-m // tm) * -(-n // tn)
+
     def rank(t: int) -> tuple:
         tm, tn = GEMM_TILES[t]
-        groups = b * -(-m // tm) * -(-n // tn)
-        waste = groups * tm * tn / (b * m * n)
-        few = s.gpu and groups < 264  # under two work-groups per compute unit of a big GPU
+        waste = groups(t) * tm * tn / (b * m * n)
+        few = s.gpu and groups(t) < 2 * FILL  # under two work-groups per compute unit of a big GPU
         return (round(waste, 1), few, -tm * tn)
 
-    tiles = sorted(range(len(GEMM_TILES)), key=rank)
+    tiles = sorted(range(WIDE_TILES), key=rank)
     if s.tensor_cores:  # two static stages first (they need no launch attribute), deeper pipelines next
         out = [KernelOpts(tile=t, stages=st) for st in (0, 3, 4) for t in tiles[:2]]
         if s.wgmma:  # wgmma first: 128 x 256 and 128 x 128 tiles (gemm_wgmma.TILES; 128 x 128 in 3 stages fits
@@ -132,6 +141,16 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
                    for t, st, p in ((0, 4, 0), (1, 4, 0), (0, 3, 0), (1, 3, 0), (1, 3, 1), (1, 5, 0))] + out
     elif not s.gpu and s.dialect == "opencl":  # CPUs: SIMD lanes over columns, no local memory (gemm_cpu)
         out = [KernelOpts(cpu_rows=r) for r in (8, 4)] + [KernelOpts(tile=tiles[0])]
+    elif s.gpu and groups(3) < 2 * FILL:
+        # the biggest small tile that still gives two work-groups per compute unit, else the one that gives
+        # the most (measured on an H200, benchmarks/h200/gemm_small.py), then the fewest wasted past the edges
+        def fill(t: int) -> tuple:
+            g = groups(t)
+            return (g < 2 * FILL, g if g >= 2 * FILL else -g, rank(t))
+
+        small = sorted(range(WIDE_TILES, len(GEMM_TILES)), key=fill)
+        out = [KernelOpts(tile=t, tile_k=d, prefetch=p) for t in (*small[:2], 3) for p in (1, 0)
+               for d in ((16, 32) if k > 16 else (8,))]
     else:
         depths = (8, 16) if k > 8 else (8,)
         order = (1, 0) if s.gpu else (0, 1)
