@@ -59,6 +59,7 @@ def driver_alone(n: int, w0, b0, y0) -> tuple[float, float]:
     dev.graph_key = lambda self, handles: tuple(map(id, handles))
     dev.capture_graph = lambda self, launches: object()
     dev.launch_graph = lambda self, graph, wait_for=(), timed=True: reference._Event(0.0)
+    os.environ["ZYX_DIST_CUDA_GRAPHS"] = "1"  # the graph path, as on the GPU
     zd.init(ray=False, devices=["reference:0"])
     try:
         w, b = zd.tensor(w0).realize(), zd.tensor(b0).realize()
@@ -98,7 +99,7 @@ def main() -> None:
     import zyx_dist as zd
 
     rows = {}
-    for graphs in ("1", "0"):
+    for graphs in ("1", "0"):  # (the environment is read when a worker starts)
         os.environ["ZYX_DIST_CUDA_GRAPHS"] = graphs
         zd.init(ray=False, devices=["cuda:0"])
         try:
@@ -142,6 +143,15 @@ def main() -> None:
         graph.launch(stream)
         stream.synchronize()
 
+    dev = cp.cuda.Device(0)
+
+    def cupy_event():
+        cp.cuda.Event(block=False, disable_timing=True).record(stream)
+
+    def cupy_device():
+        with dev:
+            pass
+
     tbuf = torch.zeros(1, device="cuda")
 
     def torch_empty():
@@ -150,7 +160,9 @@ def main() -> None:
 
     for name, fn in (("floor: CuPy empty kernel + stream sync", cupy_launch),
                      ("floor: CuPy one-kernel graph + stream sync", cupy_graph),
-                     ("floor: torch add_ on 1 float + sync", torch_empty)):
+                     ("floor: torch add_ on 1 float + sync", torch_empty),
+                     ("CuPy: an Event made and recorded", cupy_event),
+                     ("CuPy: `with Device(0)` entered and left", cupy_device)):
         for _ in range(100):
             fn()
         rows[name] = median_us(fn)
