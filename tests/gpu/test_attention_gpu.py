@@ -116,3 +116,32 @@ def _check_shapes(dtype, B, H, Tq, Tk, D, Dv, masked: bool, computed_q: bool, te
 def test_cuda_attention_shapes(dtype, B, H, Tq, Tk, D, Dv, masked, computed_q, tensor_cores):
     """Half types with head dims in whole k16 steps on tensor cores, the rest (and float32) register-tiled."""
     _check_shapes(dtype, B, H, Tq, Tk, D, Dv, masked, computed_q, tensor_cores and dtype != np.float32)
+
+
+@pytest.mark.skipif(cuda_devices() == 0, reason="no CUDA GPU")
+@pytest.mark.parametrize("dtype", [np.float32, BF], ids=["float32", "bfloat16"])
+def test_cuda_attention_skipped_blocks_keep_numpys_inf_and_nan(dtype):
+    """Causal attention over several key blocks, so warps skip the blocks they mask out entirely, and give
+    what NumPy gives where that would differ: in head 1 an inf in v at a key that only masked rows leave
+    out still gives those rows NaN in its column (0 * inf); in head 0 a row of q and a masked key of k so
+    large that their product overflows give that row NaN (inf - inf); a row masked at every key is NaN."""
+    B, H, T, D = 1, 2, 320, 64
+    qn, kn, vn = (RNG.standard_normal((B, H, T, D)).astype(dtype) for _ in range(3))
+    vn[0, 1, 250, 3] = np.inf
+    qn[0, 0, 7], kn[0, 0, 300] = 1e20, 1e20
+    mask = np.triu(np.full((T, T), -np.inf, np.float32), 1)
+    mask[5] = -np.inf
+    session = zd.init(ray=False, devices=["cuda:0"])
+    try:
+        q, k, v = (zd.tensor(x) for x in (qn, kn, vn))
+        out = zd.softmax((q @ k.mT) * 0.125 + zd.tensor(mask.astype(dtype)), axis=-1) @ v
+        qf, kf, vf = (x.astype(np.float32) for x in (qn, kn, vn))
+        with np.errstate(over="ignore", invalid="ignore"):
+            s = np.einsum("bhid,bhjd->bhij", qf, kf) * 0.125 + mask
+            e = np.exp(s - s.max(-1, keepdims=True))
+            exp = np.einsum("bhij,bhjd->bhid", e / e.sum(-1, keepdims=True), vf)  # no BLAS: 0 * inf stays NaN
+        assert np.isnan(exp[0, 1, :250, 3]).all() and np.isnan(exp[:, :, 5]).all() and np.isnan(exp[0, 0, 7]).all()
+        _one_kernel_as_numpy(out, exp, dtype)
+    finally:
+        zd.shutdown()
+        del session

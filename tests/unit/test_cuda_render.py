@@ -362,11 +362,12 @@ def _gemm_and_attention_kernels() -> dict[str, tuple[Kernel, object]]:
                 for stages in (3, 4):
                     out[f"{name}_{dtype.name}_s{stages}"] = (one(node), KernelOpts(stages=stages))
         out[f"attention_{dtype.name}"] = (one(_attention(scores, v)), None)
-        # tensor cores for half types: head dims 32 (v 64) with an additive mask, 128 with a computed q
-        # (filled value by value), 40 (not whole k16 steps: the float32 kernel); cross-attention lengths
+        # tensor cores for half types: head dims 32 (v 64) with an additive mask (130 keys: read from global
+        # memory; 136: staged in shared memory), 128 with a computed q (filled value by value), 40 (not whole
+        # k16 steps: the float32 kernel); cross-attention lengths
         for label, (Tq, Tk, D, Dv, masked, scaled) in {
-                "d32_v64_mask": (70, 130, 32, 64, True, False), "d128_computed_q": (65, 64, 128, 128, False, True),
-                "d40": (40, 40, 40, 40, True, False)}.items():
+                "d32_v64_mask": (70, 130, 32, 64, True, False), "d32_staged_mask": (70, 136, 32, 32, True, False),
+                "d128_computed_q": (65, 64, 128, 128, False, True), "d40": (40, 40, 40, 40, True, False)}.items():
             q, k, v = leaf(2, Tq, D, dtype=dtype), leaf(2, Tk, D, dtype=dtype), leaf(2, Tk, Dv, dtype=dtype)
             if scaled:
                 q = g.binary(g.BinaryOp.MUL, q, g.const(0.5, q.shape, dtype))
@@ -404,8 +405,10 @@ def test_gemm_and_attention_forms_render_as_such():
             assert attention.match(k) is not None and "Ks[" in src, name
             tensor_cores = "float32" not in name and "d40" not in name
             assert ("mma.sync.aligned.m16n8k16" in src) == tensor_cores, name
-            if tensor_cores:  # views travel by cp.async (k in two places), a computed q value by value
-                assert src.count("zd_cp_async(&") == (3 if "computed" in name else 4), name
+            if tensor_cores:  # views travel by cp.async (k in two places), a computed q value by value; a
+                # mask whose rows are whole 16-byte runs as a tile of its own, copied with k
+                copies = 3 if "computed" in name else 6 if "staged" in name else 4
+                assert src.count("zd_cp_async(&") == copies and ("Ms0[" in src) == ("staged" in name), name
             else:  # register-tiled float32 arithmetic; OpenCL keeps the kernel of one row per work-item
                 assert "Ps[" in src and "Ps[" not in render_kernel(k, OPENCL, opts).source, name
         elif "float32" in name:

@@ -10,8 +10,12 @@ into probabilities, which are rounded to the operands' half type and reused in r
 fragments of p @ v (an m16n8 accumulator pair has the layout of one m16k16 A fragment), so the T x T
 scores never leave the registers. k and v blocks reach shared memory by `cp.async` where they are views
 with 8 neighbours side by side along the head dim (else element by element); v's copies run while S is
-computed and the next k block's while p @ v is (`fill`, which attention_tiled.py shares). Other dtypes
-and head dims take attention_tiled.py's float32 arithmetic on CUDA (no TF32).
+computed and the next k block's while p @ v is (`fill`, which attention_tiled.py shares). An input the
+scoring reads at (row, key), such as an additive mask, is staged beside k as a tile of its own
+(`side_reads`), so it is read from global memory once, in 16-byte runs. A warp whose scores in a block
+are all -inf (a causal mask above the diagonal) skips that block's softmax, and its p @ v where v's
+block is finite: the result is the same as computing them. Other dtypes and head dims take
+attention_tiled.py's float32 arithmetic on CUDA (no TF32).
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..dtypes import dtype as dtype_named
+from ..fuse.attention import MOVES
 from ..fuse.kernelize import Kernel
+from ..graph.ir import Node, Op
 from . import symbolic as sym
 from .attention import AttentionSpec, Evaluate
-from .gemm import Epilogue, _walk, contiguous, tidy
+from .cexpr import move_index
+from .gemm import ELEMENTWISE, Epilogue, _walk, contiguous, tidy
 from .gemm_tc import _HELPERS
 
 BM = 64  # query rows per work-group, 16 per warp
@@ -30,6 +37,10 @@ BN = 64  # keys per block
 THREADS = 128
 PAD = 8  # halves of padding per shared-memory row: ldmatrix's eight row reads hit distinct banks
 LOG2E = 1.4426950408889634
+SHARED = 64 * 1024  # bytes of shared memory a work-group takes at most (3 fit an SM)
+# a staged tile's C element type and its value as float
+SIDE_TYPES = {"float32": ("float", "{}"), "bfloat16": ("unsigned short", "zd_bf16_load({})"),
+              "float16": ("unsigned short", "__half2float(__ushort_as_half({}))")}
 
 
 def usable(a: AttentionSpec, dialect) -> bool:
@@ -42,7 +53,7 @@ def usable(a: AttentionSpec, dialect) -> bool:
 @dataclass(frozen=True)
 class Tile:
     """A block of an operand in shared memory: element (row, col) is the operand at `row_var` = row_base +
-    row and `col_var` = col, zero where row_var >= row_limit or col_var >= col_limit."""
+    row and `col_var` = col_base + col, zero where row_var >= row_limit or col_var >= col_limit."""
 
     slot: str  # the C lvalue of element (row, col), e.g. "Ks[row][col]"
     rows: int
@@ -54,22 +65,29 @@ class Tile:
     col_limit: int
     dtype: str  # what the tile holds: a view of an input of this dtype is copied as it is
     store: str  # a computed (float) value as the tile's type, e.g. "zd_bf16_store({})"
+    col_base: str = ""  # what `col_var` is offset by ("j0 + "), with `col_limit` then checked at every column
+
+
+def copyable(kernel: Kernel, node, index: tuple, dtype: str, col_var: sym.Var, cols: int) -> tuple | None:
+    """(input position, offset) when `node` at `index` is a view of an input of `dtype` whose elements lie
+    side by side in aligned 16-byte runs along `col_var` (so a tile of `cols` columns fills by `cp.async`)."""
+    pos = {n.id: i for i, n in enumerate(kernel.inputs)}
+    walk = _walk(node, index, pos)
+    width = 16 // dtype_named(dtype).itemsize
+    if walk is None or walk[2] or len(walk[1]) != 1 or cols % width:
+        return None
+    p, off = walk[1][0]
+    off = tidy(off)
+    return (p, off) if kernel.inputs[p].dtype.name == dtype and contiguous(off, col_var, width) else None
 
 
 def fill(kernel: Kernel, node, index: tuple, t: Tile, evaluate: Evaluate, T: str, threads: int) -> str:
     """Code with which `threads` threads put `node` (at `index`, in the tile's variables) into the tile:
     16-byte `cp.async` copies when the node is a view of an input of the tile's dtype whose elements lie
     side by side in 16-byte runs along the columns, else value by value. The caller commits and waits."""
-    pos = {n.id: i for i, n in enumerate(kernel.inputs)}
-    walk = _walk(node, index, pos)
     width = 16 // dtype_named(t.dtype).itemsize
-    view = None
-    if walk is not None and not walk[2] and len(walk[1]) == 1 and t.cols % width == 0:
-        p, off = walk[1][0]
-        if kernel.inputs[p].dtype.name == t.dtype:
-            off = tidy(off)
-            view = (p, off) if contiguous(off, t.col_var, width) else None
-    col_guard = f" && {t.col_var.name} < {t.col_limit}" if t.cols > t.col_limit else ""
+    view = copyable(kernel, node, index, t.dtype, t.col_var, t.cols)
+    col_guard = f" && {t.col_var.name} < {t.col_limit}" if t.cols > t.col_limit or t.col_base else ""
     if view is not None:
         chunks = t.rows * t.cols // width
         p, off = view
@@ -77,7 +95,7 @@ def fill(kernel: Kernel, node, index: tuple, t: Tile, evaluate: Evaluate, T: str
   for (int r = 0; r < {-(-chunks // threads)}; r++) {{
     const int e = tid + r * {threads};
     const int row = e / {t.cols // width}, col = (e % {t.cols // width}) * {width};
-    const {T} {t.row_var} = {t.row_base} + row, {t.col_var.name} = col;
+    const {T} {t.row_var} = {t.row_base} + row, {t.col_var.name} = {t.col_base}col;
     const bool inside = {f'e < {chunks} && ' if chunks % threads else ''}{t.row_var} < {t.row_limit}{col_guard};
     if ({f'e < {chunks}' if chunks % threads else 'true'})
       zd_cp_async(&{t.slot}, inside ? (const void*)(in{p} + {sym.render(off)}) : (const void*)in{p}, inside);
@@ -88,11 +106,72 @@ def fill(kernel: Kernel, node, index: tuple, t: Tile, evaluate: Evaluate, T: str
   for (int r = 0; r < {-(-elems // threads)}; r++) {{
     const int e = tid + r * {threads};
     const int row = e / {t.cols}, col = e % {t.cols};
-    const {T} {t.row_var} = {t.row_base} + row, {t.col_var.name} = col;
+    const {T} {t.row_var} = {t.row_base} + row, {t.col_var.name} = {t.col_base}col;
     float v = 0.0f;
     if ({f'e < {elems} && ' if elems % threads else ''}{t.row_var} < {t.row_limit}{col_guard}) {{ {' '.join(lines)} v = {value}; }}
     if ({f'e < {elems}' if elems % threads else 'true'}) {t.slot} = {t.store.format('v')};
   }}"""
+
+
+def side_reads(a: AttentionSpec, kernel: Kernel, free_bytes: int) -> list[tuple[Node, tuple, str]]:
+    """(node, index, dtype) of each operand of the scoring, other than q @ k^T, that reads an input at
+    (query row, key) in 16-byte runs along the keys, e.g. an additive mask: staged per block as a BM x BN
+    tile by `cp.async` (two buffers, the next block's copied with its k), the scoring reads it from shared
+    memory in the accumulators' layout (from global memory that is a few bytes per lane from each of 8
+    rows). As many as fit `free_bytes`; a node read at two indices stays a global read (the scoring's
+    overrides are per node)."""
+    pos = {n.id: i for i, n in enumerate(kernel.inputs)}
+    inside = a.pattern.internal()
+    gk = sym.Var("gk", 0, a.spec.K - 1)
+    found: dict[int, tuple[Node, tuple]] = {}
+    twice: set[int] = set()
+    stack = [(a.pattern.scores, a.scores_idx)]
+    while stack:
+        n, ix = stack.pop()
+        if n is a.pattern.qk or n.op is Op.CONST:
+            continue
+        if n.id in inside and n.id not in pos:  # on the way to q @ k^T
+            if n.op in ELEMENTWISE:
+                stack.extend((x, ix) for x in n.srcs)
+            elif n.op in (*MOVES, Op.FLIP):
+                stack.append((n.srcs[0], move_index(n, ix)))
+            continue
+        ix = tuple(tidy(e) for e in ix)
+        if n.id in found and found[n.id][1] != ix:
+            twice.add(n.id)
+        found[n.id] = (n, ix)
+    out = []
+    for nid, (n, ix) in found.items():
+        walk = _walk(n, ix, pos)
+        dtype = kernel.inputs[walk[1][0][0]].dtype.name if walk is not None and len(walk[1]) == 1 else None
+        if nid in twice or dtype not in SIDE_TYPES or not {"gi", "gk"} <= walk[0]:
+            continue
+        size = dtype_named(dtype).itemsize
+        if copyable(kernel, n, ix, dtype, gk, BN) is None or 2 * BM * (BN + 16 // size) * size > free_bytes:
+            continue
+        free_bytes -= 2 * BM * (BN + 16 // size) * size
+        out.append((n, ix, dtype))
+    return out
+
+
+def filled_check(kernel: Kernel, node, index: tuple, t: Tile, threads: int, flag: str, vec: tuple[str, str],
+                 one: str) -> str:
+    """Code that ANDs into `flag` a test of each element of the tile that this thread put there in `fill`
+    (visible to it after its own `cp.async` wait, before any barrier): `vec` = (type, test of `w`) for 16
+    bytes at a time where `fill` copies so, else `one`, a test of the element `x`."""
+    width = 16 // dtype_named(t.dtype).itemsize
+    if copyable(kernel, node, index, t.dtype, t.col_var, t.cols) is not None:
+        count, per_row, step, test = t.rows * t.cols // width, t.cols // width, width, vec[1]
+        read = f"const {vec[0]} w = *reinterpret_cast<const {vec[0]}*>(&{t.slot});"
+    else:
+        count, per_row, step, test = t.rows * t.cols, t.cols, 1, one
+        read = f"const auto x = {t.slot};"
+    return f"""    #pragma unroll
+    for (int r = 0; r < {-(-count // threads)}; r++) {{
+      const int e = tid + r * {threads};
+      const int row = e / {per_row}, col = (e % {per_row}) * {step};
+      if ({f'e < {count}' if count % threads else 'true'}) {{ {read} {flag} = {flag} && {test}; }}
+    }}"""
 
 
 def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate,
@@ -110,10 +189,27 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
                   T, THREADS)
     fill_k = fill(kernel, a.k, a.qk_idx, Tile("Ks[row][col]", BN, D, "gk", "j0", K, dd, D, half, store), evaluate,
                   T, THREADS)
-    fill_v = fill(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk),
-                  Tile("Vs[row][col]", BN, N, "gk", "j0", K, gj, N, half, store), evaluate, T, THREADS)
-    s_lines, s_val = evaluate(a.pattern.scores, a.scores_idx, {a.pattern.qk.id: "acc"})
+    v_tile = Tile("Vs[row][col]", BN, N, "gk", "j0", K, gj, N, half, store)
+    fill_v = fill(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk), v_tile, evaluate, T, THREADS)
+    own = 2 * BN * (D + PAD + W)  # bytes of Ks and Vs
+    sides = side_reads(a, kernel, SHARED - own)
+    overrides = {a.pattern.qk.id: "acc"}
+    views, at = [], own  # the side tiles' pointers into the pool, each 2 buffers of BM x pitch
+    for i, (n, ix, dt) in enumerate(sides):
+        ctype, value = SIDE_TYPES[dt]
+        size = dtype_named(dt).itemsize
+        pitch = BN + 16 // size  # elements per row: 16 bytes of padding
+        views.append(f"  {ctype} (*Ms{i})[{BM}][{pitch}] = reinterpret_cast<{ctype} (*)[{BM}][{pitch}]>("
+                     f"reinterpret_cast<unsigned char*>(zd_pool) + {at});")
+        at += 2 * BM * pitch * size
+        fill_k += "\n" + fill(kernel, n, ix, Tile(f"Ms{i}[(j0 / {BN}) & 1][row][col]", BM, BN, "gi", "q0", M,
+                                                 sym.Var("gk", 0, K - 1), K, dt, "", "j0 + "), evaluate, T, THREADS)
+        overrides[n.id] = value.format(f"Ms{i}[s & 1][gi - q0][gk - j0]")
+    s_lines, s_val = evaluate(a.pattern.scores, a.scores_idx, overrides)
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
+    exponent = "0x7f80u" if kind == "bf16" else "0x7c00u"  # all ones in a non-finite value's exponent
+    check_v = filled_check(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk), v_tile, THREADS, "finite",
+                           ("uint4", f"zd_finite8_{kind}(w)"), f"(x & {exponent}) != {exponent}")
 
     def mma_call(c: str, a_frag: str, b0: str, b1: str) -> str:
         acc = ", ".join(f'"+f"({c}[{h}])' for h in range(4))
@@ -134,10 +230,21 @@ __device__ __forceinline__ unsigned zd_pack_{kind}(float lo, float hi) {{
   asm("cvt.rn.{kind}x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }}
+__device__ __forceinline__ bool zd_finite8_{kind}(uint4 w) {{  // eight halves: none infinite or NaN
+  const unsigned x[4] = {{w.x, w.y, w.z, w.w}};
+  bool ok = true;
+  #pragma unroll
+  for (int i = 0; i < 4; i++)
+    ok = ok && (x[i] & {exponent}) != {exponent} && ((x[i] >> 16) & {exponent}) != {exponent};
+  return ok;
+}}
 #endif
 extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params)}) {{
-  __shared__ __align__(16) unsigned short Ks[{BN}][{D + PAD}];
-  __shared__ __align__(16) unsigned short Vs[{BN}][{W}];
+  // zyx_dist: dynamic shared bytes {at}
+  extern __shared__ __align__(16) float zd_pool[];
+  unsigned short (*Ks)[{D + PAD}] = reinterpret_cast<unsigned short (*)[{D + PAD}]>(zd_pool);
+  unsigned short (*Vs)[{W}] = reinterpret_cast<unsigned short (*)[{W}]>(zd_pool + {BN * (D + PAD) // 2});
+{chr(10).join(views)}
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const {T} bz = ({T})(blockIdx.x / {groups});
   const {T} q0 = ({T})(blockIdx.x % {groups}) * {BM};
@@ -165,7 +272,7 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
   zd_cp_commit();
   for (int s = 0; s < steps; s++) {{
     const {T} j0 = ({T})s * {BN};
-    asm volatile("cp.async.wait_group 0;" ::: "memory");  // this block of k has landed
+    asm volatile("cp.async.wait_group 0;" ::: "memory");  // this block of k (and the side tiles) has landed
     __syncthreads();  // ... for every thread, and every warp is done with the last block of v
 {fill_v}
     zd_cp_commit();
@@ -192,6 +299,7 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
     }}
     zd_cp_commit();
     float mb0 = m0, mb1 = m1;
+    bool none = true;  // every score of this lane is -inf
     #pragma unroll
     for (int ni = 0; ni < {BN // 8}; ni++) {{
       #pragma unroll
@@ -202,54 +310,67 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
         float sc = -INFINITY;
         if (gi < {M} && gk < {K}) {{ {' '.join(s_lines)} sc = {s_val}; }}
         S[ni][h] = sc;
+        none = none && sc == -INFINITY;
         if (h < 2) mb0 = fmaxf(mb0, sc); else mb1 = fmaxf(mb1, sc);
       }}
     }}
-    // the lanes of a quad hold the same two rows: their max is the rows' max
-    mb0 = fmaxf(mb0, __shfl_xor_sync(0xffffffffu, mb0, 1));
-    mb0 = fmaxf(mb0, __shfl_xor_sync(0xffffffffu, mb0, 2));
-    mb1 = fmaxf(mb1, __shfl_xor_sync(0xffffffffu, mb1, 1));
-    mb1 = fmaxf(mb1, __shfl_xor_sync(0xffffffffu, mb1, 2));
-    // online softmax: what was summed under the old max is rescaled
-    const float al0 = mb0 == -INFINITY ? 1.0f : exp2f((m0 - mb0) * {LOG2E}f);
-    const float al1 = mb1 == -INFINITY ? 1.0f : exp2f((m1 - mb1) * {LOG2E}f);
-    m0 = mb0;
-    m1 = mb1;
-    l0 *= al0;
-    l1 *= al1;
-    #pragma unroll
-    for (int x = 0; x < {N // 8}; x++) {{
-      o[x][0] *= al0; o[x][1] *= al0; o[x][2] *= al1; o[x][3] *= al1;
-    }}
+    // a warp whose 16 rows score -inf at every key of the block (masked out) leaves its max, sums and
+    // output as they are: the softmax is skipped, and p @ v too unless v holds an inf or NaN (0 * inf is NaN)
+    const bool masked = __all_sync(0xffffffffu, none);
     unsigned pf[{BN // 16}][4];
-    #pragma unroll
-    for (int t = 0; t < {BN // 16}; t++) {{
-      float p[2][4];
+    if (masked) {{
       #pragma unroll
-      for (int u = 0; u < 2; u++)
+      for (int t = 0; t < {BN // 16}; t++) pf[t][0] = pf[t][1] = pf[t][2] = pf[t][3] = 0u;
+    }} else {{
+      // the lanes of a quad hold the same two rows: their max is the rows' max
+      mb0 = fmaxf(mb0, __shfl_xor_sync(0xffffffffu, mb0, 1));
+      mb0 = fmaxf(mb0, __shfl_xor_sync(0xffffffffu, mb0, 2));
+      mb1 = fmaxf(mb1, __shfl_xor_sync(0xffffffffu, mb1, 1));
+      mb1 = fmaxf(mb1, __shfl_xor_sync(0xffffffffu, mb1, 2));
+      // online softmax: what was summed under the old max is rescaled
+      const float al0 = mb0 == -INFINITY ? 1.0f : exp2f((m0 - mb0) * {LOG2E}f);
+      const float al1 = mb1 == -INFINITY ? 1.0f : exp2f((m1 - mb1) * {LOG2E}f);
+      m0 = mb0;
+      m1 = mb1;
+      l0 *= al0;
+      l1 *= al1;
+      #pragma unroll
+      for (int x = 0; x < {N // 8}; x++) {{
+        o[x][0] *= al0; o[x][1] *= al0; o[x][2] *= al1; o[x][3] *= al1;
+      }}
+      #pragma unroll
+      for (int t = 0; t < {BN // 16}; t++) {{
+        float p[2][4];
         #pragma unroll
-        for (int h = 0; h < 4; h++) {{
-          const float sc = S[2 * t + u][h], mb = h < 2 ? mb0 : mb1;
-          const float e = sc == -INFINITY ? 0.0f : exp2f((sc - mb) * {LOG2E}f);
-          p[u][h] = e;
-          if (h < 2) l0 += e; else l1 += e;
-        }}
-      pf[t][0] = zd_pack_{kind}(p[0][0], p[0][1]);
-      pf[t][1] = zd_pack_{kind}(p[0][2], p[0][3]);
-      pf[t][2] = zd_pack_{kind}(p[1][0], p[1][1]);
-      pf[t][3] = zd_pack_{kind}(p[1][2], p[1][3]);
+        for (int u = 0; u < 2; u++)
+          #pragma unroll
+          for (int h = 0; h < 4; h++) {{
+            const float sc = S[2 * t + u][h], mb = h < 2 ? mb0 : mb1;
+            const float e = sc == -INFINITY ? 0.0f : exp2f((sc - mb) * {LOG2E}f);
+            p[u][h] = e;
+            if (h < 2) l0 += e; else l1 += e;
+          }}
+        pf[t][0] = zd_pack_{kind}(p[0][0], p[0][1]);
+        pf[t][1] = zd_pack_{kind}(p[0][2], p[0][3]);
+        pf[t][2] = zd_pack_{kind}(p[1][0], p[1][1]);
+        pf[t][3] = zd_pack_{kind}(p[1][2], p[1][3]);
+      }}
     }}
     asm volatile("cp.async.wait_group 1;" ::: "memory");  // this block of v has landed (the next k may not)
-    __syncthreads();
-    #pragma unroll
-    for (int t = 0; t < {BN // 16}; t++) {{
+    bool finite = true;  // the elements of v's block that this thread copied are finite
+{check_v}
+    const bool v_finite = __syncthreads_and(finite);
+    if (!(masked && v_finite)) {{
       #pragma unroll
-      for (int j = 0; j < {N // 16}; j++) {{
-        unsigned v0, v1, v2, v3;
-        {ldm(True, "&Vs[t * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][j * 16 + ((lane >> 4) << 3)]",
-             ("v0", "v1", "v2", "v3"))}
-        {mma_call("o[2 * j]", "pf[t]", "v0", "v1")}
-        {mma_call("o[2 * j + 1]", "pf[t]", "v2", "v3")}
+      for (int t = 0; t < {BN // 16}; t++) {{
+        #pragma unroll
+        for (int j = 0; j < {N // 16}; j++) {{
+          unsigned v0, v1, v2, v3;
+          {ldm(True, "&Vs[t * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][j * 16 + ((lane >> 4) << 3)]",
+               ("v0", "v1", "v2", "v3"))}
+          {mma_call("o[2 * j]", "pf[t]", "v0", "v1")}
+          {mma_call("o[2 * j + 1]", "pf[t]", "v2", "v3")}
+        }}
       }}
     }}
   }}

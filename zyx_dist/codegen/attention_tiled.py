@@ -9,8 +9,9 @@ columns when the head dim of v is a multiple of 64, for float4 reads). q stays i
 transposed, for the whole kernel; per block of keys, k and v are loaded, each thread computes its 8 x 4
 scores (k read 4 head dims at a time), the scoring (scale, mask, any elementwise expression) is
 evaluated at each, and the online softmax (running max per row, reduced across the 16 lanes that share
-the row) turns them into probabilities, which take k's place in shared memory for p @ v. Exact float32:
-no TF32. The T x T scores are never stored.
+the row) turns them into probabilities, which take k's place in shared memory for p @ v; a warp whose
+16 rows score -inf at every key of a block skips its softmax and p @ v there where v's block is finite
+(the same result). Exact float32: no TF32. The T x T scores are never stored.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..fuse.kernelize import Kernel
 from . import attention_tc
 from . import symbolic as sym
 from .attention import AttentionSpec, Evaluate
-from .attention_tc import _HELPERS, Tile, fill
+from .attention_tc import _HELPERS, Tile, fill, filled_check
 from .dialects import CUDA
 from .gemm import Epilogue
 
@@ -113,15 +114,22 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     q_at, k_at, v_at = 0, D * QP, D * QP + BN * -(-max(KP, PP) // 4) * 4  # v's rows start 16-byte aligned
     p_at, shared_bytes = k_at, 4 * (v_at + BN * VP)
     dd = sym.Var("dd", 0, D - 1)
+    v_tile = Tile(f"Vs[row * {VP} + col]", BN, VP, "gk", "j0", K, gj, N, "float32", "{}")
     fill_k = fill(kernel, a.k, a.qk_idx, Tile(f"Ks[row * {KP} + col]", BN, D, "gk", "j0", K, dd, D, "float32", "{}"),
                   evaluate, T, THREADS)
-    fill_v = fill(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk),
-                  Tile(f"Vs[row * {VP} + col]", BN, VP, "gk", "j0", K, gj, N, "float32", "{}"), evaluate, T, THREADS)
+    fill_v = fill(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk), v_tile, evaluate, T, THREADS)
+    finite = " && ".join(f"zd_finite(w.{c})" for c in "xyzw")
+    check_v = filled_check(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk), v_tile, THREADS, "finite",
+                           ("float4", finite), "zd_finite(x)")
 
     def shuffle_max(x: str) -> str:
         return " ".join(f"{x} = fmaxf({x}, __shfl_xor_sync(0xffffffffu, {x}, {w}));" for w in (1, 2, 4, 8))
 
     src = f"""{_HELPERS}
+#ifndef ZD_FINITE
+#define ZD_FINITE
+__device__ __forceinline__ bool zd_finite(float x) {{ return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u; }}
+#endif
 extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params)}) {{
   // zyx_dist: dynamic shared bytes {shared_bytes}
   extern __shared__ __align__(16) float zd_pool[];
@@ -161,11 +169,14 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
       #pragma unroll
       for (int c = 0; c < {KEYS}; c++) s[i][c] = 0.0f;
 {scores}
-    __syncthreads();  // every thread is done with k: p goes there
+    asm volatile("cp.async.wait_group 0;" ::: "memory");  // v has landed
+    bool finite = true;  // the elements of v's block that this thread copied are finite
+{check_v}
+    const bool v_finite = __syncthreads_and(finite);  // and every thread is done with k: p goes there
+    bool none = true;  // every score of this thread is -inf
     #pragma unroll
     for (int i = 0; i < {ROWS}; i++) {{
       const {T} gi = q0 + tr * {ROWS} + i;
-      float mb = m[i];
       #pragma unroll
       for (int c = 0; c < {KEYS}; c++) {{  // unrolled, so s stays in registers whatever the scoring does
         const {T} gk = j0 + tc + 16 * c;
@@ -173,25 +184,34 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
         float sc = -INFINITY;
         if (gi < {M} && gk < {K}) {{ {' '.join(s_lines)} sc = {s_val}; }}
         s[i][c] = sc;
-        mb = fmaxf(mb, sc);
-      }}
-      {shuffle_max("mb")}  // the 16 lanes that share the row
-      // online softmax: what was summed under the old max is rescaled
-      const float alpha = mb == -INFINITY ? 1.0f : expf(m[i] - mb);
-      m[i] = mb;
-      l[i] *= alpha;
-      #pragma unroll
-      for (int c = 0; c < {NC}; c++) o[i][c] *= alpha;
-      #pragma unroll
-      for (int c = 0; c < {KEYS}; c++) {{
-        const float p = s[i][c] == -INFINITY ? 0.0f : expf(s[i][c] - mb);
-        l[i] += p;
-        Ps[(tc + 16 * c) * {PP} + tr * {ROWS} + i] = p;
+        none = none && sc == -INFINITY;
       }}
     }}
-    asm volatile("cp.async.wait_group 0;" ::: "memory");  // v has landed
-    __syncthreads();
+    // a warp (16 rows) that scores -inf at every key of the block adds nothing to its rows when v is finite
+    // (else 0 * inf is NaN), so it skips the softmax and p @ v; each warp reads only its own rows of p
+    if (!(v_finite && __all_sync(0xffffffffu, none))) {{
+      #pragma unroll
+      for (int i = 0; i < {ROWS}; i++) {{
+        float mb = m[i];
+        #pragma unroll
+        for (int c = 0; c < {KEYS}; c++) mb = fmaxf(mb, s[i][c]);
+        {shuffle_max("mb")}  // the 16 lanes that share the row
+        // online softmax: what was summed under the old max is rescaled
+        const float alpha = mb == -INFINITY ? 1.0f : expf(m[i] - mb);
+        m[i] = mb;
+        l[i] *= alpha;
+        #pragma unroll
+        for (int c = 0; c < {NC}; c++) o[i][c] *= alpha;
+        #pragma unroll
+        for (int c = 0; c < {KEYS}; c++) {{
+          const float p = s[i][c] == -INFINITY ? 0.0f : expf(s[i][c] - mb);
+          l[i] += p;
+          Ps[(tc + 16 * c) * {PP} + tr * {ROWS} + i] = p;
+        }}
+      }}
+      __syncwarp();
 {products}
+    }}
   }}
   #pragma unroll
   for (int i = 0; i < {ROWS}; i++) {{
