@@ -191,6 +191,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
                   T, THREADS)
     v_tile = Tile("Vs[row][col]", BN, N, "gk", "j0", K, gj, N, half, store)
     fill_v = fill(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk), v_tile, evaluate, T, THREADS)
+    # head dims up to 64: 128 registers a thread, so 4 work-groups share an SM (wider heads would spill)
+    bounds = f"{THREADS}, 4" if max(D, N) <= 64 else f"{THREADS}"
     own = 2 * BN * (D + PAD + W)  # bytes of Ks and Vs
     sides = side_reads(a, kernel, SHARED - own)
     overrides = {a.pattern.qk.id: "acc"}
@@ -239,7 +241,7 @@ __device__ __forceinline__ bool zd_finite8_{kind}(uint4 w) {{  // eight halves: 
   return ok;
 }}
 #endif
-extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params)}) {{
+extern "C" __global__ void __launch_bounds__({bounds}) {name}({', '.join(params)}) {{
   // zyx_dist: dynamic shared bytes {at}
   extern __shared__ __align__(16) float zd_pool[];
   unsigned short (*Ks)[{D + PAD}] = reinterpret_cast<unsigned short (*)[{D + PAD}]>(zd_pool);

@@ -122,6 +122,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     check_v = filled_check(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk), v_tile, THREADS, "finite",
                            ("float4", finite), "zd_finite(x)")
 
+    # head dims up to 64: 128 registers a thread, so 4 work-groups share an SM (wider heads would spill)
+    bounds = f"{THREADS}, 4" if max(D, N) <= 64 else f"{THREADS}"
     def shuffle_max(x: str) -> str:
         return " ".join(f"{x} = fmaxf({x}, __shfl_xor_sync(0xffffffffu, {x}, {w}));" for w in (1, 2, 4, 8))
 
@@ -130,7 +132,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
 #define ZD_FINITE
 __device__ __forceinline__ bool zd_finite(float x) {{ return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u; }}
 #endif
-extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params)}) {{
+extern "C" __global__ void __launch_bounds__({bounds}) {name}({', '.join(params)}) {{
   // zyx_dist: dynamic shared bytes {shared_bytes}
   extern __shared__ __align__(16) float zd_pool[];
   float* Qs = zd_pool + {q_at};  // q transposed: Qs[dd * {QP} + row]
