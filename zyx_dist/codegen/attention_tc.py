@@ -43,6 +43,12 @@ SIDE_TYPES = {"float32": ("float", "{}"), "bfloat16": ("unsigned short", "zd_bf1
               "float16": ("unsigned short", "__half2float(__ushort_as_half({}))")}
 
 
+def launch_bounds(a: AttentionSpec) -> str:
+    """`__launch_bounds__` of both CUDA attention kernels: head dims up to 64 fit 128 registers a thread, so 4
+    work-groups share an SM (wider heads would spill)."""
+    return f"{THREADS}, 4" if max(a.head, a.spec.N) <= 64 else f"{THREADS}"
+
+
 def usable(a: AttentionSpec, dialect) -> bool:
     """q, k and v of one half type, head dims in whole m16n8k16 steps, in the CUDA dialect."""
     dtypes = {a.q.dtype, a.k.dtype, a.v.dtype}
@@ -122,7 +128,7 @@ def side_reads(a: AttentionSpec, kernel: Kernel, free_bytes: int) -> list[tuple[
     overrides are per node)."""
     pos = {n.id: i for i, n in enumerate(kernel.inputs)}
     inside = a.pattern.internal()
-    gk = sym.Var("gk", 0, a.spec.K - 1)
+    gk = a.spec.vars()[3]
     found: dict[int, tuple[Node, tuple]] = {}
     twice: set[int] = set()
     stack = [(a.pattern.scores, a.scores_idx)]
@@ -189,10 +195,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
                   T, THREADS)
     fill_k = fill(kernel, a.k, a.qk_idx, Tile("Ks[row][col]", BN, D, "gk", "j0", K, dd, D, half, store), evaluate,
                   T, THREADS)
-    v_tile = Tile("Vs[row][col]", BN, N, "gk", "j0", K, gj, N, half, store)
-    fill_v = fill(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk), v_tile, evaluate, T, THREADS)
-    # head dims up to 64: 128 registers a thread, so 4 work-groups share an SM (wider heads would spill)
-    bounds = f"{THREADS}, 4" if max(D, N) <= 64 else f"{THREADS}"
+    v_tile, v_index = Tile("Vs[row][col]", BN, N, "gk", "j0", K, gj, N, half, store), spec.index(bz, sym.ZERO, gj, gk)
+    fill_v = fill(kernel, a.v, v_index, v_tile, evaluate, T, THREADS)
     own = 2 * BN * (D + PAD + W)  # bytes of Ks and Vs
     sides = side_reads(a, kernel, SHARED - own)
     overrides = {a.pattern.qk.id: "acc"}
@@ -205,12 +209,12 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
                      f"reinterpret_cast<unsigned char*>(zd_pool) + {at});")
         at += 2 * BM * pitch * size
         fill_k += "\n" + fill(kernel, n, ix, Tile(f"Ms{i}[(j0 / {BN}) & 1][row][col]", BM, BN, "gi", "q0", M,
-                                                 sym.Var("gk", 0, K - 1), K, dt, "", "j0 + "), evaluate, T, THREADS)
+                                                 gk, K, dt, "", "j0 + "), evaluate, T, THREADS)
         overrides[n.id] = value.format(f"Ms{i}[s & 1][gi - q0][gk - j0]")
     s_lines, s_val = evaluate(a.pattern.scores, a.scores_idx, overrides)
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
     exponent = "0x7f80u" if kind == "bf16" else "0x7c00u"  # all ones in a non-finite value's exponent
-    check_v = filled_check(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk), v_tile, THREADS, "finite",
+    check_v = filled_check(kernel, a.v, v_index, v_tile, THREADS, "finite",
                            ("uint4", f"zd_finite8_{kind}(w)"), f"(x & {exponent}) != {exponent}")
 
     def mma_call(c: str, a_frag: str, b0: str, b1: str) -> str:
@@ -241,7 +245,7 @@ __device__ __forceinline__ bool zd_finite8_{kind}(uint4 w) {{  // eight halves: 
   return ok;
 }}
 #endif
-extern "C" __global__ void __launch_bounds__({bounds}) {name}({', '.join(params)}) {{
+extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.join(params)}) {{
   // zyx_dist: dynamic shared bytes {at}
   extern __shared__ __align__(16) float zd_pool[];
   unsigned short (*Ks)[{D + PAD}] = reinterpret_cast<unsigned short (*)[{D + PAD}]>(zd_pool);

@@ -114,16 +114,14 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     q_at, k_at, v_at = 0, D * QP, D * QP + BN * -(-max(KP, PP) // 4) * 4  # v's rows start 16-byte aligned
     p_at, shared_bytes = k_at, 4 * (v_at + BN * VP)
     dd = sym.Var("dd", 0, D - 1)
-    v_tile = Tile(f"Vs[row * {VP} + col]", BN, VP, "gk", "j0", K, gj, N, "float32", "{}")
+    v_tile, v_index = Tile(f"Vs[row * {VP} + col]", BN, VP, "gk", "j0", K, gj, N, "float32", "{}"), spec.index(
+        bz, sym.ZERO, gj, gk)
     fill_k = fill(kernel, a.k, a.qk_idx, Tile(f"Ks[row * {KP} + col]", BN, D, "gk", "j0", K, dd, D, "float32", "{}"),
                   evaluate, T, THREADS)
-    fill_v = fill(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk), v_tile, evaluate, T, THREADS)
+    fill_v = fill(kernel, a.v, v_index, v_tile, evaluate, T, THREADS)
     finite = " && ".join(f"zd_finite(w.{c})" for c in "xyzw")
-    check_v = filled_check(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk), v_tile, THREADS, "finite",
-                           ("float4", finite), "zd_finite(x)")
+    check_v = filled_check(kernel, a.v, v_index, v_tile, THREADS, "finite", ("float4", finite), "zd_finite(x)")
 
-    # head dims up to 64: 128 registers a thread, so 4 work-groups share an SM (wider heads would spill)
-    bounds = f"{THREADS}, 4" if max(D, N) <= 64 else f"{THREADS}"
     def shuffle_max(x: str) -> str:
         return " ".join(f"{x} = fmaxf({x}, __shfl_xor_sync(0xffffffffu, {x}, {w}));" for w in (1, 2, 4, 8))
 
@@ -132,7 +130,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
 #define ZD_FINITE
 __device__ __forceinline__ bool zd_finite(float x) {{ return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u; }}
 #endif
-extern "C" __global__ void __launch_bounds__({bounds}) {name}({', '.join(params)}) {{
+extern "C" __global__ void __launch_bounds__({attention_tc.launch_bounds(a)}) {name}({', '.join(params)}) {{
   // zyx_dist: dynamic shared bytes {shared_bytes}
   extern __shared__ __align__(16) float zd_pool[];
   float* Qs = zd_pool + {q_at};  // q transposed: Qs[dd * {QP} + row]
