@@ -145,3 +145,35 @@ def test_cuda_attention_skipped_blocks_keep_numpys_inf_and_nan(dtype):
     finally:
         zd.shutdown()
         del session
+
+
+@pytest.mark.skipif(cuda_devices() == 0, reason="no CUDA GPU")
+@pytest.mark.parametrize("dtype", [np.float32, BF], ids=["float32", "bfloat16"])
+def test_cuda_attention_leaves_out_masked_blocks_for_where_and_padding_masks(dtype):
+    """Whole key blocks that the mask hides are left out (the kernel's prologue flags them): a causal
+    `zd.where(keep, s, -inf)` and a padding mask that differs per batch (whole padded blocks), against
+    NumPy; the kernels carry the prologue, so the skip path is what ran."""
+    from zyx_dist.codegen import attention_skip
+    from zyx_dist.codegen.render import CUDA, render_kernel
+
+    B, H, T, D = 2, 2, 300, 64
+    qn, kn, vn = (RNG.standard_normal((B, H, T, D)).astype(dtype) for _ in range(3))
+    qf, kf, vf = (x.astype(np.float32) for x in (qn, kn, vn))
+    keep = np.tril(np.ones((T, T), bool))
+    pad = np.zeros((B, 1, 1, T), np.float32)
+    pad[0, ..., 100:], pad[1, ..., 260:] = -np.inf, -np.inf  # batch 0: keys 128-299 are whole padded blocks
+    session = zd.init(ray=False, devices=["cuda:0"])
+    try:
+        q, k, v = (zd.tensor(x) for x in (qn, kn, vn))
+        s = (q @ k.mT) * 0.125
+        outs = {"where": zd.softmax(zd.where(zd.tensor(keep), s, -math.inf), axis=-1) @ v,
+                "padding": zd.softmax(s + zd.tensor(pad.astype(dtype)), axis=-1) @ v}
+        exps = {"where": ref_attention(qf, kf, vf, 0.125, np.where(keep, 0, -np.inf).astype(np.float32)),
+                "padding": ref_attention(qf, kf, vf, 0.125, pad)}
+        for name, out in outs.items():
+            (kern,) = kernelize([out.node])
+            assert attention_skip.PROLOGUE_MARK in render_kernel(kern, CUDA).source, name
+            _one_kernel_as_numpy(out, exps[name], dtype)
+    finally:
+        zd.shutdown()
+        del session

@@ -397,12 +397,14 @@ def _bmm(a: g.Node, b: g.Node) -> g.Node:
 
 
 def test_gemm_and_attention_forms_render_as_such():
-    from zyx_dist.codegen import attention, gemm
+    from zyx_dist.codegen import attention, attention_skip, gemm
 
     for name, (k, opts) in _gemm_and_attention_kernels().items():
         src = render_kernel(k, CUDA, opts).source
         if name.startswith("attention"):
             assert attention.match(k) is not None and "Ks[" in src, name
+            # a mask added to the scores: a prologue kernel flags the blocks it hides, which are then left out
+            assert (attention_skip.PROLOGUE_MARK in src) == ("mask" in name or "d40" in name), name
             tensor_cores = "float32" not in name and "d40" not in name
             assert ("mma.sync.aligned.m16n8k16" in src) == tensor_cores, name
             if tensor_cores:  # views travel by cp.async (k in two places), a computed q value by value; a

@@ -28,6 +28,7 @@ from ..fuse.kernelize import Kernel
 from ..graph.ir import Node, Op
 from . import symbolic as sym
 from .attention import AttentionSpec, Evaluate
+from .attention_skip import Skips
 from .cexpr import move_index
 from .gemm import ELEMENTWISE, Epilogue, _walk, contiguous, tidy
 from .gemm_tc import _HELPERS
@@ -208,14 +209,19 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
         views.append(f"  {ctype} (*Ms{i})[{BM}][{pitch}] = reinterpret_cast<{ctype} (*)[{BM}][{pitch}]>("
                      f"reinterpret_cast<unsigned char*>(zd_pool) + {at});")
         at += 2 * BM * pitch * size
-        fill_k += "\n" + fill(kernel, n, ix, Tile(f"Ms{i}[(j0 / {BN}) & 1][row][col]", BM, BN, "gi", "q0", M,
-                                                 gk, K, dt, "", "j0 + "), evaluate, T, THREADS)
-        overrides[n.id] = value.format(f"Ms{i}[s & 1][gi - q0][gk - j0]")
+        fill_k += "\n" + fill(kernel, n, ix, Tile(f"Ms{i}[buf][row][col]", BM, BN, "gi", "q0", M, gk, K, dt, "",
+                                                 "j0 + "), evaluate, T, THREADS)
+        overrides[n.id] = value.format(f"Ms{i}[it & 1][gi - q0][gk - j0]")
     s_lines, s_val = evaluate(a.pattern.scores, a.scores_idx, overrides)
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
     exponent = "0x7f80u" if kind == "bf16" else "0x7c00u"  # all ones in a non-finite value's exponent
     check_v = filled_check(kernel, a.v, v_index, v_tile, THREADS, "finite",
                            ("uint4", f"zd_finite8_{kind}(w)"), f"(x & {exponent}) != {exponent}")
+    as_float = SIDE_TYPES[half][1]
+    kv_views = (copyable(kernel, a.k, a.qk_idx, half, dd, D), copyable(kernel, a.v, v_index, half, gj, N))
+    skip = Skips(a, kernel, name, params, evaluate, T, as_float.format(store),
+                 tuple(None if w is None else (w, half) for w in kv_views))
+    q_max = skip.q_max(f"{as_float.format(f'Vs[e / {D}][e % {D}]')}", BM * D)
 
     def mma_call(c: str, a_frag: str, b0: str, b1: str) -> str:
         acc = ", ".join(f'"+f"({c}[{h}])' for h in range(4))
@@ -229,7 +235,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
         return f'asm volatile("{op} {{%0,%1,%2,%3}}, [%4];" : {outs} : "r"(zd_smem({addr})) : "memory");'
 
     src = f"""{_HELPERS}
-#ifndef ZD_TC_PACK_{kind}
+{skip.prologue}#ifndef ZD_TC_PACK_{kind}
 #define ZD_TC_PACK_{kind}
 __device__ __forceinline__ unsigned zd_pack_{kind}(float lo, float hi) {{
   unsigned r;
@@ -245,7 +251,7 @@ __device__ __forceinline__ bool zd_finite8_{kind}(uint4 w) {{  // eight halves: 
   return ok;
 }}
 #endif
-extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.join(params)}) {{
+extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.join(skip.params)}) {{
   // zyx_dist: dynamic shared bytes {at}
   extern __shared__ __align__(16) float zd_pool[];
   unsigned short (*Ks)[{D + PAD}] = reinterpret_cast<unsigned short (*)[{D + PAD}]>(zd_pool);
@@ -263,21 +269,24 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
   for (int kk = 0; kk < {D // 16}; kk++)
     {ldm(False, "&Vs[warp * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][kk * 16 + ((lane >> 4) << 3)]",
          ("qf[kk][0]", "qf[kk][1]", "qf[kk][2]", "qf[kk][3]"))}
-  __syncthreads();  // q is in registers: Vs takes v's blocks from here on
-  float o[{N // 8}][4];
+{q_max}  __syncthreads();  // q is in registers: Vs takes v's blocks from here on
+{skip.setup}  float o[{N // 8}][4];
   #pragma unroll
   for (int x = 0; x < {N // 8}; x++)
     #pragma unroll
     for (int h = 0; h < 4; h++) o[x][h] = 0.0f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // rows lane/4 and lane/4 + 8 of the warp's 16
   const int steps = {-(-K // BN)};
-  {{
-    const {T} j0 = 0;
+  int s = {skip.next("-1")};  // the key blocks run, in order: those a skip test leaves out are never loaded
+  if (s < steps) {{
+    const {T} j0 = ({T})s * {BN};
+    const int buf = 0;
 {fill_k}
   }}
   zd_cp_commit();
-  for (int s = 0; s < steps; s++) {{
+  for (int it = 0; s < steps; it++) {{
     const {T} j0 = ({T})s * {BN};
+    const int next = {skip.next("s")};
     asm volatile("cp.async.wait_group 0;" ::: "memory");  // this block of k (and the side tiles) has landed
     __syncthreads();  // ... for every thread, and every warp is done with the last block of v
 {fill_v}
@@ -299,8 +308,9 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
       }}
     }}
     __syncthreads();  // every warp is done with this block of k
-    if (s + 1 < steps) {{
-      const {T} j0 = ({T})(s + 1) * {BN};
+    if (next < steps) {{
+      const {T} j0 = ({T})next * {BN};
+      const int buf = (it + 1) & 1;
 {fill_k}
     }}
     zd_cp_commit();
@@ -379,6 +389,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
         }}
       }}
     }}
+    s = next;
   }}
   l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
   l0 += __shfl_xor_sync(0xffffffffu, l0, 2);

@@ -20,7 +20,8 @@ from ..fuse.kernelize import Kernel
 from . import attention_tc
 from . import symbolic as sym
 from .attention import AttentionSpec, Evaluate
-from .attention_tc import _HELPERS, Tile, fill, filled_check
+from .attention_skip import Skips
+from .attention_tc import _HELPERS, Tile, copyable, fill, filled_check
 from .dialects import CUDA
 from .gemm import Epilogue
 
@@ -122,15 +123,21 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     finite = " && ".join(f"zd_finite(w.{c})" for c in "xyzw")
     check_v = filled_check(kernel, a.v, v_index, v_tile, THREADS, "finite", ("float4", finite), "zd_finite(x)")
 
+    views = (copyable(kernel, a.k, a.qk_idx, "float32", dd, D), copyable(kernel, a.v, v_index, "float32", gj, N))
+    skip = Skips(a, kernel, name, params, evaluate, T, "{}", tuple(None if w is None else (w, "float32") for w in views))
+    q_max = skip.q_max(f"Qs[(e % {D}) * {QP} + e / {D}]", BM * D)
+    if q_max:
+        q_max = "  __syncthreads();  // q has landed\n" + q_max
+
     def shuffle_max(x: str) -> str:
         return " ".join(f"{x} = fmaxf({x}, __shfl_xor_sync(0xffffffffu, {x}, {w}));" for w in (1, 2, 4, 8))
 
     src = f"""{_HELPERS}
-#ifndef ZD_FINITE
+{skip.prologue}#ifndef ZD_FINITE
 #define ZD_FINITE
 __device__ __forceinline__ bool zd_finite(float x) {{ return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u; }}
 #endif
-extern "C" __global__ void __launch_bounds__({attention_tc.launch_bounds(a)}) {name}({', '.join(params)}) {{
+extern "C" __global__ void __launch_bounds__({attention_tc.launch_bounds(a)}) {name}({', '.join(skip.params)}) {{
   // zyx_dist: dynamic shared bytes {shared_bytes}
   extern __shared__ __align__(16) float zd_pool[];
   float* Qs = zd_pool + {q_at};  // q transposed: Qs[dd * {QP} + row]
@@ -147,7 +154,7 @@ extern "C" __global__ void __launch_bounds__({attention_tc.launch_bounds(a)}) {n
     if (gi < {M}) {{ {' '.join(q_lines)} v = {q_val}; }}
     Qs[dd * {QP} + row] = v;
   }}
-  float o[{ROWS}][{NC}], m[{ROWS}], l[{ROWS}];
+{q_max}{skip.setup}  float o[{ROWS}][{NC}], m[{ROWS}], l[{ROWS}];
   #pragma unroll
   for (int i = 0; i < {ROWS}; i++) {{
     m[i] = -INFINITY;
@@ -156,6 +163,7 @@ extern "C" __global__ void __launch_bounds__({attention_tc.launch_bounds(a)}) {n
     for (int c = 0; c < {NC}; c++) o[i][c] = 0.0f;
   }}
   for ({T} j0 = 0; j0 < {K}; j0 += {BN}) {{
+    if ({skip.skipped(f"(int)(j0 / {BN})")}) continue;  // left out, loads included (the same in every thread)
     __syncthreads();  // every thread is done with the last block's k, v and p (and q has landed)
 {fill_k}
     zd_cp_commit();

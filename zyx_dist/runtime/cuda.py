@@ -120,17 +120,27 @@ class _Event:
 
 
 class _Kernel:
-    """A compiled module and its function (fetched once), and the dynamic shared memory its launches take."""
+    """A compiled module and its function (fetched once), the dynamic shared memory its launches take, and
+    the prologue the source declares, if any: a kernel of the same module launched first, over the same
+    arguments and a scratch buffer of its own (passed last to both), in which it leaves what the main
+    kernel reads (codegen/attention_skip.py: which blocks attention may leave out)."""
 
-    __slots__ = ("function", "module", "name", "shared_bytes")
+    __slots__ = ("function", "module", "name", "prologue", "scratch", "shared_bytes")
 
-    def __init__(self, module: Any, function: Any, name: str, shared_bytes: int = 0) -> None:
+    def __init__(self, module: Any, function: Any, name: str, shared_bytes: int = 0,
+                 prologue: tuple[Any, int, int] | None = None, scratch: Any = None) -> None:
         self.module, self.function, self.name, self.shared_bytes = module, function, name, shared_bytes
+        self.prologue, self.scratch = prologue, scratch  # (function, work-groups, threads), device memory
 
 
 def _call(prog: _Kernel, grid: int, block: int, args: tuple) -> None:
-    """Launch `prog` on the current stream (with its dynamic shared memory, when it declares some); the
-    same call whether it runs now or is being captured into a CUDA graph."""
+    """Launch `prog` on the current stream (with its dynamic shared memory, when it declares some), after its
+    prologue; the same calls whether they run now or are being captured into a CUDA graph. Launches on one
+    stream run in order, so every launch of `prog` may reuse the one scratch buffer."""
+    if prog.prologue is not None:
+        function, groups, threads = prog.prologue
+        args = (*args, np.uint64(prog.scratch.ptr))
+        function((groups,), (threads,), args)
     if prog.shared_bytes:
         prog.function((grid,), (block,), args, shared_mem=prog.shared_bytes)
     else:
@@ -139,6 +149,17 @@ def _call(prog: _Kernel, grid: int, block: int, args: tuple) -> None:
 
 ARCH_MARK = "// zyx_dist: arch sm_90a"  # a kernel built for compute capability 9.0's `a` target (wgmma)
 SHARED_MARK = "// zyx_dist: dynamic shared bytes "  # a kernel that declares `extern __shared__` memory says how much
+PROLOGUE_MARK = "// zyx_dist: prologue "  # "<entry> <work-groups> <threads> <scratch bytes>": see _Kernel
+
+
+def _prologue(source: str) -> tuple[str, int, int, int] | None:
+    at = source.find(PROLOGUE_MARK)
+    if at < 0:
+        return None
+    words = source[at + len(PROLOGUE_MARK):].split("\n", 1)[0].split()
+    if len(words) != 4 or not all(w.isdigit() for w in words[1:]):
+        raise BuildError(f"a malformed prologue line in a kernel source: {' '.join(words)!r}")
+    return words[0], int(words[1]), int(words[2]), int(words[3])
 
 
 def _shared_bytes(source: str) -> int:
@@ -169,6 +190,7 @@ class CudaBackend:
             self.stream = cp.cuda.Stream(non_blocking=True)
         self._cache = ProgramCache(self.name, "NVRTC build")
         self._shared: dict[int, int] = {}  # id(module) -> the dynamic shared memory its source declares
+        self._prologues: dict[int, tuple | None] = {}  # id(module) -> the prologue its source declares
         self._staging: list[tuple[_Event, Any]] = []  # pinned buffers of copies in flight
         self.comm: Any = None
         self.nccl_rank: int | None = None
@@ -309,7 +331,9 @@ class CudaBackend:
                 module.compile()  # NVRTC runs here (RawModule is lazy)
             except compiler.CompileException as e:
                 raise BuildError(_compile_log(e)) from e
-        self._shared[id(module)] = _shared_bytes(source)  # read by _entry (the cache keeps the module alive)
+        # read by _entry (the cache keeps the module alive)
+        self._shared[id(module)] = _shared_bytes(source)
+        self._prologues[id(module)] = _prologue(source)
         return module
 
     def _entry(self, module: Any, name: str) -> _Kernel:
@@ -324,7 +348,14 @@ class CudaBackend:
                     function.max_dynamic_shared_size_bytes = shared
                 except Exception as e:  # cupy or the driver refused: report it as a failed build
                     raise BuildError(f"kernel {name!r} needs {shared} bytes of shared memory: {e}") from e
-            return _Kernel(module, function, name, shared)
+            pro = self._prologues.get(id(module))
+            if pro is None:
+                return _Kernel(module, function, name, shared)
+            try:
+                first = module.get_function(pro[0])
+            except cp.cuda.driver.CUDADriverError as e:
+                raise BuildError(f"the prologue {pro[0]!r} of {name!r}: {e}") from e
+            return _Kernel(module, function, name, shared, (first, pro[1], pro[2]), self.alloc(pro[3]))
 
     def launch(
         self,

@@ -1,0 +1,119 @@
+"""Unit tier: which fused attention kernels get whole-block skips (codegen/attention_skip.py) and with what
+bound: an additive mask through casts and constant scales of q @ k^T, or `where(cond, s, -inf)`; none for
+an unmasked kernel, a scoring the rule cannot bound, or a mask the same at every score; a mask that varies
+with the batch gets flags per batch. The rendered CUDA carries the prologue line the runtime reads (the
+same marker on both sides), and nvcc accepts it (test_cuda_render.py compiles the masked forms)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from helpers import leaf, one
+
+from zyx_dist import dtypes as dt
+from zyx_dist.codegen import attention, attention_skip
+from zyx_dist.codegen.render import CUDA, render_kernel
+from zyx_dist.graph import ir as g
+
+B, T, D = 2, 200, 32
+
+
+def _bmm(a: g.Node, b: g.Node) -> g.Node:
+    *batch, m, k = a.shape
+    n = b.shape[-1]
+    ae = g.expand(g.reshape(a, (*batch, m, 1, k)), (*batch, m, n, k))
+    be = g.expand(g.reshape(g.permute(b, (0, 2, 1)), (b.shape[0], 1, n, k)), (*batch, m, n, k))
+    return g.reshape(g.reduce(g.ReduceOp.SUM, g.binary(g.BinaryOp.MUL, ae, be), (3,)), (*batch, m, n))
+
+
+def _kernel(dtype, scoring):
+    """The attention kernel of softmax(scoring(q @ k^T)) @ v at (B, T, D)."""
+    q, k, v = (leaf(B, T, D, dtype=dtype) for _ in range(3))
+    s = scoring(_bmm(q, g.permute(k, (0, 2, 1))))
+    mx = g.reduce(g.ReduceOp.MAX, s, (2,))
+    e = g.unary(g.UnaryOp.EXP, g.binary(g.BinaryOp.SUB, s, g.expand(mx, s.shape)))
+    p = g.binary(g.BinaryOp.DIV, e, g.expand(g.reduce(g.ReduceOp.SUM, e, (2,)), e.shape))
+    kern = one(_bmm(p, v))
+    spec = attention.match(kern)
+    assert spec is not None
+    return kern, spec
+
+
+def _scaled(c, dtype):
+    return lambda s: g.binary(g.BinaryOp.MUL, s, g.const(c, s.shape, dtype))
+
+
+def _masked(inner, dtype, shape=(1, T, T)):
+    return lambda s: g.binary(g.BinaryOp.ADD, inner(s), g.expand(leaf(*shape, dtype=dtype), s.shape))
+
+
+def _largest(dtype) -> float:
+    return float(ml_dtypes.finfo(dtype.np_dtype).max if dtype is dt.bfloat16 else np.finfo(dtype.np_dtype).max)
+
+
+@pytest.mark.parametrize("dtype", [dt.float32, dt.float16, dt.bfloat16], ids=lambda d: d.name)
+def test_an_additive_mask_skips_blocks_under_a_bound_on_q_and_k(dtype):
+    kern, spec = _kernel(dtype, _masked(_scaled(0.125, dtype), dtype))
+    r = attention_skip.rule(spec, kern)
+    assert r is not None and r.test == "{} == -INFINITY" and not r.batched
+    # |q . k| * 0.125 must stay under the dtype's largest value at every rounding, and |q . k| under
+    # D * max|q| * max|k|; the bound leaves a little slack for float32 rounding, never more than 10%
+    exact = min(_largest(dtype) / 0.125, float(np.finfo(np.float32).max), _largest(dtype)) / D
+    assert exact / 1.1 < r.limit < exact
+    src = render_kernel(kern, CUDA).source
+    assert attention_skip.PROLOGUE_MARK in src and "zd_skip(" in src and "zd_qmax" in src
+
+
+def test_a_larger_scale_lowers_the_bound():
+    kern, spec = _kernel(dt.float16, _masked(_scaled(0.125, dt.float16), dt.float16))
+    small = attention_skip.rule(spec, kern).limit
+    kern, spec = _kernel(dt.float16, _masked(_scaled(8.0, dt.float16), dt.float16))
+    large = attention_skip.rule(spec, kern).limit
+    # at scale 0.125 the float16 q @ k^T itself bounds it; at scale 8 the scaled scores, 8 times lower
+    assert math.isclose(small / large, 8.0) and small < 65504 / D
+
+
+def test_where_with_minus_inf_skips_without_a_bound():
+    cond = leaf(1, T, T, dtype=dt.bool_)
+
+    def scoring(s):
+        return g.where(g.expand(cond, s.shape), s, g.const(-math.inf, s.shape, s.dtype))
+
+    kern, spec = _kernel(dt.float32, scoring)
+    r = attention_skip.rule(spec, kern)
+    assert r is not None and r.limit is None and r.test == "!({})"
+    src = render_kernel(kern, CUDA).source
+    assert attention_skip.PROLOGUE_MARK in src and "zd_qmax" not in src
+
+
+def test_a_mask_that_varies_with_the_batch_gets_flags_per_batch():
+    kern, spec = _kernel(dt.float32, _masked(_scaled(0.125, dt.float32), dt.float32, (B, 1, T)))
+    r = attention_skip.rule(spec, kern)
+    assert r is not None and r.batched
+    lay = attention_skip.layout(spec, r)
+    assert (lay.batches, lay.row_blocks, lay.key_blocks, lay.mask_batches) == (B, 4, 4, B)
+    assert lay.groups == B * 4 + B * 4 * 4 and lay.nbytes == 8 * B * 4 + 4 * B * 16
+
+
+@pytest.mark.parametrize("scoring", ["none", "scaled only", "tanh capped", "mask same everywhere"])
+def test_no_skip_where_the_rule_does_not_hold(scoring):
+    f32 = dt.float32
+    forms = {
+        "none": lambda s: s,
+        "scaled only": _scaled(0.125, f32),
+        "tanh capped": lambda s: g.binary(g.BinaryOp.ADD, g.unary(g.UnaryOp.TANH, s), g.expand(leaf(1, T, T), s.shape)),
+        "mask same everywhere": lambda s: g.binary(g.BinaryOp.ADD, s, g.expand(leaf(1, 1, 1), s.shape)),
+    }
+    kern, spec = _kernel(f32, forms[scoring])
+    assert attention_skip.rule(spec, kern) is None
+    src = render_kernel(kern, CUDA).source
+    assert attention_skip.PROLOGUE_MARK not in src and "zd_scratch" not in src
+
+
+def test_the_runtime_reads_the_marker_the_renderer_writes():
+    text = (Path(attention_skip.__file__).parents[1] / "runtime" / "cuda.py").read_text()
+    assert f'PROLOGUE_MARK = "{attention_skip.PROLOGUE_MARK}"' in text

@@ -1,0 +1,304 @@
+"""Driver side: whole-block skips for the CUDA attention kernels (attention_tc.py, attention_tiled.py), the way
+flash attention skips a causal mask's upper blocks, but decided from the data and with NumPy's results. Takes
+the `attention.AttentionSpec` and the renderer's evaluator; gives a `SkipRule` when the scoring has the form
+`f(q @ k^T) + mask` (f: casts and constant scales) or `where(cond, f(q @ k^T), -inf)`, and the source of a
+prologue kernel that, before the attention kernel and in the same launch (runtime/cuda.py reads
+`PROLOGUE_MARK`), writes per block a few flags to a scratch buffer: per (query block, key block) whether
+the mask is -inf (or the condition false) at every element, per (batch, key block) the largest |k| and
+whether every element of v is finite. A work-group then leaves out, loads included, every key block where
+its tile is masked, v's block is finite (0 * inf is NaN in NumPy) and, for the additive form, its
+largest |q| times the block's largest |k| bounds q @ k^T so that f stays finite (an overflow to inf
+would make the score NaN instead of -inf). Nothing else changes: a block that fails a test is computed
+as before.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..fuse.attention import MOVES
+from ..fuse.kernelize import Kernel
+from ..graph.ir import BinaryOp, Node, Op, UnaryOp
+from . import symbolic as sym
+from .attention import AttentionSpec, Evaluate
+from .cexpr import move_index
+from .gemm import _walk
+
+BM = BN = 64  # query rows and keys per block, as both kernels take them
+THREADS = 128
+PROLOGUE_MARK = "// zyx_dist: prologue "  # "<entry> <work-groups> <threads> <scratch bytes>", read by the CUDA runtime
+FLT_MAX = float(np.finfo(np.float32).max)
+SLACK = 1.01  # covers float32 rounding in the sums and products the bound leaves out
+
+
+@dataclass(frozen=True)
+class SkipRule:
+    mask: Node  # the mask (additive form) or the condition (where form)
+    index: tuple  # ... at the scores' (bz, gi, gk)
+    test: str  # C test of its value at one element for "this score is -inf", e.g. "{} == -INFINITY"
+    limit: float | None  # |q| max * |k| max under which f(q . k) is finite; None: the score does not read q . k
+    batched: bool  # the mask varies with the batch index bz
+
+
+def _const(n: Node) -> float | None:
+    while n.op in MOVES:
+        n = n.srcs[0]
+    return float(n.arg) if n.op is Op.CONST and not isinstance(n.arg, (list, tuple, np.ndarray)) else None
+
+
+def _largest(n: Node) -> float:
+    """The largest finite value of n's dtype, as the kernels compute it (in float32 at most)."""
+    import ml_dtypes
+
+    info = ml_dtypes.finfo(n.dtype.np_dtype) if n.dtype.name == "bfloat16" else np.finfo(n.dtype.np_dtype)
+    return min(float(info.max), FLT_MAX)
+
+
+def _bound(x: Node, qk: Node) -> float | None:
+    """The largest |q . k| for which x, a chain of casts, negations and constant scales of qk, stays finite
+    at every step (each node rounded to its dtype); None for any other chain."""
+    steps: list[tuple[float, Node]] = []  # from x down to qk: each node and the factor it applies
+    n = x
+    while n is not qk:
+        if n.op in (*MOVES, Op.FLIP) or (n.op is Op.UNARY and n.arg is UnaryOp.NEG) or (
+                n.op is Op.CAST and n.dtype.is_float):
+            steps.append((1.0, n))
+            n = n.srcs[0]
+            continue
+        if n.op is not Op.BINARY or n.arg not in (BinaryOp.MUL, BinaryOp.DIV):
+            return None
+        a, b = n.srcs
+        cb, ca = _const(b), _const(a) if n.arg is BinaryOp.MUL else None
+        if cb is not None:
+            factor, below = (abs(cb) if n.arg is BinaryOp.MUL else 1 / abs(cb) if cb else math.inf), a
+        elif ca is not None:
+            factor, below = abs(ca), b
+        else:
+            return None
+        if not math.isfinite(factor):
+            return None
+        steps.append((factor, n))
+        n = below
+    # bottom up: each node's value is |q . k| times the factors of the steps up to it
+    bound = _largest(qk) / SLACK
+    factor = 1.0
+    for f, node in reversed(steps):
+        factor *= f
+        if factor > 0:
+            bound = min(bound, _largest(node) / (SLACK * factor))
+    return bound
+
+
+def rule(a: AttentionSpec, kernel: Kernel) -> SkipRule | None:
+    inside = a.pattern.internal()
+    qk = a.pattern.qk
+    n, ix = a.pattern.scores, a.scores_idx
+    while n.op in (*MOVES, Op.FLIP) or (n.op is Op.CAST and n.dtype.is_float):  # -inf stays -inf through these
+        ix = move_index(n, ix) if n.op is not Op.CAST else ix
+        n = n.srcs[0]
+    pos = {x.id: i for i, x in enumerate(kernel.inputs)}
+    found: tuple[Node, str, float | None] | None = None
+    if n.op is Op.BINARY and n.arg is BinaryOp.ADD:
+        x, m = n.srcs
+        if m.id in inside:
+            x, m = m, x
+        if m.id not in inside and x.id in inside:
+            limit = _bound(x, qk)
+            if limit is not None:
+                found = (m, "{} == -INFINITY", limit / (SLACK * a.head))
+    elif n.op is Op.WHERE:
+        cond, yes, no = n.srcs
+        if cond.id not in inside:
+            if _const(no) == -math.inf:
+                found = (cond, "!({})", None)
+            elif _const(yes) == -math.inf:
+                found = (cond, "({})", None)
+    if found is None:
+        return None
+    m, test, limit = found
+    walk = _walk(m, ix, pos)
+    if walk is None or not {"gi", "gk"} & walk[0]:  # a mask the same at every score: nothing per block
+        return None
+    return SkipRule(m, ix, test, limit, "bz" in walk[0])
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the prologue's flags lie in the scratch buffer (offsets in bytes) and how many there are."""
+
+    batches: int  # B
+    row_blocks: int  # query blocks
+    key_blocks: int
+    mask_batches: int  # B for a mask that varies with bz, else 1
+
+    @property
+    def vfin_at(self) -> int:
+        return 4 * self.batches * self.key_blocks
+
+    @property
+    def mask_at(self) -> int:
+        return 8 * self.batches * self.key_blocks
+
+    @property
+    def nbytes(self) -> int:
+        return self.mask_at + 4 * self.mask_batches * self.row_blocks * self.key_blocks
+
+    @property
+    def groups(self) -> int:
+        return self.batches * self.key_blocks + self.mask_batches * self.row_blocks * self.key_blocks
+
+
+def layout(a: AttentionSpec, r: SkipRule) -> Layout:
+    spec = a.spec
+    return Layout(spec.B, -(-spec.M // BM), -(-spec.K // BN), spec.B if r.batched else 1)
+
+
+def pointers(lay: Layout) -> str:
+    """C declarations of the flag arrays over `zd_scratch` (the kernels' last parameter)."""
+    return (f"  float* zd_kmax = reinterpret_cast<float*>(zd_scratch);\n"
+            f"  int* zd_vfin = reinterpret_cast<int*>(zd_scratch + {lay.vfin_at});\n"
+            f"  int* zd_mask = reinterpret_cast<int*>(zd_scratch + {lay.mask_at});")
+
+
+def skip_test(a: AttentionSpec, r: SkipRule, lay: Layout, block: str, qmax: str = "zd_qmax") -> str:
+    """C test, in the attention kernel (bz and blockIdx.x known), of whether key block `block` can be left out."""
+    qb = f"(int)(blockIdx.x % {lay.row_blocks})"
+    mz = f"(int)bz * {lay.row_blocks * lay.key_blocks}" if r.batched else "0"
+    at = f"(int)bz * {lay.key_blocks} + ({block})"
+    test = f"zd_mask[{mz} + {qb} * {lay.key_blocks} + ({block})] && zd_vfin[{at}]"
+    if r.limit is not None:
+        test += f" && {qmax} * zd_kmax[{at}] <= {r.limit:.9g}f"
+    return test
+
+
+def largest_abs(name: str, value: str) -> str:
+    """C that folds |value| into the running max `name` (NaN counts as inf, so no bound holds)."""
+    return f"{{ const float zd_a = fabsf({value}); {name} = zd_a != zd_a ? INFINITY : fmaxf({name}, zd_a); }}"
+
+
+def block_max(name: str, scratch: str, pad: str = "  ") -> str:
+    """C that turns each thread's `name` into the work-group's max (128 threads; `scratch`: 4 shared floats)."""
+    shuffles = " ".join(f"{name} = fmaxf({name}, __shfl_xor_sync(0xffffffffu, {name}, {w}));" for w in (16, 8, 4, 2, 1))
+    return (f"{pad}{shuffles}\n{pad}if ((threadIdx.x & 31) == 0) {scratch}[threadIdx.x >> 5] = {name};\n"
+            f"{pad}__syncthreads();\n{pad}{name} = fmaxf(fmaxf({scratch}[0], {scratch}[1]), fmaxf({scratch}[2], {scratch}[3]));")
+
+
+def _lanes(dtype: str) -> tuple[str, list[str]]:
+    """(C type of 16 bytes, each element of `w` of that type as a float) for a vector read of `dtype`."""
+    if dtype == "float32":
+        return "float4", [f"w.{c}" for c in "xyzw"]
+    if dtype == "bfloat16":
+        return "uint4", [f"__uint_as_float({e})" for c in "xyzw" for e in (f"w.{c} << 16", f"w.{c} & 0xffff0000u")]
+    return "uint4", [f"__half2float(__ushort_as_half((unsigned short)({e})))"
+                     for c in "xyzw" for e in (f"w.{c} & 0xffffu", f"w.{c} >> 16")]
+
+
+def _scan(kernel: Kernel, node: Node, index: tuple, col: sym.Var, cols: int, K: int, fold: str, view, evaluate: Evaluate,
+          T: str, as_used: str) -> str:
+    """A loop of the work-group over key block j0's `BN` x `cols` elements of `node` (at `index`, in gk and
+    `col`) that applies `fold` (C with `{}` for the value) to each: 16 bytes at a time where `view` (the
+    tile code's `copyable` result for it) says the elements lie side by side, else one by one."""
+    if view is not None:
+        (p, off), dtype = view
+        ctype, lanes = _lanes(dtype)
+        width = len(lanes)
+        folds = " ".join(fold.replace("{}", x) for x in lanes)
+        return f"""    for (int e = tid; e < {BN * cols // width}; e += {THREADS}) {{
+      const {T} {col.name} = (e % {cols // width}) * {width};
+      const {T} gk = j0 + e / {cols // width};
+      if (gk < {K}) {{ const {ctype} w = *reinterpret_cast<const {ctype}*>(in{p} + {sym.render(off)}); {folds} }}
+    }}
+"""
+    lines, value = evaluate(node, index, {})
+    return f"""    for (int e = tid; e < {BN * cols}; e += {THREADS}) {{
+      const {T} {col.name} = e % {cols};
+      const {T} gk = j0 + e / {cols};
+      if (gk < {K}) {{ {' '.join(lines)} {fold.replace("{}", as_used.format(value))} }}
+    }}
+"""
+
+
+def prologue(a: AttentionSpec, kernel: Kernel, r: SkipRule, lay: Layout, name: str, params: list[str],
+             evaluate: Evaluate, T: str, as_used: str, views: tuple) -> str:
+    """The prologue kernel `name` (the attention kernel's parameters): one work-group per (batch, key block)
+    for k's largest |x| and v's finiteness, then one per (mask batch, query block, key block) for the mask
+    test. `as_used` turns a computed float into the value the attention kernel uses (its rounding to the
+    operands' half type); `views` are the tile code's `copyable` results for k and v."""
+    spec = a.spec
+    M, N, K, D = spec.M, spec.N, spec.K, a.head
+    bz, _, gj, gk = spec.vars()
+    m_lines, m_val = evaluate(r.mask, r.index, {})
+    kv = lay.batches * lay.key_blocks
+    k_part = "" if r.limit is None else _scan(kernel, a.k, a.qk_idx, sym.Var("dd", 0, D - 1), D, K,
+                                              largest_abs("km", "{}"), views[0], evaluate, T, as_used)
+    v_part = _scan(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk), gj, N, K,
+                   "fin = fin && (__float_as_uint({}) & 0x7f800000u) != 0x7f800000u;", views[1], evaluate, T, as_used)
+    return f"""{PROLOGUE_MARK}{name} {lay.groups} {THREADS} {lay.nbytes}
+extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params)}) {{
+  __shared__ float zd_red[4];
+{pointers(lay)}
+  const int tid = threadIdx.x;
+  if (blockIdx.x < {kv}) {{
+    const {T} bz = ({T})(blockIdx.x / {lay.key_blocks});
+    const {T} j0 = ({T})(blockIdx.x % {lay.key_blocks}) * {BN};
+    float km = 0.0f;
+    bool fin = true;
+{k_part}{v_part}    fin = __syncthreads_and(fin);
+{block_max('km', 'zd_red', '    ')}
+    if (tid == 0) {{
+      zd_kmax[blockIdx.x] = km;
+      zd_vfin[blockIdx.x] = fin;
+    }}
+  }} else {{
+    const int t = blockIdx.x - {kv};
+    const {T} bz = ({T})(t / {lay.row_blocks * lay.key_blocks});
+    const {T} q0 = ({T})((t / {lay.key_blocks}) % {lay.row_blocks}) * {BM};
+    const {T} j0 = ({T})(t % {lay.key_blocks}) * {BN};
+    bool masked = true;
+    for (int e = tid; e < {BM * BN}; e += {THREADS}) {{
+      const {T} gi = q0 + e / {BN}, gk = j0 + e % {BN};
+      if (gi < {M} && gk < {K}) {{ {' '.join(m_lines)} masked = masked && {r.test.format(m_val)}; }}
+    }}
+    masked = __syncthreads_and(masked);
+    if (tid == 0) zd_mask[t] = masked;
+  }}
+}}
+"""
+
+
+class Skips:
+    """What an attention kernel adds for whole-block skips, empty where no rule applies: its extra parameter,
+    the prologue's source, the flag pointers and the `zd_next` walk over key blocks, and the work-group's
+    largest |q| (`zd_qmax`) where the rule bounds q . k."""
+
+    def __init__(self, a: AttentionSpec, kernel: Kernel, name: str, params: list[str], evaluate: Evaluate, T: str,
+                 as_used: str, views: tuple) -> None:
+        self.rule = rule(a, kernel)
+        self.params, self.prologue, self.setup = params, "", ""
+        if self.rule is None:
+            return
+        lay = layout(a, self.rule)
+        self.params = [*params, "unsigned char* __restrict__ zd_scratch"]
+        self.prologue = prologue(a, kernel, self.rule, lay, f"{name}_pre", self.params, evaluate, T, as_used, views)
+        self.test = skip_test(a, self.rule, lay, "t")
+        self.setup = (f"{pointers(lay)}\n  auto zd_skip = [&](int t) -> bool {{ return {self.test}; }};\n"
+                      f"  auto zd_next = [&](int t) -> int {{  // the first key block after t not left out\n"
+                      f"    for (t++; t < {lay.key_blocks} && zd_skip(t); t++) {{}}\n    return t;\n  }};\n")
+
+    def next(self, after: str) -> str:
+        return f"{after} + 1" if self.rule is None else f"zd_next({after})"
+
+    def skipped(self, block: str) -> str:
+        return "false" if self.rule is None else f"zd_skip({block})"
+
+    def q_max(self, element: str, count: int) -> str:
+        """C that sets `zd_qmax` from q's `count` elements in shared memory (`element`: the e-th as a float),
+        every thread taking part; empty where the rule needs no bound."""
+        if self.rule is None or self.rule.limit is None:
+            return ""
+        return (f"  __shared__ float zd_qred[4];\n  float zd_qmax = 0.0f;\n"
+                f"  for (int e = tid; e < {count}; e += {THREADS}) {largest_abs('zd_qmax', element)}\n"
+                f"{block_max('zd_qmax', 'zd_qred')}\n")
