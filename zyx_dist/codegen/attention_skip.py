@@ -206,14 +206,16 @@ def _scan(kernel: Kernel, node: Node, index: tuple, col: sym.Var, cols: int, K: 
         ctype, lanes = _lanes(dtype)
         width = len(lanes)
         folds = " ".join(fold.replace("{}", x) for x in lanes)
-        return f"""    for (int e = tid; e < {BN * cols // width}; e += {THREADS}) {{
+        return f"""    #pragma unroll
+    for (int e = tid; e < {BN * cols // width}; e += {THREADS}) {{  // unrolled: the loads all in flight at once
       const {T} {col.name} = (e % {cols // width}) * {width};
       const {T} gk = j0 + e / {cols // width};
       if (gk < {K}) {{ const {ctype} w = *reinterpret_cast<const {ctype}*>(in{p} + {sym.render(off)}); {folds} }}
     }}
 """
     lines, value = evaluate(node, index, {})
-    return f"""    for (int e = tid; e < {BN * cols}; e += {THREADS}) {{
+    return f"""    #pragma unroll 8
+    for (int e = tid; e < {BN * cols}; e += {THREADS}) {{
       const {T} {col.name} = e % {cols};
       const {T} gk = j0 + e / {cols};
       if (gk < {K}) {{ {' '.join(lines)} {fold.replace("{}", as_used.format(value))} }}
@@ -235,7 +237,7 @@ def prologue(a: AttentionSpec, kernel: Kernel, r: SkipRule, lay: Layout, name: s
     k_part = "" if r.limit is None else _scan(kernel, a.k, a.qk_idx, sym.Var("dd", 0, D - 1), D, K,
                                               largest_abs("km", "{}"), views[0], evaluate, T, as_used)
     v_part = _scan(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk), gj, N, K,
-                   "fin = fin && (__float_as_uint({}) & 0x7f800000u) != 0x7f800000u;", views[1], evaluate, T, as_used)
+                   "fin = fin & ((__float_as_uint({}) & 0x7f800000u) != 0x7f800000u);", views[1], evaluate, T, as_used)
     return f"""{PROLOGUE_MARK}{name} {lay.groups} {THREADS} {lay.nbytes}
 extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params)}) {{
   __shared__ float zd_red[4];
@@ -258,9 +260,10 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
     const {T} q0 = ({T})((t / {lay.key_blocks}) % {lay.row_blocks}) * {BM};
     const {T} j0 = ({T})(t % {lay.key_blocks}) * {BN};
     bool masked = true;
+    #pragma unroll 8
     for (int e = tid; e < {BM * BN}; e += {THREADS}) {{
       const {T} gi = q0 + e / {BN}, gk = j0 + e % {BN};
-      if (gi < {M} && gk < {K}) {{ {' '.join(m_lines)} masked = masked && {r.test.format(m_val)}; }}
+      if (gi < {M} && gk < {K}) {{ {' '.join(m_lines)} masked = masked & ({r.test.format(m_val)}); }}
     }}
     masked = __syncthreads_and(masked);
     if (tid == 0) zd_mask[t] = masked;
