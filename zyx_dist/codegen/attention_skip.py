@@ -274,28 +274,31 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
 
 class Skips:
     """What an attention kernel adds for whole-block skips, empty where no rule applies: its extra parameter,
-    the prologue's source, the flag pointers and the `zd_next` walk over key blocks, and the work-group's
-    largest |q| (`zd_qmax`) where the rule bounds q . k."""
+    the prologue's source, the flag pointers, the test of a key block and the walk to the next one run, and
+    the work-group's largest |q| (`zd_qmax`) where the rule bounds q . k."""
 
     def __init__(self, a: AttentionSpec, kernel: Kernel, name: str, params: list[str], evaluate: Evaluate, T: str,
                  as_used: str, views: tuple) -> None:
-        self.rule = rule(a, kernel)
+        self.a, self.rule = a, rule(a, kernel)
         self.params, self.prologue, self.setup = params, "", ""
         if self.rule is None:
             return
         lay = layout(a, self.rule)
         self.params = [*params, "unsigned char* __restrict__ zd_scratch"]
         self.prologue = prologue(a, kernel, self.rule, lay, f"{name}_pre", self.params, evaluate, T, as_used, views)
-        self.test = skip_test(a, self.rule, lay, "t")
-        self.setup = (f"{pointers(lay)}\n  auto zd_skip = [&](int t) -> bool {{ return {self.test}; }};\n"
-                      f"  auto zd_next = [&](int t) -> int {{  // the first key block after t not left out\n"
-                      f"    for (t++; t < {lay.key_blocks} && zd_skip(t); t++) {{}}\n    return t;\n  }};\n")
+        self.lay = lay
+        self.setup = pointers(lay) + "\n"
 
-    def next(self, after: str) -> str:
-        return f"{after} + 1" if self.rule is None else f"zd_next({after})"
+    def next(self, var: str, after: str, pad: str = "  ") -> str:
+        """C declaring `var`, the first key block after `after` not left out (inline: a lambda's closure
+        costs registers)."""
+        if self.rule is None:
+            return f"int {var} = {after} + 1;"
+        return (f"int {var} = {after} + 1;\n"
+                f"{pad}for (; {var} < {self.lay.key_blocks} && ({self.skipped(var)}); {var}++) {{}}")
 
     def skipped(self, block: str) -> str:
-        return "false" if self.rule is None else f"zd_skip({block})"
+        return "false" if self.rule is None else skip_test(self.a, self.rule, self.lay, block)
 
     def q_max(self, element: str, count: int) -> str:
         """C that sets `zd_qmax` from q's `count` elements in shared memory (`element`: the e-th as a float),

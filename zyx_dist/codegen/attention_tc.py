@@ -277,7 +277,8 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
     for (int h = 0; h < 4; h++) o[x][h] = 0.0f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // rows lane/4 and lane/4 + 8 of the warp's 16
   const int steps = {-(-K // BN)};
-  int s = {skip.next("-1")};  // the key blocks run, in order: those a skip test leaves out are never loaded
+  // the key blocks run, in order: those a skip test leaves out are never loaded
+  {skip.next("s", "-1")}
   if (s < steps) {{
     const {T} j0 = ({T})s * {BN};
     const int buf = 0;
@@ -286,7 +287,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
   zd_cp_commit();
   for (int it = 0; s < steps; it++) {{
     const {T} j0 = ({T})s * {BN};
-    const int next = {skip.next("s")};
+    {skip.next("next", "s", "    ")}
     asm volatile("cp.async.wait_group 0;" ::: "memory");  // this block of k (and the side tiles) has landed
     __syncthreads();  // ... for every thread, and every warp is done with the last block of v
 {fill_v}

@@ -162,8 +162,10 @@ extern "C" __global__ void __launch_bounds__({attention_tc.launch_bounds(a)}) {n
     #pragma unroll
     for (int c = 0; c < {NC}; c++) o[i][c] = 0.0f;
   }}
-  for ({T} j0 = 0; j0 < {K}; j0 += {BN}) {{
-    if ({skip.skipped(f"(int)(j0 / {BN})")}) continue;  // left out, loads included (the same in every thread)
+  // the key blocks run, in order (the same in every thread): those a skip test leaves out are never loaded
+  {skip.next("blk", "-1")}
+  while (blk < {-(-K // BN)}) {{
+    const {T} j0 = ({T})blk * {BN};
     __syncthreads();  // every thread is done with the last block's k, v and p (and q has landed)
 {fill_k}
     zd_cp_commit();
@@ -220,6 +222,8 @@ extern "C" __global__ void __launch_bounds__({attention_tc.launch_bounds(a)}) {n
       __syncwarp();
 {products}
     }}
+    {skip.next("next", "blk", "    ")}
+    blk = next;
   }}
   #pragma unroll
   for (int i = 0; i < {ROWS}; i++) {{
