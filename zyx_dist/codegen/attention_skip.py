@@ -256,8 +256,7 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
     }}
   }} else {{
     const int t = blockIdx.x - {kv};
-    const {T} bz = ({T})(t / {lay.row_blocks * lay.key_blocks});
-    const {T} q0 = ({T})((t / {lay.key_blocks}) % {lay.row_blocks}) * {BM};
+{f"    const {T} bz = ({T})(t / {lay.row_blocks * lay.key_blocks});{chr(10)}" if r.batched else ""}    const {T} q0 = ({T})((t / {lay.key_blocks}) % {lay.row_blocks}) * {BM};
     const {T} j0 = ({T})(t % {lay.key_blocks}) * {BN};
     bool masked = true;
     #pragma unroll 8

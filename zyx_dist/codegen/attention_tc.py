@@ -222,6 +222,14 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     skip = Skips(a, kernel, name, params, evaluate, T, as_float.format(store),
                  tuple(None if w is None else (w, half) for w in kv_views))
     q_max = skip.q_max(f"{as_float.format(f'Vs[e / {D}][e % {D}]')}", BM * D)
+    # scores past the ends of the rows or keys are -inf: no test where both are whole blocks
+    inside = "true" if M % BM == 0 and K % BN == 0 else f"gi < {M} && gk < {K}"
+    if skip.rule is not None:  # the prologue knows whether v's block is finite
+        v_finite = (f"    __syncthreads();  // v's block is visible to every warp\n"
+                    f"    const bool v_finite = zd_vfin[(int)bz * {skip.lay.key_blocks} + s];")
+    else:  # each thread tests what it copied, ANDed through the barrier that makes v's block visible
+        v_finite = (f"    bool finite = true;  // the elements of v's block that this thread copied are finite\n"
+                    f"{check_v}\n    const bool v_finite = __syncthreads_and(finite);")
 
     def mma_call(c: str, a_frag: str, b0: str, b1: str) -> str:
         acc = ", ".join(f'"+f"({c}[{h}])' for h in range(4))
@@ -240,6 +248,11 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
 __device__ __forceinline__ unsigned zd_pack_{kind}(float lo, float hi) {{
   unsigned r;
   asm("cvt.rn.{kind}x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}}
+__device__ __forceinline__ float zd_max_nan(float a, float b) {{  // NaN if either is (fmaxf drops a NaN)
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
 }}
 __device__ __forceinline__ bool zd_finite8_{kind}(uint4 w) {{  // eight halves: none infinite or NaN
@@ -315,8 +328,8 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
 {fill_k}
     }}
     zd_cp_commit();
-    float mb0 = m0, mb1 = m1;
-    bool none = true;  // every score of this lane is -inf
+    // the block's max of each of this lane's two rows, NaN where a score is NaN (so the row's results are)
+    float mb0 = -INFINITY, mb1 = -INFINITY;
     #pragma unroll
     for (int ni = 0; ni < {BN // 8}; ni++) {{
       #pragma unroll
@@ -325,30 +338,33 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
         const {T} gk = j0 + ni * 8 + ((lane & 3) << 1) + (h & 1);
         const float acc = S[ni][h];
         float sc = -INFINITY;
-        if (gi < {M} && gk < {K}) {{ {' '.join(s_lines)} sc = {s_val}; }}
+        if ({inside}) {{ {' '.join(s_lines)} sc = {s_val}; }}
         S[ni][h] = sc;
-        none = none && sc == -INFINITY;
-        if (h < 2) mb0 = fmaxf(mb0, sc); else mb1 = fmaxf(mb1, sc);
+        if (h < 2) mb0 = zd_max_nan(mb0, sc); else mb1 = zd_max_nan(mb1, sc);
       }}
     }}
     // a warp whose 16 rows score -inf at every key of the block (masked out) leaves its max, sums and
     // output as they are: the softmax is skipped, and p @ v too unless v holds an inf or NaN (0 * inf is NaN)
-    const bool masked = __all_sync(0xffffffffu, none);
+    const bool masked = __all_sync(0xffffffffu, mb0 == -INFINITY && mb1 == -INFINITY);
     unsigned pf[{BN // 16}][4];
     if (masked) {{
       #pragma unroll
       for (int t = 0; t < {BN // 16}; t++) pf[t][0] = pf[t][1] = pf[t][2] = pf[t][3] = 0u;
     }} else {{
-      // the lanes of a quad hold the same two rows: their max is the rows' max
-      mb0 = fmaxf(mb0, __shfl_xor_sync(0xffffffffu, mb0, 1));
-      mb0 = fmaxf(mb0, __shfl_xor_sync(0xffffffffu, mb0, 2));
-      mb1 = fmaxf(mb1, __shfl_xor_sync(0xffffffffu, mb1, 1));
-      mb1 = fmaxf(mb1, __shfl_xor_sync(0xffffffffu, mb1, 2));
+      // the lanes of a quad hold the same two rows: their max and the running max are the rows' max
+      mb0 = zd_max_nan(mb0, __shfl_xor_sync(0xffffffffu, mb0, 1));
+      mb0 = zd_max_nan(m0, zd_max_nan(mb0, __shfl_xor_sync(0xffffffffu, mb0, 2)));
+      mb1 = zd_max_nan(mb1, __shfl_xor_sync(0xffffffffu, mb1, 1));
+      mb1 = zd_max_nan(m1, zd_max_nan(mb1, __shfl_xor_sync(0xffffffffu, mb1, 2)));
       // online softmax: what was summed under the old max is rescaled
       const float al0 = mb0 == -INFINITY ? 1.0f : exp2f((m0 - mb0) * {LOG2E}f);
       const float al1 = mb1 == -INFINITY ? 1.0f : exp2f((m1 - mb1) * {LOG2E}f);
       m0 = mb0;
       m1 = mb1;
+      // a row that is -inf so far takes 0 for its max, so its -inf scores give exp(-inf) = 0, not NaN, without a
+      // test per score (s * log2(e) - max * log2(e) in one FMA would save more, but loses exp(0) = 1 at large
+      // scores: the rounding of max * log2(e) is then far above 1)
+      const float ms0 = mb0 == -INFINITY ? 0.0f : mb0, ms1 = mb1 == -INFINITY ? 0.0f : mb1;
       l0 *= al0;
       l1 *= al1;
       #pragma unroll
@@ -362,8 +378,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
         for (int u = 0; u < 2; u++)
           #pragma unroll
           for (int h = 0; h < 4; h++) {{
-            const float sc = S[2 * t + u][h], mb = h < 2 ? mb0 : mb1;
-            const float e = sc == -INFINITY ? 0.0f : exp2f((sc - mb) * {LOG2E}f);
+            const float e = exp2f((S[2 * t + u][h] - (h < 2 ? ms0 : ms1)) * {LOG2E}f);
             p[u][h] = e;
             if (h < 2) l0 += e; else l1 += e;
           }}
@@ -374,9 +389,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
       }}
     }}
     asm volatile("cp.async.wait_group 1;" ::: "memory");  // this block of v has landed (the next k may not)
-    bool finite = true;  // the elements of v's block that this thread copied are finite
-{check_v}
-    const bool v_finite = __syncthreads_and(finite);
+{v_finite}
     if (!(masked && v_finite)) {{
       #pragma unroll
       for (int t = 0; t < {BN // 16}; t++) {{

@@ -128,6 +128,14 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     q_max = skip.q_max(f"Qs[(e % {D}) * {QP} + e / {D}]", BM * D)
     if q_max:
         q_max = "  __syncthreads();  // q has landed\n" + q_max
+    inside = "true" if M % BM == 0 and K % BN == 0 else f"gi < {M} && gk < {K}"  # else the score is -inf
+    if skip.rule is not None:  # the prologue knows whether v's block is finite
+        v_finite = (f"    __syncthreads();  // every thread is done with k: p goes there\n"
+                    f"    const bool v_finite = zd_vfin[(int)bz * {skip.lay.key_blocks} + blk];")
+    else:  # each thread tests what it copied, ANDed through the barrier
+        v_finite = (f"    bool finite = true;  // the elements of v's block that this thread copied are finite\n"
+                    f"{check_v}\n    const bool v_finite = __syncthreads_and(finite);  // and every thread is done "
+                    f"with k: p goes there")
 
     def shuffle_max(x: str) -> str:
         return " ".join(f"{x} = fmaxf({x}, __shfl_xor_sync(0xffffffffu, {x}, {w}));" for w in (1, 2, 4, 8))
@@ -180,9 +188,7 @@ extern "C" __global__ void __launch_bounds__({attention_tc.launch_bounds(a)}) {n
       for (int c = 0; c < {KEYS}; c++) s[i][c] = 0.0f;
 {scores}
     asm volatile("cp.async.wait_group 0;" ::: "memory");  // v has landed
-    bool finite = true;  // the elements of v's block that this thread copied are finite
-{check_v}
-    const bool v_finite = __syncthreads_and(finite);  // and every thread is done with k: p goes there
+{v_finite}
     bool none = true;  // every score of this thread is -inf
     #pragma unroll
     for (int i = 0; i < {ROWS}; i++) {{
@@ -192,7 +198,7 @@ extern "C" __global__ void __launch_bounds__({attention_tc.launch_bounds(a)}) {n
         const {T} gk = j0 + tc + 16 * c;
         const float acc = s[i][c];
         float sc = -INFINITY;
-        if (gi < {M} && gk < {K}) {{ {' '.join(s_lines)} sc = {s_val}; }}
+        if ({inside}) {{ {' '.join(s_lines)} sc = {s_val}; }}
         s[i][c] = sc;
         none = none && sc == -INFINITY;
       }}
@@ -208,13 +214,14 @@ extern "C" __global__ void __launch_bounds__({attention_tc.launch_bounds(a)}) {n
         {shuffle_max("mb")}  // the 16 lanes that share the row
         // online softmax: what was summed under the old max is rescaled
         const float alpha = mb == -INFINITY ? 1.0f : expf(m[i] - mb);
+        const float top = mb == -INFINITY ? 0.0f : mb;  // a row -inf so far: its -inf scores give 0, not NaN
         m[i] = mb;
         l[i] *= alpha;
         #pragma unroll
         for (int c = 0; c < {NC}; c++) o[i][c] *= alpha;
         #pragma unroll
         for (int c = 0; c < {KEYS}; c++) {{
-          const float p = s[i][c] == -INFINITY ? 0.0f : expf(s[i][c] - mb);
+          const float p = expf(s[i][c] - top);
           l[i] += p;
           Ps[(tc + 16 * c) * {PP} + tr * {ROWS} + i] = p;
         }}
