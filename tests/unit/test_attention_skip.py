@@ -60,12 +60,14 @@ def test_an_additive_mask_skips_blocks_under_a_bound_on_q_and_k(dtype):
     kern, spec = _kernel(dtype, _masked(_scaled(0.125, dtype), dtype))
     r = attention_skip.rule(spec, kern)
     assert r is not None and r.test == "{} == -INFINITY" and not r.batched
+    assert r.clear == "{} == 0.0f" and r.value == "0.0f"  # a block whose mask is all 0 is scored without it
     # |q . k| * 0.125 must stay under the dtype's largest value at every rounding, and |q . k| under
     # D * max|q| * max|k|; the bound leaves a little slack for float32 rounding, never more than 10%
     exact = min(_largest(dtype) / 0.125, float(np.finfo(np.float32).max), _largest(dtype)) / D
     assert exact / 1.1 < r.limit < exact
     src = render_kernel(kern, CUDA).source
     assert attention_skip.PROLOGUE_MARK in src and "zd_mask[" in src and "zd_qmax" in src
+    assert src.count("& 2)") >= 1 and "+ 0.0f)" in src  # the scoring of clear blocks, the mask a constant
 
 
 def test_a_larger_scale_lowers_the_bound():
@@ -85,7 +87,7 @@ def test_where_with_minus_inf_skips_without_a_bound():
 
     kern, spec = _kernel(dt.float32, scoring)
     r = attention_skip.rule(spec, kern)
-    assert r is not None and r.limit is None and r.test == "!({})"
+    assert r is not None and r.limit is None and r.test == "!({})" and r.clear == "({})" and r.value == "true"
     src = render_kernel(kern, CUDA).source
     assert attention_skip.PROLOGUE_MARK in src and "zd_qmax" not in src
 

@@ -39,6 +39,8 @@ class SkipRule:
     mask: Node  # the mask (additive form) or the condition (where form)
     index: tuple  # ... at the scores' (bz, gi, gk)
     test: str  # C test of its value at one element for "this score is -inf", e.g. "{} == -INFINITY"
+    clear: str  # ... for "the mask leaves this score as it is" (0 added, or the score selected)
+    value: str  # what the mask is where `clear` holds: the scoring of a clear block takes it as a constant
     limit: float | None  # |q| max * |k| max under which f(q . k) is finite; None: the score does not read q . k
     batched: bool  # the mask varies with the batch index bz
 
@@ -100,7 +102,7 @@ def rule(a: AttentionSpec, kernel: Kernel) -> SkipRule | None:
         ix = move_index(n, ix) if n.op is not Op.CAST else ix
         n = n.srcs[0]
     pos = {x.id: i for i, x in enumerate(kernel.inputs)}
-    found: tuple[Node, str, float | None] | None = None
+    found: tuple[Node, str, str, str, float | None] | None = None
     if n.op is Op.BINARY and n.arg is BinaryOp.ADD:
         x, m = n.srcs
         if m.id in inside:
@@ -108,21 +110,21 @@ def rule(a: AttentionSpec, kernel: Kernel) -> SkipRule | None:
         if m.id not in inside and x.id in inside:
             limit = _bound(x, qk)
             if limit is not None:
-                found = (m, "{} == -INFINITY", limit / (SLACK * a.head))
+                found = (m, "{} == -INFINITY", "{} == 0.0f", "0.0f", limit / (SLACK * a.head))
     elif n.op is Op.WHERE:
         cond, yes, no = n.srcs
         if cond.id not in inside:
             if _const(no) == -math.inf:
-                found = (cond, "!({})", None)
+                found = (cond, "!({})", "({})", "true", None)
             elif _const(yes) == -math.inf:
-                found = (cond, "({})", None)
+                found = (cond, "({})", "!({})", "false", None)
     if found is None:
         return None
-    m, test, limit = found
+    m, test, clear, value, limit = found
     walk = _walk(m, ix, pos)
     if walk is None or not {"gi", "gk"} & walk[0]:  # a mask the same at every score: nothing per block
         return None
-    return SkipRule(m, ix, test, limit, "bz" in walk[0])
+    return SkipRule(m, ix, test, clear, value, limit, "bz" in walk[0])
 
 
 @dataclass(frozen=True)
@@ -163,12 +165,18 @@ def pointers(lay: Layout) -> str:
             f"  int* zd_mask = reinterpret_cast<int*>(zd_scratch + {lay.mask_at});")
 
 
-def skip_test(a: AttentionSpec, r: SkipRule, lay: Layout, block: str, qmax: str = "zd_qmax") -> str:
-    """C test, in the attention kernel (bz and blockIdx.x known), of whether key block `block` can be left out."""
+def _tile_flags(r: SkipRule, lay: Layout, block: str) -> str:
+    """The prologue's mask flags of this work-group's query block and key block `block` (bit 0: masked,
+    bit 1: clear), in the attention kernel (bz and blockIdx.x known)."""
     qb = f"(int)(blockIdx.x % {lay.row_blocks})"
     mz = f"(int)bz * {lay.row_blocks * lay.key_blocks}" if r.batched else "0"
+    return f"zd_mask[{mz} + {qb} * {lay.key_blocks} + ({block})]"
+
+
+def skip_test(a: AttentionSpec, r: SkipRule, lay: Layout, block: str, qmax: str = "zd_qmax") -> str:
+    """C test, in the attention kernel (bz and blockIdx.x known), of whether key block `block` can be left out."""
     at = f"(int)bz * {lay.key_blocks} + ({block})"
-    test = f"zd_mask[{mz} + {qb} * {lay.key_blocks} + ({block})] && zd_vfin[{at}]"
+    test = f"({_tile_flags(r, lay, block)} & 1) && zd_vfin[{at}]"
     if r.limit is not None:
         test += f" && {qmax} * zd_kmax[{at}] <= {r.limit:.9g}f"
     return test
@@ -258,14 +266,19 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
     const int t = blockIdx.x - {kv};
 {f"    const {T} bz = ({T})(t / {lay.row_blocks * lay.key_blocks});{chr(10)}" if r.batched else ""}    const {T} q0 = ({T})((t / {lay.key_blocks}) % {lay.row_blocks}) * {BM};
     const {T} j0 = ({T})(t % {lay.key_blocks}) * {BN};
-    bool masked = true;
+    bool masked = true, clear = true;
     #pragma unroll 8
     for (int e = tid; e < {BM * BN}; e += {THREADS}) {{
       const {T} gi = q0 + e / {BN}, gk = j0 + e % {BN};
-      if (gi < {M} && gk < {K}) {{ {' '.join(m_lines)} masked = masked & ({r.test.format(m_val)}); }}
+      if (gi < {M} && gk < {K}) {{
+        {' '.join(m_lines)} const auto zd_m = {m_val};
+        masked = masked & ({r.test.format("zd_m")});
+        clear = clear & ({r.clear.format("zd_m")});
+      }}
     }}
     masked = __syncthreads_and(masked);
-    if (tid == 0) zd_mask[t] = masked;
+    clear = __syncthreads_and(clear);
+    if (tid == 0) zd_mask[t] = (int)masked | ((int)clear << 1);
   }}
 }}
 """
@@ -273,8 +286,9 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
 
 class Skips:
     """What an attention kernel adds for whole-block skips, empty where no rule applies: its extra parameter,
-    the prologue's source, the flag pointers, the test of a key block and the walk to the next one run, and
-    the work-group's largest |q| (`zd_qmax`) where the rule bounds q . k."""
+    the prologue's source, the flag pointers, the test of a key block and the walk to the next one run, the
+    scoring of a block the mask leaves clear, and the work-group's largest |q| (`zd_qmax`) where the rule
+    bounds q . k."""
 
     def __init__(self, a: AttentionSpec, kernel: Kernel, name: str, params: list[str], evaluate: Evaluate, T: str,
                  as_used: str, views: tuple) -> None:
@@ -298,6 +312,20 @@ class Skips:
 
     def skipped(self, block: str) -> str:
         return "false" if self.rule is None else skip_test(self.a, self.rule, self.lay, block)
+
+    def clear(self, block: str) -> str:
+        """C test of whether the mask leaves every score of key block `block` as it is (no rule: never)."""
+        return "false" if self.rule is None else f"({_tile_flags(self.rule, self.lay, block)} & 2)"
+
+    def scoring(self, loop, evaluate: Evaluate, node: Node, index: tuple, overrides: dict, pad: str) -> str:
+        """The scoring loop `loop(lines, value)` for the block at `j0`: with a rule, a second copy for blocks the
+        mask leaves clear, in which the mask is a constant (neither read nor added)."""
+        lines, value = evaluate(node, index, overrides)
+        if self.rule is None:
+            return loop(lines, value)
+        c_lines, c_value = evaluate(node, index, {**overrides, self.rule.mask.id: self.rule.value})
+        return (f"{pad}if ({self.clear(f'(int)(j0 / {BN})')}) {{  // the same in every thread\n{loop(c_lines, c_value)}\n"
+                f"{pad}}} else {{\n{loop(lines, value)}\n{pad}}}")
 
     def q_max(self, element: str, count: int) -> str:
         """C that sets `zd_qmax` from q's `count` elements in shared memory (`element`: the e-th as a float),

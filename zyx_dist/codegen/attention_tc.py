@@ -202,6 +202,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     sides = side_reads(a, kernel, SHARED - own)
     overrides = {a.pattern.qk.id: "acc"}
     views, at = [], own  # the side tiles' pointers into the pool, each 2 buffers of BM x pitch
+    side_fills: list[tuple[Node, str]] = []
     for i, (n, ix, dt) in enumerate(sides):
         ctype, value = SIDE_TYPES[dt]
         size = dtype_named(dt).itemsize
@@ -209,10 +210,9 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
         views.append(f"  {ctype} (*Ms{i})[{BM}][{pitch}] = reinterpret_cast<{ctype} (*)[{BM}][{pitch}]>("
                      f"reinterpret_cast<unsigned char*>(zd_pool) + {at});")
         at += 2 * BM * pitch * size
-        fill_k += "\n" + fill(kernel, n, ix, Tile(f"Ms{i}[buf][row][col]", BM, BN, "gi", "q0", M, gk, K, dt, "",
-                                                 "j0 + "), evaluate, T, THREADS)
+        side_fills.append((n, fill(kernel, n, ix, Tile(f"Ms{i}[buf][row][col]", BM, BN, "gi", "q0", M, gk, K, dt, "",
+                                                      "j0 + "), evaluate, T, THREADS)))
         overrides[n.id] = value.format(f"Ms{i}[it & 1][gi - q0][gk - j0]")
-    s_lines, s_val = evaluate(a.pattern.scores, a.scores_idx, overrides)
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
     exponent = "0x7f80u" if kind == "bf16" else "0x7c00u"  # all ones in a non-finite value's exponent
     check_v = filled_check(kernel, a.v, v_index, v_tile, THREADS, "finite",
@@ -222,6 +222,9 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     skip = Skips(a, kernel, name, params, evaluate, T, as_float.format(store),
                  tuple(None if w is None else (w, half) for w in kv_views))
     q_max = skip.q_max(f"{as_float.format(f'Vs[e / {D}][e % {D}]')}", BM * D)
+    for n, code in side_fills:  # a mask tile is not copied for a block it leaves clear: it is not read there
+        fill_k += "\n" + (code if skip.rule is None or n is not skip.rule.mask else
+                          f"  if (!{skip.clear(f'(int)(j0 / {BN})')}) {{\n{code}\n  }}")
     # scores past the ends of the rows or keys are -inf: no test where both are whole blocks
     inside = "true" if M % BM == 0 and K % BN == 0 else f"gi < {M} && gk < {K}"
     if skip.rule is not None:  # the prologue knows whether v's block is finite
@@ -230,6 +233,21 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     else:  # each thread tests what it copied, ANDed through the barrier that makes v's block visible
         v_finite = (f"    bool finite = true;  // the elements of v's block that this thread copied are finite\n"
                     f"{check_v}\n    const bool v_finite = __syncthreads_and(finite);")
+
+    def score_loop(lines: list[str], value: str) -> str:  # the scoring at each accumulator, and the rows' max
+        return f"""    #pragma unroll
+    for (int ni = 0; ni < {BN // 8}; ni++) {{
+      #pragma unroll
+      for (int h = 0; h < 4; h++) {{  // unrolled, so S stays in registers whatever the scoring does
+        const {T} gi = q0 + warp * 16 + (lane >> 2) + ((h >> 1) << 3);
+        const {T} gk = j0 + ni * 8 + ((lane & 3) << 1) + (h & 1);
+        const float acc = S[ni][h];
+        float sc = -INFINITY;
+        if ({inside}) {{ {' '.join(lines)} sc = {value}; }}
+        S[ni][h] = sc;
+        if (h < 2) mb0 = zd_max_nan(mb0, sc); else mb1 = zd_max_nan(mb1, sc);
+      }}
+    }}"""
 
     def mma_call(c: str, a_frag: str, b0: str, b1: str) -> str:
         acc = ", ".join(f'"+f"({c}[{h}])' for h in range(4))
@@ -330,19 +348,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
     zd_cp_commit();
     // the block's max of each of this lane's two rows, NaN where a score is NaN (so the row's results are)
     float mb0 = -INFINITY, mb1 = -INFINITY;
-    #pragma unroll
-    for (int ni = 0; ni < {BN // 8}; ni++) {{
-      #pragma unroll
-      for (int h = 0; h < 4; h++) {{  // unrolled, so S stays in registers whatever the scoring does
-        const {T} gi = q0 + warp * 16 + (lane >> 2) + ((h >> 1) << 3);
-        const {T} gk = j0 + ni * 8 + ((lane & 3) << 1) + (h & 1);
-        const float acc = S[ni][h];
-        float sc = -INFINITY;
-        if ({inside}) {{ {' '.join(s_lines)} sc = {s_val}; }}
-        S[ni][h] = sc;
-        if (h < 2) mb0 = zd_max_nan(mb0, sc); else mb1 = zd_max_nan(mb1, sc);
-      }}
-    }}
+{skip.scoring(score_loop, evaluate, a.pattern.scores, a.scores_idx, overrides, "    ")}
     // a warp whose 16 rows score -inf at every key of the block (masked out) leaves its max, sums and
     // output as they are: the softmax is skipped, and p @ v too unless v holds an inf or NaN (0 * inf is NaN)
     const bool masked = __all_sync(0xffffffffu, mb0 == -INFINITY && mb1 == -INFINITY);

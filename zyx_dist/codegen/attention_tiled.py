@@ -49,7 +49,6 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     groups = -(-M // BM)
     bz, _, gj, gk = spec.vars()
     q_lines, q_val = evaluate(a.q, a.qk_idx, {})
-    s_lines, s_val = evaluate(a.pattern.scores, a.scores_idx, {a.pattern.qk.id: "acc"})
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
     vec_k, vec_v = D % 4 == 0, N % 64 == 0  # k read 4 head dims at a time, v 4 columns at a time
     # row pitches (floats): aligned float4 reads of q and p; k's pitch 4 (or 1) banks apart, so the 8 lanes of
@@ -137,6 +136,21 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
                     f"{check_v}\n    const bool v_finite = __syncthreads_and(finite);  // and every thread is done "
                     f"with k: p goes there")
 
+    def score_loop(lines: list[str], value: str) -> str:  # the scoring at each of the thread's scores
+        return f"""    #pragma unroll
+    for (int i = 0; i < {ROWS}; i++) {{
+      const {T} gi = q0 + tr * {ROWS} + i;
+      #pragma unroll
+      for (int c = 0; c < {KEYS}; c++) {{  // unrolled, so s stays in registers whatever the scoring does
+        const {T} gk = j0 + tc + 16 * c;
+        const float acc = s[i][c];
+        float sc = -INFINITY;
+        if ({inside}) {{ {' '.join(lines)} sc = {value}; }}
+        s[i][c] = sc;
+        none = none && sc == -INFINITY;
+      }}
+    }}"""
+
     def shuffle_max(x: str) -> str:
         return " ".join(f"{x} = fmaxf({x}, __shfl_xor_sync(0xffffffffu, {x}, {w}));" for w in (1, 2, 4, 8))
 
@@ -190,19 +204,7 @@ extern "C" __global__ void __launch_bounds__({attention_tc.launch_bounds(a)}) {n
     asm volatile("cp.async.wait_group 0;" ::: "memory");  // v has landed
 {v_finite}
     bool none = true;  // every score of this thread is -inf
-    #pragma unroll
-    for (int i = 0; i < {ROWS}; i++) {{
-      const {T} gi = q0 + tr * {ROWS} + i;
-      #pragma unroll
-      for (int c = 0; c < {KEYS}; c++) {{  // unrolled, so s stays in registers whatever the scoring does
-        const {T} gk = j0 + tc + 16 * c;
-        const float acc = s[i][c];
-        float sc = -INFINITY;
-        if ({inside}) {{ {' '.join(s_lines)} sc = {s_val}; }}
-        s[i][c] = sc;
-        none = none && sc == -INFINITY;
-      }}
-    }}
+{skip.scoring(score_loop, evaluate, a.pattern.scores, a.scores_idx, {a.pattern.qk.id: "acc"}, "    ")}
     // a warp (16 rows) that scores -inf at every key of the block adds nothing to its rows when v is finite
     // (else 0 * inf is NaN), so it skips the softmax and p @ v; each warp reads only its own rows of p
     if (!(v_finite && __all_sync(0xffffffffu, none))) {{
