@@ -4,12 +4,13 @@ the `attention.AttentionSpec` and the renderer's evaluator; gives a `SkipRule` w
 `f(q @ k^T) + mask` (f: casts and constant scales) or `where(cond, f(q @ k^T), -inf)`, and the source of a
 prologue kernel that, before the attention kernel and in the same launch (runtime/cuda.py reads
 `PROLOGUE_MARK`), writes per block a few flags to a scratch buffer: per (query block, key block) whether
-the mask is -inf (or the condition false) at every element, per (batch, key block) the largest |k| and
-whether every element of v is finite. A work-group then leaves out, loads included, every key block where
-its tile is masked, v's block is finite (0 * inf is NaN in NumPy) and, for the additive form, its
-largest |q| times the block's largest |k| bounds q @ k^T so that f stays finite (an overflow to inf
-would make the score NaN instead of -inf). Nothing else changes: a block that fails a test is computed
-as before.
+the mask is -inf (or the condition false) at every element, and whether it leaves every score as it is
+(0 added, or the condition true); per (batch, key block) the largest |k| and whether every element of v
+is finite. A work-group then leaves out, loads included, every key block where its tile is masked, v's
+block is finite (0 * inf is NaN in NumPy) and, for the additive form, its largest |q| times the block's
+largest |k| bounds q @ k^T so that f stays finite (an overflow to inf would make the score NaN instead of
+-inf); a block the mask leaves clear is scored with the mask as a constant. Nothing else changes: a
+block that fails a test is computed as before.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 from ..fuse.attention import MOVES
@@ -53,8 +55,6 @@ def _const(n: Node) -> float | None:
 
 def _largest(n: Node) -> float:
     """The largest finite value of n's dtype, as the kernels compute it (in float32 at most)."""
-    import ml_dtypes
-
     info = ml_dtypes.finfo(n.dtype.np_dtype) if n.dtype.name == "bfloat16" else np.finfo(n.dtype.np_dtype)
     return min(float(info.max), FLT_MAX)
 
@@ -173,7 +173,7 @@ def _tile_flags(r: SkipRule, lay: Layout, block: str) -> str:
     return f"zd_mask[{mz} + {qb} * {lay.key_blocks} + ({block})]"
 
 
-def skip_test(a: AttentionSpec, r: SkipRule, lay: Layout, block: str, qmax: str = "zd_qmax") -> str:
+def skip_test(r: SkipRule, lay: Layout, block: str, qmax: str = "zd_qmax") -> str:
     """C test, in the attention kernel (bz and blockIdx.x known), of whether key block `block` can be left out."""
     at = f"(int)bz * {lay.key_blocks} + ({block})"
     test = f"({_tile_flags(r, lay, block)} & 1) && zd_vfin[{at}]"
@@ -292,7 +292,7 @@ class Skips:
 
     def __init__(self, a: AttentionSpec, kernel: Kernel, name: str, params: list[str], evaluate: Evaluate, T: str,
                  as_used: str, views: tuple) -> None:
-        self.a, self.rule = a, rule(a, kernel)
+        self.rule = rule(a, kernel)
         self.params, self.prologue, self.setup = params, "", ""
         if self.rule is None:
             return
@@ -311,7 +311,7 @@ class Skips:
                 f"{pad}for (; {var} < {self.lay.key_blocks} && ({self.skipped(var)}); {var}++) {{}}")
 
     def skipped(self, block: str) -> str:
-        return "false" if self.rule is None else skip_test(self.a, self.rule, self.lay, block)
+        return "false" if self.rule is None else skip_test(self.rule, self.lay, block)
 
     def clear(self, block: str) -> str:
         """C test of whether the mask leaves every score of key block `block` as it is (no rule: never)."""

@@ -12,10 +12,11 @@ scores never leave the registers. k and v blocks reach shared memory by `cp.asyn
 with 8 neighbours side by side along the head dim (else element by element); v's copies run while S is
 computed and the next k block's while p @ v is (`fill`, which attention_tiled.py shares). An input the
 scoring reads at (row, key), such as an additive mask, is staged beside k as a tile of its own
-(`side_reads`), so it is read from global memory once, in 16-byte runs. A warp whose scores in a block
-are all -inf (a causal mask above the diagonal) skips that block's softmax, and its p @ v where v's
-block is finite: the result is the same as computing them. Other dtypes and head dims take
-attention_tiled.py's float32 arithmetic on CUDA (no TF32).
+(`side_reads`), so it is read from global memory once, in 16-byte runs. Key blocks that a mask hides
+entirely are left out, loads included, and blocks it leaves clear are scored without it, as the prologue
+of attention_skip.py flags them; a warp whose scores in a block are all -inf (a causal mask's diagonal
+block) skips that block's softmax, and its p @ v where v's block is finite: the result is the same as
+computing them. Other dtypes and head dims take attention_tiled.py's float32 arithmetic on CUDA (no TF32).
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ scores (k read 4 head dims at a time), the scoring (scale, mask, any elementwise
 evaluated at each, and the online softmax (running max per row, reduced across the 16 lanes that share
 the row) turns them into probabilities, which take k's place in shared memory for p @ v; a warp whose
 16 rows score -inf at every key of a block skips its softmax and p @ v there where v's block is finite
-(the same result). Exact float32: no TF32. The T x T scores are never stored.
+(the same result), and key blocks a mask hides entirely are left out (attention_skip.py). Exact float32:
+no TF32. The T x T scores are never stored.
 """
 
 from __future__ import annotations
