@@ -116,6 +116,15 @@ def test_no_skip_where_the_rule_does_not_hold(scoring):
     assert attention_skip.PROLOGUE_MARK not in src and "zd_scratch" not in src
 
 
+def test_no_skip_where_the_flags_would_not_fit_the_scratch_budget(monkeypatch):
+    kern, spec = _kernel(dt.float32, _masked(_scaled(0.125, dt.float32), dt.float32, (B, 1, T)))
+    lay = attention_skip.layout(spec, attention_skip.rule(spec, kern))
+    assert attention_skip.PROLOGUE_MARK in render_kernel(kern, CUDA).source
+    monkeypatch.setattr(attention_skip, "MAX_SCRATCH", lay.nbytes - 1)
+    src = render_kernel(kern, CUDA).source
+    assert attention_skip.PROLOGUE_MARK not in src and "zd_scratch" not in src
+
+
 def test_the_runtime_reads_the_marker_the_renderer_writes():
     text = (Path(attention_skip.__file__).parents[1] / "runtime" / "cuda.py").read_text()
     assert f'PROLOGUE_MARK = "{attention_skip.PROLOGUE_MARK}"' in text

@@ -34,6 +34,7 @@ THREADS = 128
 PROLOGUE_MARK = "// zyx_dist: prologue "  # "<entry> <work-groups> <threads> <scratch bytes>", read by the CUDA runtime
 FLT_MAX = float(np.finfo(np.float32).max)
 SLACK = 1.01  # covers float32 rounding in the sums and products the bound leaves out
+MAX_SCRATCH = 16 << 20  # bytes of flags at most (a per-batch mask over long rows needs B x blocks^2): else no skips
 
 
 @dataclass(frozen=True)
@@ -294,9 +295,10 @@ class Skips:
                  as_used: str, views: tuple) -> None:
         self.rule = rule(a, kernel)
         self.params, self.prologue, self.setup = params, "", ""
-        if self.rule is None:
+        lay = layout(a, self.rule) if self.rule is not None else None
+        if lay is None or lay.nbytes > MAX_SCRATCH:
+            self.rule = None
             return
-        lay = layout(a, self.rule)
         self.params = [*params, "unsigned char* __restrict__ zd_scratch"]
         self.prologue = prologue(a, kernel, self.rule, lay, f"{name}_pre", self.params, evaluate, T, as_used, views)
         self.lay = lay
