@@ -128,3 +128,13 @@ def test_no_skip_where_the_flags_would_not_fit_the_scratch_budget(monkeypatch):
 def test_the_runtime_reads_the_marker_the_renderer_writes():
     text = (Path(attention_skip.__file__).parents[1] / "runtime" / "cuda.py").read_text()
     assert f'PROLOGUE_MARK = "{attention_skip.PROLOGUE_MARK}"' in text
+    # what the CUDA backend takes from a rendered source (no GPU needed: it only reads the marker lines)
+    from zyx_dist.runtime import cuda
+
+    kern, spec = _kernel(dt.bfloat16, _masked(_scaled(0.125, dt.bfloat16), dt.bfloat16))
+    program = render_kernel(kern, CUDA)
+    lay = attention_skip.layout(spec, attention_skip.rule(spec, kern))
+    shared, pro = cuda._declared(program.source)
+    assert shared > 0  # the staged tiles live in dynamic shared memory
+    assert pro == (f"{program.name}_pre", lay.groups, attention_skip.THREADS, lay.nbytes)
+    assert cuda._declared("extern \"C\" __global__ void k() {}") == (0, None)

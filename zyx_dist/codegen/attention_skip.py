@@ -205,13 +205,13 @@ def _lanes(dtype: str) -> tuple[str, list[str]]:
                      for c in "xyzw" for e in (f"w.{c} & 0xffffu", f"w.{c} >> 16")]
 
 
-def _scan(kernel: Kernel, node: Node, index: tuple, col: sym.Var, cols: int, K: int, fold: str, view, evaluate: Evaluate,
-          T: str, as_used: str) -> str:
+def _scan(node: Node, index: tuple, col: sym.Var, cols: int, K: int, fold: str, view, dtype: str,
+          evaluate: Evaluate, T: str, as_used: str) -> str:
     """A loop of the work-group over key block j0's `BN` x `cols` elements of `node` (at `index`, in gk and
-    `col`) that applies `fold` (C with `{}` for the value) to each: 16 bytes at a time where `view` (the
-    tile code's `copyable` result for it) says the elements lie side by side, else one by one."""
+    `col`) that applies `fold` (C with `{}` for the value) to each: 16 bytes of `dtype` at a time where
+    `view` (the tile code's `copyable` result for it) says the elements lie side by side, else one by one."""
     if view is not None:
-        (p, off), dtype = view
+        p, off = view
         ctype, lanes = _lanes(dtype)
         width = len(lanes)
         folds = " ".join(fold.replace("{}", x) for x in lanes)
@@ -232,21 +232,22 @@ def _scan(kernel: Kernel, node: Node, index: tuple, col: sym.Var, cols: int, K: 
 """
 
 
-def prologue(a: AttentionSpec, kernel: Kernel, r: SkipRule, lay: Layout, name: str, params: list[str],
-             evaluate: Evaluate, T: str, as_used: str, views: tuple) -> str:
+def prologue(a: AttentionSpec, r: SkipRule, lay: Layout, name: str, params: list[str], evaluate: Evaluate, T: str,
+             as_used: str, dtype: str, views: tuple) -> str:
     """The prologue kernel `name` (the attention kernel's parameters): one work-group per (batch, key block)
     for k's largest |x| and v's finiteness, then one per (mask batch, query block, key block) for the mask
     test. `as_used` turns a computed float into the value the attention kernel uses (its rounding to the
-    operands' half type); `views` are the tile code's `copyable` results for k and v."""
+    tiles' `dtype`); `views` are the tile code's `copyable` results for k and v in that dtype."""
     spec = a.spec
     M, N, K, D = spec.M, spec.N, spec.K, a.head
     bz, _, gj, gk = spec.vars()
     m_lines, m_val = evaluate(r.mask, r.index, {})
     kv = lay.batches * lay.key_blocks
-    k_part = "" if r.limit is None else _scan(kernel, a.k, a.qk_idx, sym.Var("dd", 0, D - 1), D, K,
-                                              largest_abs("km", "{}"), views[0], evaluate, T, as_used)
-    v_part = _scan(kernel, a.v, spec.index(bz, sym.ZERO, gj, gk), gj, N, K,
-                   "fin = fin & ((__float_as_uint({}) & 0x7f800000u) != 0x7f800000u);", views[1], evaluate, T, as_used)
+    k_part = "" if r.limit is None else _scan(a.k, a.qk_idx, sym.Var("dd", 0, D - 1), D, K, largest_abs("km", "{}"),
+                                              views[0], dtype, evaluate, T, as_used)
+    v_part = _scan(a.v, spec.index(bz, sym.ZERO, gj, gk), gj, N, K,
+                   "fin = fin & ((__float_as_uint({}) & 0x7f800000u) != 0x7f800000u);", views[1], dtype, evaluate, T,
+                   as_used)
     return f"""{PROLOGUE_MARK}{name} {lay.groups} {THREADS} {lay.nbytes}
 extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params)}) {{
   __shared__ float zd_red[4];
@@ -292,7 +293,7 @@ class Skips:
     bounds q . k."""
 
     def __init__(self, a: AttentionSpec, kernel: Kernel, name: str, params: list[str], evaluate: Evaluate, T: str,
-                 as_used: str, views: tuple) -> None:
+                 as_used: str, dtype: str, views: tuple) -> None:
         self.rule = rule(a, kernel)
         self.params, self.prologue, self.setup = params, "", ""
         lay = layout(a, self.rule) if self.rule is not None else None
@@ -300,7 +301,7 @@ class Skips:
             self.rule = None
             return
         self.params = [*params, "unsigned char* __restrict__ zd_scratch"]
-        self.prologue = prologue(a, kernel, self.rule, lay, f"{name}_pre", self.params, evaluate, T, as_used, views)
+        self.prologue = prologue(a, self.rule, lay, f"{name}_pre", self.params, evaluate, T, as_used, dtype, views)
         self.lay = lay
         self.setup = pointers(lay) + "\n"
 
@@ -314,6 +315,16 @@ class Skips:
 
     def skipped(self, block: str) -> str:
         return "false" if self.rule is None else skip_test(self.rule, self.lay, block)
+
+    def v_finite(self, block: str, check, note: str) -> str:
+        """C declaring `v_finite`, whether v's key block `block` is finite, after a barrier (`note` says what
+        else it waits for): the prologue's flag, or without one each thread's test of the elements it copied
+        (`check()`, C that ANDs them into `finite`), ANDed through the barrier."""
+        if self.rule is not None:
+            return (f"    __syncthreads();  // {note}\n"
+                    f"    const bool v_finite = zd_vfin[(int)bz * {self.lay.key_blocks} + {block}];")
+        return (f"    bool finite = true;  // the elements of v's block that this thread copied are finite\n"
+                f"{check()}\n    const bool v_finite = __syncthreads_and(finite);  // {note}")
 
     def clear(self, block: str) -> str:
         """C test of whether the mask leaves every score of key block `block` as it is (no rule: never)."""

@@ -216,24 +216,17 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
         overrides[n.id] = value.format(f"Ms{i}[it & 1][gi - q0][gk - j0]")
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
     exponent = "0x7f80u" if kind == "bf16" else "0x7c00u"  # all ones in a non-finite value's exponent
-    check_v = filled_check(kernel, a.v, v_index, v_tile, THREADS, "finite",
-                           ("uint4", f"zd_finite8_{kind}(w)"), f"(x & {exponent}) != {exponent}")
     as_float = SIDE_TYPES[half][1]
-    kv_views = (copyable(kernel, a.k, a.qk_idx, half, dd, D), copyable(kernel, a.v, v_index, half, gj, N))
-    skip = Skips(a, kernel, name, params, evaluate, T, as_float.format(store),
-                 tuple(None if w is None else (w, half) for w in kv_views))
+    skip = Skips(a, kernel, name, params, evaluate, T, as_float.format(store), half,
+                 (copyable(kernel, a.k, a.qk_idx, half, dd, D), copyable(kernel, a.v, v_index, half, gj, N)))
     q_max = skip.q_max(f"{as_float.format(f'Vs[e / {D}][e % {D}]')}", BM * D)
     for n, code in side_fills:  # a mask tile is not copied for a block it leaves clear: it is not read there
         fill_k += "\n" + (code if skip.rule is None or n is not skip.rule.mask else
                           f"  if (!{skip.clear(f'(int)(j0 / {BN})')}) {{\n{code}\n  }}")
     # scores past the ends of the rows or keys are -inf: no test where both are whole blocks
     inside = "true" if M % BM == 0 and K % BN == 0 else f"gi < {M} && gk < {K}"
-    if skip.rule is not None:  # the prologue knows whether v's block is finite
-        v_finite = (f"    __syncthreads();  // v's block is visible to every warp\n"
-                    f"    const bool v_finite = zd_vfin[(int)bz * {skip.lay.key_blocks} + s];")
-    else:  # each thread tests what it copied, ANDed through the barrier that makes v's block visible
-        v_finite = (f"    bool finite = true;  // the elements of v's block that this thread copied are finite\n"
-                    f"{check_v}\n    const bool v_finite = __syncthreads_and(finite);")
+    v_finite = skip.v_finite("s", lambda: filled_check(kernel, a.v, v_index, v_tile, THREADS, "finite", (
+        "uint4", f"zd_finite8_{kind}(w)"), f"(x & {exponent}) != {exponent}"), "v's block is visible to every warp")
 
     def score_loop(lines: list[str], value: str) -> str:  # the scoring at each accumulator, and the rows' max
         return f"""    #pragma unroll

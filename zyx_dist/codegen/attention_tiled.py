@@ -120,22 +120,15 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     fill_k = fill(kernel, a.k, a.qk_idx, Tile(f"Ks[row * {KP} + col]", BN, D, "gk", "j0", K, dd, D, "float32", "{}"),
                   evaluate, T, THREADS)
     fill_v = fill(kernel, a.v, v_index, v_tile, evaluate, T, THREADS)
-    finite = " && ".join(f"zd_finite(w.{c})" for c in "xyzw")
-    check_v = filled_check(kernel, a.v, v_index, v_tile, THREADS, "finite", ("float4", finite), "zd_finite(x)")
-
-    views = (copyable(kernel, a.k, a.qk_idx, "float32", dd, D), copyable(kernel, a.v, v_index, "float32", gj, N))
-    skip = Skips(a, kernel, name, params, evaluate, T, "{}", tuple(None if w is None else (w, "float32") for w in views))
+    skip = Skips(a, kernel, name, params, evaluate, T, "{}", "float32",
+                 (copyable(kernel, a.k, a.qk_idx, "float32", dd, D), copyable(kernel, a.v, v_index, "float32", gj, N)))
     q_max = skip.q_max(f"Qs[(e % {D}) * {QP} + e / {D}]", BM * D)
     if q_max:
         q_max = "  __syncthreads();  // q has landed\n" + q_max
     inside = "true" if M % BM == 0 and K % BN == 0 else f"gi < {M} && gk < {K}"  # else the score is -inf
-    if skip.rule is not None:  # the prologue knows whether v's block is finite
-        v_finite = (f"    __syncthreads();  // every thread is done with k: p goes there\n"
-                    f"    const bool v_finite = zd_vfin[(int)bz * {skip.lay.key_blocks} + blk];")
-    else:  # each thread tests what it copied, ANDed through the barrier
-        v_finite = (f"    bool finite = true;  // the elements of v's block that this thread copied are finite\n"
-                    f"{check_v}\n    const bool v_finite = __syncthreads_and(finite);  // and every thread is done "
-                    f"with k: p goes there")
+    v_finite = skip.v_finite("blk", lambda: filled_check(kernel, a.v, v_index, v_tile, THREADS, "finite", (
+        "float4", " && ".join(f"zd_finite(w.{c})" for c in "xyzw")), "zd_finite(x)"),
+        "every thread is done with k: p goes there")
 
     def score_loop(lines: list[str], value: str) -> str:  # the scoring at each of the thread's scores
         return f"""    #pragma unroll

@@ -125,12 +125,13 @@ class _Kernel:
     arguments and a scratch buffer of its own (passed last to both), in which it leaves what the main
     kernel reads (codegen/attention_skip.py: which blocks attention may leave out)."""
 
-    __slots__ = ("function", "module", "name", "prologue", "scratch", "shared_bytes")
+    __slots__ = ("function", "module", "name", "prologue", "scratch", "scratch_arg", "shared_bytes")
 
     def __init__(self, module: Any, function: Any, name: str, shared_bytes: int = 0,
                  prologue: tuple[Any, int, int] | None = None, scratch: Any = None) -> None:
         self.module, self.function, self.name, self.shared_bytes = module, function, name, shared_bytes
         self.prologue, self.scratch = prologue, scratch  # (function, work-groups, threads), device memory
+        self.scratch_arg = np.uint64(scratch.ptr) if scratch is not None else None  # made once, not per launch
 
 
 def _call(prog: _Kernel, grid: int, block: int, args: tuple) -> None:
@@ -139,7 +140,7 @@ def _call(prog: _Kernel, grid: int, block: int, args: tuple) -> None:
     stream run in order, so every launch of `prog` may reuse the one scratch buffer."""
     if prog.prologue is not None:
         function, groups, threads = prog.prologue
-        args = (*args, np.uint64(prog.scratch.ptr))
+        args = (*args, prog.scratch_arg)
         function((groups,), (threads,), args)
     if prog.shared_bytes:
         prog.function((grid,), (block,), args, shared_mem=prog.shared_bytes)
@@ -152,22 +153,23 @@ SHARED_MARK = "// zyx_dist: dynamic shared bytes "  # a kernel that declares `ex
 PROLOGUE_MARK = "// zyx_dist: prologue "  # "<entry> <work-groups> <threads> <scratch bytes>": see _Kernel
 
 
-def _prologue(source: str) -> tuple[str, int, int, int] | None:
-    at = source.find(PROLOGUE_MARK)
-    if at < 0:
-        return None
-    words = source[at + len(PROLOGUE_MARK):].split("\n", 1)[0].split()
+def _marked(source: str, mark: str) -> list[str] | None:
+    """The words after `mark` on its line of `source`, or None when the source has no such line."""
+    at = source.find(mark)
+    return None if at < 0 else source[at + len(mark):].split("\n", 1)[0].split()
+
+
+def _declared(source: str) -> tuple[int, tuple[str, int, int, int] | None]:
+    """(the dynamic shared bytes, the prologue (entry, work-groups, threads, scratch bytes) or None) that a
+    kernel source declares in its marker lines."""
+    digits = _marked(source, SHARED_MARK)
+    shared = int(digits[0]) if digits and digits[0].isdigit() else 0
+    words = _marked(source, PROLOGUE_MARK)
+    if words is None:
+        return shared, None
     if len(words) != 4 or not all(w.isdigit() for w in words[1:]):
         raise BuildError(f"a malformed prologue line in a kernel source: {' '.join(words)!r}")
-    return words[0], int(words[1]), int(words[2]), int(words[3])
-
-
-def _shared_bytes(source: str) -> int:
-    at = source.find(SHARED_MARK)
-    if at < 0:
-        return 0
-    digits = source[at + len(SHARED_MARK):].split("\n", 1)[0].strip()
-    return int(digits) if digits.isdigit() else 0
+    return shared, (words[0], int(words[1]), int(words[2]), int(words[3]))
 
 
 class CudaBackend:
@@ -189,8 +191,7 @@ class CudaBackend:
             self.pool = cp.cuda.MemoryPool()
             self.stream = cp.cuda.Stream(non_blocking=True)
         self._cache = ProgramCache(self.name, "NVRTC build")
-        self._shared: dict[int, int] = {}  # id(module) -> the dynamic shared memory its source declares
-        self._prologues: dict[int, tuple | None] = {}  # id(module) -> the prologue its source declares
+        self._declared: dict[int, tuple] = {}  # id(module) -> what its source declares (`_declared`)
         self._staging: list[tuple[_Event, Any]] = []  # pinned buffers of copies in flight
         self.comm: Any = None
         self.nccl_rank: int | None = None
@@ -331,9 +332,7 @@ class CudaBackend:
                 module.compile()  # NVRTC runs here (RawModule is lazy)
             except compiler.CompileException as e:
                 raise BuildError(_compile_log(e)) from e
-        # read by _entry (the cache keeps the module alive)
-        self._shared[id(module)] = _shared_bytes(source)
-        self._prologues[id(module)] = _prologue(source)
+        self._declared[id(module)] = _declared(source)  # read by _entry (the cache keeps the module alive)
         return module
 
     def _entry(self, module: Any, name: str) -> _Kernel:
@@ -342,13 +341,12 @@ class CudaBackend:
                 function = module.get_function(name)
             except cp.cuda.driver.CUDADriverError as e:
                 raise BuildError(str(e)) from e
-            shared = self._shared.get(id(module), 0)
+            shared, pro = self._declared.get(id(module), (0, None))
             if shared > 48 * 1024:  # past the default limit only once the function's attribute is raised
                 try:
                     function.max_dynamic_shared_size_bytes = shared
                 except Exception as e:  # cupy or the driver refused: report it as a failed build
                     raise BuildError(f"kernel {name!r} needs {shared} bytes of shared memory: {e}") from e
-            pro = self._prologues.get(id(module))
             if pro is None:
                 return _Kernel(module, function, name, shared)
             try:
