@@ -228,6 +228,20 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     v_finite = skip.v_finite("s", lambda: filled_check(kernel, a.v, v_index, v_tile, THREADS, "finite", (
         "uint4", f"zd_finite8_{kind}(w)"), f"(x & {exponent}) != {exponent}"), "v's block is visible to every warp")
 
+    def mma_loop(step: str, steps: int, pairs: int, acc: str, frag: str, trans: bool, addr: str, pad: str) -> str:
+        """`acc` += a @ b over `steps` k16 steps (`step`) and `pairs` pairs of n8 tiles (`j`): b's fragments by
+        ldmatrix at `addr` (transposed for v), a's in registers (`frag`)."""
+        return "\n".join(pad + line for line in f"""#pragma unroll
+for (int {step} = 0; {step} < {steps}; {step}++) {{
+  #pragma unroll
+  for (int j = 0; j < {pairs}; j++) {{
+    unsigned b0, b1, b2, b3;
+    {ldm(trans, addr, ("b0", "b1", "b2", "b3"))}
+    {mma_call(f"{acc}[2 * j]", frag, "b0", "b1")}
+    {mma_call(f"{acc}[2 * j + 1]", frag, "b2", "b3")}
+  }}
+}}""".splitlines())
+
     def score_loop(lines: list[str], value: str) -> str:  # the scoring at each accumulator, and the rows' max
         return f"""    #pragma unroll
     for (int ni = 0; ni < {BN // 8}; ni++) {{
@@ -322,17 +336,8 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
     for (int ni = 0; ni < {BN // 8}; ni++)
       #pragma unroll
       for (int h = 0; h < 4; h++) S[ni][h] = 0.0f;
-    #pragma unroll
-    for (int kk = 0; kk < {D // 16}; kk++) {{
-      #pragma unroll
-      for (int j = 0; j < {BN // 16}; j++) {{
-        unsigned b0, b1, b2, b3;
-        {ldm(False, "&Ks[j * 16 + ((lane >> 4) << 3) + (lane & 7)][kk * 16 + (((lane >> 3) & 1) << 3)]",
-             ("b0", "b1", "b2", "b3"))}
-        {mma_call("S[2 * j]", "qf[kk]", "b0", "b1")}
-        {mma_call("S[2 * j + 1]", "qf[kk]", "b2", "b3")}
-      }}
-    }}
+{mma_loop("kk", D // 16, BN // 16, "S", "qf[kk]", False,
+          "&Ks[j * 16 + ((lane >> 4) << 3) + (lane & 7)][kk * 16 + (((lane >> 3) & 1) << 3)]", "    ")}
     __syncthreads();  // every warp is done with this block of k
     if (next < steps) {{
       const {T} j0 = ({T})next * {BN};
@@ -391,17 +396,8 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
     asm volatile("cp.async.wait_group 1;" ::: "memory");  // this block of v has landed (the next k may not)
 {v_finite}
     if (!(masked && v_finite)) {{
-      #pragma unroll
-      for (int t = 0; t < {BN // 16}; t++) {{
-        #pragma unroll
-        for (int j = 0; j < {N // 16}; j++) {{
-          unsigned v0, v1, v2, v3;
-          {ldm(True, "&Vs[t * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][j * 16 + ((lane >> 4) << 3)]",
-               ("v0", "v1", "v2", "v3"))}
-          {mma_call("o[2 * j]", "pf[t]", "v0", "v1")}
-          {mma_call("o[2 * j + 1]", "pf[t]", "v2", "v3")}
-        }}
-      }}
+{mma_loop("t", BN // 16, N // 16, "o", "pf[t]", True,
+          "&Vs[t * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][j * 16 + ((lane >> 4) << 3)]", "      ")}
     }}
     s = next;
   }}
