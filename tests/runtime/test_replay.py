@@ -124,6 +124,39 @@ def test_a_failed_replay_raises_leaks_nothing_and_the_next_one_works():
     np.testing.assert_array_equal(x.numpy(), a)
 
 
+def test_in_process_one_worker_replays_are_one_direct_call_with_the_queued_frees():
+    """In-process, the replay of a one-worker template is one `run_replay` call of its worker, no command
+    batch, and the frees the garbage collector queued go with it: results equal NumPy, memory holds
+    steady, and a failure there still raises and leaks nothing (test above)."""
+    from zyx_dist.runtime.worker import Worker
+
+    a = rng((2048,), seed=12)
+    x = zd.tensor(a).realize()
+    dev = x.device
+    for _ in range(3):  # plan, keep the template, replay
+        y = (x * 5 - 1).realize()
+    calls = {"run": 0, "run_replay": 0}
+    run, run_replay = Worker.run, Worker.run_replay
+
+    def counted(name, f):
+        def call(self, *args, **kwargs):
+            calls[name] += 1
+            return f(self, *args, **kwargs)
+        return call
+
+    base = in_use(dev)
+    Worker.run, Worker.run_replay = counted("run", run), counted("run_replay", run_replay)
+    try:
+        for _ in range(5):
+            y = (x * 5 - 1).realize()  # the last y's buffer is queued for freeing as y is rebound
+            np.testing.assert_array_equal(y.numpy(), a * 5 - 1)
+    finally:
+        Worker.run, Worker.run_replay = run, run_replay
+    assert calls["run_replay"] == 5
+    assert calls["run"] == 5  # the reads (CopyOut) alone
+    assert in_use(dev) == base
+
+
 def test_trace_shows_replayed_realizes(tmp_path):
     import json
 

@@ -122,6 +122,13 @@ class InProcessBackend:
             out.append(results)
         return out
 
+    def run_replay(self, name: str, template: int, bufs: tuple[int, ...], frees: list[int]) -> tuple[Any, int, int]:
+        """Worker `name` frees `frees` and replays its batch template `template` with `bufs` bound, untimed,
+        without command objects: (None or the first Failed, CUDA graphs replayed, bytes in use). What a
+        one-worker plan template's replay sends (engine/templates.py); a trace (`time_replays`) takes the
+        commands' path instead."""
+        return self.workers[name].run_replay(template, bufs, frees)
+
     def run_timed(self, name: str, batch: list[Command]) -> BatchResult:
         """Run one batch with device-side kernel timing on (for probes and the autotuner)."""
         w = self.workers[name]

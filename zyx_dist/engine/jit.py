@@ -155,16 +155,16 @@ def _rebuild(spec: tuple, tensors: list[Tensor]) -> Any:
 
 
 class _Capture:
-    """One run of `fn` as its realize saw it: the plan cache's key and entry, the structure's size, where
+    """One run of `fn` as its realize saw it: the plan cache's key and entry, where
     each input leaf came from, which positions the plan computes, where each result is, and how many steps
     each optimizer argument took."""
 
-    __slots__ = ("computed", "entry", "inputs", "key", "outputs", "size", "spec", "steps")
+    __slots__ = ("computed", "entry", "inputs", "key", "outputs", "spec", "steps")
 
-    def __init__(self, key: Any, entry: Any, size: int, inputs: list[tuple], computed: list[tuple]) -> None:
-        self.key, self.entry, self.size = key, entry, size
+    def __init__(self, key: Any, entry: Any, inputs: list[tuple], computed: dict[int, tuple]) -> None:
+        self.key, self.entry = key, entry
         self.inputs = inputs  # (position, _ARG, argument index) | (position, _CONST, node) | (position, _HOST, (array, dtype))
-        self.computed = computed  # (position, shape, dtype, pin) of each node the realize computed
+        self.computed = computed  # position -> (shape, dtype, pin) of each node the realize computed
         self.outputs: list[tuple] = []  # per result tensor: ("pos", position) | ("arg", index) | ("node", node)
         self.spec: tuple = ()
         self.steps: list[int] = []
@@ -218,8 +218,8 @@ class _Recorder:
             else:
                 inputs.append((p, _CONST, n))
         pos = {id(n): i for i, n in enumerate(order)}
-        computed = [(pos[id(n)], n.shape, n.dtype, n.device) for n in nodes if id(n) in pos]
-        self.capture = _Capture(key, entry, len(order), inputs, computed)
+        computed = {pos[id(n)]: (n.shape, n.dtype, n.device) for n in nodes if id(n) in pos}
+        self.capture = _Capture(key, entry, inputs, computed)
         self.positions = pos
 
 
@@ -334,7 +334,7 @@ class Jit:
             return ("its results are not a graph whose plan is kept (plan templates off, planning debug "
                     "output on, or an empty result)"), None
         arg_of, pos = rec.arg_nodes, rec.positions
-        computed = {p for p, *_ in c.computed}
+        computed = c.computed
         todo_ids = {id(n) for n in todo}
         for n in targets:
             p = pos.get(id(n))
@@ -355,32 +355,31 @@ class Jit:
         does not apply now; the caller then runs fn."""
         if not s.replay_plans or s.plans.entries.get(c.key) is not c.entry:
             return None
-        order: list[Any] = [None] * c.size
-        for p, kind, what in c.inputs:
+        leaves: list[Node] = []  # the structure's input leaves, in order (a template's inputs)
+        for _p, kind, what in c.inputs:
             if kind == _ARG:
-                order[p] = tensors[what].node
+                leaves.append(tensors[what].node)
             elif kind == _CONST:
-                order[p] = what
+                leaves.append(what)
             else:  # host data fn made: uploaded again by the template, as a realize of fn's graph would
-                order[p] = Node(Op.LEAF, (), None, what[0].shape, what[1], host=what[0])
-        for p, shape, dtype, pin in c.computed:
-            order[p] = Node(Op.LEAF, (), None, shape, dtype, device=pin)
+                leaves.append(Node(Op.LEAF, (), None, what[0].shape, what[1], host=what[0]))
         if s.pending_frees:
             s._take_frees()
         with gc_paused():
-            if not templates.replay(s, (c.key, order, c.entry), time.perf_counter(), recipes=False):
-                return None
+            ran = templates.run(s, c.entry.templates, leaves, time.perf_counter())
+        if ran is None:
+            return None
         self.replays += 1
+        t, ids = ran
+        ref, computed = s._ref, c.computed
         made: dict[int, Tensor] = {}
-        outs = []
-        for kind, what in c.outputs:
-            if kind == "pos":
-                t = made.get(what)
-                if t is None:
-                    t = made[what] = Tensor(order[what])
-                outs.append(t)
-            else:
-                outs.append(tensors[what] if kind == "arg" else Tensor(what))
+        for pos, slot, dev, nbytes in t.outputs:  # the results, as fresh leaves (no lineage: see the docstring)
+            shape, dtype, pin = computed[pos]
+            n = Node(Op.LEAF, (), None, shape, dtype, device=pin)
+            n.buffer = ref(n, dev, ids[slot], nbytes)
+            made[pos] = Tensor(n)
+        outs = [made[what] if kind == "pos" else tensors[what] if kind == "arg" else Tensor(what)
+                for kind, what in c.outputs]
         if not opts and c.spec == ("t",):  # one tensor, the usual step's result
             return outs[0]
         n_flat = c.spec.count("t")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from typing import Any
 
 from .. import logs
 from .._util import bucket_size
@@ -69,36 +70,56 @@ def inputs_of(found: tuple) -> tuple[int, ...]:
 def replay(s, found: tuple, t0: float, recipes: bool = True) -> bool:
     """Run the realize whose structure `found` (key, order, entry) names from one of its templates;
     False (nothing sent, nothing changed) when none applies. Raises as a planned run would. `recipes`
-    False: the results get no lineage (zd.jit's replays, whose `order` holds no graph to describe)."""
+    False: the results get no lineage."""
     _key, order, entry = found
     templates = entry.templates
     if not templates:
         return False
+    inputs = next(iter(templates.values())).inputs  # the structure's leaves: the same for all its templates
+    ran = run(s, templates, [order[p] for p in inputs], t0)
+    if ran is None:
+        return False
+    t, ids = ran
+    if recipes and s.host_copies is not None:  # recipes first: they read the history become_leaf drops
+        memo: dict = {}
+        for pos, _slot, _dev, _n in t.outputs:
+            order[pos].lineage = lineage.recipe(order[pos], memo)
+    ref = s._ref
+    for pos, slot, dev, nbytes in t.outputs:
+        n = order[pos]
+        n.become_leaf(ref(n, dev, ids[slot], nbytes))
+    return True
+
+
+def run(s, templates: dict, leaves: list[Node], t0: float) -> tuple[PlanTemplate, tuple[int, ...]] | None:
+    """Replay one of a structure's `templates` for the input leaves `leaves` (in the templates' input order):
+    (the template, the buffer id of each of its slots), its results in the mirror, for the caller to attach
+    (`t.outputs`: position, slot, device, bytes); None when none applies (nothing sent, nothing changed).
+    Raises as a planned run would."""
     st: SchedulerState = s.state
     bufs = st.buffers
-    inputs = next(iter(templates.values())).inputs  # the structure's leaves: the same for all its templates
     ids_in, where = [], []
-    for p in inputs:
-        ref = order[p].buffer
+    for leaf in leaves:
+        ref = leaf.buffer
         if ref is None:
-            if order[p].host is None:  # a lost leaf: planning reports it
-                return False
+            if leaf.host is None:  # a lost leaf: planning reports it
+                return None
             ids_in.append(0)  # a host leaf: the template uploads it (a slot taken below)
             where.append(None)
             continue
         b = bufs.get(ref.id)
         if b is None or b.spilled:
-            return False
+            return None
         ids_in.append(ref.id)
         where.append(ref.device)
     t: PlanTemplate | None = templates.get(tuple(where))
     if t is None or t.epoch != s.template_epoch:
-        return False
+        return None
     used, devices = st.used, st.devices
     need, uploads = t.alloc_bytes, ()
     if t.uploads:  # (input index, device, buffer id, bytes) of each host leaf to upload first
         first = st.ids.take(len(t.uploads))
-        uploads = tuple((i, dev, first + j, order[inputs[i]].size * order[inputs[i]].dtype.itemsize)
+        uploads = tuple((i, dev, first + j, leaves[i].size * leaves[i].dtype.itemsize)
                         for j, (i, dev) in enumerate(t.uploads))
         need = dict(need)
         for i, dev, buf, nbytes in uploads:
@@ -107,29 +128,18 @@ def replay(s, found: tuple, t0: float, recipes: bool = True) -> bool:
     for dev, n in need.items():
         m = devices.get(dev)
         if m is None or used[dev] + n > m.memory:  # would need spills: plan it
-            return False
+            return None
     base = st.ids.take(t.new)
     ids = (*ids_in, *range(base, base + t.new))
-    steps = t.bind(ids)
-    for i, dev, buf, nbytes in uploads:  # in front of the first batch on the device: before any reader
-        steps[0].setdefault(dev, [])[0:0] = [Alloc(buf, nbytes), CopyIn(buf, order[inputs[i]].host)]
     timed = s.trace_events is not None or ((_TIMINGS_LOG.level or _ROOT_LOG.level) and _on(_TIMINGS_LOG))
     t1 = time.perf_counter() if timed else 0.0
-    try:
-        results = s._run(steps, compiled=True)
-    except LostWorkers as e:
-        _rollback(s, t, ids, e.devices, uploads)
-        raise
+    direct = None if timed else _direct(s, t)
+    results: list = []
+    if direct is not None:
+        graphs = _run_direct(s, t, ids, *direct)
+    else:
+        results, graphs = _run_commands(s, t, ids, uploads, leaves)
     t2 = time.perf_counter() if timed else 0.0
-    graphs = 0
-    for step in results:
-        for dev, r in step.items():
-            for x in r.results:
-                if x.__class__ is Failed:
-                    _rollback(s, t, ids, set(), uploads)
-                    raise s.error_of(dev, x)
-            if r.graphs:
-                graphs += len(r.graphs)
     if not t.defined:  # every worker has its part now (until a recovery, which retires the template)
         t.defined = True
         for step in t.steps:
@@ -157,22 +167,66 @@ def replay(s, found: tuple, t0: float, recipes: bool = True) -> bool:
     if graphs:
         c["graph_replays"] += graphs
     for i, dev, buf, nbytes in uploads:  # before the results' recipes, which read the leaves' host copies
-        s.uploaded(order[inputs[i]], dev, buf, nbytes)
-    ref = s._ref
-    if recipes and s.host_copies is not None:  # recipes first: they read the history become_leaf drops
-        memo: dict = {}
-        for pos, _slot, _dev, _n in t.outputs:
-            order[pos].lineage = lineage.recipe(order[pos], memo)
-    for pos, slot, dev, nbytes in t.outputs:
-        n = order[pos]
-        n.become_leaf(ref(n, dev, ids[slot], nbytes))
-    if not timed:
-        return True
-    if s.trace_events is not None:
-        s.trace_replay(t, results, (t0, t1, t2, time.perf_counter()))
-    logs.emit("timings", f"zyx_dist: realize {t.launches} kernels replayed from a plan template "
-                         f"({graphs} CUDA graphs): run {1e3 * (t2 - t1):.2f} ms")
-    return True
+        s.uploaded(leaves[i], dev, buf, nbytes)
+    if timed:
+        if s.trace_events is not None:
+            s.trace_replay(t, results, (t0, t1, t2, time.perf_counter()))
+        logs.emit("timings", f"zyx_dist: realize {t.launches} kernels replayed from a plan template "
+                             f"({graphs} CUDA graphs): run {1e3 * (t2 - t1):.2f} ms")
+    return t, ids
+
+
+def _direct(s, t: PlanTemplate) -> tuple[str, Any] | None:
+    """(device, its batch) when this replay of `t` can be one direct call of an in-process worker
+    (`run_replay`): a one-worker template the worker has, and nothing else queued for other workers
+    (frees elsewhere, templates to forget) that its batch would carry."""
+    single = t.single
+    if single is None or not t.defined or s.template_drops or s.plans.dropped or \
+            getattr(s.backend, "run_replay", None) is None:
+        return None
+    if s.pending_frees:
+        s._take_frees()
+    dev = single[0]
+    for d, _buf in s.free_queue:
+        if d != dev:
+            return None
+    return single
+
+
+def _run_direct(s, t: PlanTemplate, ids: tuple, dev: str, wb: Any) -> int:
+    """The replay of one-worker template `t` as one call of its in-process worker, the queued frees with it
+    (`_direct` said it applies); the CUDA graphs it replayed. Raises the worker's error after a rollback."""
+    frees = [buf for _dev, buf in s.free_queue]
+    s.free_queue = []
+    failed, graphs, in_use = s.backend.run_replay(dev, wb.template, wb.pick(ids), frees)
+    s.bytes_in_use[dev] = in_use
+    if failed is not None:
+        _rollback(s, t, ids, set())
+        raise s.error_of(dev, failed)
+    return graphs
+
+
+def _run_commands(s, t: PlanTemplate, ids: tuple, uploads: tuple, leaves: list[Node]) -> tuple[list, int]:
+    """The replay of `t` as command batches (a Replay per worker per step, after any uploads and queued
+    frees): the batches' results and the CUDA graphs replayed. Raises the first failure after a rollback."""
+    steps = t.bind(ids)
+    for i, dev, buf, nbytes in uploads:  # in front of the first batch on the device: before any reader
+        steps[0].setdefault(dev, [])[0:0] = [Alloc(buf, nbytes), CopyIn(buf, leaves[i].host)]
+    try:
+        results = s._run(steps, compiled=True)
+    except LostWorkers as e:
+        _rollback(s, t, ids, e.devices, uploads)
+        raise
+    graphs = 0
+    for step in results:
+        for dev, r in step.items():
+            for x in r.results:
+                if x.__class__ is Failed:
+                    _rollback(s, t, ids, set(), uploads)
+                    raise s.error_of(dev, x)
+            if r.graphs:
+                graphs += len(r.graphs)
+    return results, graphs
 
 
 def _rollback(s, t: PlanTemplate, ids: tuple, lost: set[str], uploads: tuple = ()) -> None:

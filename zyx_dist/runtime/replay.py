@@ -18,7 +18,7 @@ from collections import OrderedDict
 from operator import attrgetter
 from typing import Any
 
-from ..protocol import Alloc, CopyIn, CopyOut, Free, Launch, Recv, Replay, Send, Sync, TransferRef
+from ..protocol import Alloc, CopyIn, CopyOut, Free, Launch, Recv, Send, Sync, TransferRef
 
 # operation kinds of a compiled template
 _ALLOC, _FREE, _LAUNCH, _SEGMENT, _SEND, _RECV, _EXPORT, _IMPORT, _SYNC = range(9)
@@ -159,14 +159,15 @@ def compile_template(commands: tuple, programs: dict[int, Any], graphs: bool) ->
     return WorkerTemplate(ops, nslots, imports)
 
 
-def run_template(worker: Any, t: WorkerTemplate, cmd: Replay, launches: list) -> tuple:
-    """Run template `t` on `worker` with the slots of `cmd` bound; the exported arrays, in order."""
-    ids = cmd.bufs
+def run_template(worker: Any, t: WorkerTemplate, template: int, ids: tuple[int, ...], imports: tuple,
+                 launches: list) -> tuple:
+    """Run template `t` (id `template`) on `worker` with its slots bound to buffer ids `ids` and its
+    incoming transfers' data `imports`; the exported arrays, in order."""
     if len(ids) != t.nslots:
-        raise ValueError(f"{worker.device}: replay of template {cmd.template} binds {len(ids)} buffers, "
+        raise ValueError(f"{worker.device}: replay of template {template} binds {len(ids)} buffers, "
                          f"it has {t.nslots} slots")
-    if len(cmd.imports) != t.imports:
-        raise ValueError(f"{worker.device}: replay of template {cmd.template} brings {len(cmd.imports)} "
+    if len(imports) != t.imports:
+        raise ValueError(f"{worker.device}: replay of template {template} brings {len(imports)} "
                          f"transfers, it imports {t.imports}")
     bufs, pool, events, backend = worker._bufs, worker.pool, worker.events, worker.backend
     profile = worker.profile
@@ -176,7 +177,7 @@ def run_template(worker: Any, t: WorkerTemplate, cmd: Replay, launches: list) ->
         kind = op[0]
         if error is not None:  # after a failure only frees run, of buffers that exist
             if kind == _FREE and (ids[op[1]] in bufs or ids[op[1]] in worker._spilled):
-                worker._free(Free(ids[op[1]]), launches)
+                worker._free_id(ids[op[1]])
             continue
         try:
             if kind == _SEGMENT:
@@ -197,14 +198,14 @@ def run_template(worker: Any, t: WorkerTemplate, cmd: Replay, launches: list) ->
                 block.pending = ()
                 bufs[buf] = block
             elif kind == _FREE:
-                worker._free(Free(ids[op[1]]), launches)
+                worker._free_id(ids[op[1]])
             elif kind == _SYNC:
                 worker._sync(op[1], launches)
             elif kind == _EXPORT:
                 c = op[1]
                 exports.append(worker._copy_out(CopyOut(ids[c.buf], c.dtype, c.shape, c.export)))
             elif kind == _IMPORT:
-                worker._copy_in(CopyIn(ids[op[1]], cmd.imports[op[2]]))
+                worker._copy_in(CopyIn(ids[op[1]], imports[op[2]]))
             else:  # Send / Recv
                 c = op[1]
                 worker._peer(c.__class__(ids[c.buf], c.peer, c.nbytes), launches)

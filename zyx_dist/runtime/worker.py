@@ -128,20 +128,25 @@ class Worker:
 
     # -- public ------------------------------------------------------------------------------
 
+    def _begin(self) -> None:
+        """What every batch starts with: the worker open, finished non-blocking copies let go, no launch of
+        the batch waited for yet, no graph replayed yet."""
+        if self._closed:
+            self._check_open()
+        if self._inflight:
+            self._inflight = [(e, a) for e, a in self._inflight if not self.backend.is_done(e)]
+        self._synced = 0
+        if self._graph_spans:
+            self._graph_spans.clear()
+
     def run(self, batch: Sequence[Command], resolve: Any = None) -> BatchResult:
         """Execute `batch` in order; after the first failure only its remaining Free commands run.
         `resolve` maps a CopyIn's data to an array when it is a transport reference (a Ray ObjectRef)."""
-        if self._closed:
-            self._check_open()
+        self._begin()
         self._resolve = resolve
-        if self._inflight:
-            self._inflight = [(e, a) for e, a in self._inflight if not self.backend.is_done(e)]
         results: list[Result] = []
         launches: list[Any] = []
-        self._synced = 0
         spans = self._graph_spans
-        if spans:
-            spans.clear()
         failed = False
         handlers = self._handlers
         if self._build_many is not None and len(batch) > 1:
@@ -186,6 +191,30 @@ class Worker:
         elif spans:
             graphs = tuple((first, n, 0.0) for first, n in spans)
         return BatchResult(tuple(results), self.incarnation, self.pool.bytes_in_use, seconds, graphs)
+
+    def run_replay(self, template: int, bufs: tuple[int, ...], frees: Sequence[int]) -> tuple[Failed | None, int, int]:
+        """What `run([Free(b) for b in frees] + [Replay(template, bufs)])` does, untimed, without the command
+        and result objects (the in-process driver's path for a one-worker plan template, engine/templates.py):
+        (None, or the Failed of the first command that failed; CUDA graphs replayed; bytes in use). As in
+        `run`, every Free runs, and a failure before the Replay skips it."""
+        self._begin()
+        failed: Failed | None = None
+        for i, buf in enumerate(frees):
+            if buf not in self._bufs and buf not in self._spilled and failed is not None:
+                continue  # (as in `run`: its Alloc may have been skipped)
+            try:
+                self._free_id(buf)
+            except Exception as e:  # noqa: BLE001 -- a value, as in `run`
+                failed = failed or _failure(i, e)
+        if failed is None:
+            profile, self.profile = self.profile, False
+            try:
+                self._replay_ids(template, bufs, (), [])
+            except Exception as e:  # noqa: BLE001 -- a value, as in `run`
+                failed = _failure(len(frees), e)
+            finally:
+                self.profile = profile
+        return failed, len(self._graph_spans), self.pool.bytes_in_use
 
     def info(self) -> dict:
         """What the driver's scheduler needs to know about this device."""
@@ -320,11 +349,14 @@ class Worker:
         self._bufs[cmd.buf] = block
 
     def _free(self, cmd: Free, launches: list[Any]) -> None:
-        if self._spilled.pop(cmd.buf, None) is not None:
+        self._free_id(cmd.buf)
+
+    def _free_id(self, buf: int) -> None:
+        if self._spilled.pop(buf, None) is not None:
             return
-        block = self._block(cmd.buf)
-        del self._bufs[cmd.buf]
-        self.pool.free(block, self.events.forget(cmd.buf))
+        block = self._block(buf)
+        del self._bufs[buf]
+        self.pool.free(block, self.events.forget(buf))
 
     def _define(self, cmd: DefineTemplate, launches: list[Any]) -> None:
         if cmd.template not in self._templates:  # defining it again (a driver unsure we had it) keeps its graphs
@@ -334,11 +366,14 @@ class Worker:
         self._templates.pop(cmd.template, None)
 
     def _replay(self, cmd: Replay, launches: list[Any]) -> tuple:
+        return self._replay_ids(cmd.template, cmd.bufs, cmd.imports, launches)
+
+    def _replay_ids(self, template: int, bufs: tuple[int, ...], imports: tuple, launches: list[Any]) -> tuple:
         try:
-            template = self._templates[cmd.template]
+            t = self._templates[template]
         except KeyError:
-            raise KeyError(f"{self.device}: no batch template {cmd.template} (DefineTemplate it first)") from None
-        return run_template(self, template, cmd, launches)
+            raise KeyError(f"{self.device}: no batch template {template} (DefineTemplate it first)") from None
+        return run_template(self, t, template, bufs, imports, launches)
 
     def _compile(self, cmd: Compile, launches: list[Any]) -> None:
         if not logs.enabled("timings"):

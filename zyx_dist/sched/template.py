@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from operator import itemgetter
 
 from .._util import bucket_size
@@ -69,6 +70,16 @@ class PlanTemplate:
     uploads: tuple[tuple[int, str], ...] = ()  # (input index, device) of each host leaf the replay uploads
     epoch: int = 0  # the session's device epoch when it was made (a recovery makes it stale)
     defined: bool = False  # every worker has been given its part (DefineTemplate) and kept it
+
+    @cached_property
+    def single(self) -> tuple[str, WorkerBatch] | None:
+        """(device, batch) of a template that is one batch on one worker, uploading, importing and exporting
+        nothing (most are: a training step on one device); None for any other. Such a replay is one call of
+        the worker's template with the bound ids, which an in-process backend can make without commands."""
+        if len(self.steps) != 1 or self.uploads or len(self.steps[0]) != 1:
+            return None
+        ((dev, wb),) = self.steps[0].items()
+        return None if wb.imports or wb.exports else (dev, wb)
 
     def bind(self, ids: tuple[int, ...]) -> list[dict[str, list]]:
         """The steps to send for buffer ids `ids` (one per slot): a Replay per worker per step, preceded
