@@ -14,9 +14,9 @@ import cProfile
 import pstats
 import statistics
 import time
-from collections import defaultdict
 
 import numpy as np
+from small_step_breakdown import kernels_of  # (this folder: the script's own directory is on sys.path)
 
 import zyx_dist as zd
 
@@ -27,22 +27,6 @@ def median_ms(fn, n: int) -> tuple[float, float]:
         ts.append(fn())
     q = statistics.quantiles(ts, n=4)
     return statistics.median(ts) * 1e3, (q[2] - q[0]) * 1e3
-
-
-def device_us(step, n: int) -> dict[str, tuple[float, int]]:
-    """(mean device us per step, launches per step) of every kernel `step` runs, by torch.profiler."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(n):
-            step()
-    total: dict[str, float] = defaultdict(float)
-    count: dict[str, int] = defaultdict(int)
-    for e in prof.events():
-        if e.device_type.name == "CUDA":
-            total[e.name] += getattr(e, "device_time_total", 0) or e.cuda_time_total
-            count[e.name] += 1
-    return {k[:60]: (total[k] / n, count[k] // n) for k in total}
 
 
 def main() -> None:
@@ -85,9 +69,9 @@ def main() -> None:
         rows = {"zyx_dist realize": median_ms(ours, args.repeats), "torch a @ b + sync": median_ms(theirs, args.repeats)}
         for name, (med, iqr) in rows.items():
             print(f"{args.dtype} {n}^3 {name:22s} {med:7.3f} ms (IQR {iqr:.3f})  {flops / med / 1e9:6.1f} TFLOP/s")
-        for name, (us, k) in device_us(lambda: ours(), 10).items():
+        for name, us, k in kernels_of(ours, 10):
             print(f"  zd kernel {name}: {us:.1f} us per realize ({k} per realize) = {flops / us / 1e6:.1f} TFLOP/s")
-        for name, (us, k) in device_us(lambda: theirs(), 10).items():
+        for name, us, k in kernels_of(theirs, 10):
             print(f"  torch kernel {name}: {us:.1f} us ({k} per call)")
         pr = cProfile.Profile()
         pr.enable()
