@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
 import signal
 import threading
 import time
@@ -106,6 +107,53 @@ def test_replays_run_through_one_compiled_graph(ray3):
         np.testing.assert_array_equal(y.numpy(), a * 2 - 1)
     assert backend().graph is graph and graph_runs() == runs + 5  # the same graph, once per realize
     assert zd.stats()["plan_replays"] == 5 and zd.stats()["kernels_launched"] == 5
+
+
+def test_a_one_worker_replay_is_one_compact_message_each_way(ray3, monkeypatch):
+    """A replay on one worker goes straight to `Worker.run_replay` through the graph, untimed: the graph's
+    input and the worker's output are one pickled bytes object each (no command objects for Ray's
+    serializer to walk), the frees the driver queued ride in it, and memory holds steady."""
+    dev = "opencl:1"
+    a = rng((4096,), seed=11)
+    x = zd.tensor(a, device=dev).realize()
+    for _ in range(3):
+        (x * 3 + 2).realize()
+    graph = backend().graph
+    sent, got, planned = [], [], []
+    execute, run_steps = graph.graph.execute, backend().run_steps
+
+    class Ref:
+        def __init__(self, ref):
+            self.ref = ref
+
+        def get(self, timeout=None):
+            value = self.ref.get(timeout=timeout)
+            got.append(value)
+            return value
+
+    def spy_execute(arg):
+        sent.append(arg)
+        return [Ref(r) for r in execute(arg)]
+
+    def spy_run_steps(steps, compiled=False, *more):
+        planned.append(compiled)
+        return run_steps(steps, compiled, *more)
+
+    base = in_use(dev)
+    monkeypatch.setattr(graph.graph, "execute", spy_execute)
+    monkeypatch.setattr(backend(), "run_steps", spy_run_steps)
+    y = None
+    for _ in range(6):
+        y = (x * 3 + 2).realize()  # the last round's result is dropped here: its free is queued
+    np.testing.assert_array_equal(y.numpy(), a * 3 + 2)
+    del y
+    assert len(sent) == 6 and all(type(v) is bytes for v in (*sent, *got))
+    timed, steps = pickle.loads(sent[-1])
+    (kind, _template, bufs, frees), = steps[0][dev]
+    assert not timed and kind == "Q" and len(frees) == 1 and frees[0] not in bufs
+    assert True not in planned  # no replay went through command batches
+    monkeypatch.undo()
+    assert in_use(dev) == base
 
 
 def test_plain_calls_coexist_with_the_compiled_graph(ray3):

@@ -7,6 +7,7 @@ config (`"auto"`, a list of names, or `{"opencl-cpu": N}`) into (logical name, p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import DeviceError
@@ -89,19 +90,25 @@ class InProcessBackend:
     def run(self, batches: dict[str, list[Command]]) -> dict[str, BatchResult]:
         return self.run_steps([batches])[0]
 
-    def run_steps(self, steps: list[dict[str, list[Command]]], compiled: bool = False) -> list[dict[str, BatchResult]]:
+    def run_steps(self, steps: list[dict[str, list[Command]]], compiled: bool = False,
+                  meanwhile: Callable[[], None] | None = None) -> list[dict[str, BatchResult]]:
         """Run the steps in order; an exporting CopyOut's array feeds the CopyIns of later steps.
-        `compiled`: the steps replay plan templates, run without kernel timing unless `time_replays`."""
+        `compiled`: the steps replay plan templates, run without kernel timing unless `time_replays`.
+        `meanwhile`: the driver's work that need not wait for the workers (run after them here)."""
         if not compiled or self.time_replays:
-            return self._run_steps(steps)
-        timed = [w for w in self.workers.values() if w.profile]
-        for w in timed:
-            w.profile = False
-        try:
-            return self._run_steps(steps)
-        finally:
+            results = self._run_steps(steps)
+        else:
+            timed = [w for w in self.workers.values() if w.profile]
             for w in timed:
-                w.profile = True
+                w.profile = False
+            try:
+                results = self._run_steps(steps)
+            finally:
+                for w in timed:
+                    w.profile = True
+        if meanwhile is not None:
+            meanwhile()
+        return results
 
     def _run_steps(self, steps: list[dict[str, list[Command]]]) -> list[dict[str, BatchResult]]:
         exported: dict[int, object] = {}
@@ -122,12 +129,17 @@ class InProcessBackend:
             out.append(results)
         return out
 
-    def run_replay(self, name: str, template: int, bufs: tuple[int, ...], frees: list[int]) -> tuple[Any, int, int]:
+    def run_replay(self, name: str, template: int, bufs: tuple[int, ...], frees: list[int],
+                   meanwhile: Callable[[], None] | None = None) -> tuple[Any, int, int]:
         """Worker `name` frees `frees` and replays its batch template `template` with `bufs` bound, untimed,
         without command objects: (None or the first Failed, CUDA graphs replayed, bytes in use). What a
         one-worker plan template's replay sends (engine/templates.py); a trace (`time_replays`) takes the
-        commands' path instead."""
-        return self.workers[name].run_replay(template, bufs, frees)
+        commands' path instead. `meanwhile`: the driver's work that need not wait for the worker (run
+        after it here, in one thread)."""
+        failed, spans, in_use = self.workers[name].run_replay(template, bufs, frees)
+        if meanwhile is not None:
+            meanwhile()
+        return failed, len(spans), in_use
 
     def run_timed(self, name: str, batch: list[Command]) -> BatchResult:
         """Run one batch with device-side kernel timing on (for probes and the autotuner)."""

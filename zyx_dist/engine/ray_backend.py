@@ -12,13 +12,15 @@ Replayed plans (steps of `Replay` commands) run through a Ray Compiled Graph ins
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import ray
 
 from .. import logs
 from ..errors import DeviceError, WorkerLostError
-from ..protocol import BatchResult, Command, batch_result
+from ..protocol import BatchResult, Command, Failed, Free, Replay, batch_result
+from ..runtime.actor import replay_only
 from .backends import LostWorkers, exports_of, substitute
 from .ray_compiled import GRAPH_ERRORS, CompiledSteps, compiled_graphs_enabled, frees_of, only_frees
 
@@ -41,6 +43,7 @@ class RayBackend:
         self.started_ray = False
         self.graph: CompiledSteps | None = None  # the compiled graph replays run through (ray_compiled.py)
         self.compiled = compiled_graphs_enabled()
+        self.time_replays = False  # replays run with kernel timing only while a trace wants it (engine/trace.py)
         address = address or config.ray.address or os.environ.get("RAY_ADDRESS")
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {"namespace": self.namespace, "include_dashboard": False,
@@ -118,11 +121,14 @@ class RayBackend:
     def run_timed(self, name: str, batch: list[Command]) -> BatchResult:
         return batch_result(self._get([self.actors[name].run.remote(batch, True)])[0])
 
-    def run_steps(self, steps: list[dict[str, list[Command]]], compiled: bool = False) -> list[dict[str, BatchResult]]:
+    def run_steps(self, steps: list[dict[str, list[Command]]], compiled: bool = False,
+                  meanwhile: Callable[[], None] | None = None) -> list[dict[str, BatchResult]]:
         """Submit every step's batches at once, then collect. Raises LostWorkers when a worker died
         (its call failed) or answered from a new incarnation (Ray restarted it empty). `compiled`: the
-        steps replay plan templates, and run through a compiled graph when one can be had; a worker
-        that the steps only give frees gets them by a plain call beside the graph (it need not join)."""
+        steps replay plan templates (untimed unless `time_replays`), and run through a compiled graph
+        when one can be had; a worker that the steps only give frees gets them by a plain call beside the
+        graph (it need not join). `meanwhile`: the driver's work that need not wait for the workers, run
+        while they work."""
         if compiled and self.compiled:
             needed = {dev for step in steps for dev, batch in step.items() if not only_frees(batch)}
             graph = self._graph(needed, len(steps))
@@ -131,7 +137,7 @@ class RayBackend:
                 pending = self._submit(aside) if any(aside) else None
                 try:
                     results = self._run_compiled(graph, [{d: b for d, b in step.items() if d in graph.names}
-                                                          for step in steps])
+                                                          for step in steps], meanwhile)
                 finally:
                     if pending is not None:  # collected whatever happened in the graph
                         side, side_lost = self._collect(pending)
@@ -141,10 +147,28 @@ class RayBackend:
                     for step, extra in zip(results, side):
                         step.update(extra)
                 return results
-        results, lost = self._collect(self._submit(steps))
+        pending = self._submit(steps)
+        if meanwhile is not None:
+            meanwhile()
+        results, lost = self._collect(pending)
         if lost:
             raise LostWorkers(lost, results)
         return results
+
+    def run_replay(self, name: str, template: int, bufs: tuple[int, ...], frees: list[int],
+                   meanwhile: Callable[[], None] | None = None) -> tuple[Any, int, int]:
+        """Worker `name` frees `frees` and replays its batch template `template` with `bufs` bound, untimed:
+        (None or the first Failed, CUDA graphs replayed, bytes in use), as `InProcessBackend.run_replay`.
+        Through the compiled graph it is one compact tuple each way (runtime/actor.py `replay_only`);
+        without one, the same commands as a plain call. Raises LostWorkers as `run_steps` does."""
+        graph = self._graph({name}, 1) if self.compiled else None
+        if graph is not None:
+            res = self._run_compiled(graph, [{name: replay_only(template, bufs, frees)}], meanwhile, False)[0][name]
+        else:
+            batch = [*(Free(b) for b in frees), Replay(template, bufs)]
+            res = self.run_steps([{name: batch}], True, meanwhile)[0][name]
+        failed = next((r for r in res.results if r.__class__ is Failed), None)
+        return failed, len(res.graphs), res.bytes_in_use
 
     def _graph(self, names: set[str], depth: int) -> CompiledSteps | None:
         """The compiled graph for steps on workers `names`, `depth` steps deep: the current one if it
@@ -174,9 +198,11 @@ class RayBackend:
             g, self.graph = self.graph, None
             g.close()
 
-    def _run_compiled(self, graph: CompiledSteps, steps: list[dict[str, list[Command]]]) -> list[dict[str, BatchResult]]:
+    def _run_compiled(self, graph: CompiledSteps, steps: list[dict[str, Any]],
+                      meanwhile: Callable[[], None] | None = None, timed: bool | None = None
+                      ) -> list[dict[str, BatchResult]]:
         try:
-            results = graph.run(steps)
+            results = graph.run(steps, self.time_replays if timed is None else timed, meanwhile)
         except GRAPH_ERRORS as e:
             self._drop_graph()
             lost = self._find_lost(graph.names)

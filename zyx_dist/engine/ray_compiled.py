@@ -11,7 +11,9 @@ s - 1, which carry the arrays exported in that step, so a transfer between worke
 the graph's own channels (shared memory on one node). Between CUDA workers the plan's NCCL Send/Recv
 pairs run inside the two batches of one step, on the communicator the session made at start (Ray's
 NCCL channels carry torch tensors only; these buffers are CuPy memory). The last layer's outputs hold
-each worker's results of every step.
+each worker's results of every step. A one-worker replay is one compact tuple for the worker's
+`run_replay` (RayBackend.run_replay); inputs and outputs without arrays travel pickled as one bytes
+object (runtime/actor.py `pack_steps`), and replays are untimed unless a trace asks for kernel times.
 
 Ray's limits this design follows: an actor runs one compiled graph at a time, so the graph covers the
 union of the workers that replays use lately (rebuilt when a new one joins, when the steps get deeper,
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 import ray
@@ -36,7 +39,7 @@ from ray.dag import InputNode, MultiOutputNode
 
 from .. import logs
 from ..protocol import BatchResult, DropTemplate, Free
-from ..runtime.actor import decode_result, encode
+from ..runtime.actor import decode_result, encode, pack_steps, unpack_result
 
 SHRINK_AFTER = 256  # executions without work after which a worker leaves the graph (at the next rebuild)
 
@@ -84,14 +87,21 @@ class CompiledSteps:
         poll while they wait, so a worker idling in a graph costs CPU; rebuild without it."""
         return len(self.names) > 1 and len(self.recent()) < len(self.names)
 
-    def run(self, steps: list[dict[str, list]]) -> list[dict[str, BatchResult]]:
-        """Execute once and wait (a realize blocks until its results exist); raises what Ray raises."""
-        refs = self.graph.execute([{name: encode(batch) for name, batch in step.items()} for step in steps])
+    def run(self, steps: list[dict[str, list]], timed: bool = True,
+            meanwhile: Callable[[], None] | None = None) -> list[dict[str, BatchResult]]:
+        """Execute once and wait (a realize blocks until its results exist); raises what Ray raises.
+        `timed`: the workers time their kernels. `meanwhile` runs on the driver while the workers work."""
+        refs = self.graph.execute(pack_steps([{name: encode(batch) for name, batch in step.items()}
+                                              for step in steps], timed))
         self.executions += 1
         for step in steps:
             for name in step:
                 self.last_used[name] = self.executions
-        per_worker = [ref.get(timeout=-1) for ref in refs]  # no timeout: a long kernel is not a failure
+        try:
+            if meanwhile is not None:
+                meanwhile()
+        finally:  # every execution's outputs are read, or the graph's next execution would find them
+            per_worker = [unpack_result(ref.get(timeout=-1)) for ref in refs]  # no timeout: a long kernel is fine
         out: list[dict[str, BatchResult]] = [{} for _ in steps]
         for name, (done, _exports) in zip(self.names, per_worker):
             for s, res in enumerate(done[:len(steps)]):
@@ -117,6 +127,7 @@ def frees_of(steps: list[dict[str, list]]) -> dict[str, list]:
     out: dict[str, list] = {}
     for dev, batch in (steps[0].items() if steps else ()):
         cmds = [c for c in batch if c.__class__ is Free or c.__class__ is DropTemplate]
+        cmds += [Free(b) for c in batch if c.__class__ is tuple and c[0] == "Q" for b in c[3]]
         if cmds:
             out[dev] = cmds
     return out

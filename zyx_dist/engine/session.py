@@ -208,9 +208,10 @@ class Session(Recovery, Exchange, Readback):
                 self.free_queue.append((dev, buf))
 
     def _run(self, steps: list[dict[str, list]], planned: SchedulerState | None = None,
-             compiled: bool = False) -> list[dict[str, BatchResult]]:
+             compiled: bool = False, meanwhile: Callable[[], None] | None = None) -> list[dict[str, BatchResult]]:
         """Send the steps, with the queued frees (and templates to forget) in front of the first.
-        `compiled`: the steps replay plan templates (a backend may run them as a compiled graph)."""
+        `compiled`: the steps replay plan templates (a backend may run them as a compiled graph), and
+        `meanwhile` is work of the driver's to do while they run."""
         if self.pending_frees:
             self._take_frees(*([planned] if planned is not None else []))
         if self.plans.dropped:
@@ -228,7 +229,7 @@ class Session(Recovery, Exchange, Readback):
                     steps[0].setdefault(dev, []).insert(0, DropTemplate(tid))
             self.template_drops = []
         try:
-            results = self.backend.run_steps(steps, compiled) if compiled else self.backend.run_steps(steps)
+            results = self.backend.run_steps(steps, compiled, meanwhile) if compiled else self.backend.run_steps(steps)
         except LostWorkers as e:
             self._note_usage(e.results)
             raise

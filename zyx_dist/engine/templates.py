@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .. import logs
@@ -76,14 +77,11 @@ def replay(s, found: tuple, t0: float, recipes: bool = True) -> bool:
     if not templates:
         return False
     inputs = next(iter(templates.values())).inputs  # the structure's leaves: the same for all its templates
-    ran = run(s, templates, [order[p] for p in inputs], t0)
+    ran = run(s, templates, [order[p] for p in inputs], t0,
+              _recipes(order) if recipes and s.host_copies is not None else None)
     if ran is None:
         return False
     t, ids = ran
-    if recipes and s.host_copies is not None:  # recipes first: they read the history become_leaf drops
-        memo: dict = {}
-        for pos, _slot, _dev, _n in t.outputs:
-            order[pos].lineage = lineage.recipe(order[pos], memo)
     ref = s._ref
     for pos, slot, dev, nbytes in t.outputs:
         n = order[pos]
@@ -91,11 +89,24 @@ def replay(s, found: tuple, t0: float, recipes: bool = True) -> bool:
     return True
 
 
-def run(s, templates: dict, leaves: list[Node], t0: float) -> tuple[PlanTemplate, tuple[int, ...]] | None:
+def _recipes(order: list[Node]) -> Callable[[PlanTemplate], None]:
+    """Given the template that runs, the recipes of its results (graph/lineage.py), made while the workers
+    run it: they read the history that `become_leaf` drops afterwards, and nothing a worker does. Should
+    the run fail, the recipes stay on nodes still unrealized, where nothing reads them."""
+    def make(t: PlanTemplate) -> None:
+        memo: dict = {}
+        for pos, _slot, _dev, _n in t.outputs:
+            order[pos].lineage = lineage.recipe(order[pos], memo)
+    return make
+
+
+def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[PlanTemplate], None] | None = None
+        ) -> tuple[PlanTemplate, tuple[int, ...]] | None:
     """Replay one of a structure's `templates` for the input leaves `leaves` (in the templates' input order):
     (the template, the buffer id of each of its slots), its results in the mirror, for the caller to attach
     (`t.outputs`: position, slot, device, bytes); None when none applies (nothing sent, nothing changed).
-    Raises as a planned run would."""
+    `meanwhile(t)` is the caller's work to do while the workers run `t` (it must not touch them). Raises as
+    a planned run would."""
     st: SchedulerState = s.state
     bufs = st.buffers
     ids_in, where = [], []
@@ -135,10 +146,13 @@ def run(s, templates: dict, leaves: list[Node], t0: float) -> tuple[PlanTemplate
     t1 = time.perf_counter() if timed else 0.0
     direct = None if timed else _direct(s, t)
     results: list = []
+    # the caller's work rides along the run, unless it reads the host copies of this run's uploads (below)
+    # or the run is timed
+    also = None if meanwhile is None or uploads or timed else (lambda: meanwhile(t))
     if direct is not None:
-        graphs = _run_direct(s, t, ids, *direct)
+        graphs = _run_direct(s, t, ids, *direct, also)
     else:
-        results, graphs = _run_commands(s, t, ids, uploads, leaves)
+        results, graphs = _run_commands(s, t, ids, uploads, leaves, also)
     t2 = time.perf_counter() if timed else 0.0
     if not t.defined:  # every worker has its part now (until a recovery, which retires the template)
         t.defined = True
@@ -168,6 +182,8 @@ def run(s, templates: dict, leaves: list[Node], t0: float) -> tuple[PlanTemplate
         c["graph_replays"] += graphs
     for i, dev, buf, nbytes in uploads:  # before the results' recipes, which read the leaves' host copies
         s.uploaded(leaves[i], dev, buf, nbytes)
+    if meanwhile is not None and also is None:
+        meanwhile(t)
     if timed:
         if s.trace_events is not None:
             s.trace_replay(t, results, (t0, t1, t2, time.perf_counter()))
@@ -177,9 +193,9 @@ def run(s, templates: dict, leaves: list[Node], t0: float) -> tuple[PlanTemplate
 
 
 def _direct(s, t: PlanTemplate) -> tuple[str, Any] | None:
-    """(device, its batch) when this replay of `t` can be one direct call of an in-process worker
-    (`run_replay`): a one-worker template the worker has, and nothing else queued for other workers
-    (frees elsewhere, templates to forget) that its batch would carry."""
+    """(device, its batch) when this replay of `t` can be one direct call of its worker (`run_replay`: in
+    process, or one compact message each way through Ray): a one-worker template the worker has, and
+    nothing else queued for other workers (frees elsewhere, templates to forget) that its batch would carry."""
     single = t.single
     if single is None or not t.defined or s.template_drops or s.plans.dropped or \
             getattr(s.backend, "run_replay", None) is None:
@@ -193,12 +209,17 @@ def _direct(s, t: PlanTemplate) -> tuple[str, Any] | None:
     return single
 
 
-def _run_direct(s, t: PlanTemplate, ids: tuple, dev: str, wb: Any) -> int:
-    """The replay of one-worker template `t` as one call of its in-process worker, the queued frees with it
-    (`_direct` said it applies); the CUDA graphs it replayed. Raises the worker's error after a rollback."""
+def _run_direct(s, t: PlanTemplate, ids: tuple, dev: str, wb: Any, meanwhile: Callable[[], None] | None) -> int:
+    """The replay of one-worker template `t` as one call of its worker, the queued frees with it (`_direct`
+    said it applies); the CUDA graphs it replayed. Raises the worker's error, or LostWorkers, after a
+    rollback."""
     frees = [buf for _dev, buf in s.free_queue]
     s.free_queue = []
-    failed, graphs, in_use = s.backend.run_replay(dev, wb.template, wb.pick(ids), frees)
+    try:
+        failed, graphs, in_use = s.backend.run_replay(dev, wb.template, wb.pick(ids), frees, meanwhile)
+    except LostWorkers as e:
+        _rollback(s, t, ids, e.devices)
+        raise
     s.bytes_in_use[dev] = in_use
     if failed is not None:
         _rollback(s, t, ids, set())
@@ -206,14 +227,15 @@ def _run_direct(s, t: PlanTemplate, ids: tuple, dev: str, wb: Any) -> int:
     return graphs
 
 
-def _run_commands(s, t: PlanTemplate, ids: tuple, uploads: tuple, leaves: list[Node]) -> tuple[list, int]:
+def _run_commands(s, t: PlanTemplate, ids: tuple, uploads: tuple, leaves: list[Node],
+                  meanwhile: Callable[[], None] | None) -> tuple[list, int]:
     """The replay of `t` as command batches (a Replay per worker per step, after any uploads and queued
     frees): the batches' results and the CUDA graphs replayed. Raises the first failure after a rollback."""
     steps = t.bind(ids)
     for i, dev, buf, nbytes in uploads:  # in front of the first batch on the device: before any reader
         steps[0].setdefault(dev, [])[0:0] = [Alloc(buf, nbytes), CopyIn(buf, leaves[i].host)]
     try:
-        results = s._run(steps, compiled=True)
+        results = s._run(steps, compiled=True, meanwhile=meanwhile)
     except LostWorkers as e:
         _rollback(s, t, ids, e.devices, uploads)
         raise

@@ -7,14 +7,19 @@ which Ray hands straight to the destination worker's next batch without passing 
 The same worker also runs replayed plans as a node of a Ray Compiled Graph (`run_compiled`, see
 engine/ray_compiled.py). Ray runs a compiled graph's tasks on a thread of its own while plain calls
 (one-off plans, reads, probes) still arrive on the actor's main thread, so every use of the worker
-holds one lock: the two never interleave inside a batch.
+holds one lock: the two never interleave inside a batch. A graph's replay that is only frees and one
+template goes straight to `Worker.run_replay`, and what carries no arrays travels as one pickled bytes
+object each way (`pack_steps`, `pack_result`), which Ray's channels pass without walking it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 import threading
+from collections.abc import Sequence
+from typing import Any
 
 import ray
 
@@ -86,30 +91,45 @@ class WorkerActor:
         res, values = _strip(res, exports)
         return (res, *values)
 
-    def run_compiled(self, steps: list, step: int, me: int, *earlier):
-        """One node of a compiled graph (engine/ray_compiled.py): run this worker's batch of `step` (from
-        `steps`, the graph's input: step -> worker -> batch, in the compact form of `ray_compiled.encode`)
-        with the transfers that the previous step's nodes (`earlier`, every worker's, in graph order)
-        exported. Gives (this worker's results of every step so far, each `encode_result`ed, and
-        {transfer id: array} of what this batch exports)."""
+    def run_compiled(self, steps, step: int, me: int, *earlier):
+        """One node of a compiled graph (engine/ray_compiled.py): run this worker's batch of `step` from
+        `steps`, the graph's input (`pack_steps`: whether to time the kernels, then step -> worker -> batch
+        in the compact form of `encode`), with the transfers that the previous step's nodes (`earlier`,
+        every worker's, in graph order) exported. Gives, through `pack_result`, this worker's results of
+        every step so far (each `encode_result`ed) and {transfer id: array} of what this batch exports."""
+        timed, steps = unpack(steps)
+        earlier = [unpack_result(e) for e in earlier]
         done = list(earlier[me][0]) if earlier else []
         batch = steps[step].get(self.name) if step < len(steps) else None
         if not batch:
             done.append(None)
-            return done, {}
+            return pack_result(done, {})
+        first = batch[0]
+        if first.__class__ is tuple and first[0] == "Q":  # frees and one replay, untimed (`replay_only`)
+            _q, template, bufs, frees = first
+            with self.lock:
+                failed, spans, in_use = self.worker.run_replay(template, bufs, frees)
+            done.append(((failed,) if failed is not None else (), self.worker.incarnation, in_use, (),
+                         tuple((f, n, 0.0) for f, n in spans)))
+            return pack_result(done, {})
         imported: dict = {}
         for _results, exported in earlier:
             imported.update(exported)
         batch = decode(batch, imported)
         with self.lock:
-            res = self.worker.run(batch, resolve=_resolve)
+            w = self.worker
+            old, w.profile = w.profile, timed
+            try:
+                res = w.run(batch, resolve=_resolve)
+            finally:
+                w.profile = old
         exports = exports_of(batch)
         out = {}
         if exports:
             res, values = _strip(res, exports)
             out = {tid: v for (_i, _k, tid), v in zip(exports, values)}
         done.append(encode_result(res))
-        return done, out
+        return pack_result(done, out)
 
     def info(self) -> dict:
         return dict(self.worker.info(), name=self.name, node=ray.get_runtime_context().get_node_id())
@@ -168,6 +188,12 @@ class WorkerActor:
 # object of a class it does not know, so the replays' few kinds of commands and their results travel as
 # tuples of plain values (which it pickles in C) and become protocol objects again on the other side.
 
+def replay_only(template: int, bufs: tuple[int, ...], frees: Sequence[int]) -> tuple:
+    """The compact batch of an untimed one-worker replay: the frees, then the template with `bufs` bound
+    (the actor runs it with `Worker.run_replay`, no command or result objects on either side)."""
+    return (("Q", template, bufs, tuple(frees)),)
+
+
 def encode(batch: list[Command]) -> tuple:
     """A batch of a replay (Frees, DropTemplates, Replays; anything else as it is) in tuples."""
     out = []
@@ -212,3 +238,41 @@ def decode_result(value: tuple) -> BatchResult:
     return BatchResult(tuple(Done(r) if r.__class__ is int else r for r in results), incarnation, nbytes, seconds,
                        graphs)
 
+
+
+# Ray hands a bytes object through a compiled graph's channel as it is, but walks any other value with its
+# serializer (a Python call per container); pickling the compact tuples in C first halves the cost of a
+# small replay's round trip. Arrays (uploads, exports) keep Ray's own path, which does not copy them twice.
+
+def pack_steps(steps: list[dict[str, tuple]], timed: bool) -> Any:
+    """A compiled graph's input: (whether to time the kernels, the encoded steps), as one bytes object
+    when every command is in the compact form."""
+    for step in steps:
+        for batch in step.values():
+            for c in batch:
+                if c.__class__ is not tuple:
+                    return timed, steps
+    return pickle.dumps((timed, steps), pickle.HIGHEST_PROTOCOL)
+
+
+def unpack(value: Any) -> Any:
+    """`pack_steps`' value as it was."""
+    return pickle.loads(value) if value.__class__ is bytes else value
+
+
+def pack_result(done: list, exported: dict) -> Any:
+    """A compiled graph node's output: (the results of every step so far, {transfer id: array}), as one
+    bytes object when nothing is exported."""
+    if exported:
+        return done, exported
+    try:
+        return pickle.dumps(done, pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 -- a value plain pickle cannot take: Ray's serializer can
+        return done, exported
+
+
+def unpack_result(value: Any) -> tuple[list, dict]:
+    """`pack_result`'s value as (results, exports)."""
+    if value.__class__ is bytes:
+        return pickle.loads(value), {}
+    return value

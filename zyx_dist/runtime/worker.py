@@ -192,11 +192,13 @@ class Worker:
             graphs = tuple((first, n, 0.0) for first, n in spans)
         return BatchResult(tuple(results), self.incarnation, self.pool.bytes_in_use, seconds, graphs)
 
-    def run_replay(self, template: int, bufs: tuple[int, ...], frees: Sequence[int]) -> tuple[Failed | None, int, int]:
+    def run_replay(self, template: int, bufs: tuple[int, ...], frees: Sequence[int]
+                   ) -> tuple[Failed | None, tuple[tuple[int, int], ...], int]:
         """What `run([Free(b) for b in frees] + [Replay(template, bufs)])` does, untimed, without the command
-        and result objects (the in-process driver's path for a one-worker plan template, engine/templates.py):
-        (None, or the Failed of the first command that failed; CUDA graphs replayed; bytes in use). As in
-        `run`, every Free runs, and a failure before the Replay skips it."""
+        and result objects (the driver's path for a one-worker plan template, engine/templates.py, in
+        process or through the actor): (None, or the Failed of the first command that failed; (first
+        launch, launches) of each CUDA graph replayed; bytes in use). As in `run`, every Free runs, and a
+        failure before the Replay skips it."""
         self._begin()
         failed: Failed | None = None
         for i, buf in enumerate(frees):
@@ -214,7 +216,7 @@ class Worker:
                 failed = _failure(len(frees), e)
             finally:
                 self.profile = profile
-        return failed, len(self._graph_spans), self.pool.bytes_in_use
+        return failed, tuple(self._graph_spans), self.pool.bytes_in_use
 
     def info(self) -> dict:
         """What the driver's scheduler needs to know about this device."""
