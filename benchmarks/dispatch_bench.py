@@ -8,16 +8,18 @@ session has seen before (replayed from their plan templates; through Ray as Comp
     and in-process: one small kernel per worker (`x_i * 2 + 1`, x_i realized on worker i), all realized
     by one `zd.realize` (the lazy graph is built before the clock starts). Device time is the workers'
     own kernel timers: the longest worker's through Ray (workers run in parallel), the sum in-process
-    (one process runs them one after the other). In-process also: the Python part alone (the time
-    inside the device API calls taken out).
+    (one process runs them one after the other); replays run untimed (in-process since 37c5cfc, through
+    Ray since 44f086f), so there it is 0 and the overhead is the whole wall, the kernel's few microseconds
+    included. In-process also: the Python part alone (the time inside the device API calls taken out).
 (b) The small-step loop `y = relu(y @ w + b).realize()` at 256x256, 200 steps, per step, in-process
     and through Ray, beside torch eager on the same device in the same run (skipped when torch is not
     importable).
 (c) Dispatch per kernel: 200 independent small kernels in one `zd.realize` (in-process 1 worker; Ray
     1 worker and 3 workers), the graph built before the clock (its cost per kernel printed beside).
 (d) The five benchmark kernels of benchmarks/gpu_bench.py (ew_chain, row softmax, sum, matmul,
-    relu(A@B+b)), wall time of `realize()` and device time, in-process and through Ray (smaller sizes
-    on a CPU device; `--sizes full` for gpu_bench's).
+    relu(A@B+b)), wall time of `realize()` (replays untimed, as users run them) and device time (the
+    same replays again with the kernels timed, as under a trace), in-process and through Ray (smaller
+    sizes on a CPU device; `--sizes full` for gpu_bench's).
 
 Every figure is a median with its interquartile range (IQR) over `--repeats` runs after a warm-up, and
 the share of realizes that were replayed from a template (`zd.stats()["plan_replays"]`). Prints a table
@@ -352,7 +354,12 @@ def five_kernels(kind: str, device: str, sizes: str, repeats: int) -> None:
             (f"relu(A@B+b) {m}^3", lambda: zd.relu(A @ B + b).realize(), 0, 2 * m**3),
         ]
         for name, fn, nbytes, flops in cases:
-            walls, dev = timed_realizes(fn, repeats, clock, warmup=3)
+            walls, _ = timed_realizes(fn, repeats, clock, warmup=3)  # replays untimed, as users run them
+            s.backend.time_replays = True  # then the same replays with the kernels timed, for device time
+            try:
+                _, dev = timed_realizes(fn, repeats, clock, warmup=1)
+            finally:
+                s.backend.time_replays = False
             med, _ = quartiles(walls)
             dmed, _ = quartiles(dev)
             rate = (f"{nbytes / med / 1e9:.1f} GB/s wall, {nbytes / dmed / 1e9:.1f} device" if nbytes else

@@ -194,11 +194,12 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
 
 def _direct(s, t: PlanTemplate) -> tuple[str, Any] | None:
     """(device, its batch) when this replay of `t` can be one direct call of its worker (`run_replay`: in
-    process, or one compact message each way through Ray): a one-worker template the worker has, and
-    nothing else queued for other workers (frees elsewhere, templates to forget) that its batch would carry."""
+    process, or one compact message each way through Ray, untimed, so not while `time_replays` asks for
+    kernel times): a one-worker template the worker has, and nothing else queued for other workers (frees
+    elsewhere, templates to forget) that its batch would carry."""
     single = t.single
     if single is None or not t.defined or s.template_drops or s.plans.dropped or \
-            getattr(s.backend, "run_replay", None) is None:
+            getattr(s.backend, "run_replay", None) is None or s.backend.time_replays:
         return None
     if s.pending_frees:
         s._take_frees()
