@@ -113,6 +113,8 @@ def test_a_one_worker_replay_is_one_compact_message_each_way(ray3, monkeypatch):
     """A replay on one worker goes straight to `Worker.run_replay` through the graph, untimed: the graph's
     input and the worker's output are one pickled bytes object each (no command objects for Ray's
     serializer to walk), the frees the driver queued ride in it, and memory holds steady."""
+    from zyx_dist.runtime.actor import REPLAY_ONLY
+
     dev = "opencl:1"
     a = rng((4096,), seed=11)
     x = zd.tensor(a, device=dev).realize()
@@ -150,7 +152,7 @@ def test_a_one_worker_replay_is_one_compact_message_each_way(ray3, monkeypatch):
     assert len(sent) == 6 and all(type(v) is bytes for v in (*sent, *got))
     timed, steps = pickle.loads(sent[-1])
     (kind, _template, bufs, frees), = steps[0][dev]
-    assert not timed and kind == "Q" and len(frees) == 1 and frees[0] not in bufs
+    assert not timed and kind == REPLAY_ONLY and len(frees) == 1 and frees[0] not in bufs
     assert True not in planned  # no replay went through command batches
     monkeypatch.undo()
     assert in_use(dev) == base

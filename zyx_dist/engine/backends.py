@@ -136,10 +136,10 @@ class InProcessBackend:
         one-worker plan template's replay sends (engine/templates.py); a trace (`time_replays`) takes the
         commands' path instead. `meanwhile`: the driver's work that need not wait for the worker (run
         after it here, in one thread)."""
-        failed, spans, in_use = self.workers[name].run_replay(template, bufs, frees)
+        failed, graphs, in_use = self.workers[name].run_replay(template, bufs, frees)
         if meanwhile is not None:
             meanwhile()
-        return failed, len(spans), in_use
+        return failed, len(graphs), in_use
 
     def run_timed(self, name: str, batch: list[Command]) -> BatchResult:
         """Run one batch with device-side kernel timing on (for probes and the autotuner)."""

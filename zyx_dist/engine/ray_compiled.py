@@ -39,7 +39,7 @@ from ray.dag import InputNode, MultiOutputNode
 
 from .. import logs
 from ..protocol import BatchResult, DropTemplate, Free
-from ..runtime.actor import decode_result, encode, pack_steps, unpack_result
+from ..runtime.actor import REPLAY_ONLY, decode_result, encode, pack_steps, unpack_result
 
 SHRINK_AFTER = 256  # executions without work after which a worker leaves the graph (at the next rebuild)
 
@@ -127,7 +127,7 @@ def frees_of(steps: list[dict[str, list]]) -> dict[str, list]:
     out: dict[str, list] = {}
     for dev, batch in (steps[0].items() if steps else ()):
         cmds = [c for c in batch if c.__class__ is Free or c.__class__ is DropTemplate]
-        cmds += [Free(b) for c in batch if c.__class__ is tuple and c[0] == "Q" for b in c[3]]
+        cmds += [Free(b) for c in batch if c.__class__ is tuple and c[0] == REPLAY_ONLY for b in c[3]]
         if cmds:
             out[dev] = cmds
     return out

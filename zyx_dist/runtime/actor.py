@@ -98,23 +98,25 @@ class WorkerActor:
         every worker's, in graph order) exported. Gives, through `pack_result`, this worker's results of
         every step so far (each `encode_result`ed) and {transfer id: array} of what this batch exports."""
         timed, steps = unpack(steps)
-        earlier = [unpack_result(e) for e in earlier]
-        done = list(earlier[me][0]) if earlier else []
+        # only this worker's own results are read back; another node's output is read only for the arrays
+        # it exports (a bytes output exports none)
+        done = list(unpack_result(earlier[me])[0]) if earlier else []
         batch = steps[step].get(self.name) if step < len(steps) else None
         if not batch:
             done.append(None)
             return pack_result(done, {})
         first = batch[0]
-        if first.__class__ is tuple and first[0] == "Q":  # frees and one replay, untimed (`replay_only`)
+        if first.__class__ is tuple and first[0] == REPLAY_ONLY:  # frees and one replay, untimed
             _q, template, bufs, frees = first
             with self.lock:
-                failed, spans, in_use = self.worker.run_replay(template, bufs, frees)
-            done.append(((failed,) if failed is not None else (), self.worker.incarnation, in_use, (),
-                         tuple((f, n, 0.0) for f, n in spans)))
+                failed, graphs, in_use = self.worker.run_replay(template, bufs, frees)
+            res = BatchResult((failed,) if failed is not None else (), self.worker.incarnation, in_use, (), graphs)
+            done.append(encode_result(res))
             return pack_result(done, {})
         imported: dict = {}
-        for _results, exported in earlier:
-            imported.update(exported)
+        for value in earlier:
+            if value.__class__ is not bytes:
+                imported.update(value[1])
         batch = decode(batch, imported)
         with self.lock:
             w = self.worker
@@ -188,10 +190,13 @@ class WorkerActor:
 # object of a class it does not know, so the replays' few kinds of commands and their results travel as
 # tuples of plain values (which it pickles in C) and become protocol objects again on the other side.
 
+REPLAY_ONLY = "Q"  # the tag of `replay_only`'s command
+
+
 def replay_only(template: int, bufs: tuple[int, ...], frees: Sequence[int]) -> tuple:
     """The compact batch of an untimed one-worker replay: the frees, then the template with `bufs` bound
     (the actor runs it with `Worker.run_replay`, no command or result objects on either side)."""
-    return (("Q", template, bufs, tuple(frees)),)
+    return ((REPLAY_ONLY, template, bufs, tuple(frees)),)
 
 
 def encode(batch: list[Command]) -> tuple:

@@ -189,15 +189,19 @@ class Worker:
             else:
                 seconds = tuple(map(event_seconds, launches))
         elif spans:
-            graphs = tuple((first, n, 0.0) for first, n in spans)
+            graphs = self._untimed_graphs()
         return BatchResult(tuple(results), self.incarnation, self.pool.bytes_in_use, seconds, graphs)
 
+    def _untimed_graphs(self) -> tuple[tuple[int, int, float], ...]:
+        """The batch's replayed CUDA graphs as `BatchResult.graphs` has them, where nothing was timed."""
+        return tuple((first, n, 0.0) for first, n in self._graph_spans)
+
     def run_replay(self, template: int, bufs: tuple[int, ...], frees: Sequence[int]
-                   ) -> tuple[Failed | None, tuple[tuple[int, int], ...], int]:
+                   ) -> tuple[Failed | None, tuple[tuple[int, int, float], ...], int]:
         """What `run([Free(b) for b in frees] + [Replay(template, bufs)])` does, untimed, without the command
         and result objects (the driver's path for a one-worker plan template, engine/templates.py, in
-        process or through the actor): (None, or the Failed of the first command that failed; (first
-        launch, launches) of each CUDA graph replayed; bytes in use). As in `run`, every Free runs, and a
+        process or through the actor): (None, or the Failed of the first command that failed; the CUDA
+        graphs replayed, as `BatchResult.graphs`; bytes in use). As in `run`, every Free runs, and a
         failure before the Replay skips it."""
         self._begin()
         failed: Failed | None = None
@@ -216,7 +220,7 @@ class Worker:
                 failed = _failure(len(frees), e)
             finally:
                 self.profile = profile
-        return failed, tuple(self._graph_spans), self.pool.bytes_in_use
+        return failed, self._untimed_graphs(), self.pool.bytes_in_use
 
     def info(self) -> dict:
         """What the driver's scheduler needs to know about this device."""
