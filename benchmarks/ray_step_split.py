@@ -18,6 +18,7 @@ import statistics
 import time
 
 import numpy as np
+import ray
 
 import zyx_dist as zd
 from zyx_dist.engine import ray_compiled, session
@@ -39,14 +40,10 @@ def install_actor_clock(actor) -> None:
         self.worker.run_replay = timed
         return True
 
-    import ray
-
     ray.get(actor.__ray_call__.remote(patch))
 
 
 def actor_times(actor) -> list[float]:
-    import ray
-
     return ray.get(actor.__ray_call__.remote(lambda self: list(self.replay_times)))
 
 
