@@ -75,8 +75,7 @@ def main() -> None:
             print(f"\nrelu(x @ w + b), M={m} K={k} N={n}: torch {theirs:.1f} us; first candidate "
                   f"{cands[0].tag()} {1e6 * {o: s for s, o in rows}[cands[0]]:.1f} us", flush=True)
             for s, o in rows[:8]:
-                tm, tn = (gemm.TILES[o.tile][2] * gemm.TILES[o.tile][0], gemm.TILES[o.tile][2] * gemm.TILES[o.tile][1]) \
-                    if o.tile < len(gemm.TILES) else (0, 0)
+                tm, tn = gemm.tile_shape(o.tile) if o.tile < len(gemm.TILES) else (0, 0)
                 print(f"  {'*' if o == cands[0] else ' '} {1e6 * s:7.1f} us  tile {tm}x{tn} k{o.tile_k} "
                       f"prefetch {o.prefetch}")
 

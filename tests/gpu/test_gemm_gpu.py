@@ -103,6 +103,20 @@ def test_cuda_small_tiles_against_numpy(cuda_worker, case, tile, tile_k):
         assert np.abs(got - exp).max() <= 1e-4 * np.abs(exp).max(), (name, tile, tile_k, prefetch)
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("tile", range(4), ids=lambda t: "x".join(map(str, gemm.TILES[t])))
+def test_cuda_staged_epilogue_against_numpy(cuda_worker, case, tile):
+    """The float32 template with its epilogue staged through shared memory (`cache=1`), every case and big
+    tile, both depths: the rows and columns the staging maps back must be the ones each value belongs to."""
+    name, arrays, build, _ = case
+    exp = _expected(name, arrays, np.float32)
+    for tile_k in (8, 16):
+        t = build([zd.tensor(x) for x in arrays])
+        got = run_kernels(cuda_worker, t, lambda k, d=tile_k: KernelOpts(tile=tile, tile_k=d, prefetch=1, cache=1),
+                          "cuda")
+        assert np.abs(got - exp).max() <= 1e-4 * np.abs(exp).max(), (name, tile, tile_k)
+
+
 def _compute_capability_9() -> bool:
     import cupy
 

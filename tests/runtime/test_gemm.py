@@ -139,6 +139,30 @@ def test_every_tile_option(opts, worker):
     np.testing.assert_allclose(got, (x @ w) * 2.0, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("opts", [KernelOpts(tile=t, tile_k=k, prefetch=1, cache=1) for t in range(len(gemm.TILES))
+                                  for k in (8, 16)])
+def test_staged_epilogue_every_tile(opts, worker):
+    """The epilogue staged through local memory (`cache=1`) with tails on both sides, a bias read at the
+    columns the staging hands each work-item, and a transposed store."""
+    x, w, b = arr(2, 45, 36), arr(36, 70), arr(70)
+    y = zd.relu(zd.tensor(x) @ zd.tensor(w) + zd.tensor(b))
+    np.testing.assert_allclose(run_kernels(worker, y, lambda k: opts), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4)
+    a, c = arr(75, 40), arr(40, 66)
+    t = ((zd.tensor(a) @ zd.tensor(c)) * 3.0).T
+    np.testing.assert_allclose(run_kernels(worker, t, lambda k: opts), ((a @ c) * 3.0).T, rtol=1e-4, atol=1e-4)
+
+
+def test_gpu_candidates_stage_the_epilogue_of_small_k_products():
+    def staged(m, k, n):
+        (kern,) = kernels_of(zd.tensor(arr(m, k)) @ zd.tensor(arr(k, n)))
+        return {(c.tile, c.tile_k, c.prefetch) for c in candidates(facts(kern, "opencl", gpu=True)) if c.cache}
+
+    assert len(staged(2048, 64, 2048)) == 8  # both big tiles, both depths, both prefetches
+    assert len(staged(2048, 1024, 2048)) == 4  # the first tile only
+    (kern,) = kernels_of(zd.tensor(arr(2048, 64)) @ zd.tensor(arr(64, 2048)))
+    assert not any(c.cache for c in candidates(facts(kern, "opencl", gpu=False)))  # CPUs: their own template
+
+
 def test_candidates_for_small_k_include_plain_loops():
     x, w = arr(512, 4), arr(4, 512)
     (k,) = kernels_of(zd.tensor(x) @ zd.tensor(w))
@@ -155,12 +179,12 @@ def test_products_too_small_for_a_gpu_start_with_the_small_tiles():
         return cands[0], cands
 
     o, cands = first(256, 256, 256)
-    assert gemm.TILES[o.tile] == (4, 4, 8) and o.tile_k == 16 and o.prefetch == 1  # 32 x 32: 64 work-groups
+    assert gemm.TILES[o.tile] == (4, 4, 8, 8) and o.tile_k == 16 and o.prefetch == 1  # 32 x 32: 64 work-groups
     assert any(c.tile == 3 for c in cands)  # the 64 x 64 tile to compare against when there is time
     o, _ = first(1024, 256, 1024)  # 256 tiles of 64 x 64: the 32 x 64 (or 64 x 32) tiles give 512 work-groups
-    assert gemm.TILES[o.tile] in ((4, 8, 8), (8, 4, 8))
+    assert gemm.TILES[o.tile] in ((4, 8, 8, 8), (8, 4, 8, 8))
     o, _ = first(128, 1024, 4096)  # 32 x 64 tiles would give 256 work-groups only: 32 x 32, 512 of them
-    assert gemm.TILES[o.tile] == (4, 4, 8)
+    assert gemm.TILES[o.tile] == (4, 4, 8, 8)
     assert first(2048, 512, 1024)[0].tile < 4  # 512 tiles of 64 x 64: the wide tiles, as before
     assert first(256, 256, 256, gpu=False)[0].cpu_rows  # a CPU's own template
 

@@ -358,6 +358,9 @@ def _gemm_and_attention_kernels() -> dict[str, tuple[Kernel, object]]:
             for tile in range(len(gemm.TILES) if dtype is dt.float32 else 4):  # the 8 x 8-item tiles: float32
                 out[f"{name}_{dtype.name}_t{tile}"] = (one(node), KernelOpts(tile=tile, prefetch=1,
                                                                              tile_k=32 if tile >= 4 else 8))
+            if dtype is dt.float32:  # the epilogue staged through shared memory
+                for tile in range(4):
+                    out[f"{name}_float32_staged_t{tile}"] = (one(node), KernelOpts(tile=tile, prefetch=1, cache=1))
             if dtype is not dt.float32:  # deeper pipelines in dynamic shared memory
                 for stages in (3, 4):
                     out[f"{name}_{dtype.name}_s{stages}"] = (one(node), KernelOpts(stages=stages))

@@ -32,10 +32,13 @@ ELEMENTWISE = (Op.UNARY, Op.BINARY, Op.CAST, Op.WHERE)
 MOVEMENT = (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.FLIP)
 MIN_SIDE = 16  # M or N below this: the plain reduce loops (a matrix-vector product) do as well
 WALK_LIMIT = 512  # operand subgraphs bigger than this are not worth a GEMM's per-element evaluation
-# tile shapes: (rows per work-item, columns per work-item, work-items per side of the square work-group); the
-# work-group's tile is `side` times the work-item's. The 8 x 8 work-groups (32 x 32 to 64 x 32) are for products
-# too small to give every compute unit a 64 x 64 tile (options.gemm_candidates).
-TILES = ((8, 8, 16), (4, 8, 16), (8, 4, 16), (4, 4, 16), (4, 4, 8), (8, 4, 8), (4, 8, 8))
+# tile shapes: (rows per work-item, columns per work-item, rows of work-items, columns of work-items); the
+# work-group's tile is the work-item's times its rows and columns of work-items. The 8 x 8 work-groups (32 x 32 to
+# 64 x 32) are for products too small to give every compute unit a 64 x 64 tile (options.gemm_candidates). The
+# last two, 256 x 64 and 64 x 256, are for a side of 64 (`p @ v` at head dim 64): they keep the 8 x 8 items of
+# the 128 x 128 tile, which read one local-memory float per FMA where 8 x 4 items read 1.5.
+TILES = ((8, 8, 16, 16), (4, 8, 16, 16), (8, 4, 16, 16), (4, 4, 16, 16), (4, 4, 8, 8), (8, 4, 8, 8), (4, 8, 8, 8),
+         (8, 8, 32, 8), (8, 8, 8, 32))
 PLAIN = len(TILES)  # the `tile` option that renders the kernel as plain reduce loops instead
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 
@@ -394,16 +397,27 @@ def _tile_loads(spec: GemmSpec, left: bool, rows: int, tile_k: int, T: str, dial
     return _Tile(-(-units // threads), "float", at, fetch_one, f"{tile}[kk][ii] = v;", guard)
 
 
+def tile_shape(tile: int) -> tuple[int, int]:
+    """(rows, columns) of the work-group's tile of TILES[tile]."""
+    rm, rn, rows, cols = TILES[tile]
+    return rm * rows, rn * cols
+
+
 def render(spec: GemmSpec, name: str, dialect, params: list[str], operand: Operand, epilogue: Epilogue,
-           index_type: str, tile_k: int = 8, prefetch: bool = False, tile: int = 0) -> tuple[str, tuple, tuple]:
+           index_type: str, tile_k: int = 8, prefetch: bool = False, tile: int = 0,
+           staged: bool = False) -> tuple[str, tuple, tuple]:
     """Source and (gws, lws) of the tiled kernel. Each work-item owns RM x RN accumulators: rows
     {ty*4..ty*4+3} (and, with 8 rows, the same TILE_M/2 further; columns likewise with tx), so the float4
-    reads of a quarter warp from the local tiles are contiguous (no bank conflicts) and its stores to
-    the output are too. With `prefetch`, the next tiles' loads are issued before the current tiles are
-    multiplied, so they are in flight during the arithmetic."""
+    reads of a quarter warp from the local tiles are contiguous (no bank conflicts). With `prefetch`, the
+    next tiles' loads are issued before the current tiles are multiplied, so they are in flight during the
+    arithmetic. Unstaged, each work-item runs the epilogue on its own accumulators, so neighbouring
+    work-items store four columns apart: every store instruction fills a quarter of each 32-byte sector
+    it touches. `staged` passes the accumulators through local memory one row slice at a time and runs
+    the epilogue with neighbouring work-items on neighbouring columns, so its loads (a bias, a residual)
+    and its stores are whole sectors; that pays where the output is large beside the k loop (small K)."""
     shared, barrier, lid, grp = dialect.shared, dialect.barrier, dialect.local_id, dialect.group_id
-    RM, RN, side = TILES[tile]
-    TM, TN, threads = side * RM, side * RN, side * side
+    RM, RN, rows, cols = TILES[tile]
+    TM, TN, threads = rows * RM, cols * RN, rows * cols
     M, N, K, T = spec.M, spec.N, spec.K, index_type
     nbx, nby = -(-N // TN), -(-M // TM)
     ta = _tile_loads(spec, True, TM, tile_k, T, dialect, operand, threads)
@@ -447,7 +461,7 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], operand: Opera
   {shared} float As[{tile_k}][{TM}]{align};
   {shared} float Bs[{tile_k}][{TN}]{align};
   const int tid = {lid};
-  const int tx = tid % {side}, ty = tid / {side};
+  const int tx = tid % {cols}, ty = tid / {cols};
   const {T} bz = ({T})({grp} / {nbx * nby});
   const int tile = {grp} % {nbx * nby};
   const {T} bi = ({T})(tile / {nbx}) * {TM}, bj = ({T})(tile % {nbx}) * {TN};
@@ -470,7 +484,15 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], operand: Opera
     }}
     {barrier}
   }}
-  #pragma unroll
+{_staged_epilogue(dialect, body, M, N, T, RM, RN, rows, cols) if staged else _epilogue(body, M, N, T, RM, RN, row, col)}
+}}
+"""
+    return src, (spec.B * nbx * nby * threads,), (threads,)
+
+
+def _epilogue(body: str, M: int, N: int, T: str, RM: int, RN: int, row: str, col: str) -> str:
+    """The epilogue on each work-item's own accumulators, where they lie."""
+    return f"""  #pragma unroll
   for (int m = 0; m < {RM}; m++) {{
     #pragma unroll
     for (int n = 0; n < {RN}; n++) {{  // unrolled, so c stays in registers whatever the epilogue does
@@ -480,7 +502,36 @@ def render(spec: GemmSpec, name: str, dialect, params: list[str], operand: Opera
 {body}
       }}
     }}
-  }}
-}}
-"""
-    return src, (spec.B * nbx * nby * threads,), (threads,)
+  }}"""
+
+
+def _staged_epilogue(dialect, body: str, M: int, N: int, T: str, RM: int, RN: int, rows: int, cols: int) -> str:
+    """The epilogue through local memory: for each of a work-item's RM rows (m), the work-group's `rows`
+    rows of that m (one per ty) are written as float4s into Cs, rows x TILE_N floats (a quarter warp's
+    float4s side by side: no bank conflicts), then read back with work-item `tid` on column `tid %
+    TILE_N`, RN elements each, the epilogue run on each. Cs is its own array, not the operand tiles':
+    OpenCL C and CUDA C have no portable aliasing of two local arrays, and rows x TILE_N floats (4-8 KiB)
+    leave the occupancy as it was (registers bound it)."""
+    TM, TN, threads = rows * RM, cols * RN, rows * cols
+    shared, barrier = dialect.shared, dialect.barrier
+    puts = " ".join(dialect.store4_local.format(
+        ptr=f"&Cs[ty][tx * 4 + {h * (TN // 2)}]",
+        v=dialect.make4.format(*(f"c[m][{4 * h + q}]" for q in range(4)))) for h in range(RN // 4))
+    # row of staged row r: ty * 4 + (m & 3) (+ TILE_M / 2 for m >= 4 in the 8-row tiles), as in `render`
+    row = "r * 4 + (m & 3)" + (f" + (m >> 2) * {TM // 2}" if RM == 8 else "")
+    return f"""  {shared} float Cs[{rows}][{TN}]{dialect.align16};
+  #pragma unroll
+  for (int m = 0; m < {RM}; m++) {{
+    {barrier}
+    {puts}
+    {barrier}
+    #pragma unroll
+    for (int j = 0; j < {RN}; j++) {{  // neighbouring work-items, neighbouring columns
+      const int e = tid + j * {threads}, r = e / {TN};
+      const {T} gi = bi + {row}, gj = bj + e % {TN};
+      if (gi < {M} && gj < {N}) {{
+          const float acc = Cs[r][e % {TN}];
+{body}
+      }}
+    }}
+  }}"""

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .gemm import TILES, tile_shape
+
 
 @dataclass(frozen=True)
 class KernelOpts:
@@ -23,7 +25,7 @@ class KernelOpts:
     tile_k: int = 8  # GEMM: depth of the local-memory tiles
     prefetch: int = 0  # GEMM: 1 = load the next tiles into registers while multiplying the current ones (wgmma: copies
     # one step deeper, each step's wgmma waited for)
-    cache: int = 0  # row kernels: 1 = keep the row's elements in registers across the passes over it (wgmma: the
+    cache: int = 0  # row kernels: 1 = keep the row's elements in registers across the passes over it (GEMM: the
     # output tile staged in shared memory, then stored row by row)
     lanes: int = 0  # reduce loops without work-groups: iterations per pass, with vector loads (CPUs)
     stages: int = 0  # tensor-core GEMM: shared-memory stages of the k-steps in flight (0 = 2, static memory)
@@ -105,9 +107,11 @@ def small(total: int, lws: int) -> int:
     return lws
 
 
-# gemm.TILES as work-group tiles: 16 x 16 work-items, then 8 x 8 (for products too small for 64 x 64 tiles)
-GEMM_TILES = ((128, 128), (64, 128), (128, 64), (64, 64), (32, 32), (64, 32), (32, 64))
+# gemm.TILES as work-group tiles: 16 x 16 work-items, then 8 x 8 (for products too small for 64 x 64 tiles), then
+# 256 x 64 and 64 x 256 (32 x 8 and 8 x 32 work-items)
+GEMM_TILES = tuple(tile_shape(t) for t in range(len(TILES)))
 WIDE_TILES = 4  # the first four are 16 x 16 work-items; gemm_tc.TILES has the same four
+LONG_TILES = (7, 8)  # 256 x 64 and 64 x 256: float32 only
 PLAIN_GEMM = len(GEMM_TILES)  # gemm.PLAIN
 FILL = 132  # work-groups that keep a big GPU's compute units busy (an H100/H200 has 132)
 
@@ -118,7 +122,10 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
     small K or a thin side also gets the plain reduce loops to compare against. A product too small to
     give every compute unit of a GPU two 64 x 64 tiles gets the 8 x 8-work-item tiles first (more, smaller
     work-groups: a short product is bound by the latency of its k-steps, not by the loads a big tile saves).
-    Most such products are too short for the autotuner to time, so the first candidate is what runs."""
+    Most such products are too short for the autotuner to time, so the first candidate is what runs. On
+    GPUs the better of the long tiles (256 x 64, 64 x 256) follows where it wastes no more than the best
+    wide one, then the best wide tile (and that long one, where K is small: the output's stores weigh
+    most there) with the epilogue staged through local memory (whole-sector stores)."""
     b, m, n, k = s.gemm_dims
     plain = KernelOpts(tile=PLAIN_GEMM)
 
@@ -155,6 +162,15 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
         depths = (8, 16) if k > 8 else (8,)
         order = (1, 0) if s.gpu else (0, 1)
         out = [KernelOpts(tile=t, tile_k=d, prefetch=p) for t in tiles[:2] for p in order for d in depths]
+        if s.gpu:
+            # the better long tile where it wastes no more than the best wide one: for a side of 64 it keeps the
+            # 128 x 128 tile's reads per FMA, which the 128 x 64 tile does not
+            best = min(LONG_TILES, key=rank)
+            long = [best] if rank(best)[0] <= rank(tiles[0])[0] else []
+            out += [KernelOpts(tile=best, tile_k=d, prefetch=p) for _ in long for p in order for d in depths]
+            # the epilogue staged for whole-sector stores (gemm.render): worth most where K is small
+            staged = [tiles[0], *long] if k <= 256 else [tiles[0]]
+            out += [KernelOpts(tile=t, tile_k=d, prefetch=p, cache=1) for t in staged for p in order for d in depths]
     if k <= 32 or min(m, n) < 64:
         out.insert(1, plain)
     return out

@@ -532,7 +532,7 @@ class _Renderer:
                                             o.stages)
         else:
             body, gws, lws = gemm.render(spec, self.name, self.d, self.params(), operand, epilogue, T, o.tile_k,
-                                         bool(o.prefetch), o.tile)
+                                         bool(o.prefetch), o.tile, bool(o.cache))
         src = preamble(self.k, self.d, self.uses_fp64) + [body]
         nbytes = sum(n.size * n.dtype.itemsize for n in self.k.inputs + self.k.outputs)
         flops = 2 * spec.B * spec.M * spec.N * spec.K * (1 + (fused.head / spec.N if fused else 0))
