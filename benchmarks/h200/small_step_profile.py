@@ -1,8 +1,9 @@
 """GPU machine: where a replayed `zd.jit` small step goes, in-process on cuda:0. Runs the dispatch benchmark's
 step `relu(y @ w + b)` at 256^2 through zd.jit, prints the median wall per step beside torch eager's, then a
-cProfile of 2000 replays by own time (what the driver, the worker and CuPy each cost per step).
+cProfile of 2000 replays by own time (what the driver, the worker and CuPy each cost per step). With
+`--plain`, the same step without zd.jit (`relu(y @ w + b).realize()`, the graph built every step).
 
-    python3 benchmarks/h200/small_step_profile.py
+    python3 benchmarks/h200/small_step_profile.py [--plain]
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import cProfile
 import pstats
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -41,21 +43,23 @@ def main() -> None:
         ty[0] = torch.relu(ty[0] @ tw + tb)
         torch.cuda.synchronize()
 
+    print("package:", zd.__file__, flush=True)
     zd.init(ray=False, devices=["cuda:0"])
     try:
         w, b = zd.tensor(w0).realize(), zd.tensor(b0).realize()
         y = [zd.tensor(y0).realize()]
+        plain = "--plain" in sys.argv[1:]
         layer = zd.jit(lambda y, w, b: zd.relu(y @ w + b))
 
         def step():
-            y[0] = layer(y[0], w, b)
+            y[0] = zd.relu(y[0] @ w + b).realize() if plain else layer(y[0], w, b)
 
         for _ in range(50):
             step()
             torch_step()
         for rnd in range(3):
             ours, theirs = walls(step, 500), walls(torch_step, 500)
-            print(f"round {rnd}: zd.jit {statistics.median(ours):.1f} us, torch eager "
+            print(f"round {rnd}: {'plain' if plain else 'zd.jit'} {statistics.median(ours):.1f} us, torch eager "
                   f"{statistics.median(theirs):.1f} us per step ({layer.replays} replays, "
                   f"{zd.stats()['graph_replays']} graph replays)", flush=True)
         prof = cProfile.Profile()
