@@ -59,8 +59,9 @@ def main() -> None:
             torch_step()
         for rnd in range(3):
             ours, theirs = walls(step, 500), walls(torch_step, 500)
+            replays = "" if plain else f"{layer.replays} replays, "
             print(f"round {rnd}: {'plain' if plain else 'zd.jit'} {statistics.median(ours):.1f} us, torch eager "
-                  f"{statistics.median(theirs):.1f} us per step ({layer.replays} replays, "
+                  f"{statistics.median(theirs):.1f} us per step ({replays}"
                   f"{zd.stats()['graph_replays']} graph replays)", flush=True)
         prof = cProfile.Profile()
         prof.enable()

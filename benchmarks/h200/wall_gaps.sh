@@ -34,10 +34,11 @@ for c in qk pv; do
 done
 cd ../..
 cp benchmarks/h200/small_step_profile.py /tmp/ssp.py
-for round in 1 2; do
-  PYTHONPATH=$PWD/.oldzd:$PYTHONPATH timeout 100 python3 /tmp/ssp.py --plain > $OUT/plain-step-old-$round.txt 2>&1
-  echo -n "old: "; grep -m1 "^package" $OUT/plain-step-old-$round.txt; grep "^round" $OUT/plain-step-old-$round.txt
-  timeout 100 python3 /tmp/ssp.py --plain > $OUT/plain-step-new-$round.txt 2>&1
-  echo "new: "; grep "^round" $OUT/plain-step-new-$round.txt
+for round in 1 2; do  # one file for all four runs: $OUT brings back only so many files
+  for which in old new; do
+    echo "== $which, round $round" >> $OUT/plain-step.txt
+    if [ $which = old ]; then pp=$PWD/.oldzd:$PYTHONPATH; else pp=$PYTHONPATH; fi
+    PYTHONPATH=$pp timeout 100 python3 /tmp/ssp.py --plain >> $OUT/plain-step.txt 2>&1
+  done
 done
-cp ~/.cache/zyx_dist/autotune-*.json $OUT/ 2>/dev/null
+grep -E "^==|^package|^round" $OUT/plain-step.txt

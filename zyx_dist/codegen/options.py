@@ -166,10 +166,12 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
             # the better long tile where it wastes no more than the best wide one: for a side of 64 it keeps the
             # 128 x 128 tile's reads per FMA, which the 128 x 64 tile does not
             best = min(LONG_TILES, key=rank)
-            long = [best] if rank(best)[0] <= rank(tiles[0])[0] else []
-            out += [KernelOpts(tile=best, tile_k=d, prefetch=p) for _ in long for p in order for d in depths]
+            staged = [tiles[0]]
+            if rank(best)[0] <= rank(tiles[0])[0]:
+                out += [KernelOpts(tile=best, tile_k=d, prefetch=p) for p in order for d in depths]
+                if k <= 256:
+                    staged.append(best)
             # the epilogue staged for whole-sector stores (gemm.render): worth most where K is small
-            staged = [tiles[0], *long] if k <= 256 else [tiles[0]]
             out += [KernelOpts(tile=t, tile_k=d, prefetch=p, cache=1) for t in staged for p in order for d in depths]
     if k <= 32 or min(m, n) < 64:
         out.insert(1, plain)
