@@ -151,8 +151,8 @@ def move(draw, t, a):
         choice = draw(st.sampled_from(["flat", "split", "merge", "unsqueeze"]))
         if choice == "flat" or nd == 0:
             shape = (-1,)
-        elif choice == "merge" and nd >= 2:
-            shape = a.shape[:-2] + (-1,)
+        elif choice == "merge" and nd >= 2:  # spelled out: with a 0 among the leading dims, -1 is ambiguous (NumPy refuses)
+            shape = a.shape[:-2] + (a.shape[-2] * a.shape[-1],)
         elif choice == "split" and a.size and a.shape[-1] % 2 == 0:
             shape = a.shape[:-1] + (2, a.shape[-1] // 2)
         else:
