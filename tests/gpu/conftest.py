@@ -38,6 +38,15 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.xdist_group(path.stem))
 
 
+@pytest.fixture(scope="module")
+def cuda_worker():
+    """A zyx_dist worker on cuda:0, without a session, for tests that run kernels they render themselves."""
+    from zyx_dist.runtime.worker import Worker
+
+    with Worker("cuda:0") as w:
+        yield w
+
+
 @pytest.fixture(scope="module", autouse=True)
 def zd_session():
     """Overrides the root conftest's in-process PoCL session: each GPU module starts its own. An

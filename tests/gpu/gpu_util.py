@@ -26,6 +26,15 @@ def cuda_devices() -> int:
         return 0
 
 
+def compute_capability_9() -> bool:
+    """Whether CUDA device 0 is a Hopper (compute capability 9.0, where wgmma runs)."""
+    if cuda_devices() == 0:
+        return False
+    import cupy
+
+    return cupy.cuda.Device(0).compute_capability == "90"
+
+
 def nvidia_opencl_index() -> int | None:
     """The global OpenCL index (zyx_dist's `opencl:N`) of the first NVIDIA OpenCL device, if any."""
     try:

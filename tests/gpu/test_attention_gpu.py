@@ -11,7 +11,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from gpu_util import cuda_devices, nvidia_opencl_index
+from gpu_util import compute_capability_9, cuda_devices, nvidia_opencl_index
 from helpers import ref_attention
 
 import zyx_dist as zd
@@ -177,3 +177,80 @@ def test_cuda_attention_leaves_out_masked_blocks_for_where_and_padding_masks(dty
     finally:
         zd.shutdown()
         del session
+
+
+def _forms_cases():
+    """(label, dtype, build(tensors) -> output, arrays, expected) for the two tensor-core forms of the CUDA
+    kernel: masks of each kind, tails of rows and keys, cross-attention with a wider v, head dim 128 with a
+    computed q, a permuted qkv view, and the skipped blocks' inf and NaN."""
+    def masked(t):
+        return zd.softmax((t[0] @ t[1].mT) * 0.125 + t[3], axis=-1) @ t[2]
+
+    cases = []
+    for dtype in (np.float16, BF):
+        def f32(*xs):
+            return [x.astype(np.float32) for x in xs]
+
+        B, H, T, D = 2, 3, 200, 64
+        q, k, v = (RNG.standard_normal((B, H, T, D)).astype(dtype) for _ in range(3))
+        causal = np.triu(np.full((T, T), -np.inf, np.float32), 1).astype(dtype)
+        per_batch = RNG.standard_normal((B, 1, T, T)).astype(dtype)
+        for label, mask in (("causal", causal), ("per_batch_mask", per_batch), ("no_mask", None)):
+            arrays = [q, k, v] + ([mask] if mask is not None else [])
+            build = masked if mask is not None else (lambda t: zd.softmax((t[0] @ t[1].mT) * 0.125, axis=-1) @ t[2])
+            cases.append((label, dtype, build, arrays,
+                          ref_attention(*f32(q, k, v), 0.125, None if mask is None else f32(mask)[0])))
+        qc, kc = RNG.standard_normal((1, 2, 70, 64)).astype(dtype), RNG.standard_normal((1, 2, 300, 64)).astype(dtype)
+        vc, mc = RNG.standard_normal((1, 2, 300, 128)).astype(dtype), RNG.standard_normal((1, 1, 70, 300)).astype(dtype)
+        cases.append(("cross_v128", dtype, masked, [qc, kc, vc, mc], ref_attention(*f32(qc, kc, vc), 0.125, f32(mc)[0])))
+        q2, k2, v2 = (RNG.standard_normal((2, 2, n, 128)).astype(dtype) for n in (65, 64, 64))
+        q2h = (q2.astype(np.float32) * 0.5).astype(dtype)
+        cases.append(("d128_computed_q", dtype, lambda t: zd.softmax((t[0] * 0.5) @ t[1].mT * (1 / math.sqrt(128)),
+                                                                     axis=-1) @ t[2],
+                      [q2, k2, v2], ref_attention(*f32(q2h, k2, v2), 1 / math.sqrt(128))))
+        qkv = RNG.standard_normal((2, 130, 3 * 2 * 64)).astype(dtype)
+        r = qkv.astype(np.float32).reshape(2, 130, 3, 2, 64).transpose(2, 0, 3, 1, 4)
+        mask = np.triu(np.full((130, 130), -np.inf, np.float32), 1).astype(dtype)
+
+        def from_view(t):
+            h = t[0].reshape(2, 130, 3, 2, 64).permute(2, 0, 3, 1, 4)
+            return zd.softmax((h[0] @ h[1].mT) * 0.125 + t[1], axis=-1) @ h[2]
+        cases.append(("qkv_view", dtype, from_view, [qkv, mask], ref_attention(r[0], r[1], r[2], 0.125, f32(mask)[0])))
+        T = 320
+        qn, kn, vn = (RNG.standard_normal((1, 2, T, 64)).astype(dtype) for _ in range(3))
+        vn[0, 1, 250, 3] = np.inf
+        qn[0, 0, 7], kn[0, 0, 300] = 6e4 if dtype == np.float16 else 1e20, 6e4 if dtype == np.float16 else 1e20
+        mask = np.triu(np.full((T, T), -np.inf, np.float32), 1)
+        mask[5] = -np.inf
+        with np.errstate(over="ignore", invalid="ignore"):
+            s = np.einsum("bhid,bhjd->bhij", *f32(qn, kn)) * 0.125 + mask
+            e = np.exp(s - s.max(-1, keepdims=True))
+            exp = np.einsum("bhij,bhjd->bhid", e / e.sum(-1, keepdims=True), f32(vn)[0])
+        cases.append(("inf_and_nan", dtype, masked, [qn, kn, vn, mask.astype(dtype)], exp))
+    return cases
+
+
+FORMS_CASES = _forms_cases()
+
+
+@pytest.mark.skipif(not compute_capability_9(), reason="wgmma needs compute capability 9.0")
+@pytest.mark.parametrize("wgmma", [1, 0], ids=["wgmma", "mma_sync"])
+@pytest.mark.parametrize("case", FORMS_CASES, ids=[f"{c[0]}_{np.dtype(c[1]).name}" for c in FORMS_CASES])
+def test_cuda_attention_both_tensor_core_forms_against_numpy(cuda_worker, case, wgmma):
+    """Each of the tuner's two forms of the half-type kernel on Hopper (codegen/attention_tc.py: wgmma, and
+    mma.sync), rendered with that option and run kernel by kernel, against NumPy."""
+    from helpers import run_kernels
+
+    from zyx_dist.codegen.options import KernelOpts
+    from zyx_dist.codegen.render import CUDA_SM90A, render_kernel
+
+    label, dtype, build, arrays, exp = case
+    out = build([zd.tensor(x) for x in arrays])
+    (kern,) = kernelize([out.node])
+    src = render_kernel(kern, CUDA_SM90A, KernelOpts(wgmma=wgmma)).source
+    assert ("wgmma.mma_async" in src) == bool(wgmma) and ("mma.sync" in src) != bool(wgmma), label
+    got = run_kernels(cuda_worker, out, lambda k: KernelOpts(wgmma=wgmma), "cuda_sm90a").astype(np.float32)
+    tol = 4e-3 if dtype == np.float16 else 2e-2
+    nan = np.isnan(exp)
+    assert (np.isnan(got) == nan).all(), (label, np.isnan(got).sum(), nan.sum())
+    np.testing.assert_allclose(got[~nan], exp[~nan], rtol=tol, atol=tol, err_msg=label)

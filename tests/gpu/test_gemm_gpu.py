@@ -8,7 +8,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from gpu_util import cuda_devices, nvidia_opencl_index
+from gpu_util import compute_capability_9, cuda_devices, nvidia_opencl_index
 from helpers import run_kernels
 from training import NpAdam
 
@@ -71,12 +71,6 @@ def _qk(qkv):
 pytestmark = pytest.mark.skipif(cuda_devices() == 0, reason="no CUDA GPU")
 
 
-@pytest.fixture(scope="module")
-def cuda_worker():
-    with Worker("cuda:0") as w:
-        yield w
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, BF], ids=["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 @pytest.mark.parametrize("tile", [0, 3])
@@ -117,12 +111,6 @@ def test_cuda_staged_epilogue_against_numpy(cuda_worker, case, tile):
         assert np.abs(got - exp).max() <= 1e-4 * np.abs(exp).max(), (name, tile, tile_k)
 
 
-def _compute_capability_9() -> bool:
-    import cupy
-
-    return cupy.cuda.Device(0).compute_capability == "90"
-
-
 def _wgmma_cases():
     a, b = RNG.standard_normal((100, 520)).astype(np.float32), RNG.standard_normal((520, 300)).astype(np.float32)
     bt = RNG.standard_normal((300, 520)).astype(np.float32)
@@ -134,7 +122,7 @@ def _wgmma_cases():
 WGMMA_CASES = _wgmma_cases()
 
 
-@pytest.mark.skipif(cuda_devices() == 0 or not _compute_capability_9(), reason="wgmma needs compute capability 9.0")
+@pytest.mark.skipif(not compute_capability_9(), reason="wgmma needs compute capability 9.0")
 @pytest.mark.parametrize("dtype", [np.float16, BF], ids=["float16", "bfloat16"])
 @pytest.mark.parametrize("case", WGMMA_CASES, ids=[c[0] for c in WGMMA_CASES])
 @pytest.mark.parametrize("staged", [0, 1], ids=["direct", "staged"])

@@ -469,6 +469,59 @@ def test_wgmma_is_switched_off_by_the_environment(monkeypatch):
     assert Target.dialect_of("cuda", "9.0") == ("cuda", False)
 
 
+def _wgmma_attention_kernels() -> dict[str, Kernel]:
+    """Fused attention forms that Hopper's wgmma kernel takes (head dims of whole 64s): a permuted qkv view with
+    a causal mask, a mask staged in shared memory, cross-attention with v twice as wide, head dim 128 with a
+    computed q (filled value by value), a per-batch mask; bfloat16 and float16."""
+    out = {}
+    for dtype in (dt.float16, dt.bfloat16):
+        B, T, H, D = 2, 130, 2, 64
+        qkv = g.permute(g.reshape(leaf(B, T, 3 * H * D, dtype=dtype), (B, T, 3, H, D)), (2, 0, 3, 1, 4))
+        q, k, v = (g.reshape(g.pad(qkv, ((-i, i - 2), (0, 0), (0, 0), (0, 0), (0, 0))), (B, H, T, D)) for i in range(3))
+        s = g.binary(g.BinaryOp.ADD, _bmm(q, g.permute(k, (0, 1, 3, 2))), g.expand(leaf(1, 1, T, T, dtype=dtype), (B, H, T, T)))
+        out[f"view_causal_{dtype.name}"] = one(_attention(s, v))
+        for label, (Tq, Tk, D, Dv, mask, scaled) in {
+                "staged_mask": (70, 192, 64, 64, (1, 70, 192), False), "cross_v128": (70, 130, 64, 128, (1, 70, 130), False),
+                "d128_computed_q": (65, 64, 128, 128, None, True), "per_batch_mask": (64, 128, 64, 64, (2, 64, 128), False)}.items():
+            q, k, v = leaf(2, Tq, D, dtype=dtype), leaf(2, Tk, D, dtype=dtype), leaf(2, Tk, Dv, dtype=dtype)
+            if scaled:
+                q = g.binary(g.BinaryOp.MUL, q, g.const(0.5, q.shape, dtype))
+            s = _bmm(q, g.permute(k, (0, 2, 1)))
+            if mask:
+                s = g.binary(g.BinaryOp.ADD, s, g.expand(leaf(*mask, dtype=dtype), s.shape))
+            out[f"{label}_{dtype.name}"] = one(_attention(s, v))
+    return out
+
+
+def test_wgmma_attention_is_a_candidate_beside_mma_sync_on_compute_capability_9():
+    from zyx_dist.codegen import options
+    from zyx_dist.codegen.options import KernelOpts
+    from zyx_dist.codegen.render import CUDA_SM90A, facts
+
+    for name, k in _wgmma_attention_kernels().items():
+        assert [o.wgmma for o in options.candidates(facts(k, "cuda_sm90a"))] == [1, 0], name
+        assert [o.wgmma for o in options.candidates(facts(k, "cuda"))] == [0], name
+        src = render_kernel(k, CUDA_SM90A, KernelOpts(wgmma=1)).source
+        assert "// zyx_dist: arch sm_90a" in src and "mma.sync" not in src, name
+        assert src.count("wgmma.mma_async.sync.aligned.m64n") == 2, name  # q @ k^T and p @ v
+        assert "mma.sync" in render_kernel(k, CUDA_SM90A, KernelOpts()).source, name
+    # head dims that are not whole 64s keep mma.sync alone
+    small = _gemm_and_attention_kernels()["attention_d32_v64_mask_bfloat16"][0]
+    assert [o.wgmma for o in options.candidates(facts(small, "cuda_sm90a"))] == [0]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_nvcc_accepts_wgmma_attention_forms():
+    from zyx_dist.codegen.options import KernelOpts
+    from zyx_dist.codegen.render import CUDA_SM90A
+
+    sources = {name: render_kernel(k, CUDA_SM90A, KernelOpts(wgmma=1)).source
+               for name, k in _wgmma_attention_kernels().items()}
+    with tempfile.TemporaryDirectory() as tmp:  # through ptxas: it checks the inline wgmma and its registers
+        errors = _nvcc(sources, tmp, ["-cubin", "-arch=sm_90a", "-x", "cu"])
+    assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in list(errors.items())[:2])
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 def test_nvcc_accepts_wgmma_forms():
     """Every option on one form (bfloat16 with an epilogue), every form with the first option and the last (the

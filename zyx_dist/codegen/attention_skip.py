@@ -168,14 +168,14 @@ def pointers(lay: Layout) -> str:
 
 def _tile_flags(r: SkipRule, lay: Layout, block: str) -> str:
     """The prologue's mask flags of this work-group's query block and key block `block` (bit 0: masked,
-    bit 1: clear), in the attention kernel (bz and blockIdx.x known)."""
-    qb = f"(int)(blockIdx.x % {lay.row_blocks})"
+    bit 1: clear), in the attention kernel (bz and the query block zd_qb known)."""
+    qb = "zd_qb"
     mz = f"(int)bz * {lay.row_blocks * lay.key_blocks}" if r.batched else "0"
     return f"zd_mask[{mz} + {qb} * {lay.key_blocks} + ({block})]"
 
 
 def skip_test(r: SkipRule, lay: Layout, block: str, qmax: str = "zd_qmax") -> str:
-    """C test, in the attention kernel (bz and blockIdx.x known), of whether key block `block` can be left out."""
+    """C test, in the attention kernel (bz and zd_qb known), of whether key block `block` can be left out."""
     at = f"(int)bz * {lay.key_blocks} + ({block})"
     test = f"({_tile_flags(r, lay, block)} & 1) && zd_vfin[{at}]"
     if r.limit is not None:

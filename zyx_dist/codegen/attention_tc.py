@@ -33,6 +33,7 @@ from .attention_skip import Skips
 from .cexpr import move_index
 from .gemm import ELEMENTWISE, Epilogue, _walk, contiguous, tidy
 from .gemm_tc import _HELPERS
+from .gemm_wgmma import _WGMMA_HELPERS, ARCH_MARK, ATOM
 
 BM = 64  # query rows per work-group, 16 per warp
 BN = 64  # keys per block
@@ -43,6 +44,17 @@ SHARED = 64 * 1024  # bytes of shared memory a work-group takes at most (3 fit a
 # a staged tile's C element type and its value as float
 SIDE_TYPES = {"float32": ("float", "{}"), "bfloat16": ("unsigned short", "zd_bf16_load({})"),
               "float16": ("unsigned short", "__half2float(__ushort_as_half({}))")}
+
+
+# the element offset of (row, col) in a tile of 64-column panels of {rows} rows, rows 128 bytes, swizzled as wgmma's
+# 128-byte mode reads it (the tile 1024-aligned; 16-byte runs along the columns stay together)
+_SWIZZLE = """#ifndef ZD_SWZ_AT_{rows}
+#define ZD_SWZ_AT_{rows}
+__device__ __forceinline__ int zd_swz_at(int row, int col) {{
+  const unsigned off = (col >> 6) * {rows}u * 128u + row * 128u + (col & 63) * 2u;
+  return (int)((off ^ (((off >> 7) & 7) << 4)) >> 1);
+}}
+#endif"""
 
 
 def launch_bounds(a: AttentionSpec) -> str:
@@ -56,6 +68,27 @@ def usable(a: AttentionSpec, dialect) -> bool:
     dtypes = {a.q.dtype, a.k.dtype, a.v.dtype}
     return (dialect.name == "cuda" and len(dtypes) == 1 and a.q.dtype.is_half and a.head % 16 == 0
             and a.spec.N % 16 == 0)
+
+
+def wgmma_usable(a: AttentionSpec, dialect) -> bool:
+    """Whether the wgmma form applies: a dialect with wgmma, and head dims in whole 128-byte swizzle rows
+    (64 halves) up to the widest wgmma (256 columns)."""
+    return (usable(a, dialect) and dialect.wgmma and a.head % 64 == 0 and a.spec.N % 64 == 0
+            and max(a.head, a.spec.N) <= 256)
+
+
+def work_order(batches: int, groups: int, kv_bytes: int, T: str) -> str:
+    """C declaring `bz`, `zd_qb` (the query block) and `q0` from blockIdx.x, the longest work first: under a
+    causal mask the last query blocks see the most keys, and in (batch, query block) order the longest ones
+    ran last, leaving SMs idle at the end (Nsight Compute: 16% of the SMs' cycles). Batch entries are taken in
+    chunks whose k and v fit in L2 together (16 MiB), each chunk from its last query block to its first."""
+    chunk = max(1, min(batches, (16 << 20) // max(kv_bytes, 1)))
+    per = chunk * groups
+    last = f"min({chunk}, {batches} - zd_c * {chunk})" if batches % chunk else str(chunk)
+    return (f"  const int zd_c = blockIdx.x / {per}, zd_r = blockIdx.x % {per}, zd_n = {last};\n"
+            f"  const int zd_qb = {groups - 1} - zd_r / zd_n;  // the chunk's batch entries side by side\n"
+            f"  const {T} bz = ({T})(zd_c * {chunk} + zd_r % zd_n);\n"
+            f"  const {T} q0 = ({T})zd_qb * {BM};")
 
 
 @dataclass(frozen=True)
@@ -183,7 +216,13 @@ def filled_check(kernel: Kernel, node, index: tuple, t: Tile, threads: int, flag
 
 
 def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate,
-           epilogue: Epilogue, index_type: str) -> tuple[str, tuple, tuple]:
+           epilogue: Epilogue, index_type: str, wgmma: bool = False) -> tuple[str, tuple, tuple]:
+    """`wgmma` (where `wgmma_usable`): both products are Hopper's `wgmma.mma_async`, the work-group's 4 warps
+    one warpgroup. q and the probabilities stay the A operand in registers (an m64k16 A fragment is, per warp,
+    the m16k16 one of `mma.sync`, and the accumulators have mma.sync's m16n8 layout), k and v are read by the
+    tensor cores from shared memory through matrix descriptors, as 128-byte-swizzled tiles (gemm_wgmma.py's
+    layouts: k as B of q @ k^T contiguous along the head dim, v as B of p @ v read transposed), so the
+    ldmatrix loads of every k and v fragment and their address arithmetic are gone."""
     spec, T = a.spec, index_type
     M, N, K, D = spec.M, spec.N, spec.K, a.head
     groups = -(-M // BM)
@@ -193,14 +232,17 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     W = max(D, N) + PAD  # Vs holds q's block first, then each block of v
     half = a.q.dtype.name
     store = "zd_bf16_store({})" if kind == "bf16" else "__half_as_ushort(__float2half_rn({}))"
-    fill_q = fill(kernel, a.q, a.qk_idx, Tile("Vs[row][col]", BM, D, "gi", "q0", M, dd, D, half, store), evaluate,
-                  T, THREADS)
-    fill_k = fill(kernel, a.k, a.qk_idx, Tile("Ks[row][col]", BN, D, "gk", "j0", K, dd, D, half, store), evaluate,
-                  T, THREADS)
-    v_tile, v_index = Tile("Vs[row][col]", BN, N, "gk", "j0", K, gj, N, half, store), spec.index(bz, sym.ZERO, gj, gk)
+    if wgmma:  # q staged apart (padded for ldmatrix) at the pool's start, over the tiles it precedes
+        q_slot, k_slot, v_slot = "Qs[row][col]", "Ks[zd_swz_at(row, col)]", "Vs[zd_swz_at(row, col)]"
+        own, slack = max(2 * BN * (D + N), 2 * BM * (D + PAD)), ATOM  # Ks and Vs from a 1024-aligned base
+    else:
+        q_slot, k_slot, v_slot = "Vs[row][col]", "Ks[row][col]", "Vs[row][col]"
+        own, slack = 2 * BN * (D + PAD + W), 0  # bytes of Ks and Vs
+    fill_q = fill(kernel, a.q, a.qk_idx, Tile(q_slot, BM, D, "gi", "q0", M, dd, D, half, store), evaluate, T, THREADS)
+    fill_k = fill(kernel, a.k, a.qk_idx, Tile(k_slot, BN, D, "gk", "j0", K, dd, D, half, store), evaluate, T, THREADS)
+    v_tile, v_index = Tile(v_slot, BN, N, "gk", "j0", K, gj, N, half, store), spec.index(bz, sym.ZERO, gj, gk)
     fill_v = fill(kernel, a.v, v_index, v_tile, evaluate, T, THREADS)
-    own = 2 * BN * (D + PAD + W)  # bytes of Ks and Vs
-    sides = side_reads(a, kernel, SHARED - own)
+    sides = side_reads(a, kernel, SHARED - slack - own)
     overrides = {a.pattern.qk.id: "acc"}
     views, at = [], own  # the side tiles' pointers into the pool, each 2 buffers of BM x pitch
     side_fills: list[tuple[Node, str]] = []
@@ -208,8 +250,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
         ctype, value = SIDE_TYPES[dt]
         size = dtype_named(dt).itemsize
         pitch = BN + 16 // size  # elements per row: 16 bytes of padding
-        views.append(f"  {ctype} (*Ms{i})[{BM}][{pitch}] = reinterpret_cast<{ctype} (*)[{BM}][{pitch}]>("
-                     f"reinterpret_cast<unsigned char*>(zd_pool) + {at});")
+        views.append(f"  {ctype} (*Ms{i})[{BM}][{pitch}] = reinterpret_cast<{ctype} (*)[{BM}][{pitch}]>(zd_base + {at});")
         at += 2 * BM * pitch * size
         side_fills.append((n, fill(kernel, n, ix, Tile(f"Ms{i}[buf][row][col]", BM, BN, "gi", "q0", M, gk, K, dt, "",
                                                       "j0 + "), evaluate, T, THREADS)))
@@ -219,7 +260,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     as_float = SIDE_TYPES[half][1]
     skip = Skips(a, kernel, name, params, evaluate, T, as_float.format(store), half,
                  (copyable(kernel, a.k, a.qk_idx, half, dd, D), copyable(kernel, a.v, v_index, half, gj, N)))
-    q_max = skip.q_max(f"{as_float.format(f'Vs[e / {D}][e % {D}]')}", BM * D)
+    q_max = skip.q_max(f"{as_float.format(f'{q_slot[:2]}[e / {D}][e % {D}]')}", BM * D)
     for n, code in side_fills:  # a mask tile is not copied for a block it leaves clear: it is not read there
         fill_k += "\n" + (code if skip.rule is None or n is not skip.rule.mask else
                           f"  if (!{skip.clear(f'(int)(j0 / {BN})')}) {{\n{code}\n  }}")
@@ -268,7 +309,59 @@ for (int {step} = 0; {step} < {steps}; {step}++) {{
         outs = ", ".join(f'"=r"({r})' for r in regs)
         return f'asm volatile("{op} {{%0,%1,%2,%3}}, [%4];" : {outs} : "r"(zd_smem({addr})) : "memory");'
 
-    src = f"""{_HELPERS}
+    def wgmma_loop(step: str, steps: int, cols: int, acc: str, frag: str, desc: str, trans: int, pad: str) -> str:
+        """`acc` (cols / 2 accumulators a thread) += a @ b over `steps` k16 steps (`step`), one m64n{cols}k16
+        wgmma each: a's fragments in registers (`frag`), b's descriptor `desc`; waited for before returning."""
+        regs = cols // 2
+        outs = ", ".join(f"%{i}" for i in range(regs))
+        cons = ", ".join(f'"+f"({acc}[{i // 4}][{i % 4}])' for i in range(regs))
+        frag_in = ", ".join(f'"r"({frag}[{h}])' for h in range(4))
+        mma = (f'asm volatile("{{ .reg .pred p; setp.ne.b32 p, %{regs + 5}, 0; '
+               f'wgmma.mma_async.sync.aligned.m64n{cols}k16.f32.{kind}.{kind} {{{outs}}}, '
+               f'{{%{regs},%{regs + 1},%{regs + 2},%{regs + 3}}}, %{regs + 4}, p, 1, 1, {trans}; }}" : {cons} : '
+               f'{frag_in}, "l"({desc}), "r"(1) : "memory");')
+        return "\n".join(pad + line for line in f"""asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+for (int {step} = 0; {step} < {steps}; {step}++) {{
+  {mma}
+}}
+asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");""".splitlines())
+
+    if wgmma:
+        # k's tile: 64-wide panels of the head dim, each BN rows of 128 bytes (K-major as q @ k^T's B, stepping
+        # 32 bytes per k16); v's the same, MN-major as p @ v's B: 16 keys of 128-byte rows per k16, panels of 64
+        # columns LBO apart
+        qk = wgmma_loop("kk", D // 16, BN, "S", "qf[kk]", f"zd_desc(ks + (kk >> 2) * {BN * 128} + (kk & 3) * 32, 16, 1024)",
+                        0, "    ")
+        pv = wgmma_loop("t", BN // 16, N, "o", "pf[t]", f"zd_desc(vs + t * 2048, {BN * 128}, 1024)", 1, "    ")
+        fence = '    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // ... and visible to wgmma\n'
+        pool = (f"  unsigned char* zd_base = reinterpret_cast<unsigned char*>(zd_pool) + "
+                f"(((zd_smem(zd_pool) + {ATOM - 1}u) & ~{ATOM - 1}u) - zd_smem(zd_pool));  // swizzle atoms: 1024-aligned\n"
+                f"  unsigned short* Ks = reinterpret_cast<unsigned short*>(zd_base);\n"
+                f"  unsigned short* Vs = reinterpret_cast<unsigned short*>(zd_base + {2 * BN * D});\n"
+                f"  unsigned short (*Qs)[{D + PAD}] = reinterpret_cast<unsigned short (*)[{D + PAD}]>(zd_base);\n"
+                f"  const unsigned ks = zd_smem(Ks), vs = zd_smem(Vs);")
+        # wgmma is one instruction of the warpgroup: p @ v runs in every warp (a masked warp's zero
+        # probabilities give what NumPy gives, 0 * inf = NaN included)
+        v_ready = f"    asm volatile(\"cp.async.wait_group 1;\" ::: \"memory\");  // this block of v has landed\n{fence}" \
+                  "    __syncthreads();  // ... for every thread\n" + pv
+        head = f"{ARCH_MARK}\n{_HELPERS}\n{_WGMMA_HELPERS}\n{_SWIZZLE.format(rows=BN)}"
+    else:
+        qk = mma_loop("kk", D // 16, BN // 16, "S", "qf[kk]", False,
+                      "&Ks[j * 16 + ((lane >> 4) << 3) + (lane & 7)][kk * 16 + (((lane >> 3) & 1) << 3)]", "    ")
+        pv = mma_loop("t", BN // 16, N // 16, "o", "pf[t]", True,
+                      "&Vs[t * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][j * 16 + ((lane >> 4) << 3)]", "      ")
+        fence = ""
+        pool = (f"  unsigned char* zd_base = reinterpret_cast<unsigned char*>(zd_pool);\n"
+                f"  unsigned short (*Ks)[{D + PAD}] = reinterpret_cast<unsigned short (*)[{D + PAD}]>(zd_base);\n"
+                f"  unsigned short (*Vs)[{W}] = reinterpret_cast<unsigned short (*)[{W}]>(zd_base + {2 * BN * (D + PAD)});")
+        v_ready = ('    asm volatile("cp.async.wait_group 1;" ::: "memory");  // this block of v has landed (the next k may not)\n'
+                   f"{v_finite}\n    if (!(masked && v_finite)) {{\n{pv}\n    }}")
+        head = _HELPERS
+    q_frags = f"&{q_slot[:2]}[warp * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][kk * 16 + ((lane >> 4) << 3)]"
+
+    src = f"""{head}
 {skip.prologue}#ifndef ZD_TC_PACK_{kind}
 #define ZD_TC_PACK_{kind}
 __device__ __forceinline__ unsigned zd_pack_{kind}(float lo, float hi) {{
@@ -291,14 +384,12 @@ __device__ __forceinline__ bool zd_finite8_{kind}(uint4 w) {{  // eight halves: 
 }}
 #endif
 extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.join(skip.params)}) {{
-  // zyx_dist: dynamic shared bytes {at}
+  // zyx_dist: dynamic shared bytes {slack + at}
   extern __shared__ __align__(16) float zd_pool[];
-  unsigned short (*Ks)[{D + PAD}] = reinterpret_cast<unsigned short (*)[{D + PAD}]>(zd_pool);
-  unsigned short (*Vs)[{W}] = reinterpret_cast<unsigned short (*)[{W}]>(zd_pool + {BN * (D + PAD) // 2});
+{pool}
 {chr(10).join(views)}
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const {T} bz = ({T})(blockIdx.x / {groups});
-  const {T} q0 = ({T})(blockIdx.x % {groups}) * {BM};
+{work_order(spec.B, groups, K * (D * a.k.dtype.itemsize + N * a.v.dtype.itemsize), T)}
 {fill_q}
   zd_cp_commit();
   asm volatile("cp.async.wait_group 0;" ::: "memory");
@@ -306,8 +397,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
   unsigned qf[{D // 16}][4];
   #pragma unroll
   for (int kk = 0; kk < {D // 16}; kk++)
-    {ldm(False, "&Vs[warp * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][kk * 16 + ((lane >> 4) << 3)]",
-         ("qf[kk][0]", "qf[kk][1]", "qf[kk][2]", "qf[kk][3]"))}
+    {ldm(False, q_frags, ("qf[kk][0]", "qf[kk][1]", "qf[kk][2]", "qf[kk][3]"))}
 {q_max}  __syncthreads();  // q is in registers: Vs takes v's blocks from here on
 {skip.setup}  float o[{N // 8}][4];
   #pragma unroll
@@ -328,7 +418,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
     const {T} j0 = ({T})s * {BN};
     {skip.next("next", "s", "    ")}
     asm volatile("cp.async.wait_group 0;" ::: "memory");  // this block of k (and the side tiles) has landed
-    __syncthreads();  // ... for every thread, and every warp is done with the last block of v
+{fence}    __syncthreads();  // ... for every thread, and every warp is done with the last block of v
 {fill_v}
     zd_cp_commit();
     float S[{BN // 8}][4];
@@ -336,8 +426,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
     for (int ni = 0; ni < {BN // 8}; ni++)
       #pragma unroll
       for (int h = 0; h < 4; h++) S[ni][h] = 0.0f;
-{mma_loop("kk", D // 16, BN // 16, "S", "qf[kk]", False,
-          "&Ks[j * 16 + ((lane >> 4) << 3) + (lane & 7)][kk * 16 + (((lane >> 3) & 1) << 3)]", "    ")}
+{qk}
     __syncthreads();  // every warp is done with this block of k
     if (next < steps) {{
       const {T} j0 = ({T})next * {BN};
@@ -393,12 +482,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
         pf[t][3] = zd_pack_{kind}(p[1][2], p[1][3]);
       }}
     }}
-    asm volatile("cp.async.wait_group 1;" ::: "memory");  // this block of v has landed (the next k may not)
-{v_finite}
-    if (!(masked && v_finite)) {{
-{mma_loop("t", BN // 16, N // 16, "o", "pf[t]", True,
-          "&Vs[t * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][j * 16 + ((lane >> 4) << 3)]", "      ")}
-    }}
+{v_ready}
     s = next;
   }}
   l0 += __shfl_xor_sync(0xffffffffu, l0, 1);

@@ -34,11 +34,11 @@ KEYS = 4  # keys per thread and block
 
 
 def render_cuda(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate,
-                epilogue: Epilogue, index_type: str) -> tuple[str, tuple, tuple]:
-    """The CUDA dialect's fused attention: attention_tc.py's tensor cores where it takes the kernel, else this
-    module's float32 one."""
+                epilogue: Epilogue, index_type: str, wgmma: bool = False) -> tuple[str, tuple, tuple]:
+    """The CUDA dialect's fused attention: attention_tc.py's tensor cores where it takes the kernel (`wgmma`:
+    its wgmma form), else this module's float32 one."""
     if attention_tc.usable(a, CUDA):
-        return attention_tc.render(a, name, kernel, params, evaluate, epilogue, index_type)
+        return attention_tc.render(a, name, kernel, params, evaluate, epilogue, index_type, wgmma)
     return render(a, name, kernel, params, evaluate, epilogue, index_type)
 
 
@@ -161,8 +161,7 @@ extern "C" __global__ void __launch_bounds__({attention_tc.launch_bounds(a)}) {n
   float* Vs = zd_pool + {v_at};  // Vs[key * {VP} + col], zero past the head dim
   float* Ps = zd_pool + {p_at};  // probabilities, where k was: Ps[key * {PP} + row]
   const int tid = threadIdx.x, tr = tid >> 4, tc = tid & 15;
-  const {T} bz = ({T})(blockIdx.x / {groups});
-  const {T} q0 = ({T})(blockIdx.x % {groups}) * {BM};
+{attention_tc.work_order(spec.B, groups, K * (D * a.k.dtype.itemsize + N * a.v.dtype.itemsize), T)}
   for (int e = tid; e < {BM * D}; e += {THREADS}) {{
     const int row = e / {D}, dd = e % {D};
     const {T} gi = q0 + row;

@@ -59,8 +59,8 @@ class Shape:
     max_lws: int = 1024
     gemm_dims: tuple[int, ...] = ()  # GEMM: (batch, M, N, K)
     tensor_cores: bool = False  # GEMM: on tensor cores (half-type operands, CUDA)
-    attention: bool = False  # the fused attention kernel (one form)
-    wgmma: bool = False  # GEMM on tensor cores of a dialect with wgmma (compute capability 9.0)
+    attention: bool = False  # the fused attention kernel
+    wgmma: bool = False  # GEMM or attention on tensor cores of a dialect with wgmma (compute capability 9.0)
 
 
 def default(s: Shape) -> KernelOpts:
@@ -70,8 +70,8 @@ def default(s: Shape) -> KernelOpts:
 def candidates(s: Shape) -> list[KernelOpts]:
     """Every variant worth timing, in order of preference (the default first)."""
     lws = [x for x in (256, 128, 512, 1024, 64) if x <= s.max_lws]
-    if s.attention:
-        return [KernelOpts()]
+    if s.attention:  # wgmma's form first where it runs, mma.sync's beside it for the tuner
+        return [KernelOpts(wgmma=1), KernelOpts()] if s.wgmma else [KernelOpts()]
     if s.gemm:
         return gemm_candidates(s)
     if s.row:
