@@ -1,30 +1,32 @@
 #!/usr/bin/env bash
 # One call on the H200 (run: `device` tool, carry [".devbundle", ".oldzd"], `bash benchmarks/h200/attention_wgmma.sh`):
-# the attention GPU tests (both tensor-core forms among them), the two forms' kernel times beside torch's sdpa
-# (attention_forms.py), Nsight Compute on both, and the attention core's wall time against the package in
-# .oldzd/ (if there), alternating. Everything goes to one log under $OUT.
+# the GPU tier, the two tensor-core attention forms' kernel times beside torch's sdpa (attention_forms.py),
+# Nsight Compute on both, the attention core's wall time against the package in .oldzd/ (if there), a cProfile
+# of its realize, model_bench's attention sub-op, then the block and GPT-2 as long as the 600 s allow. One log
+# ($OUT/attention-wgmma.log) and model_bench's JSON per section under $OUT (8 files come back at most).
 source .devbundle/setup.sh
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
 log=$OUT/attention-wgmma.log
 t0=$(date +%s)
-timeout -s ABRT 240 python3 -m pytest -q -m gpu tests/gpu/test_attention_gpu.py -p no:cacheprovider -n 8 > $OUT/attention-tests.log 2>&1
-echo "attention tests rc=$? in $(( $(date +%s) - t0 )) s" | tee -a $log; tail -3 $OUT/attention-tests.log | tee -a $log
-grep -E "FAILED|Error" $OUT/attention-tests.log | head -20 | tee -a $log
+ZYX_DIST_GPU_SUITE=0 timeout -s ABRT 200 python3 -m pytest -q -m gpu tests/gpu -n 8 --dist loadgroup -p no:cacheprovider > $OUT/gpu-tier.log 2>&1
+echo "gpu tier rc=$? in $(( $(date +%s) - t0 )) s" | tee -a $log; tail -2 $OUT/gpu-tier.log | tee -a $log
+grep -E "^FAILED|^ERROR" $OUT/gpu-tier.log | head -20 | tee -a $log
 timeout 120 python3 benchmarks/h200/attention_forms.py 2>&1 | grep -v -i warn | tee -a $log
-timeout 150 ncu -k regex:kc_ -c 4 --section SpeedOfLight --section Occupancy --section LaunchStats \
+timeout 150 ncu -k regex:kc_ -c 4 --section SpeedOfLight --section Occupancy --section LaunchStats --section InstructionStats \
   python3 benchmarks/h200/attention_forms.py --ncu > $OUT/ncu-attention-forms.txt 2>&1
-echo "ncu rc=$?" | tee -a $log; grep -E "^  kc_|Duration|Registers Per|Achieved Occupancy|SM Active|Elapsed Cycles" $OUT/ncu-attention-forms.txt | tee -a $log
-if [ -d .oldzd ]; then
-  for round in 1 2; do for dt in bfloat16 float16 float32; do
+echo "ncu rc=$?" | tee -a $log; grep -E "^  kc_|Duration|Registers Per|Achieved Occupancy|SM Active|Elapsed Cycles|Executed Instructions  " $OUT/ncu-attention-forms.txt | tee -a $log
+for dt in bfloat16 float16 float32; do
+  if [ -d .oldzd ]; then
     echo -n "old $dt: " | tee -a $log; PYTHONPATH=$PWD/.oldzd:$PYTHONPATH timeout 90 python3 benchmarks/h200/attention_profile.py $dt 30 2>&1 | tail -1 | tee -a $log
-    echo -n "new $dt: " | tee -a $log; timeout 90 python3 benchmarks/h200/attention_profile.py $dt 30 2>&1 | tail -1 | tee -a $log
-  done; done
-fi
-# the models, as long as the call's 600 s allow (each section its own JSON)
-for sec in block gpt2; do
-  left=$(( 570 - ($(date +%s) - t0) ))
-  if [ $left -gt 60 ]; then
-    timeout -s INT $left python3 benchmarks/model_bench.py --sections $sec --repeats 10 --out $OUT/$sec > $OUT/model-$sec.log 2>&1
-    echo "model_bench $sec rc=$?" | tee -a $log; grep -E "GPT|block|forward" $OUT/model-$sec.log | grep -v -i warn | tail -12 | tee -a $log
+  fi
+  echo -n "new $dt: " | tee -a $log; timeout 90 python3 benchmarks/h200/attention_profile.py $dt 30 2>&1 | tail -1 | tee -a $log
+done
+timeout 90 python3 benchmarks/h200/attention_profile.py bfloat16 30 --prof 2>&1 | head -45 | tee -a $log
+for sec in subops block gpt2; do
+  left=$(( 580 - ($(date +%s) - t0) ))
+  if [ $left -gt 50 ]; then
+    timeout -s INT $left python3 benchmarks/model_bench.py --sections $sec --subops "attention core" --repeats 10 --out $OUT/$sec 2>&1 \
+      | grep -v -i warn | grep -E "^(subops|block|gpt2) " | tee -a $log
+    echo "model_bench $sec rc=${PIPESTATUS[0]}" | tee -a $log
   fi
 done

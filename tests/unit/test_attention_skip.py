@@ -98,7 +98,9 @@ def test_a_mask_that_varies_with_the_batch_gets_flags_per_batch():
     assert r is not None and r.batched
     lay = attention_skip.layout(spec, r)
     assert (lay.batches, lay.row_blocks, lay.key_blocks, lay.mask_batches) == (B, 4, 4, B)
-    assert lay.groups == B * 4 + B * 4 * 4 and lay.nbytes == 8 * B * 4 + 4 * B * 16
+    # a work-group per (batch, key block) and per mask tile, side by side
+    assert lay.mask_tiles == B * 4 * 4 and lay.groups == max(B * 4, B * 4 * 4)
+    assert lay.nbytes == 8 * B * 4 + 4 * B * 16
 
 
 @pytest.mark.parametrize("scoring", ["none", "scaled only", "tanh capped", "mask same everywhere"])

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+from ..dtypes import dtype as dtype_named
 from ..fuse.attention import MOVES
 from ..fuse.kernelize import Kernel
 from ..graph.ir import BinaryOp, Node, Op, UnaryOp
@@ -150,8 +151,15 @@ class Layout:
         return self.mask_at + 4 * self.mask_batches * self.row_blocks * self.key_blocks
 
     @property
+    def mask_tiles(self) -> int:
+        return self.mask_batches * self.row_blocks * self.key_blocks
+
+    @property
     def groups(self) -> int:
-        return self.batches * self.key_blocks + self.mask_batches * self.row_blocks * self.key_blocks
+        """Work-groups of the prologue: one per (batch, key block) and one per mask tile, side by side (the
+        first work-groups do both): in one wave where the device holds them all, since each is short and
+        waits mostly on its loads."""
+        return max(self.batches * self.key_blocks, self.mask_tiles)
 
 
 def layout(a: AttentionSpec, r: SkipRule) -> Layout:
@@ -232,16 +240,48 @@ def _scan(node: Node, index: tuple, col: sym.Var, cols: int, K: int, fold: str, 
 """
 
 
-def prologue(a: AttentionSpec, r: SkipRule, lay: Layout, name: str, params: list[str], evaluate: Evaluate, T: str,
-             as_used: str, dtype: str, views: tuple) -> str:
-    """The prologue kernel `name` (the attention kernel's parameters): one work-group per (batch, key block)
-    for k's largest |x| and v's finiteness, then one per (mask batch, query block, key block) for the mask
-    test. `as_used` turns a computed float into the value the attention kernel uses (its rounding to the
-    tiles' `dtype`); `views` are the tile code's `copyable` results for k and v in that dtype."""
+def _mask_scan(r: SkipRule, kernel: Kernel, M: int, K: int, evaluate: Evaluate, T: str, view_of) -> str:
+    """The loop over mask tile (q0, j0) that ANDs each element's tests into `masked` and `clear`: 16 bytes at
+    a time where the mask is a view of a float input whose elements lie side by side along the keys, in whole
+    16-byte runs (`view_of(node, index, dtype, col, cols)`, the tile code's `copyable`), else one by one."""
+    pos = {n.id: i for i, n in enumerate(kernel.inputs)}
+    walk = _walk(r.mask, r.index, pos)
+    dtype = kernel.inputs[walk[1][0][0]].dtype.name if walk is not None and len(walk[1]) == 1 else None
+    gk = sym.Var("gk", 0, K - 1)
+    view = view_of(r.mask, r.index, dtype, gk, BN) if dtype in ("float32", "bfloat16", "float16") else None
+    if view is not None and K % (16 // dtype_named(dtype).itemsize) == 0:
+        p, off = view
+        ctype, lanes = _lanes(dtype)
+        width = len(lanes)
+        tests = " ".join(f"masked = masked & ({r.test.format(x)}); clear = clear & ({r.clear.format(x)});"
+                         for x in lanes)
+        return f"""    #pragma unroll
+    for (int e = tid; e < {BM * BN // width}; e += {THREADS}) {{  // unrolled: the loads all in flight at once
+      const {T} gi = q0 + e / {BN // width}, gk = j0 + (e % {BN // width}) * {width};
+      if (gi < {M} && gk < {K}) {{ const {ctype} w = *reinterpret_cast<const {ctype}*>(in{p} + {sym.render(off)}); {tests} }}
+    }}"""
+    m_lines, m_val = evaluate(r.mask, r.index, {})
+    return f"""    #pragma unroll 8
+    for (int e = tid; e < {BM * BN}; e += {THREADS}) {{
+      const {T} gi = q0 + e / {BN}, gk = j0 + e % {BN};
+      if (gi < {M} && gk < {K}) {{
+        {' '.join(m_lines)} const auto zd_m = {m_val};
+        masked = masked & ({r.test.format("zd_m")});
+        clear = clear & ({r.clear.format("zd_m")});
+      }}
+    }}"""
+
+
+def prologue(a: AttentionSpec, r: SkipRule, lay: Layout, name: str, kernel: Kernel, params: list[str],
+             evaluate: Evaluate, T: str, as_used: str, dtype: str, views: tuple) -> str:
+    """The prologue kernel `name` (the attention kernel's parameters): work-group b takes (batch, key block) b,
+    if there is one, for k's largest |x| and v's finiteness, and mask tile (mask batch, query block, key
+    block) b, if there is one, for the mask test. `as_used` turns a computed float into the value the
+    attention kernel uses (its rounding to the tiles' `dtype`); `views` are the tile code's `copyable` results
+    for k and v in that dtype, and `copyable` itself, for the mask."""
     spec = a.spec
     M, N, K, D = spec.M, spec.N, spec.K, a.head
     bz, _, gj, gk = spec.vars()
-    m_lines, m_val = evaluate(r.mask, r.index, {})
     kv = lay.batches * lay.key_blocks
     k_part = "" if r.limit is None else _scan(a.k, a.qk_idx, sym.Var("dd", 0, D - 1), D, K, largest_abs("km", "{}"),
                                               views[0], dtype, evaluate, T, as_used)
@@ -264,20 +304,13 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
       zd_kmax[blockIdx.x] = km;
       zd_vfin[blockIdx.x] = fin;
     }}
-  }} else {{
-    const int t = blockIdx.x - {kv};
+  }}
+  if (blockIdx.x < {lay.mask_tiles}) {{
+    const int t = blockIdx.x;
 {f"    const {T} bz = ({T})(t / {lay.row_blocks * lay.key_blocks});{chr(10)}" if r.batched else ""}    const {T} q0 = ({T})((t / {lay.key_blocks}) % {lay.row_blocks}) * {BM};
     const {T} j0 = ({T})(t % {lay.key_blocks}) * {BN};
     bool masked = true, clear = true;
-    #pragma unroll 8
-    for (int e = tid; e < {BM * BN}; e += {THREADS}) {{
-      const {T} gi = q0 + e / {BN}, gk = j0 + e % {BN};
-      if (gi < {M} && gk < {K}) {{
-        {' '.join(m_lines)} const auto zd_m = {m_val};
-        masked = masked & ({r.test.format("zd_m")});
-        clear = clear & ({r.clear.format("zd_m")});
-      }}
-    }}
+{_mask_scan(r, kernel, M, K, evaluate, T, views[2])}
     masked = __syncthreads_and(masked);
     clear = __syncthreads_and(clear);
     if (tid == 0) zd_mask[t] = (int)masked | ((int)clear << 1);
@@ -301,7 +334,8 @@ class Skips:
             self.rule = None
             return
         self.params = [*params, "unsigned char* __restrict__ zd_scratch"]
-        self.prologue = prologue(a, self.rule, lay, f"{name}_pre", self.params, evaluate, T, as_used, dtype, views)
+        self.prologue = prologue(a, self.rule, lay, f"{name}_pre", kernel, self.params, evaluate, T, as_used, dtype,
+                                 views)
         self.lay = lay
         self.setup = pointers(lay) + "\n"
 

@@ -22,6 +22,7 @@ computing them. Other dtypes and head dims take attention_tiled.py's float32 ari
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from ..dtypes import dtype as dtype_named
 from ..fuse.attention import MOVES
@@ -40,6 +41,7 @@ BN = 64  # keys per block
 THREADS = 128
 PAD = 8  # halves of padding per shared-memory row: ldmatrix's eight row reads hit distinct banks
 LOG2E = 1.4426950408889634
+WAIT = 'asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");'
 SHARED = 64 * 1024  # bytes of shared memory a work-group takes at most (3 fit an SM)
 # a staged tile's C element type and its value as float
 SIDE_TYPES = {"float32": ("float", "{}"), "bfloat16": ("unsigned short", "zd_bf16_load({})"),
@@ -259,7 +261,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     exponent = "0x7f80u" if kind == "bf16" else "0x7c00u"  # all ones in a non-finite value's exponent
     as_float = SIDE_TYPES[half][1]
     skip = Skips(a, kernel, name, params, evaluate, T, as_float.format(store), half,
-                 (copyable(kernel, a.k, a.qk_idx, half, dd, D), copyable(kernel, a.v, v_index, half, gj, N)))
+                 (copyable(kernel, a.k, a.qk_idx, half, dd, D), copyable(kernel, a.v, v_index, half, gj, N),
+                  partial(copyable, kernel)))
     q_max = skip.q_max(f"{as_float.format(f'{q_slot[:2]}[e / {D}][e % {D}]')}", BM * D)
     for n, code in side_fills:  # a mask tile is not copied for a block it leaves clear: it is not read there
         fill_k += "\n" + (code if skip.rule is None or n is not skip.rule.mask else
@@ -311,7 +314,7 @@ for (int {step} = 0; {step} < {steps}; {step}++) {{
 
     def wgmma_loop(step: str, steps: int, cols: int, acc: str, frag: str, desc: str, trans: int, pad: str) -> str:
         """`acc` (cols / 2 accumulators a thread) += a @ b over `steps` k16 steps (`step`), one m64n{cols}k16
-        wgmma each: a's fragments in registers (`frag`), b's descriptor `desc`; waited for before returning."""
+        wgmma each: a's fragments in registers (`frag`), b's descriptor `desc`; committed, not waited for."""
         regs = cols // 2
         outs = ", ".join(f"%{i}" for i in range(regs))
         cons = ", ".join(f'"+f"({acc}[{i // 4}][{i % 4}])' for i in range(regs))
@@ -325,9 +328,19 @@ for (int {step} = 0; {step} < {steps}; {step}++) {{
 for (int {step} = 0; {step} < {steps}; {step}++) {{
   {mma}
 }}
-asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");""".splitlines())
+asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");""".splitlines())
 
+    def pin(acc: str, regs: int) -> str:
+        """An empty asm that takes and gives every accumulator of `acc`, after a wgmma wait: the compiler may then
+        move no read or write of them above the wait (the wgmma asm names them, the wait does not)."""
+        cons = ", ".join(f'"+f"({acc}[{i // 4}][{i % 4}])' for i in range(regs))
+        return f'    asm volatile("" : {cons} :: "memory");'
+
+    zero_s = f"""    float S[{BN // 8}][4];
+    #pragma unroll
+    for (int ni = 0; ni < {BN // 8}; ni++)
+      #pragma unroll
+      for (int h = 0; h < 4; h++) S[ni][h] = 0.0f;"""
     if wgmma:
         # k's tile: 64-wide panels of the head dim, each BN rows of 128 bytes (K-major as q @ k^T's B, stepping
         # 32 bytes per k16); v's the same, MN-major as p @ v's B: 16 keys of 128-byte rows per k16, panels of 64
@@ -345,7 +358,12 @@ asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");""".splitlines())
         # wgmma is one instruction of the warpgroup: p @ v runs in every warp (a masked warp's zero
         # probabilities give what NumPy gives, 0 * inf = NaN included)
         v_ready = f"    asm volatile(\"cp.async.wait_group 1;\" ::: \"memory\");  // this block of v has landed\n{fence}" \
-                  "    __syncthreads();  // ... for every thread\n" + pv
+                  "    __syncthreads();  // ... for every thread\n" + pv + f"\n    {WAIT}"
+        # the block's q @ k^T is issued before v's copies, which then run in its shadow (p @ v is waited for at
+        # once: left in flight into the next block, ptxas serializes every wgmma)
+        top = (f"{fence}    __syncthreads();  // ... for every thread, and every warp is done with the last block of v\n"
+               f"{zero_s}\n{qk}\n{fill_v}\n    zd_cp_commit();\n    {WAIT}  // the block's scores are in S\n"
+               f"{pin('S', BN // 2)}")
         head = f"{ARCH_MARK}\n{_HELPERS}\n{_WGMMA_HELPERS}\n{_SWIZZLE.format(rows=BN)}"
     else:
         qk = mma_loop("kk", D // 16, BN // 16, "S", "qf[kk]", False,
@@ -359,6 +377,8 @@ asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");""".splitlines())
         v_ready = ('    asm volatile("cp.async.wait_group 1;" ::: "memory");  // this block of v has landed (the next k may not)\n'
                    f"{v_finite}\n    if (!(masked && v_finite)) {{\n{pv}\n    }}")
         head = _HELPERS
+        top = (f"    __syncthreads();  // ... for every thread, and every warp is done with the last block of v\n"
+               f"{fill_v}\n    zd_cp_commit();\n{zero_s}\n{qk}")
     q_frags = f"&{q_slot[:2]}[warp * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][kk * 16 + ((lane >> 4) << 3)]"
 
     src = f"""{head}
@@ -418,15 +438,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
     const {T} j0 = ({T})s * {BN};
     {skip.next("next", "s", "    ")}
     asm volatile("cp.async.wait_group 0;" ::: "memory");  // this block of k (and the side tiles) has landed
-{fence}    __syncthreads();  // ... for every thread, and every warp is done with the last block of v
-{fill_v}
-    zd_cp_commit();
-    float S[{BN // 8}][4];
-    #pragma unroll
-    for (int ni = 0; ni < {BN // 8}; ni++)
-      #pragma unroll
-      for (int h = 0; h < 4; h++) S[ni][h] = 0.0f;
-{qk}
+{top}
     __syncthreads();  // every warp is done with this block of k
     if (next < steps) {{
       const {T} j0 = ({T})next * {BN};

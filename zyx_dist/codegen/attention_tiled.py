@@ -17,6 +17,8 @@ no TF32. The T x T scores are never stored.
 
 from __future__ import annotations
 
+from functools import partial
+
 from ..fuse.kernelize import Kernel
 from . import attention_tc
 from . import symbolic as sym
@@ -121,7 +123,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
                   evaluate, T, THREADS)
     fill_v = fill(kernel, a.v, v_index, v_tile, evaluate, T, THREADS)
     skip = Skips(a, kernel, name, params, evaluate, T, "{}", "float32",
-                 (copyable(kernel, a.k, a.qk_idx, "float32", dd, D), copyable(kernel, a.v, v_index, "float32", gj, N)))
+                 (copyable(kernel, a.k, a.qk_idx, "float32", dd, D), copyable(kernel, a.v, v_index, "float32", gj, N),
+                  partial(copyable, kernel)))
     q_max = skip.q_max(f"Qs[(e % {D}) * {QP} + e / {D}]", BM * D)
     if q_max:
         q_max = "  __syncthreads();  // q has landed\n" + q_max
