@@ -4,6 +4,7 @@
 # Nsight Compute on both, the attention core's wall time against the package in .oldzd/ (if there), a cProfile
 # of its realize, model_bench's attention sub-op, then the block and GPT-2 as long as the 600 s allow. One log
 # ($OUT/attention-wgmma.log) and model_bench's JSON per section under $OUT (8 files come back at most).
+# QUICK=1: no old/new comparison, no cProfile, no GPT-2.
 source .devbundle/setup.sh
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
 log=$OUT/attention-wgmma.log
@@ -15,14 +16,14 @@ timeout 120 python3 benchmarks/h200/attention_forms.py 2>&1 | grep -v -i warn | 
 timeout 150 ncu -k regex:kc_ -c 4 --section SpeedOfLight --section Occupancy --section LaunchStats --section InstructionStats \
   python3 benchmarks/h200/attention_forms.py --ncu > $OUT/ncu-attention-forms.txt 2>&1
 echo "ncu rc=$?" | tee -a $log; grep -E "^  kc_|Duration|Registers Per|Achieved Occupancy|SM Active|Elapsed Cycles|Executed Instructions  " $OUT/ncu-attention-forms.txt | tee -a $log
-for dt in bfloat16 float16 float32; do
+for dt in $([ -n "$QUICK" ] || echo bfloat16 float16 float32); do
   if [ -d .oldzd ]; then
     echo -n "old $dt: " | tee -a $log; PYTHONPATH=$PWD/.oldzd:$PYTHONPATH timeout 90 python3 benchmarks/h200/attention_profile.py $dt 30 2>&1 | tail -1 | tee -a $log
   fi
   echo -n "new $dt: " | tee -a $log; timeout 90 python3 benchmarks/h200/attention_profile.py $dt 30 2>&1 | tail -1 | tee -a $log
 done
-timeout 90 python3 benchmarks/h200/attention_profile.py bfloat16 30 --prof 2>&1 | head -45 | tee -a $log
-for sec in subops block gpt2; do
+[ -n "$QUICK" ] || timeout 90 python3 benchmarks/h200/attention_profile.py bfloat16 30 --prof 2>&1 | head -45 | tee -a $log
+for sec in subops block $([ -n "$QUICK" ] || echo gpt2); do
   left=$(( 580 - ($(date +%s) - t0) ))
   if [ $left -gt 50 ]; then
     timeout -s INT $left python3 benchmarks/model_bench.py --sections $sec --subops "attention core" --repeats 10 --out $OUT/$sec 2>&1 \
