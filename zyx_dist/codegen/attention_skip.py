@@ -174,22 +174,21 @@ def pointers(lay: Layout) -> str:
             f"  int* zd_mask = reinterpret_cast<int*>(zd_scratch + {lay.mask_at});")
 
 
-def _tile_flags(r: SkipRule, lay: Layout, block: str, qb: str = "zd_qb") -> str:
-    """The prologue's mask flags of query block `qb` (a C expression, the work-group's by default) and key
-    block `block` (bit 0: masked, bit 1: clear), in the attention kernel (bz known)."""
+def _tile_flags(r: SkipRule, lay: Layout, block: str) -> str:
+    """The prologue's mask flags of this work-group's query block and key block `block` (bit 0: masked,
+    bit 1: clear), in the attention kernel (bz and the query block zd_qb known)."""
+    qb = "zd_qb"
     mz = f"(int)bz * {lay.row_blocks * lay.key_blocks}" if r.batched else "0"
     return f"zd_mask[{mz} + {qb} * {lay.key_blocks} + ({block})]"
 
 
-def skip_test(r: SkipRule, lay: Layout, block: str, qmax: str = "zd_qmax", qb: str = "zd_qb",
-              past_end: bool = False) -> str:
-    """C test, in the attention kernel (bz known), of whether key block `block` can be left out for query block
-    `qb`; `past_end`: `qb` may be one past the last query block, which has no rows (always left out)."""
+def skip_test(r: SkipRule, lay: Layout, block: str, qmax: str = "zd_qmax") -> str:
+    """C test, in the attention kernel (bz and zd_qb known), of whether key block `block` can be left out."""
     at = f"(int)bz * {lay.key_blocks} + ({block})"
-    test = f"({_tile_flags(r, lay, block, qb)} & 1) && zd_vfin[{at}]"
+    test = f"({_tile_flags(r, lay, block)} & 1) && zd_vfin[{at}]"
     if r.limit is not None:
         test += f" && {qmax} * zd_kmax[{at}] <= {r.limit:.9g}f"
-    return f"({qb} >= {lay.row_blocks} || ({test}))" if past_end else test
+    return test
 
 
 def largest_abs(name: str, value: str) -> str:
@@ -197,15 +196,11 @@ def largest_abs(name: str, value: str) -> str:
     return f"{{ const float zd_a = fabsf({value}); {name} = zd_a != zd_a ? INFINITY : fmaxf({name}, zd_a); }}"
 
 
-def block_max(name: str, scratch: str, pad: str = "  ", warps: int = 4) -> str:
-    """C that turns each thread's `name` into the work-group's max (`warps` warps; `scratch`: as many shared
-    floats)."""
+def block_max(name: str, scratch: str, pad: str = "  ") -> str:
+    """C that turns each thread's `name` into the work-group's max (128 threads; `scratch`: 4 shared floats)."""
     shuffles = " ".join(f"{name} = fmaxf({name}, __shfl_xor_sync(0xffffffffu, {name}, {w}));" for w in (16, 8, 4, 2, 1))
-    parts = [f"{scratch}[{w}]" for w in range(warps)]
-    while len(parts) > 1:
-        parts = [f"fmaxf({x}, {y})" for x, y in zip(parts[::2], parts[1::2])] + parts[len(parts) // 2 * 2:]
     return (f"{pad}{shuffles}\n{pad}if ((threadIdx.x & 31) == 0) {scratch}[threadIdx.x >> 5] = {name};\n"
-            f"{pad}__syncthreads();\n{pad}{name} = {parts[0]};")
+            f"{pad}__syncthreads();\n{pad}{name} = fmaxf(fmaxf({scratch}[0], {scratch}[1]), fmaxf({scratch}[2], {scratch}[3]));")
 
 
 def _lanes(dtype: str) -> tuple[str, list[str]]:
@@ -333,7 +328,7 @@ class Skips:
     def __init__(self, a: AttentionSpec, kernel: Kernel, name: str, params: list[str], evaluate: Evaluate, T: str,
                  as_used: str, dtype: str, views: tuple) -> None:
         self.rule = rule(a, kernel)
-        self.params, self.prologue, self.setup, self.past_end = params, "", "", False
+        self.params, self.prologue, self.setup = params, "", ""
         lay = layout(a, self.rule) if self.rule is not None else None
         if lay is None or lay.nbytes > MAX_SCRATCH:
             self.rule = None
@@ -344,18 +339,16 @@ class Skips:
         self.lay = lay
         self.setup = pointers(lay) + "\n"
 
-    def next(self, var: str, after: str, pad: str = "  ", qbs: tuple[str, ...] = ("zd_qb",)) -> str:
-        """C declaring `var`, the first key block after `after` not left out for every query block of `qbs`
-        (inline: a lambda's closure costs registers)."""
+    def next(self, var: str, after: str, pad: str = "  ") -> str:
+        """C declaring `var`, the first key block after `after` not left out (inline: a lambda's closure
+        costs registers)."""
         if self.rule is None:
             return f"int {var} = {after} + 1;"
-        test = " && ".join(f"({self.skipped(var, qb)})" for qb in qbs)
-        return f"int {var} = {after} + 1;\n{pad}for (; {var} < {self.lay.key_blocks} && {test}; {var}++) {{}}"
+        return (f"int {var} = {after} + 1;\n"
+                f"{pad}for (; {var} < {self.lay.key_blocks} && ({self.skipped(var)}); {var}++) {{}}")
 
-    def skipped(self, block: str, qb: str = "zd_qb") -> str:
-        """`past_end` (set by a kernel whose work-group spans two query blocks when their count is odd): the
-        last work-group's second query block does not exist."""
-        return "false" if self.rule is None else skip_test(self.rule, self.lay, block, qb=qb, past_end=self.past_end)
+    def skipped(self, block: str) -> str:
+        return "false" if self.rule is None else skip_test(self.rule, self.lay, block)
 
     def v_finite(self, block: str, check, note: str) -> str:
         """C declaring `v_finite`, whether v's key block `block` is finite, after a barrier (`note` says what
@@ -367,10 +360,9 @@ class Skips:
         return (f"    bool finite = true;  // the elements of v's block that this thread copied are finite\n"
                 f"{check()}\n    const bool v_finite = __syncthreads_and(finite);  // {note}")
 
-    def clear(self, block: str, qb: str = "zd_qb") -> str:
-        """C test of whether the mask leaves every score of key block `block` for query block `qb` as it is (no
-        rule: never)."""
-        return "false" if self.rule is None else f"({_tile_flags(self.rule, self.lay, block, qb)} & 2)"
+    def clear(self, block: str) -> str:
+        """C test of whether the mask leaves every score of key block `block` as it is (no rule: never)."""
+        return "false" if self.rule is None else f"({_tile_flags(self.rule, self.lay, block)} & 2)"
 
     def scoring(self, loop, evaluate: Evaluate, node: Node, index: tuple, overrides: dict, pad: str) -> str:
         """The scoring loop `loop(lines, value)` for the block at `j0`: with a rule, a second copy for blocks the
@@ -382,11 +374,11 @@ class Skips:
         return (f"{pad}if ({self.clear(f'(int)(j0 / {BN})')}) {{  // the same in every thread\n{loop(c_lines, c_value)}\n"
                 f"{pad}}} else {{\n{loop(lines, value)}\n{pad}}}")
 
-    def q_max(self, element: str, count: int, threads: int = THREADS) -> str:
+    def q_max(self, element: str, count: int) -> str:
         """C that sets `zd_qmax` from q's `count` elements in shared memory (`element`: the e-th as a float),
-        every one of the `threads` taking part; empty where the rule needs no bound."""
+        every thread taking part; empty where the rule needs no bound."""
         if self.rule is None or self.rule.limit is None:
             return ""
-        return (f"  __shared__ float zd_qred[{threads // 32}];\n  float zd_qmax = 0.0f;\n"
-                f"  for (int e = tid; e < {count}; e += {threads}) {largest_abs('zd_qmax', element)}\n"
-                f"{block_max('zd_qmax', 'zd_qred', warps=threads // 32)}\n")
+        return (f"  __shared__ float zd_qred[4];\n  float zd_qmax = 0.0f;\n"
+                f"  for (int e = tid; e < {count}; e += {THREADS}) {largest_abs('zd_qmax', element)}\n"
+                f"{block_max('zd_qmax', 'zd_qred')}\n")

@@ -47,7 +47,6 @@ PAD = 8  # halves of padding per shared-memory row: ldmatrix's eight row reads h
 LOG2E = 1.4426950408889634
 WAIT = 'asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");'
 SHARED = 64 * 1024  # bytes of shared memory a work-group takes at most (3 fit an SM)
-SHARED_WGMMA = 110 * 1024  # the two-warpgroup form's (2 fit an SM)
 # a staged tile's C element type and its value as float
 SIDE_TYPES = {"float32": ("float", "{}"), "bfloat16": ("unsigned short", "zd_bf16_load({})"),
               "float16": ("unsigned short", "__half2float(__ushort_as_half({}))")}
@@ -64,10 +63,10 @@ __device__ __forceinline__ int zd_swz_at(int row, int col) {{
 #endif"""
 
 
-def launch_bounds(a: AttentionSpec, threads: int = THREADS) -> str:
-    """`__launch_bounds__` of the CUDA attention kernels: head dims up to 64 fit 128 registers a thread, so 512
-    threads' work-groups share an SM (wider heads would spill)."""
-    return f"{threads}, {512 // threads}" if max(a.head, a.spec.N) <= 64 else f"{threads}"
+def launch_bounds(a: AttentionSpec) -> str:
+    """`__launch_bounds__` of both CUDA attention kernels: head dims up to 64 fit 128 registers a thread, so 4
+    work-groups share an SM (wider heads would spill)."""
+    return f"{THREADS}, 4" if max(a.head, a.spec.N) <= 64 else f"{THREADS}"
 
 
 def usable(a: AttentionSpec, dialect) -> bool:
@@ -84,22 +83,18 @@ def wgmma_usable(a: AttentionSpec, dialect) -> bool:
             and max(a.head, a.spec.N) <= 256)
 
 
-def work_order(batches: int, groups: int, kv_bytes: int, T: str, rows: int = BM) -> str:
-    """C declaring `bz`, `zd_qc` (the work-group's block of `rows` query rows), `q0` and `zd_qb` (the query
-    block of BM rows this warp's rows lie in; for two, `zd_qb0` and `zd_qb1` too) from blockIdx.x and `warp`,
-    the longest work first: under a
+def work_order(batches: int, groups: int, kv_bytes: int, T: str) -> str:
+    """C declaring `bz`, `zd_qb` (the query block) and `q0` from blockIdx.x, the longest work first: under a
     causal mask the last query blocks see the most keys, and in (batch, query block) order the longest ones
     ran last, leaving SMs idle at the end (Nsight Compute: 16% of the SMs' cycles). Batch entries are taken in
     chunks whose k and v fit in L2 together (16 MiB), each chunk from its last query block to its first."""
     chunk = max(1, min(batches, (16 << 20) // max(kv_bytes, 1)))
     per = chunk * groups
     last = f"min({chunk}, {batches} - zd_c * {chunk})" if batches % chunk else str(chunk)
-    qb = ("  const int zd_qb = zd_qc;" if rows == BM else
-          "  const int zd_qb0 = 2 * zd_qc, zd_qb1 = zd_qb0 + 1, zd_qb = zd_qb0 + (warp >> 2);  // this warpgroup's")
     return (f"  const int zd_c = blockIdx.x / {per}, zd_r = blockIdx.x % {per}, zd_n = {last};\n"
-            f"  const int zd_qc = {groups - 1} - zd_r / zd_n;  // the chunk's batch entries side by side\n"
+            f"  const int zd_qb = {groups - 1} - zd_r / zd_n;  // the chunk's batch entries side by side\n"
             f"  const {T} bz = ({T})(zd_c * {chunk} + zd_r % zd_n);\n"
-            f"  const {T} q0 = ({T})zd_qc * {rows};\n{qb}")
+            f"  const {T} q0 = ({T})zd_qb * {BM};")
 
 
 @dataclass(frozen=True)
@@ -165,9 +160,9 @@ def fill(kernel: Kernel, node, index: tuple, t: Tile, evaluate: Evaluate, T: str
   }}"""
 
 
-def side_reads(a: AttentionSpec, kernel: Kernel, free_bytes: int, rows: int = BM) -> list[tuple[Node, tuple, str]]:
+def side_reads(a: AttentionSpec, kernel: Kernel, free_bytes: int) -> list[tuple[Node, tuple, str]]:
     """(node, index, dtype) of each operand of the scoring, other than q @ k^T, that reads an input at
-    (query row, key) in 16-byte runs along the keys, e.g. an additive mask: staged per block as a `rows` x BN
+    (query row, key) in 16-byte runs along the keys, e.g. an additive mask: staged per block as a BM x BN
     tile by `cp.async` (two buffers, the next block's copied with its k), the scoring reads it from shared
     memory in the accumulators' layout (from global memory that is a few bytes per lane from each of 8
     rows). As many as fit `free_bytes`; a node read at two indices stays a global read (the scoring's
@@ -199,9 +194,9 @@ def side_reads(a: AttentionSpec, kernel: Kernel, free_bytes: int, rows: int = BM
         if nid in twice or dtype not in SIDE_TYPES or not {"gi", "gk"} <= walk[0]:
             continue
         size = dtype_named(dtype).itemsize
-        if copyable(kernel, n, ix, dtype, gk, BN) is None or 2 * rows * (BN + 16 // size) * size > free_bytes:
+        if copyable(kernel, n, ix, dtype, gk, BN) is None or 2 * BM * (BN + 16 // size) * size > free_bytes:
             continue
-        free_bytes -= 2 * rows * (BN + 16 // size) * size
+        free_bytes -= 2 * BM * (BN + 16 // size) * size
         out.append((n, ix, dtype))
     return out
 
@@ -236,11 +231,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     ldmatrix loads of every k and v fragment and their address arithmetic are gone."""
     spec, T = a.spec, index_type
     M, N, K, D = spec.M, spec.N, spec.K, a.head
-    # wgmma: two warpgroups of 64 rows each share the k and v tiles (half the copies a row), with their own
-    # softmax and skips
-    rows = 2 * BM if wgmma else BM
-    threads = 2 * rows  # 4 warps per 64 rows
-    groups = -(-M // rows)
+    groups = -(-M // BM)
     bz, _, gj, gk = spec.vars()
     dd = sym.Var("dd", 0, D - 1)
     kind = "bf16" if a.q.dtype.name == "bfloat16" else "f16"
@@ -249,16 +240,15 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     store = "zd_bf16_store({})" if kind == "bf16" else "__half_as_ushort(__float2half_rn({}))"
     if wgmma:  # q staged apart (padded for ldmatrix) at the pool's start, over the tiles it precedes
         q_slot, k_slot, v_slot = "Qs[row][col]", "Ks[zd_swz_at(row, col)]", "Vs[zd_swz_at(row, col)]"
-        own, slack = max(2 * BN * (D + N), 2 * rows * (D + PAD)), ATOM  # Ks and Vs from a 1024-aligned base
+        own, slack = max(2 * BN * (D + N), 2 * BM * (D + PAD)), ATOM  # Ks and Vs from a 1024-aligned base
     else:
         q_slot, k_slot, v_slot = "Vs[row][col]", "Ks[row][col]", "Vs[row][col]"
         own, slack = 2 * BN * (D + PAD + W), 0  # bytes of Ks and Vs
-    fill_q = fill(kernel, a.q, a.qk_idx, Tile(q_slot, rows, D, "gi", "q0", M, dd, D, half, store), evaluate, T,
-                  threads)
-    fill_k = fill(kernel, a.k, a.qk_idx, Tile(k_slot, BN, D, "gk", "j0", K, dd, D, half, store), evaluate, T, threads)
+    fill_q = fill(kernel, a.q, a.qk_idx, Tile(q_slot, BM, D, "gi", "q0", M, dd, D, half, store), evaluate, T, THREADS)
+    fill_k = fill(kernel, a.k, a.qk_idx, Tile(k_slot, BN, D, "gk", "j0", K, dd, D, half, store), evaluate, T, THREADS)
     v_tile, v_index = Tile(v_slot, BN, N, "gk", "j0", K, gj, N, half, store), spec.index(bz, sym.ZERO, gj, gk)
-    fill_v = fill(kernel, a.v, v_index, v_tile, evaluate, T, threads)
-    sides = side_reads(a, kernel, (SHARED_WGMMA if wgmma else SHARED) - slack - own, rows)
+    fill_v = fill(kernel, a.v, v_index, v_tile, evaluate, T, THREADS)
+    sides = side_reads(a, kernel, SHARED - slack - own)
     overrides = {a.pattern.qk.id: "acc"}
     views, at = [], own  # the side tiles' pointers into the pool, each 2 buffers of BM x pitch
     side_fills: list[tuple[Node, str]] = []
@@ -266,10 +256,10 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
         ctype, value = SIDE_TYPES[dt]
         size = dtype_named(dt).itemsize
         pitch = BN + 16 // size  # elements per row: 16 bytes of padding
-        views.append(f"  {ctype} (*Ms{i})[{rows}][{pitch}] = reinterpret_cast<{ctype} (*)[{rows}][{pitch}]>(zd_base + {at});")
-        at += 2 * rows * pitch * size
-        side_fills.append((n, fill(kernel, n, ix, Tile(f"Ms{i}[buf][row][col]", rows, BN, "gi", "q0", M, gk, K, dt, "",
-                                                      "j0 + "), evaluate, T, threads)))
+        views.append(f"  {ctype} (*Ms{i})[{BM}][{pitch}] = reinterpret_cast<{ctype} (*)[{BM}][{pitch}]>(zd_base + {at});")
+        at += 2 * BM * pitch * size
+        side_fills.append((n, fill(kernel, n, ix, Tile(f"Ms{i}[buf][row][col]", BM, BN, "gi", "q0", M, gk, K, dt, "",
+                                                      "j0 + "), evaluate, T, THREADS)))
         overrides[n.id] = value.format(f"Ms{i}[it & 1][gi - q0][gk - j0]")
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
     exponent = "0x7f80u" if kind == "bf16" else "0x7c00u"  # all ones in a non-finite value's exponent
@@ -277,19 +267,13 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     skip = Skips(a, kernel, name, params, evaluate, T, as_float.format(store), half,
                  (copyable(kernel, a.k, a.qk_idx, half, dd, D), copyable(kernel, a.v, v_index, half, gj, N),
                   partial(copyable, kernel)))
-    q_max = skip.q_max(f"{as_float.format(f'{q_slot[:2]}[e / {D}][e % {D}]')}", rows * D, threads)
-    # the query blocks of the work-group; with two, the second of the last work-group may not exist
-    qbs = ("zd_qb",) if rows == BM else ("zd_qb0", "zd_qb1")
-    skip.past_end = rows != BM and -(-M // BM) % 2 == 1
-    key_block = f"(int)(j0 / {BN})"
-    cleared = " && ".join(skip.clear(key_block, qb) if qb != "zd_qb1" or not skip.past_end else
-                          f"(zd_qb1 >= {-(-M // BM)} || {skip.clear(key_block, qb)})" for qb in qbs)
+    q_max = skip.q_max(f"{as_float.format(f'{q_slot[:2]}[e / {D}][e % {D}]')}", BM * D)
     for n, code in side_fills:  # a mask tile is not copied for a block it leaves clear: it is not read there
         fill_k += "\n" + (code if skip.rule is None or n is not skip.rule.mask else
-                          f"  if (!({cleared})) {{\n{code}\n  }}")
+                          f"  if (!{skip.clear(f'(int)(j0 / {BN})')}) {{\n{code}\n  }}")
     # scores past the ends of the rows or keys are -inf: no test where both are whole blocks
-    inside = "true" if M % rows == 0 and K % BN == 0 else f"gi < {M} && gk < {K}"
-    v_finite = skip.v_finite("s", lambda: filled_check(kernel, a.v, v_index, v_tile, threads, "finite", (
+    inside = "true" if M % BM == 0 and K % BN == 0 else f"gi < {M} && gk < {K}"
+    v_finite = skip.v_finite("s", lambda: filled_check(kernel, a.v, v_index, v_tile, THREADS, "finite", (
         "uint4", f"zd_finite8_{kind}(w)"), f"(x & {exponent}) != {exponent}"), "v's block is visible to every warp")
 
     def mma_loop(step: str, steps: int, pairs: int, acc: str, frag: str, trans: bool, addr: str, pad: str) -> str:
@@ -378,15 +362,12 @@ asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");""".splitlines())
         # wgmma is one instruction of the warpgroup: p @ v runs in every warp (a masked warp's zero
         # probabilities give what NumPy gives, 0 * inf = NaN included)
         v_ready = f"    asm volatile(\"cp.async.wait_group 1;\" ::: \"memory\");  // this block of v has landed\n{fence}" \
-                  f"    __syncthreads();  // ... for every thread\n    if (zd_mine) {{\n{pv}\n    {WAIT}\n    }}"
+                  "    __syncthreads();  // ... for every thread\n" + pv + f"\n    {WAIT}"
         # the block's q @ k^T is issued before v's copies, which then run in its shadow (p @ v is waited for at
         # once: left in flight into the next block, ptxas serializes every wgmma)
-        # each warpgroup computes the blocks its own query block does not leave out (both copy every block)
-        mine = f"    const bool zd_mine = !({skip.skipped('s', 'zd_qb')});"
         top = (f"{fence}    __syncthreads();  // ... for every thread, and every warp is done with the last block of v\n"
-               f"{zero_s}\n{mine}\n    if (zd_mine) {{\n{qk}\n    }}\n{fill_v}\n    zd_cp_commit();\n"
-               f"    if (zd_mine) {{\n    {WAIT}  // the block's scores are in S\n{pin('S', BN // 2)}\n    }}")
-        mine_open, mine_close = "    if (zd_mine) {\n", "    }\n"
+               f"{zero_s}\n{qk}\n{fill_v}\n    zd_cp_commit();\n    {WAIT}  // the block's scores are in S\n"
+               f"{pin('S', BN // 2)}")
         head = f"{ARCH_MARK}\n{_HELPERS}\n{_WGMMA_HELPERS}\n{_SWIZZLE.format(rows=BN)}"
     else:
         qk = mma_loop("kk", D // 16, BN // 16, "S", "qf[kk]", False,
@@ -402,7 +383,6 @@ asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");""".splitlines())
         head = _HELPERS
         top = (f"    __syncthreads();  // ... for every thread, and every warp is done with the last block of v\n"
                f"{fill_v}\n    zd_cp_commit();\n{zero_s}\n{qk}")
-        mine_open = mine_close = ""
     q_frags = f"&{q_slot[:2]}[warp * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][kk * 16 + ((lane >> 4) << 3)]"
 
     src = f"""{head}
@@ -432,13 +412,13 @@ __device__ __forceinline__ bool zd_finite8_{kind}(uint4 w) {{  // eight halves: 
   return ok;
 }}
 #endif
-extern "C" __global__ void __launch_bounds__({launch_bounds(a, threads)}) {name}({', '.join(skip.params)}) {{
+extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.join(skip.params)}) {{
   // zyx_dist: dynamic shared bytes {slack + at}
   extern __shared__ __align__(16) float zd_pool[];
 {pool}
 {chr(10).join(views)}
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-{work_order(spec.B, groups, K * (D * a.k.dtype.itemsize + N * a.v.dtype.itemsize), T, rows)}
+{work_order(spec.B, groups, K * (D * a.k.dtype.itemsize + N * a.v.dtype.itemsize), T)}
 {fill_q}
   zd_cp_commit();
   asm volatile("cp.async.wait_group 0;" ::: "memory");
@@ -456,7 +436,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a, threads)}) {name}
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // rows lane/4 and lane/4 + 8 of the warp's 16
   const int steps = {-(-K // BN)};
   // the key blocks run, in order: those a skip test leaves out are never loaded
-  {skip.next("s", "-1", qbs=qbs)}
+  {skip.next("s", "-1")}
   if (s < steps) {{
     const {T} j0 = ({T})s * {BN};
     const int buf = 0;
@@ -465,7 +445,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a, threads)}) {name}
   zd_cp_commit();
   for (int it = 0; s < steps; it++) {{
     const {T} j0 = ({T})s * {BN};
-    {skip.next("next", "s", "    ", qbs)}
+    {skip.next("next", "s", "    ")}
     asm volatile("cp.async.wait_group 0;" ::: "memory");  // this block of k (and the side tiles) has landed
 {top}
     __syncthreads();  // every warp is done with this block of k
@@ -475,13 +455,13 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a, threads)}) {name}
 {fill_k}
     }}
     zd_cp_commit();
-    unsigned pf[{BN // 16}][4];
-{mine_open}    // the block's max of each of this lane's two rows, NaN where a score is NaN (so the row's results are)
+    // the block's max of each of this lane's two rows, NaN where a score is NaN (so the row's results are)
     float mb0 = -INFINITY, mb1 = -INFINITY;
 {skip.scoring(score_loop, evaluate, a.pattern.scores, a.scores_idx, overrides, "    ")}
     // a warp whose 16 rows score -inf at every key of the block (masked out) leaves its max, sums and
     // output as they are: the softmax is skipped, and p @ v too unless v holds an inf or NaN (0 * inf is NaN)
     const bool masked = __all_sync(0xffffffffu, mb0 == -INFINITY && mb1 == -INFINITY);
+    unsigned pf[{BN // 16}][4];
     if (masked) {{
       #pragma unroll
       for (int t = 0; t < {BN // 16}; t++) pf[t][0] = pf[t][1] = pf[t][2] = pf[t][3] = 0u;
@@ -523,7 +503,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a, threads)}) {name}
         pf[t][3] = zd_pack_{kind}(p[1][2], p[1][3]);
       }}
     }}
-{mine_close}{v_ready}
+{v_ready}
     s = next;
   }}
   l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
@@ -544,4 +524,4 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a, threads)}) {name}
   }}
 }}
 """
-    return src, (spec.B * groups * threads,), (threads,)
+    return src, (spec.B * groups * THREADS,), (THREADS,)
