@@ -4,12 +4,12 @@
 # Nsight Compute on both, the attention core's wall time against the package in .oldzd/ (if there), a cProfile
 # of its realize, model_bench's attention sub-op, then the block and GPT-2 as long as the 600 s allow. One log
 # ($OUT/attention-wgmma.log) and model_bench's JSON per section under $OUT (8 files come back at most).
-# QUICK=1: no old/new comparison, no cProfile, no GPT-2.
+# QUICK=1: no old/new comparison, no cProfile, no GPT-2 (GPT2=1 keeps it); TESTS=attention: only the attention tests.
 source .devbundle/setup.sh
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
 log=$OUT/attention-wgmma.log
 t0=$(date +%s)
-ZYX_DIST_GPU_SUITE=0 timeout -s ABRT 200 python3 -m pytest -q -m gpu tests/gpu -n 8 --dist loadgroup -p no:cacheprovider > $OUT/gpu-tier.log 2>&1
+ZYX_DIST_GPU_SUITE=0 timeout -s ABRT 200 python3 -m pytest -q -m gpu tests/gpu/$([ "$TESTS" = attention ] && echo test_attention_gpu.py) -n 8 --dist loadgroup -p no:cacheprovider > $OUT/gpu-tier.log 2>&1
 echo "gpu tier rc=$? in $(( $(date +%s) - t0 )) s" | tee -a $log; tail -2 $OUT/gpu-tier.log | tee -a $log
 grep -E "^FAILED|^ERROR" $OUT/gpu-tier.log | head -20 | tee -a $log
 timeout 120 python3 benchmarks/h200/attention_forms.py 2>&1 | grep -v -i warn | tee -a $log
@@ -23,7 +23,7 @@ for dt in $([ -n "$QUICK" ] || echo bfloat16 float16 float32); do
   echo -n "new $dt: " | tee -a $log; timeout 90 python3 benchmarks/h200/attention_profile.py $dt 30 2>&1 | tail -1 | tee -a $log
 done
 [ -n "$QUICK" ] || timeout 90 python3 benchmarks/h200/attention_profile.py bfloat16 30 --prof 2>&1 | head -45 | tee -a $log
-for sec in subops block $([ -n "$QUICK" ] || echo gpt2); do
+for sec in subops block $([ -n "$QUICK" ] && [ -z "$GPT2" ] || echo gpt2); do
   left=$(( 580 - ($(date +%s) - t0) ))
   if [ $left -gt 50 ]; then
     timeout -s INT $left python3 benchmarks/model_bench.py --sections $sec --subops "attention core" --repeats 10 --out $OUT/$sec 2>&1 \
