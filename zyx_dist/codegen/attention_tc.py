@@ -18,9 +18,8 @@ of attention_skip.py flags them; a warp whose scores in a block are all -inf (a 
 block) skips that block's softmax, and its p @ v where v's block is finite: the result is the same as
 computing them. On Hopper (the dialect with wgmma) the tuner also times a wgmma form of the same kernel
 (`render(..., wgmma=True)`, head dims of whole 64s): both products are then `wgmma.mma_async` from
-128-byte-swizzled tiles. In both forms exp is one MUFU (`ex2.approx.ftz`), and work-groups take the query
-blocks with the most keys first (`work_order`). Other dtypes and head dims take attention_tiled.py's float32 arithmetic on
-CUDA (no TF32).
+128-byte-swizzled tiles. Work-groups take the query blocks with the most keys first (`work_order`). Other
+dtypes and head dims take attention_tiled.py's float32 arithmetic on CUDA (no TF32).
 """
 
 from __future__ import annotations
@@ -393,11 +392,6 @@ __device__ __forceinline__ unsigned zd_pack_{kind}(float lo, float hi) {{
   asm("cvt.rn.{kind}x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }}
-__device__ __forceinline__ float zd_ex2(float x) {{  // 2^x in one MUFU: exp2f adds a range fix-up of 3
-  float r;                                             // instructions for results below 2^-126 (flushed here,
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));  // a probability far under any row's sum of >= 1)
-  return r;
-}}
 __device__ __forceinline__ float zd_max_nan(float a, float b) {{  // NaN if either is (fmaxf drops a NaN)
   float r;
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
@@ -472,8 +466,8 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
       mb1 = zd_max_nan(mb1, __shfl_xor_sync(0xffffffffu, mb1, 1));
       mb1 = zd_max_nan(m1, zd_max_nan(mb1, __shfl_xor_sync(0xffffffffu, mb1, 2)));
       // online softmax: what was summed under the old max is rescaled
-      const float al0 = mb0 == -INFINITY ? 1.0f : zd_ex2((m0 - mb0) * {LOG2E}f);
-      const float al1 = mb1 == -INFINITY ? 1.0f : zd_ex2((m1 - mb1) * {LOG2E}f);
+      const float al0 = mb0 == -INFINITY ? 1.0f : exp2f((m0 - mb0) * {LOG2E}f);
+      const float al1 = mb1 == -INFINITY ? 1.0f : exp2f((m1 - mb1) * {LOG2E}f);
       m0 = mb0;
       m1 = mb1;
       // a row that is -inf so far takes 0 for its max, so its -inf scores give exp(-inf) = 0, not NaN, without a
@@ -493,7 +487,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
         for (int u = 0; u < 2; u++)
           #pragma unroll
           for (int h = 0; h < 4; h++) {{
-            const float e = zd_ex2((S[2 * t + u][h] - (h < 2 ? ms0 : ms1)) * {LOG2E}f);
+            const float e = exp2f((S[2 * t + u][h] - (h < 2 ? ms0 : ms1)) * {LOG2E}f);
             p[u][h] = e;
             if (h < 2) l0 += e; else l1 += e;
           }}
