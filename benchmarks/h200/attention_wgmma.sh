@@ -4,7 +4,7 @@
 # Nsight Compute on both, the attention core's wall time against the package in .oldzd/ (if there), a cProfile
 # of its realize, model_bench's attention sub-op, then the block and GPT-2 as long as the 600 s allow. One log
 # ($OUT/attention-wgmma.log) and model_bench's JSON per section under $OUT (8 files come back at most).
-# QUICK=1: no old/new comparison, no cProfile, no GPT-2 (GPT2=1 keeps it); TESTS=attention: only the attention tests.
+# QUICK=1: no old/new comparison, no cProfile, no GPT-2 (GPT2=1 keeps it); TESTS=attention: only the attention tests; SECTIONS: the model_bench sections.
 source .devbundle/setup.sh
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
 log=$OUT/attention-wgmma.log
@@ -23,7 +23,7 @@ for dt in $([ -n "$QUICK" ] || echo bfloat16 float16 float32); do
   echo -n "new $dt: " | tee -a $log; timeout 90 python3 benchmarks/h200/attention_profile.py $dt 30 2>&1 | tail -1 | tee -a $log
 done
 [ -n "$QUICK" ] || timeout 90 python3 benchmarks/h200/attention_profile.py bfloat16 30 --prof 2>&1 | head -45 | tee -a $log
-for sec in subops block $([ -n "$QUICK" ] && [ -z "$GPT2" ] || echo gpt2); do
+for sec in ${SECTIONS:-subops block $([ -n "$QUICK" ] && [ -z "$GPT2" ] || echo gpt2)}; do
   left=$(( 580 - ($(date +%s) - t0) ))
   if [ $left -gt 50 ]; then
     timeout -s INT $left python3 benchmarks/model_bench.py --sections $sec --subops "attention core" --repeats 10 --out $OUT/$sec 2>&1 \
