@@ -304,24 +304,6 @@ for (int {step} = 0; {step} < {steps}; {step}++) {{
       }}
     }}"""
 
-    def probabilities(arg: str) -> str:  # exp2(arg) of each score into pf, the rows' sums into l0, l1
-        return f"""        #pragma unroll
-        for (int t = 0; t < {BN // 16}; t++) {{
-          float p[2][4];
-          #pragma unroll
-          for (int u = 0; u < 2; u++)
-            #pragma unroll
-            for (int h = 0; h < 4; h++) {{
-              const float e = exp2f({arg});
-              p[u][h] = e;
-              if (h < 2) l0 += e; else l1 += e;
-            }}
-          pf[t][0] = zd_pack_{kind}(p[0][0], p[0][1]);
-          pf[t][1] = zd_pack_{kind}(p[0][2], p[0][3]);
-          pf[t][2] = zd_pack_{kind}(p[1][0], p[1][1]);
-          pf[t][3] = zd_pack_{kind}(p[1][2], p[1][3]);
-        }}"""
-
     def mma_call(c: str, a_frag: str, b0: str, b1: str) -> str:
         acc = ", ".join(f'"+f"({c}[{h}])' for h in range(4))
         frag = ", ".join(f'"r"({a_frag}[{h}])' for h in range(4))
@@ -489,7 +471,8 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
       m0 = mb0;
       m1 = mb1;
       // a row that is -inf so far takes 0 for its max, so its -inf scores give exp(-inf) = 0, not NaN, without a
-      // test per score
+      // test per score (s * log2(e) - max * log2(e) in one FMA would save more, but loses exp(0) = 1 at large
+      // scores: the rounding of max * log2(e) is then far above 1)
       const float ms0 = mb0 == -INFINITY ? 0.0f : mb0, ms1 = mb1 == -INFINITY ? 0.0f : mb1;
       l0 *= al0;
       l1 *= al1;
@@ -497,15 +480,21 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
       for (int x = 0; x < {N // 8}; x++) {{
         o[x][0] *= al0; o[x][1] *= al0; o[x][2] *= al1; o[x][3] *= al1;
       }}
-      // exp's argument as one FMA, s * log2(e) - max * log2(e), where every max of the warp is below 2^11: the
-      // rounding of max * log2(e) then moves a probability by under 2^-13 relative, far below its rounding to
-      // the half type; larger (or NaN) maxes take the exact difference first (at 1e20 the rounding of
-      // max * log2(e) alone would be far above 1)
-      const float ml0 = ms0 * {LOG2E}f, ml1 = ms1 * {LOG2E}f;
-      if (__all_sync(0xffffffffu, fabsf(ms0) < 2048.0f && fabsf(ms1) < 2048.0f)) {{
-{probabilities("fmaf(S[2 * t + u][h], " + str(LOG2E) + "f, -(h < 2 ? ml0 : ml1))")}
-      }} else {{
-{probabilities("(S[2 * t + u][h] - (h < 2 ? ms0 : ms1)) * " + str(LOG2E) + "f")}
+      #pragma unroll
+      for (int t = 0; t < {BN // 16}; t++) {{
+        float p[2][4];
+        #pragma unroll
+        for (int u = 0; u < 2; u++)
+          #pragma unroll
+          for (int h = 0; h < 4; h++) {{
+            const float e = exp2f((S[2 * t + u][h] - (h < 2 ? ms0 : ms1)) * {LOG2E}f);
+            p[u][h] = e;
+            if (h < 2) l0 += e; else l1 += e;
+          }}
+        pf[t][0] = zd_pack_{kind}(p[0][0], p[0][1]);
+        pf[t][1] = zd_pack_{kind}(p[0][2], p[0][3]);
+        pf[t][2] = zd_pack_{kind}(p[1][0], p[1][1]);
+        pf[t][3] = zd_pack_{kind}(p[1][2], p[1][3]);
       }}
     }}
 {v_ready}
