@@ -186,11 +186,11 @@ def _forms_cases():
     def masked(t):
         return zd.softmax((t[0] @ t[1].mT) * 0.125 + t[3], axis=-1) @ t[2]
 
+    def f32(*xs):
+        return [x.astype(np.float32) for x in xs]
+
     cases = []
     for dtype in (np.float16, BF):
-        def f32(*xs):
-            return [x.astype(np.float32) for x in xs]
-
         B, H, T, D = 2, 3, 200, 64
         q, k, v = (RNG.standard_normal((B, H, T, D)).astype(dtype) for _ in range(3))
         causal = np.triu(np.full((T, T), -np.inf, np.float32), 1).astype(dtype)

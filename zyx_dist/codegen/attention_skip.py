@@ -213,79 +213,72 @@ def _lanes(dtype: str) -> tuple[str, list[str]]:
                      for c in "xyzw" for e in (f"w.{c} & 0xffffu", f"w.{c} >> 16")]
 
 
-def _scan(node: Node, index: tuple, col: sym.Var, cols: int, K: int, fold: str, view, dtype: str,
+@dataclass(frozen=True)
+class _Span:
+    """One side of a scanned tile: C variable `var` = `base` + i for i < `count`, inside while below `limit`."""
+
+    var: str
+    base: str
+    count: int
+    limit: int
+
+
+def _scan(node: Node, index: tuple, rows: _Span, cols: _Span, col_checked: bool, fold: str, view, dtype: str,
           evaluate: Evaluate, T: str, as_used: str) -> str:
-    """A loop of the work-group over key block j0's `BN` x `cols` elements of `node` (at `index`, in gk and
-    `col`) that applies `fold` (C with `{}` for the value) to each: 16 bytes of `dtype` at a time where
-    `view` (the tile code's `copyable` result for it) says the elements lie side by side, else one by one."""
-    if view is not None:
+    """A loop of the work-group over a `rows` x `cols` tile of `node` (at `index`, in their variables) that
+    applies `fold` (C with `{}` for the value) to each element inside: 16 bytes of `dtype` at a time where
+    `view` (the tile code's `copyable` result for it) says the elements lie side by side along the columns,
+    else one by one. `col_checked`: the columns may pass their limit (else only the rows are tested)."""
+    guard = f"{rows.var} < {rows.limit}" + (f" && {cols.var} < {cols.limit}" if col_checked else "")
+    width = 16 // dtype_named(dtype).itemsize if view is not None else 1
+    if view is not None and not (col_checked and cols.limit % width):  # whole runs: none straddles the limit
         p, off = view
         ctype, lanes = _lanes(dtype)
-        width = len(lanes)
         folds = " ".join(fold.replace("{}", x) for x in lanes)
         return f"""    #pragma unroll
-    for (int e = tid; e < {BN * cols // width}; e += {THREADS}) {{  // unrolled: the loads all in flight at once
-      const {T} {col.name} = (e % {cols // width}) * {width};
-      const {T} gk = j0 + e / {cols // width};
-      if (gk < {K}) {{ const {ctype} w = *reinterpret_cast<const {ctype}*>(in{p} + {sym.render(off)}); {folds} }}
+    for (int e = tid; e < {rows.count * cols.count // width}; e += {THREADS}) {{  // unrolled: the loads all in flight at once
+      const {T} {rows.var} = {rows.base} + e / {cols.count // width}, {cols.var} = {cols.base} + (e % {cols.count // width}) * {width};
+      if ({guard}) {{ const {ctype} w = *reinterpret_cast<const {ctype}*>(in{p} + {sym.render(off)}); {folds} }}
     }}
 """
     lines, value = evaluate(node, index, {})
     return f"""    #pragma unroll 8
-    for (int e = tid; e < {BN * cols}; e += {THREADS}) {{
-      const {T} {col.name} = e % {cols};
-      const {T} gk = j0 + e / {cols};
-      if (gk < {K}) {{ {' '.join(lines)} {fold.replace("{}", as_used.format(value))} }}
+    for (int e = tid; e < {rows.count * cols.count}; e += {THREADS}) {{
+      const {T} {rows.var} = {rows.base} + e / {cols.count}, {cols.var} = {cols.base} + e % {cols.count};
+      if ({guard}) {{ {' '.join(lines)} const auto zd_x = {as_used.format(value)}; {fold.replace("{}", "zd_x")} }}
     }}
 """
 
 
 def _mask_scan(r: SkipRule, kernel: Kernel, M: int, K: int, evaluate: Evaluate, T: str, view_of) -> str:
     """The loop over mask tile (q0, j0) that ANDs each element's tests into `masked` and `clear`: 16 bytes at
-    a time where the mask is a view of a float input whose elements lie side by side along the keys, in whole
-    16-byte runs (`view_of(node, index, dtype, col, cols)`, the tile code's `copyable`), else one by one."""
+    a time where the mask is a view of a float input whose elements lie side by side along the keys
+    (`view_of(node, index, dtype, col, cols)`, the tile code's `copyable`), else one by one."""
     pos = {n.id: i for i, n in enumerate(kernel.inputs)}
     walk = _walk(r.mask, r.index, pos)
     dtype = kernel.inputs[walk[1][0][0]].dtype.name if walk is not None and len(walk[1]) == 1 else None
-    gk = sym.Var("gk", 0, K - 1)
-    view = view_of(r.mask, r.index, dtype, gk, BN) if dtype in ("float32", "bfloat16", "float16") else None
-    if view is not None and K % (16 // dtype_named(dtype).itemsize) == 0:
-        p, off = view
-        ctype, lanes = _lanes(dtype)
-        width = len(lanes)
-        tests = " ".join(f"masked = masked & ({r.test.format(x)}); clear = clear & ({r.clear.format(x)});"
-                         for x in lanes)
-        return f"""    #pragma unroll
-    for (int e = tid; e < {BM * BN // width}; e += {THREADS}) {{  // unrolled: the loads all in flight at once
-      const {T} gi = q0 + e / {BN // width}, gk = j0 + (e % {BN // width}) * {width};
-      if (gi < {M} && gk < {K}) {{ const {ctype} w = *reinterpret_cast<const {ctype}*>(in{p} + {sym.render(off)}); {tests} }}
-    }}"""
-    m_lines, m_val = evaluate(r.mask, r.index, {})
-    return f"""    #pragma unroll 8
-    for (int e = tid; e < {BM * BN}; e += {THREADS}) {{
-      const {T} gi = q0 + e / {BN}, gk = j0 + e % {BN};
-      if (gi < {M} && gk < {K}) {{
-        {' '.join(m_lines)} const auto zd_m = {m_val};
-        masked = masked & ({r.test.format("zd_m")});
-        clear = clear & ({r.clear.format("zd_m")});
-      }}
-    }}"""
+    floats = dtype in ("float32", "bfloat16", "float16")
+    view = view_of(r.mask, r.index, dtype, sym.Var("gk", 0, K - 1), BN) if floats else None
+    fold = f"masked = masked & ({r.test}); clear = clear & ({r.clear});"
+    return _scan(r.mask, r.index, _Span("gi", "q0", BM, M), _Span("gk", "j0", BN, K), True, fold, view,
+                 dtype if floats else "float32", evaluate, T, "{}")
 
 
 def prologue(a: AttentionSpec, r: SkipRule, lay: Layout, name: str, kernel: Kernel, params: list[str],
-             evaluate: Evaluate, T: str, as_used: str, dtype: str, views: tuple) -> str:
+             evaluate: Evaluate, T: str, as_used: str, dtype: str, views: tuple, view_of) -> str:
     """The prologue kernel `name` (the attention kernel's parameters): work-group b takes (batch, key block) b,
     if there is one, for k's largest |x| and v's finiteness, and mask tile (mask batch, query block, key
     block) b, if there is one, for the mask test. `as_used` turns a computed float into the value the
     attention kernel uses (its rounding to the tiles' `dtype`); `views` are the tile code's `copyable` results
-    for k and v in that dtype, and `copyable` itself, for the mask."""
+    for k and v in that dtype, `view_of` the same test for the mask (attention_tc.copyable, bound to the kernel)."""
     spec = a.spec
     M, N, K, D = spec.M, spec.N, spec.K, a.head
     bz, _, gj, gk = spec.vars()
     kv = lay.batches * lay.key_blocks
-    k_part = "" if r.limit is None else _scan(a.k, a.qk_idx, sym.Var("dd", 0, D - 1), D, K, largest_abs("km", "{}"),
-                                              views[0], dtype, evaluate, T, as_used)
-    v_part = _scan(a.v, spec.index(bz, sym.ZERO, gj, gk), gj, N, K,
+    keys = _Span("gk", "j0", BN, K)
+    k_part = "" if r.limit is None else _scan(a.k, a.qk_idx, keys, _Span("dd", "0", D, D), False,
+                                              largest_abs("km", "{}"), views[0], dtype, evaluate, T, as_used)
+    v_part = _scan(a.v, spec.index(bz, sym.ZERO, gj, gk), keys, _Span(gj.name, "0", N, N), False,
                    "fin = fin & ((__float_as_uint({}) & 0x7f800000u) != 0x7f800000u);", views[1], dtype, evaluate, T,
                    as_used)
     return f"""{PROLOGUE_MARK}{name} {lay.groups} {THREADS} {lay.nbytes}
@@ -310,7 +303,7 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
 {f"    const {T} bz = ({T})(t / {lay.row_blocks * lay.key_blocks});{chr(10)}" if r.batched else ""}    const {T} q0 = ({T})((t / {lay.key_blocks}) % {lay.row_blocks}) * {BM};
     const {T} j0 = ({T})(t % {lay.key_blocks}) * {BN};
     bool masked = true, clear = true;
-{_mask_scan(r, kernel, M, K, evaluate, T, views[2])}
+{_mask_scan(r, kernel, M, K, evaluate, T, view_of).rstrip()}
     masked = __syncthreads_and(masked);
     clear = __syncthreads_and(clear);
     if (tid == 0) zd_mask[t] = (int)masked | ((int)clear << 1);
@@ -326,7 +319,7 @@ class Skips:
     bounds q . k."""
 
     def __init__(self, a: AttentionSpec, kernel: Kernel, name: str, params: list[str], evaluate: Evaluate, T: str,
-                 as_used: str, dtype: str, views: tuple) -> None:
+                 as_used: str, dtype: str, views: tuple, view_of) -> None:
         self.rule = rule(a, kernel)
         self.params, self.prologue, self.setup = params, "", ""
         lay = layout(a, self.rule) if self.rule is not None else None
@@ -335,7 +328,7 @@ class Skips:
             return
         self.params = [*params, "unsigned char* __restrict__ zd_scratch"]
         self.prologue = prologue(a, self.rule, lay, f"{name}_pre", kernel, self.params, evaluate, T, as_used, dtype,
-                                 views)
+                                 views, view_of)
         self.lay = lay
         self.setup = pointers(lay) + "\n"
 

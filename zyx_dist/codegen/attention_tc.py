@@ -264,16 +264,14 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     exponent = "0x7f80u" if kind == "bf16" else "0x7c00u"  # all ones in a non-finite value's exponent
     as_float = SIDE_TYPES[half][1]
     skip = Skips(a, kernel, name, params, evaluate, T, as_float.format(store), half,
-                 (copyable(kernel, a.k, a.qk_idx, half, dd, D), copyable(kernel, a.v, v_index, half, gj, N),
-                  partial(copyable, kernel)))
+                 (copyable(kernel, a.k, a.qk_idx, half, dd, D), copyable(kernel, a.v, v_index, half, gj, N)),
+                 partial(copyable, kernel))
     q_max = skip.q_max(f"{as_float.format(f'{q_slot[:2]}[e / {D}][e % {D}]')}", BM * D)
     for n, code in side_fills:  # a mask tile is not copied for a block it leaves clear: it is not read there
         fill_k += "\n" + (code if skip.rule is None or n is not skip.rule.mask else
                           f"  if (!{skip.clear(f'(int)(j0 / {BN})')}) {{\n{code}\n  }}")
     # scores past the ends of the rows or keys are -inf: no test where both are whole blocks
     inside = "true" if M % BM == 0 and K % BN == 0 else f"gi < {M} && gk < {K}"
-    v_finite = skip.v_finite("s", lambda: filled_check(kernel, a.v, v_index, v_tile, THREADS, "finite", (
-        "uint4", f"zd_finite8_{kind}(w)"), f"(x & {exponent}) != {exponent}"), "v's block is visible to every warp")
 
     def mma_loop(step: str, steps: int, pairs: int, acc: str, frag: str, trans: bool, addr: str, pad: str) -> str:
         """`acc` += a @ b over `steps` k16 steps (`step`) and `pairs` pairs of n8 tiles (`j`): b's fragments by
@@ -377,6 +375,8 @@ asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");""".splitlines())
         pool = (f"  unsigned char* zd_base = reinterpret_cast<unsigned char*>(zd_pool);\n"
                 f"  unsigned short (*Ks)[{D + PAD}] = reinterpret_cast<unsigned short (*)[{D + PAD}]>(zd_base);\n"
                 f"  unsigned short (*Vs)[{W}] = reinterpret_cast<unsigned short (*)[{W}]>(zd_base + {2 * BN * (D + PAD)});")
+        v_finite = skip.v_finite("s", lambda: filled_check(kernel, a.v, v_index, v_tile, THREADS, "finite", (
+            "uint4", f"zd_finite8_{kind}(w)"), f"(x & {exponent}) != {exponent}"), "v's block is visible to every warp")
         v_ready = ('    asm volatile("cp.async.wait_group 1;" ::: "memory");  // this block of v has landed (the next k may not)\n'
                    f"{v_finite}\n    if (!(masked && v_finite)) {{\n{pv}\n    }}")
         head = _HELPERS

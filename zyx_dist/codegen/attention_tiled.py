@@ -123,8 +123,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
                   evaluate, T, THREADS)
     fill_v = fill(kernel, a.v, v_index, v_tile, evaluate, T, THREADS)
     skip = Skips(a, kernel, name, params, evaluate, T, "{}", "float32",
-                 (copyable(kernel, a.k, a.qk_idx, "float32", dd, D), copyable(kernel, a.v, v_index, "float32", gj, N),
-                  partial(copyable, kernel)))
+                 (copyable(kernel, a.k, a.qk_idx, "float32", dd, D), copyable(kernel, a.v, v_index, "float32", gj, N)),
+                 partial(copyable, kernel))
     q_max = skip.q_max(f"Qs[(e % {D}) * {QP} + e / {D}]", BM * D)
     if q_max:
         q_max = "  __syncthreads();  // q has landed\n" + q_max
