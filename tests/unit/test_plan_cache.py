@@ -5,7 +5,7 @@ import numpy as np
 
 from zyx_dist import dtypes as dt
 from zyx_dist.fuse.kernelize import kernelize
-from zyx_dist.fuse.plan_cache import PlanCache, _structure_dfs, structure
+from zyx_dist.fuse.plan_cache import PlanCache, structure
 from zyx_dist.graph import ir as g
 
 
@@ -50,12 +50,33 @@ def test_what_changes_the_kernels_misses():
     assert structure([scaled(x, float("nan"))])[0] == structure([scaled(x, float("nan"))])[0]
 
 
-def test_identically_built_graphs_share_a_key_in_creation_order():
+def test_identically_built_graphs_share_a_key_and_the_targets_come_first():
     key, order = structure([softmax(leaf(4, 8))])
     assert structure([softmax(leaf(4, 8))])[0] == key
-    assert [n.id for n in order] == sorted(n.id for n in order)  # creation order: producers first
-    assert len({n.id for n in order}) == len(order) and key[1] == (len(order) - 1,)
+    assert len({n.id for n in order}) == len(order) and key[1] == (0,)  # the target is the first position
+    assert order[0].op is g.Op.BINARY and sum(n.op is g.Op.LEAF for n in order) == 1
 
+
+def test_sharing_is_part_of_the_key():
+    """x + x and x + y are alike node by node; the key tells them apart (one input or two)."""
+    x, y = leaf(4, 8), leaf(4, 8)
+    same = structure([g.binary(g.BinaryOp.ADD, x, x)])[0]
+    assert same != structure([g.binary(g.BinaryOp.ADD, x, y)])[0]
+    assert same == structure([g.binary(g.BinaryOp.ADD, y, y)])[0]
+    # deeper: (x*c) shared by both sides of a sum against two separate products
+    c = g.const(2.0, (4, 8), dt.float32)
+    shared = scaled(x, 2.0)
+    one = structure([g.binary(g.BinaryOp.ADD, shared, shared)])[0]
+    two = structure([g.binary(g.BinaryOp.ADD, g.binary(g.BinaryOp.MUL, x, c), g.binary(g.BinaryOp.MUL, x, c))])[0]
+    assert one != two
+    assert structure([shared, g.unary(g.UnaryOp.NEG, shared)])[0] != \
+        structure([scaled(x, 2.0), g.unary(g.UnaryOp.NEG, scaled(x, 2.0))])[0]
+
+
+def test_an_unhashable_argument_plans_without_the_cache():
+    x = leaf(4, 8)
+    odd = g.Node(g.Op.RESHAPE, (x,), [4, 8], (4, 8), dt.float32)  # a list: no key
+    assert PlanCache().lookup([g.unary(g.UnaryOp.NEG, odd)]) is None
 
 
 def rewired(x, c):
@@ -74,20 +95,18 @@ def check_plans(cache, target):
     assert got[-1].outputs == [target]
 
 
-def test_a_rewired_graph_keys_by_the_depth_first_walk_and_plans_correctly():
+def test_a_rewired_graph_keys_as_the_same_graph_built_in_order():
     t = rewired(leaf(4, 8), 2.0)
     assert t.id < t.srcs[0].id
     key, order = structure([t])
-    assert (key, order) == _structure_dfs([t])  # the fallback
-    assert [n.op for n in order] == [g.Op.LEAF, g.Op.CONST, g.Op.BINARY, g.Op.RESHAPE]
+    assert [n.op for n in order] == [g.Op.RESHAPE, g.Op.BINARY, g.Op.LEAF, g.Op.CONST]  # walk order
     cache = PlanCache()
     check_plans(cache, t)
     check_plans(cache, rewired(leaf(4, 8), 2.0))  # the same walk again: a hit, mapped onto the new nodes
     assert cache.hits == 1
-    # the same structure in creation order, the constant made before the leaf: another key (the walk puts
-    # the leaf first), so a replan, never a wrong result
+    # the same structure in creation order, the constant made before the leaf: the same key, a hit
     c = g.const(2.0, (4, 8), dt.float32)
     twin = g.Node(g.Op.RESHAPE, (g.binary(g.BinaryOp.MUL, leaf(4, 8), c),), (4, 8), (4, 8), dt.float32)
-    assert structure([twin])[0] != key
+    assert structure([twin])[0] == key
     check_plans(cache, twin)
-    assert cache.hits == 1 and len(cache.entries) == 2
+    assert cache.hits == 2 and len(cache.entries) == 1

@@ -91,12 +91,14 @@ def test_a_clean_schedule_becomes_a_template_and_binds_to_fresh_ids():
     launches = [c for c in wb.commands if isinstance(c, Launch)]
     assert all(max(c.bufs) < len(wb.slots) for c in launches)
     # binding: each command of the planned batch with its ids replaced, slot by slot
-    ids = (x.buffer.id, y.buffer.id, *range(500, 500 + t.new))
+    leaves = [order[p].buffer.id for p in inputs]  # the template's inputs, in the structure's order
+    assert sorted(leaves) == sorted([x.buffer.id, y.buffer.id])
+    ids = (*leaves, *range(500, 500 + t.new))
     (step,) = t.bind(ids)
     define, replay = step["d0"]
     assert isinstance(define, DefineTemplate) and define.template == wb.template and define.commands == wb.commands
     assert isinstance(replay, Replay) and replay.template == wb.template
-    planned = {b: i for i, b in enumerate([x.buffer.id, y.buffer.id, *(b for _d, b in sched.allocated)])}
+    planned = {b: i for i, b in enumerate([*leaves, *(b for _d, b in sched.allocated)])}
     for proto, cmd in zip(sched.steps[0]["d0"], wb.commands):
         if isinstance(proto, Launch):
             assert tuple(replay.bufs[s] for s in cmd.bufs) == tuple(ids[planned[b]] for b in proto.bufs)

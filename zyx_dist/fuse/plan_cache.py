@@ -11,100 +11,48 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from operator import attrgetter
 
 from ..graph.ir import Node, Op
 from .kernelize import DEFAULT_LIMITS, Kernel, Limits, kernelize
 
 MAX_ENTRIES = 256
-_ID = attrgetter("id")  # a node's creation number, the sort key of `structure`
 
 
 def structure(targets: list[Node]) -> tuple[tuple, list[Node]]:
-    """(the key, the nodes in key order). The key is a row per node reachable from `targets` (a leaf's
-    shape, dtype and pin; any other node's op, argument, shape, dtype, pin and the positions of its
-    sources) and the targets' positions: everything the kernelizer's decisions depend on. It runs on
-    every realize, so it is written for speed: the reachable nodes are collected by a set-based walk and
-    put in creation (id) order, which is producers first because a node is made after its sources, and
-    the rows are emitted in one pass over that order. A node that a pass rewired to a newer source
-    (graph/shard.py rewrites targets in place, lineage.restore recomputes a lost one) breaks that order:
-    its source is not indexed yet, and the key comes from the depth-first walk instead. Either way the
-    key describes the graph exactly, so equal keys are equal structures; the same structure built in
-    another order (or once through each walk) gets another key, which costs a replan, never a wrong
-    result."""
-    seen: set[Node] = set()  # nodes hash by identity
-    nodes: list[Node] = []
-    stack = list(targets)
-    pop, extend, mark, keep = stack.pop, stack.extend, seen.add, nodes.append
+    """(the key, the nodes in key order). The key describes the graph reachable from `targets` exactly:
+    everything the kernelizer's decisions depend on. It is one flat tuple, walked from the targets: for
+    each node as the walk expands it, its row (a leaf's shape, dtype and pin; any other node's op,
+    argument, shape, dtype and pin) and then its sources' positions as ints, where a node's position is
+    the order in which the walk first met it (the targets first). The walk is a stack, so the expansion
+    order follows from the positions, and the key reads back into the graph it came from: equal keys are
+    equal structures, however and in whatever order the nodes were made (a pass that rewired a node to a
+    newer source included). It runs on every realize, so it is written for speed: one pass, one dict that
+    numbers the nodes, no sort, no tuple per node's sources."""
+    index: dict[Node, int] = {}  # nodes hash by identity; insertion order is position order
+    stack: list[Node] = []
+    for t in targets:
+        if t not in index:
+            index[t] = len(index)
+            stack.append(t)
+    flat: list = []
+    pop, push, emit, get = stack.pop, stack.append, flat.append, index.get
+    leaf, cast, const, pad = Op.LEAF, Op.CAST, Op.CONST, Op.PAD
     while stack:
         n = pop()
-        if n in seen:
-            continue
-        mark(n)
-        keep(n)
-        srcs = n.srcs
-        if srcs:
-            extend(srcs)
-    nodes.sort(key=_ID)
-    index: dict[Node, int] = {}
-    rows: list[tuple] = []
-    emit = rows.append
-    leaf, cast, const, pad = Op.LEAF, Op.CAST, Op.CONST, Op.PAD
-    try:
-        for i, n in enumerate(nodes):
-            index[n] = i
-            op = n.op
-            if op is leaf:
-                emit((n.shape, n.dtype.name, n.device))
-                continue
-            srcs = n.srcs
-            k = len(srcs)  # the common arities without a list
-            if k == 1:
-                ix: tuple = (index[srcs[0]],)
-            elif k == 2:
-                ix = (index[srcs[0]], index[srcs[1]])
-            else:
-                ix = tuple([index[s] for s in srcs])
-            # repr tells -0.0 from 0.0 and matches NaN with NaN: values are baked in
-            arg = n.arg.name if op is cast else repr(n.arg) if op is const or op is pad else n.arg
-            emit((op, arg, n.shape, n.dtype.name, n.device, ix))
-    except KeyError:  # a source newer than its reader: not topological
-        return _structure_dfs(targets)
-    return (tuple(rows), tuple([index[t] for t in targets])), nodes
-
-
-def _structure_dfs(targets: list[Node]) -> tuple[tuple, list[Node]]:
-    """`structure` by a depth-first walk, producers first, that stops at leaves (for graphs whose creation
-    order is not topological): a node stays on the stack until its sources are indexed."""
-    index: dict[Node, int] = {}  # nodes hash by identity
-    order: list[Node] = []
-    rows: list[tuple] = []
-    leaf, cast, const, pad = Op.LEAF, Op.CAST, Op.CONST, Op.PAD
-    stack = targets[::-1]
-    pop, push, emit, add = stack.pop, stack.append, rows.append, order.append
-    while stack:
-        n = stack[-1]
-        if n in index:
-            pop()
-            continue
-        srcs = n.srcs
-        waiting = False
-        for s in reversed(srcs):
-            if s not in index:
-                push(s)
-                waiting = True
-        if waiting:
-            continue
-        pop()
-        index[n] = len(order)
-        add(n)
         op = n.op
         if op is leaf:
             emit((n.shape, n.dtype.name, n.device))
-        else:  # repr tells -0.0 from 0.0 and matches NaN with NaN: values are baked in
-            arg = n.arg.name if op is cast else repr(n.arg) if op is const or op is pad else n.arg
-            emit((op, arg, n.shape, n.dtype.name, n.device, tuple([index[s] for s in srcs])))
-    return (tuple(rows), tuple([index[t] for t in targets])), order
+            continue
+        # repr tells -0.0 from 0.0 and matches NaN with NaN: values are baked in
+        arg = n.arg.name if op is cast else repr(n.arg) if op is const or op is pad else n.arg
+        emit((op, arg, n.shape, n.dtype.name, n.device))
+        for s in n.srcs:
+            i = get(s)
+            if i is None:
+                i = index[s] = len(index)
+                push(s)
+            emit(i)
+    return (tuple(flat), tuple([index[t] for t in targets])), list(index)
 
 
 class _Key:
