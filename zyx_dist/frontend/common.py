@@ -78,12 +78,24 @@ def norm_axes(axis: Axis, shape: Shape, ndim: int | None = None) -> tuple[int, .
 
 def broadcast_shapes(*shapes: Shape) -> Shape:
     """NumPy broadcasting (right-aligned); failure raises ShapeError naming every shape."""
+    if len(shapes) == 2:  # the case of every binary op and matmul: one loop, no sets
+        a, b = shapes
+        if a == b:
+            return tuple(a)
+        if len(a) != len(b):
+            a, b = (1,) * (len(b) - len(a)) + tuple(a), (1,) * (len(a) - len(b)) + tuple(b)
+        out = []
+        for d, e in zip(a, b):
+            if e == 1 or e == d:
+                out.append(d)
+            elif d == 1:
+                out.append(e)
+            else:
+                break
+        else:
+            return tuple(out)
     if shapes and all(s == shapes[0] for s in shapes):  # nothing to broadcast (most elementwise ops)
         return tuple(shapes[0])
-    if len(shapes) == 2 and len(shapes[0]) == len(shapes[1]):  # two of one rank (a row against a matrix)
-        out = tuple(d if e == 1 or e == d else e if d == 1 else -1 for d, e in zip(*shapes))
-        if -1 not in out:
-            return out
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(-ndim, 0):

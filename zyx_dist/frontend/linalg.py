@@ -43,11 +43,15 @@ def matmul(a: Any, b: Any) -> Tensor:
     except ShapeError:
         raise ShapeError(f"matmul: batch dimensions of shapes {a.shape} and {b.shape} do not broadcast") from None
     (m, k), n = x.shape[-2:], y.shape[-1]
-    x = x.reshape(x.shape[:-1] + (1, k))  # (..., M, 1, K)
-    y = permute_dims(y, (*range(y.ndim - 2), y.ndim - 1, y.ndim - 2)).reshape(y.shape[:-2] + (1, n, k))
+    # the views on the graph directly (their shapes are valid by construction): matmul is the op a model
+    # builds most of, and the tensor-level reshape/permute would check again what is checked above
+    yn = y.ndim
+    x = Tensor(graph.reshape(x.node, x.shape[:-1] + (1, k)))  # (..., M, 1, K)
+    yt = graph.permute(y.node, (*range(yn - 2), yn - 1, yn - 2))
+    y = Tensor(graph.reshape(yt, y.shape[:-2] + (1, n, k)))  # (..., 1, N, K)
     out = _contract_last(x, y)  # (batch..., M, N)
     shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
-    return out.reshape(shape)
+    return Tensor(graph.reshape(out.node, shape))
 
 
 def tensordot(a: Any, b: Any, axes: Any = 2) -> Tensor:

@@ -266,8 +266,9 @@ def repeat(x: Any, repeats: Any, axis: int | None = None) -> Tensor:
 # ---- indexing ------------------------------------------------------------------------------------------
 
 def _crop(node: Node, axis: int, start: int, stop: int) -> Node:
-    widths = tuple((-start, stop - node.shape[axis]) if i == axis else (0, 0) for i in range(len(node.shape)))
-    return graph.pad(node, widths)
+    widths = [(0, 0)] * len(node.shape)
+    widths[axis] = (-start, stop - node.shape[axis])
+    return graph.pad(node, tuple(widths))
 
 
 def _slice(node: Node, axis: int, s: slice) -> Node:

@@ -31,12 +31,12 @@ def reduce_axes(op: ReduceOp, x: Tensor, axes: tuple[int, ...], keepdims: bool, 
     """`op` over normalised `axes` in x's dtype. `empty` is the result of an empty reduction; None means
     there is none (max/min) and an empty axis raises ShapeError at the call."""
     out_shape = _kept_shape(x.shape, axes, keepdims)
-    if builtins.any(x.shape[a] == 0 for a in axes):
-        if empty is None:
-            raise ShapeError(f"{op.value} over an empty axis (shape {x.shape}, axis {axes}) has no identity")
-        return Tensor(graph.const(empty, out_shape, x.dtype))
-    if x.size == 0:  # another axis is empty: so is the result, its value does not matter
-        return Tensor(graph.const(0, out_shape, x.dtype))
+    if x.size == 0:  # (an empty reduced axis makes x empty: asked only then)
+        if builtins.any(x.shape[a] == 0 for a in axes):
+            if empty is None:
+                raise ShapeError(f"{op.value} over an empty axis (shape {x.shape}, axis {axes}) has no identity")
+            return Tensor(graph.const(empty, out_shape, x.dtype))
+        return Tensor(graph.const(0, out_shape, x.dtype))  # another axis is empty: its value does not matter
     return Tensor(graph.reshape(graph.reduce(op, x.node, axes), out_shape))
 
 

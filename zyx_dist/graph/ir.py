@@ -248,8 +248,8 @@ def _fold(out: Node, op: Op, arg: Any, src: Node) -> Node:
 # ---- movement ------------------------------------------------------------------------------------------
 
 def reshape(x: Node, shape: Shape) -> Node:
-    shape = tuple(int(s) for s in shape)
-    if prod(shape) != x.size or any(s < 0 for s in shape):
+    shape = tuple(map(int, shape))  # (map, not a generator: this runs several times per op built)
+    if math.prod(shape) != x.size or (shape and min(shape) < 0):
         raise ShapeError(f"cannot reshape a tensor of shape {x.shape} ({x.size} elements) into shape {shape}")
     if shape == x.shape:
         return x
@@ -263,7 +263,7 @@ def reshape(x: Node, shape: Shape) -> Node:
 
 
 def permute(x: Node, axes: tuple[int, ...]) -> Node:
-    axes = tuple(int(a) for a in axes)
+    axes = tuple(map(int, axes))
     if sorted(axes) != list(range(len(x.shape))):
         raise ShapeError(f"permutation {axes} is not a permutation of the {len(x.shape)} axes of shape {x.shape}")
     shape = tuple(x.shape[a] for a in axes)
@@ -283,9 +283,12 @@ def expand(x: Node, shape: Shape) -> Node:
     """Broadcast size-1 dims of `x` to `shape` (same rank; the tensor layer right-aligns first)."""
     if shape == x.shape and type(shape) is tuple:  # already that shape (the operands of most ops)
         return x
-    shape = tuple(int(s) for s in shape)
-    if len(shape) != len(x.shape) or any(s != d and s != 1 for s, d in zip(x.shape, shape)):
+    shape = tuple(map(int, shape))
+    if len(shape) != len(x.shape):
         raise ShapeError(f"cannot broadcast shape {x.shape} to {shape}")
+    for s, d in zip(x.shape, shape):
+        if s != d and s != 1:
+            raise ShapeError(f"cannot broadcast shape {x.shape} to {shape}")
     if shape == x.shape:
         return x
     if prod(shape) == 0:
@@ -299,14 +302,19 @@ def expand(x: Node, shape: Shape) -> Node:
 
 def pad(x: Node, widths: tuple[tuple[int, int], ...], value: Any = 0) -> Node:
     """Pad each dim by (before, after); negative widths crop (that is how slicing is expressed)."""
-    widths = tuple((int(lo), int(hi)) for lo, hi in widths)
+    widths = tuple([(int(lo), int(hi)) for lo, hi in widths])
     if len(widths) != len(x.shape):
         raise ShapeError(f"pad widths {widths} do not match the {len(x.shape)} dims of shape {x.shape}")
-    shape = tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, widths))
-    if any(s < 0 for s in shape) or any(-lo > d or -hi > d for d, (lo, hi) in zip(x.shape, widths)):
-        raise ShapeError(f"pad widths {widths} crop more than shape {x.shape} holds")
-    if all(lo == 0 and hi == 0 for lo, hi in widths):
+    dims, padded = [], False  # one loop, not a generator per check: slicing builds a pad per index
+    for d, (lo, hi) in zip(x.shape, widths):
+        n = d + lo + hi
+        if n < 0 or -lo > d or -hi > d:
+            raise ShapeError(f"pad widths {widths} crop more than shape {x.shape} holds")
+        dims.append(n)
+        padded = padded or lo != 0 or hi != 0
+    if not padded:
         return x
+    shape = tuple(dims)
     value = _normalise(value, x.dtype)
     if prod(shape) == 0:
         return const(0, shape, x.dtype)
@@ -420,11 +428,14 @@ def where(cond: Node, x: Node, y: Node) -> Node:
 
 def reduce(op: ReduceOp, x: Node, axes: tuple[int, ...]) -> Node:
     """Reduce over `axes` (non-negative, sorted, unique); the reduced dims stay as size 1."""
-    axes = tuple(sorted({int(a) for a in axes}))
-    if any(a < 0 or a >= len(x.shape) for a in axes):
+    axes = tuple(sorted(set(map(int, axes))))
+    if axes and (axes[0] < 0 or axes[-1] >= len(x.shape)):
         raise ShapeError(f"reduce axes {axes} out of range for shape {x.shape}")
-    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-    if not axes or all(x.shape[a] == 1 for a in axes):
+    kept = list(x.shape)
+    for a in axes:
+        kept[a] = 1
+    shape = tuple(kept)
+    if shape == x.shape:  # no axes, or only size-1 ones
         return x
     if x.size == 0:
         if prod(shape) == 0:  # the reduced axes are not empty, but the result is
@@ -432,7 +443,7 @@ def reduce(op: ReduceOp, x: Node, axes: tuple[int, ...]) -> Node:
         if op in (ReduceOp.MAX, ReduceOp.MIN):
             raise ShapeError(f"{op.value} of an empty axis (shape {x.shape}, axes {axes}) has no identity")
         return const(0 if op is ReduceOp.SUM else 1, shape, x.dtype)
-    if prod(x.shape[a] for a in axes) >= SPLIT_REDUCE_AT and prod(shape) <= 16:
+    if x.size // math.prod(shape) >= SPLIT_REDUCE_AT and math.prod(shape) <= 16:  # (x.size is not 0 here)
         return _split_reduce(op, x, axes, shape)
     # split-K, not for half types: their partials would be stored rounded to 8 or 11 bits (the GEMM's output
     # dtype), adding every part's rounding to the sum; float32 partials from tensor cores are not yet matched
