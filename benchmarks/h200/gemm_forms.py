@@ -1,0 +1,85 @@
+"""GPU machine: the wgmma GEMM's forms (codegen/gemm_wgmma.py: the plain one, whose 256 threads all copy and
+meet at a barrier every k-step, and the warp-specialized one, a copying warpgroup beside two that multiply)
+on half-type matmuls, each form's kernel time from CUDA events (median and IQR of the launches), beside
+torch's matmul (cuBLAS) timed the same way in the same process. Each form's result is checked against torch.
+
+    python3 benchmarks/h200/gemm_forms.py [--sizes 8192x8192x8192,8192x3072x768] [--launches 20] [--forms plain,...]
+    ncu -k regex:kc_ --section WarpStateStats python3 benchmarks/h200/gemm_forms.py --sizes 8192x8192x8192 \
+        --launches 1 --dtypes bfloat16 --forms "plain t256 s4,specialized t256 s4"
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from attention_forms import spread, time_form
+from helpers import run_kernels
+
+import zyx_dist as zd
+from zyx_dist.codegen.options import KernelOpts
+from zyx_dist.fuse.kernelize import kernelize
+from zyx_dist.runtime.worker import Worker
+
+FORMS = {"plain t256 s4": KernelOpts(wgmma=1, tile=0, stages=4), "plain t128 s4": KernelOpts(wgmma=1, tile=1, stages=4),
+         "specialized t256 s4": KernelOpts(wgmma=2, tile=0, stages=4),
+         "specialized t256 s3": KernelOpts(wgmma=2, tile=0, stages=3),
+         "specialized t128 s6": KernelOpts(wgmma=2, tile=1, stages=6),
+         "specialized t128 s4": KernelOpts(wgmma=2, tile=1, stages=4),
+         "specialized2 t128 s4": KernelOpts(wgmma=3, tile=1, stages=4),
+         "specialized2 t128 s6": KernelOpts(wgmma=3, tile=1, stages=6)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="8192x8192x8192,8192x3072x768")  # M x N x K
+    ap.add_argument("--launches", type=int, default=20)
+    ap.add_argument("--forms", default="", help="only the forms whose names contain one of these (comma-separated)")
+    ap.add_argument("--dtypes", default="bfloat16,float16")
+    args = ap.parse_args()
+    forms = {f: o for f, o in FORMS.items() if not args.forms or any(x in f for x in args.forms.split(","))}
+    import torch
+
+    rng = np.random.default_rng(0)
+    with Worker("cuda:0", profile=True) as worker:
+        for size in args.sizes.split(","):
+            m, n, k = map(int, size.split("x"))
+            flops = 2 * m * n * k
+            for name, np_dtype, torch_dtype in (("bfloat16", ml_dtypes.bfloat16, torch.bfloat16),
+                                                ("float16", np.float16, torch.float16)):
+                if name not in args.dtypes.split(","):
+                    continue
+                a = rng.standard_normal((m, k)).astype(np_dtype)
+                b = rng.standard_normal((k, n)).astype(np_dtype)
+                out = zd.tensor(a) @ zd.tensor(b)
+                (kernel,) = kernelize([out.node])
+                ta, tb = (torch.from_numpy(x.astype(np.float32)).to("cuda", torch_dtype) for x in (a, b))
+                ref = (ta @ tb).float().cpu().numpy()
+                scale = np.abs(ref).max()
+                for form, opts in forms.items():
+                    got = run_kernels(worker, out, lambda _k, o=opts: o, "cuda_sm90a").astype(np.float32)
+                    secs = time_form(worker, kernel, opts, args.launches)
+                    med = float(np.median(secs))
+                    print(f"{size} {name} {form:20s}: {spread(secs)}, {flops / med / 1e12:6.1f} TFLOP/s; "
+                          f"max |diff| against torch {np.abs(got - ref).max() / scale:.1e} of the largest", flush=True)
+                times = []
+                for _ in range(args.launches + 1):
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    ta @ tb
+                    end.record()
+                    end.synchronize()
+                    times.append(start.elapsed_time(end) * 1e-3)
+                med = float(np.median(times[1:]))
+                print(f"{size} {name} {'torch (cuBLAS)':20s}: {spread(times[1:])}, {flops / med / 1e12:6.1f} TFLOP/s",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
