@@ -1,11 +1,11 @@
-"""GPU machine: the wgmma GEMM's forms (codegen/gemm_wgmma.py: the plain one, whose 256 threads all copy and
-meet at a barrier every k-step, and the warp-specialized one, a copying warpgroup beside two that multiply)
-on half-type matmuls, each form's kernel time from CUDA events (median and IQR of the launches), beside
-torch's matmul (cuBLAS) timed the same way in the same process. Each form's result is checked against torch.
+"""GPU machine: the wgmma GEMM (codegen/gemm_wgmma.py) on half-type matmuls with several of the tuner's tile
+and stage options, each one's kernel time from CUDA events (median and IQR of the launches), beside torch's
+matmul (cuBLAS) timed the same way in the same process. Each result is checked against torch. (At d368238 it
+also timed a warp-specialized form, since reverted: benchmarks/results/gemm-forms-h200-2026-12-04-*.txt.)
 
-    python3 benchmarks/h200/gemm_forms.py [--sizes 8192x8192x8192,8192x3072x768] [--launches 20] [--forms plain,...]
+    python3 benchmarks/h200/gemm_forms.py [--sizes 8192x8192x8192,8192x3072x768] [--launches 20] [--forms "t256 s4,..."]
     ncu -k regex:kc_ --section WarpStateStats python3 benchmarks/h200/gemm_forms.py --sizes 8192x8192x8192 \
-        --launches 1 --dtypes bfloat16 --forms "plain t256 s4,specialized t256 s4"
+        --launches 2 --dtypes bfloat16 --forms "t256 s4"
 """
 
 from __future__ import annotations
@@ -27,13 +27,8 @@ from zyx_dist.codegen.options import KernelOpts
 from zyx_dist.fuse.kernelize import kernelize
 from zyx_dist.runtime.worker import Worker
 
-FORMS = {"plain t256 s4": KernelOpts(wgmma=1, tile=0, stages=4), "plain t128 s4": KernelOpts(wgmma=1, tile=1, stages=4),
-         "specialized t256 s4": KernelOpts(wgmma=2, tile=0, stages=4),
-         "specialized t256 s3": KernelOpts(wgmma=2, tile=0, stages=3),
-         "specialized t128 s6": KernelOpts(wgmma=2, tile=1, stages=6),
-         "specialized t128 s4": KernelOpts(wgmma=2, tile=1, stages=4),
-         "specialized2 t128 s4": KernelOpts(wgmma=3, tile=1, stages=4),
-         "specialized2 t128 s6": KernelOpts(wgmma=3, tile=1, stages=6)}
+FORMS = {f"t{256 if t == 0 else 128} s{st}{' staged' if c else ''}": KernelOpts(wgmma=1, tile=t, stages=st, cache=c)
+         for t, st, c in ((0, 4, 0), (1, 4, 0), (0, 3, 0), (1, 5, 0), (0, 4, 1))}  # the tuner's wgmma options
 
 
 def main() -> None:

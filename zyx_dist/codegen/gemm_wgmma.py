@@ -23,7 +23,6 @@ from .gemm_tc import _HELPERS, PANEL, _mode, copy_loop, value_loop
 
 ARCH_MARK = "// zyx_dist: arch sm_90a"
 THREADS = 256  # two warpgroups, 64 rows of the tile each
-PRODUCERS = 128  # per warpgroup of the specialized form that makes the copies (one or two of them)
 BM, BK = 128, 64  # tile rows; k per step (64 halves: one 128-byte swizzle row)
 TILES = (256, 128)  # the tile's columns, by the `tile` option
 SHARED_LIMIT = 227 * 1024  # an sm_90 work-group's shared memory
@@ -35,27 +34,20 @@ def stage_bytes(tn: int) -> int:
 
 
 def fits(tile: int, stages: int) -> bool:
-    """Whether `stages` buffers of the tile (and the alignment slack and the specialized form's two barriers
-    per stage) fit in shared memory."""
-    return stages >= 3 and stages * (stage_bytes(TILES[tile]) + 16) + ATOM <= SHARED_LIMIT
+    """Whether `stages` buffers of the tile (and the alignment slack) fit in shared memory."""
+    return stages >= 3 and stages * stage_bytes(TILES[tile]) + ATOM <= SHARED_LIMIT
 
 
 def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand: Operand, epilogue: Epilogue,
            index_type: str, tile: int = 0, stages: int = 0, deep: bool = False,
-           staged: bool = False, specialized: int = 0) -> tuple[str, tuple, tuple]:
+           staged: bool = False) -> tuple[str, tuple, tuple]:
     """`deep`: copies `stages - 1` k-steps ahead and each step's wgmma waited for before the next step's copies
     (no wgmma in flight across steps), for tiles small enough that two work-groups share an SM and fill each
     other's gaps; else `stages - 2` ahead with one wgmma group in flight. `staged`: the epilogue writes the
     outputs' tile into shared memory, which is then stored row by row, neighbours by neighbours (an
-    accumulator's own layout writes 8 rows a few bytes each per warp), where the tiles fit. `specialized` = n
-    (neither `deep` nor `staged`): n more warpgroups make every copy and the two that multiply never meet
-    them at a block-wide barrier (`_specialized`)."""
-    if specialized > 1:  # 512 threads leave 128 registers each (ptxas gives every warpgroup the launch's
-        tile = 1  # count, whatever setmaxnreg says later): too few for a 256-wide tile's accumulators
+    accumulator's own layout writes 8 rows a few bytes each per warp), where the tiles fit."""
     TN = TILES[tile if tile < len(TILES) else 0]
     S = stages if stages and fits(tile, stages) else 4 if fits(tile, 4) else 3
-    producers = PRODUCERS * specialized
-    threads = producers or THREADS  # the threads that fill the stages
     ahead = S - 1 if deep else S - 2  # k-steps whose copies are in flight beside the wgmma of this one
     M, N, K, T = spec.M, spec.N, spec.K, index_type
     nbx, nby = -(-N // TN), -(-M // BM)
@@ -78,13 +70,13 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
             else:
                 where = (f"const int kc = e / {rows // 8}, row = (e % {rows // 8}) << 3;\n"
                          f"      const unsigned off = (row >> 6) * 8192 + kc * 128 + (row & 63) * 2;")
-            fill.append(copy_loop(rows * BK // 8, threads, where, me.name, first, size, K, T,
+            fill.append(copy_loop(rows * BK // 8, THREADS, where, me.name, first, size, K, T,
                                   f"zd_cp_async_s({at} + zd_swz(off), {{src}}, inside)", view.pos,
                                   sym.render(view.offset)))
         else:
             index = spec.index(bz, gi, sym.ZERO, gk) if left else spec.index(bz, sym.ZERO, gj, gk)
             lines, value = operand(spec.a if left else spec.b, index)
-            fill.append(value_loop(rows * BK, threads, "const int row = e >> 6, kc = e & 63;", me.name, first, size,
+            fill.append(value_loop(rows * BK, THREADS, "const int row = e >> 6, kc = e & 63;", me.name, first, size,
                                    K, T, lines, value, f"zd_st_shared_u16({at} + zd_swz(row * 128 + kc * 2), "
                                                        f"{to_bits.format('v')})"))
     fill_code = "\n".join(fill)
@@ -102,16 +94,6 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
     pool = S * stage_bytes(TN)
     shared = pool + ATOM
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
-    # the work-group's batch and tile, in panels of PANEL tile rows (work-groups that run together share rows of A)
-    order = (f"  const {T} bz = ({T})(blockIdx.x / {nbx * nby});\n"
-             f"  const int tile = blockIdx.x % {nbx * nby};\n"
-             f"  const int panel = tile / {PANEL * nbx}, inpanel = tile % {PANEL * nbx};\n"
-             f"  const int prows = min({PANEL}, {nby} - panel * {PANEL});\n"
-             f"  const {T} bi = ({T})(panel * {PANEL} + inpanel % prows) * {BM}, bj = ({T})(inpanel / prows) * {TN};")
-    if specialized:
-        src = _specialized(name, params, T, order, fill_code, mma, body, S, TN, -(-K // BK), a_bytes, b_bytes,
-                           a_rows.replace("wg", "cw"), a_step, b_step, a_lbo, b_lbo, M, N, producers)
-        return src, (spec.B * nbx * nby * (THREADS + producers),), (THREADS + producers,)
     store = _staged_store(spec, kernel, params, epilogue, TN, pool, index_type) if staged else None
     if store is not None:
         body, store_out = store
@@ -127,7 +109,11 @@ extern "C" __global__ void __launch_bounds__({THREADS}, 1) {name}({', '.join(par
   extern __shared__ __align__(16) unsigned char zd_pool[];
   const unsigned base = (zd_smem(zd_pool) + {ATOM - 1}u) & ~{ATOM - 1}u;  // swizzle atoms are 1024-aligned
   const int tid = threadIdx.x, wg = tid >> 7, w = (tid >> 5) & 3, l = tid & 31;
-{order}
+  const {T} bz = ({T})(blockIdx.x / {nbx * nby});
+  const int tile = blockIdx.x % {nbx * nby};
+  const int panel = tile / {PANEL * nbx}, inpanel = tile % {PANEL * nbx};
+  const int prows = min({PANEL}, {nby} - panel * {PANEL});
+  const {T} bi = ({T})(panel * {PANEL} + inpanel % prows) * {BM}, bj = ({T})(inpanel / prows) * {TN};
   float d[{regs}];
   #pragma unroll
   for (int i = 0; i < {regs}; i++) d[i] = 0.0f;
@@ -180,94 +166,6 @@ extern "C" __global__ void __launch_bounds__({THREADS}, 1) {name}({', '.join(par
     return src, (spec.B * nbx * nby * THREADS,), (THREADS,)
 
 
-def _specialized(name: str, params: list[str], T: str, order: str, fill_code: str, mma: str, body: str, S: int,
-                 TN: int, steps: int, a_bytes: int, b_bytes: int, a_rows: str, a_step: str, b_step: str, a_lbo: int,
-                 b_lbo: int, M: int, N: int, producers: int) -> str:
-    """The warp-specialized kernel: warpgroup 0 fills the stages, up to all of them ahead; warpgroups 1 and 2
-    wait on a stage's `full` barrier, multiply, and arrive on its `empty` barrier once the wgmma that read it
-    is done, which the producer waits for before it refills the stage. A stage is full when each producer
-    thread's copies into it have landed (`cp.async.mbarrier.arrive.noinc`: the barrier counts them without
-    the producer waiting) and each producer warp has arrived after its own stores (the element-by-element
-    operands); the consumer fences the stage for wgmma's proxy after its wait. No thread waits at a
-    block-wide barrier after the start, and the producer gives registers to the two that multiply
-    (`setmaxnreg`). Consumer warps arrive once each, by their first lane."""
-    stage = a_bytes + b_bytes
-    regs = TN // 2
-    threads = THREADS + producers
-    # registers per thread: the launch gives 65536 / threads; the producers keep 40 and the consumers take the rest
-    more = min(232, (65536 // 128 - 40 * (producers // 128)) // 2 // 8 * 8)
-    return f"""{ARCH_MARK}
-{_HELPERS}
-{_WGMMA_HELPERS}
-{_MBARRIER_HELPERS}
-// zyx_dist: dynamic shared bytes {S * stage + ATOM + 16 * S}
-extern "C" __global__ void __launch_bounds__({threads}, 1) {name}({', '.join(params)}) {{
-  extern __shared__ __align__(16) unsigned char zd_pool[];
-  const unsigned base = (zd_smem(zd_pool) + {ATOM - 1}u) & ~{ATOM - 1}u;  // swizzle atoms are 1024-aligned
-  const unsigned full = base + {S * stage}u, empty = full + {8 * S}u;  // one 8-byte barrier per stage each
-  const int tid = threadIdx.x, wg = tid >> 7, w = (tid >> 5) & 3, l = tid & 31;
-{order}
-  if (threadIdx.x == 0) {{
-    for (int i = 0; i < {S}; i++) {{
-      zd_mbar_init(full + 8 * i, {producers + producers // 32});  // each producer thread's copies, each warp's stores
-      zd_mbar_init(empty + 8 * i, {THREADS // 32});  // each consumer warp
-    }}
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }}
-  __syncthreads();
-  const int steps = {steps};
-  if (tid < {producers}) {{  // the producers
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    for (int f = 0; f < steps; f++) {{
-      const unsigned bar = full + 8 * (f % {S});
-      if (f >= {S})  // the wgmma that read this stage {S} steps ago is done
-        zd_mbar_wait(empty + 8 * (f % {S}), ((f / {S}) - 1) & 1);
-      {{
-        const unsigned sa = base + (f % {S}) * {stage}u, sb = sa + {a_bytes}u;
-        const {T} k0 = ({T})f * {BK};
-{fill_code}
-      }}
-      asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(bar) : "memory");
-      __syncwarp();
-      if (l == 0) zd_mbar_arrive(bar);
-    }}
-    asm volatile("cp.async.wait_all;" ::: "memory");  // (no thread leaves with its copies in flight)
-    return;
-  }}
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 {more};");
-  const int cw = wg - {producers // 128};  // the consumer's 64 rows of the tile
-  float d[{regs}];
-  #pragma unroll
-  for (int i = 0; i < {regs}; i++) d[i] = 0.0f;
-  for (int s = 0; s < steps; s++) {{
-    zd_mbar_wait(full + 8 * (s % {S}), (s / {S}) & 1);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the stage's writes, visible to wgmma
-    const unsigned sa = base + (s % {S}) * {stage}u, sb = sa + {a_bytes}u;
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-    #pragma unroll
-    for (int kk = 0; kk < {BK // 16}; kk++) {{
-      const unsigned long long da = zd_desc(sa + {a_rows} + kk * {a_step}, {a_lbo}, 1024);
-      const unsigned long long db = zd_desc(sb + kk * {b_step}, {b_lbo}, 1024);
-      {mma}
-    }}
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");  // the step before is done: its stage free
-    if (s > 0 && l == 0) zd_mbar_arrive(empty + 8 * ((s - 1) % {S}));
-  }}
-  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-  #pragma unroll
-  for (int i = 0; i < {regs}; i++) {{  // accumulator i: row w*16 + l/4 (+8), column 8*(i/4) + 2*(l%4) (+1)
-    const {T} gi = bi + cw * 64 + w * 16 + (l >> 2) + (((i >> 1) & 1) << 3);
-    const {T} gj = bj + ((i >> 2) << 3) + ((l & 3) << 1) + (i & 1);
-    if (gi < {M} && gj < {N}) {{
-      const float acc = d[i];
-{body}
-    }}
-  }}
-}}
-"""
-
-
 def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: Epilogue, tn: int, pool: int,
                   index_type: str) -> tuple[str, str] | None:
     """(the epilogue into shared memory, the code that stores the tile) or None when the outputs' tiles do
@@ -310,20 +208,6 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
 """
     return body, store
 
-
-_MBARRIER_HELPERS = r"""#ifndef ZD_MBARRIER_HELPERS
-#define ZD_MBARRIER_HELPERS
-__device__ __forceinline__ void zd_mbar_init(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void zd_mbar_arrive(unsigned bar) {
-  asm volatile("{ .reg .b64 state; mbarrier.arrive.shared::cta.b64 state, [%0]; }" :: "r"(bar) : "memory");
-}
-__device__ __forceinline__ void zd_mbar_wait(unsigned bar, unsigned parity) {
-  asm volatile("{ .reg .pred done; ZD_MBAR_WAIT: mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1; "
-               "@!done bra ZD_MBAR_WAIT; }" :: "r"(bar), "r"(parity) : "memory");
-}
-#endif"""
 
 _WGMMA_HELPERS = r"""#ifndef ZD_WGMMA_HELPERS
 #define ZD_WGMMA_HELPERS
