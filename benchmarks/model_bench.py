@@ -170,6 +170,14 @@ def to_zd(a: np.ndarray, dtype) -> zd.Tensor:
     return zd.tensor(a).astype(dtype).realize() if dtype is not zd.float32 else zd.tensor(a).realize()
 
 
+def zd_inputs(params: dict, rng, x_shape: tuple, dtype: str) -> tuple:
+    """A forward's inputs on the zyx_dist side in `dtype` ("fp32", "bf16", "fp16"): (params, a random x of
+    `x_shape`, the causal mask), realized."""
+    zdt = zd_dtype(dtype)
+    return (_tree(params, lambda a: to_zd(a, zdt)), to_zd(rng.standard_normal(x_shape).astype(np.float32), zdt),
+            to_zd(causal_mask(x_shape[1]), zdt))
+
+
 def to_torch(a: np.ndarray, dtype):
     import torch
 

@@ -45,10 +45,7 @@ def main() -> None:
     for name in ("launch", "launch_graph"):
         setattr(zcuda.CudaBackend, name, noting(getattr(zcuda.CudaBackend, name)))
     try:
-        zdt = mb.zd_dtype(dt)
-        zp = mb._tree(params, lambda a: mb.to_zd(a, zdt))
-        zx = mb.to_zd(rng.standard_normal((B, T, D)).astype(np.float32), zdt)
-        zm = mb.to_zd(mb.causal_mask(T), zdt)
+        zp, zx, zm = mb.zd_inputs(params, rng, (B, T, D), dt)
         ops = mb.Ops("zd")
         walls, exposed, builds, walks = [], [], [], []
         for i in range(13):

@@ -45,10 +45,7 @@ def main() -> None:
     params = build(rng)
     zd.init(ray=False, devices=["cuda:0"])
     try:
-        zdt = mb.zd_dtype(dt)
-        zp = mb._tree(params, lambda a: mb.to_zd(a, zdt))
-        zx = mb.to_zd(rng.standard_normal((B, T, D)).astype(np.float32), zdt)
-        zm = mb.to_zd(mb.causal_mask(T), zdt)
+        zp, zx, zm = mb.zd_inputs(params, rng, (B, T, D), dt)
         ops = mb.Ops("zd")
         walls = []
         for i in range(8):
