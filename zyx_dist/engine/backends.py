@@ -134,11 +134,9 @@ class InProcessBackend:
         """Worker `name` frees `frees` and replays its batch template `template` with `bufs` bound, untimed,
         without command objects: (None or the first Failed, CUDA graphs replayed, bytes in use). What a
         one-worker plan template's replay sends (engine/templates.py); a trace (`time_replays`) takes the
-        commands' path instead. `meanwhile`: the driver's work that need not wait for the worker (run
-        after it here, in one thread)."""
-        failed, graphs, in_use = self.workers[name].run_replay(template, bufs, frees)
-        if meanwhile is not None:
-            meanwhile()
+        commands' path instead. `meanwhile`: the driver's work that need not wait for the worker, run by
+        the worker (one thread here) when its last launch is queued, before it waits for the device."""
+        failed, graphs, in_use = self.workers[name].run_replay(template, bufs, frees, meanwhile)
         return failed, len(graphs), in_use
 
     def run_timed(self, name: str, batch: list[Command]) -> BatchResult:

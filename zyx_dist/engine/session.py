@@ -131,6 +131,9 @@ class Session(Recovery, Exchange, Readback):
         # kernels to tune (a 4-layer GPT step here: first step 23 -> 36 s, steady 0.68 -> 0.64 steps/s)
         self.split_k = any(i.get("type") == "gpu" for i in self.infos.values())
         ir.SPLIT_K = self.split_k
+        # a repeated plan is guessed and its key checked while it runs where kernels run beside the driver's
+        # Python and take longer than the check (GPUs); on CPU devices the check would only add to the walk
+        self.guess_plans = templates.guesses_enabled(self.split_k)
         # graph structure -> kernels and their programs; every kernel must fit every device's argument space
         self.plans = PlanCache(Limits(param_bytes=min(int(i.get("max_parameter_bytes") or 1024)
                                                       for i in self.infos.values())))
@@ -358,12 +361,20 @@ class Session(Recovery, Exchange, Readback):
                 # no cyclic collection while the key (a tuple per node) is built and the replay binds its
                 # commands, as in plan(): those allocations would start collections that find nothing
                 with gc_paused():
+                    # a structure replayed before is guessed from the walk alone and checked while it runs
+                    guessing = self.guess_plans and not affinity and self.recorder is None
+                    if guessing:
+                        guess = self.plans.guess(nodes)
+                        if guess is not None and templates.replay_guess(self, nodes, guess, t0):
+                            return
                     found = self.plans.lookup(nodes, affinity)
                     if self.recorder is not None and found is not None:  # (None: told once, below)
                         self.recorder(nodes, found)
-                    if found is not None and found[2] is not None and found[2].templates and \
-                            templates.replay(self, found, t0):
-                        return
+                    if found is not None and found[2] is not None and found[2].templates:
+                        if guessing:
+                            self.plans.remember(nodes, found[2], len(found[1]))
+                        if templates.replay(self, found, t0):
+                            return
         if found is None and self.recorder is not None:
             self.recorder(nodes, None)
         kernels, programs, sched = self.plan(nodes, found, affinity)

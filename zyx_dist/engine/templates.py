@@ -35,6 +35,14 @@ def enabled(policy: str) -> bool:
     return not off and policy != "round_robin"
 
 
+def guesses_enabled(gpu: bool) -> bool:
+    """Whether a repeated structure's plan is guessed and checked while it runs (`replay_guess`): by default
+    where a GPU runs the kernels (`gpu`), which then hides the check; ZYX_DIST_PLAN_GUESSES=0/false/off
+    never, =all on every device."""
+    value = os.environ.get("ZYX_DIST_PLAN_GUESSES", "").strip().lower()
+    return value == "all" or (gpu and value not in ("0", "false", "off"))
+
+
 _ROOT_LOG = logging.getLogger(logs.ROOT)
 _PLANNING_LOGS = tuple(logs.logger(a) for a in ("kernels", "ir", "scheduler"))
 _TIMINGS_LOG = logs.logger("timings")
@@ -81,12 +89,45 @@ def replay(s, found: tuple, t0: float, recipes: bool = True) -> bool:
               _recipes(order) if recipes and s.host_copies is not None else None)
     if ran is None:
         return False
-    t, ids = ran
+    _attach(s, order, *ran)
+    return True
+
+
+def replay_guess(s, targets: list[Node], guess: tuple, t0: float) -> bool:
+    """Replay the entry that `guess` names (`PlanCache.guess`: nodes in key order, fingerprint, entry) for
+    `targets` before its key is checked, and check it while the workers run it (the walk and compare of
+    `lookup`, off the critical path): True when it ran and the structure was the entry's (results
+    attached, as `replay`); False when no template applied, or the guess was wrong: then what the run
+    made is freed, nothing else changed but the queued frees it carried, and that fingerprint is not
+    guessed from again. The fingerprint keeps a wrong guess safe: every input it binds has the shape,
+    dtype and place the plan reads, and the plan writes only memory it allocates."""
+    order, fingerprint, entry = guess
+    templates = entry.templates
+    inputs = next(iter(templates.values())).inputs
+    verdict: list[bool] = []
+
+    def check() -> bool:
+        verdict.append(s.plans.confirms(targets, entry))
+        return verdict[-1]
+
+    ran = run(s, templates, [order[p] for p in inputs], t0,
+              _recipes(order) if s.host_copies is not None else None, check)
+    if ran is None:
+        if verdict and not verdict[-1]:
+            s.plans.wrong_guess(fingerprint)
+        return False
+    s.plans.hits += 1
+    s.plans.guessed += 1
+    _attach(s, order, *ran)
+    return True
+
+
+def _attach(s, order: list[Node], t: PlanTemplate, ids: tuple[int, ...]) -> None:
+    """The template's results become their nodes' buffers."""
     ref = s._ref
     for pos, slot, dev, nbytes in t.outputs:
         n = order[pos]
         n.become_leaf(ref(n, dev, ids[slot], nbytes))
-    return True
 
 
 def _recipes(order: list[Node]) -> Callable[[PlanTemplate], None]:
@@ -100,13 +141,14 @@ def _recipes(order: list[Node]) -> Callable[[PlanTemplate], None]:
     return make
 
 
-def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[PlanTemplate], None] | None = None
-        ) -> tuple[PlanTemplate, tuple[int, ...]] | None:
+def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[PlanTemplate], None] | None = None,
+        check: Callable[[], bool] | None = None) -> tuple[PlanTemplate, tuple[int, ...]] | None:
     """Replay one of a structure's `templates` for the input leaves `leaves` (in the templates' input order):
     (the template, the buffer id of each of its slots), its results in the mirror, for the caller to attach
     (`t.outputs`: position, slot, device, bytes); None when none applies (nothing sent, nothing changed).
-    `meanwhile(t)` is the caller's work to do while the workers run `t` (it must not touch them). Raises as
-    a planned run would."""
+    `meanwhile(t)` is the caller's work to do while the workers run `t` (it must not touch them). `check()`,
+    also asked while they run, says whether the run is wanted: when it says no, what the run made is freed
+    and None is given (the frees queued before it went with it). Raises as a planned run would."""
     st: SchedulerState = s.state
     bufs = st.buffers
     ids_in, where = [], []
@@ -147,12 +189,24 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
     direct = None if timed else _direct(s, t)
     results: list = []
     # the caller's work rides along the run, unless it reads the host copies of this run's uploads (below)
-    # or the run is timed
-    also = None if meanwhile is None or uploads or timed else (lambda: meanwhile(t))
+    # or the run is timed; the check rides along unless the run is timed
+    ride = meanwhile is not None and not uploads and not timed
+    wanted: list[bool] = []
+
+    def also() -> None:
+        if check is not None:
+            wanted.append(check())
+        if ride:
+            meanwhile(t)
+
+    riding = also if (ride or check is not None) and not timed else None
     if direct is not None:
-        graphs = _run_direct(s, t, ids, *direct, also)
+        graphs = _run_direct(s, t, ids, *direct, riding)
     else:
-        results, graphs = _run_commands(s, t, ids, uploads, leaves, also)
+        results, graphs = _run_commands(s, t, ids, uploads, leaves, riding)
+    if check is not None and not (wanted[-1] if wanted else check()):
+        _rollback(s, t, ids, set(), uploads)
+        return None
     t2 = time.perf_counter() if timed else 0.0
     if not t.defined:  # every worker has its part now (until a recovery, which retires the template)
         t.defined = True
@@ -182,7 +236,7 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
         c["graph_replays"] += graphs
     for i, dev, buf, nbytes in uploads:  # before the results' recipes, which read the leaves' host copies
         s.uploaded(leaves[i], dev, buf, nbytes)
-    if meanwhile is not None and also is None:
+    if meanwhile is not None and not ride:
         meanwhile(t)
     if timed:
         if s.trace_events is not None:

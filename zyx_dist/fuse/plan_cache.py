@@ -16,6 +16,7 @@ from ..graph.ir import Node, Op
 from .kernelize import DEFAULT_LIMITS, Kernel, Limits, kernelize
 
 MAX_ENTRIES = 256
+GUESS_MIN_NODES = 64  # graphs this big or bigger are guessed (`PlanCache.guess`)
 
 
 def structure(targets: list[Node]) -> tuple[tuple, list[Node]]:
@@ -55,6 +56,38 @@ def structure(targets: list[Node]) -> tuple[tuple, list[Node]]:
     return (tuple(flat), tuple([index[t] for t in targets])), list(index)
 
 
+def walk(targets: list[Node]) -> tuple[list[Node], tuple]:
+    """(the nodes reachable from `targets` in `structure`'s position order, a fingerprint): the walk of
+    `structure` without its rows, about half its cost. The fingerprint is what a plan's replay needs to be
+    safe on this graph, not what makes it right: the node count, the targets' ops and shapes, and each
+    leaf's position, shape, dtype and pin (so a plan guessed from it reads every input within its bounds;
+    `PlanCache.guess`)."""
+    index: dict[Node, int] = {}
+    stack: list[Node] = []
+    for t in targets:
+        if t not in index:
+            index[t] = len(index)
+            stack.append(t)
+    leaves: list[tuple] = []
+    pop, push, keep, leaf = stack.pop, stack.append, leaves.append, Op.LEAF
+    while stack:
+        n = pop()
+        srcs = n.srcs
+        if srcs:
+            for s in srcs:
+                if s not in index:
+                    index[s] = len(index)
+                    push(s)
+        elif n.op is leaf:
+            keep((index[n], n.shape, n.dtype.name, n.device))
+    return list(index), (len(index), heads_of(targets), tuple(leaves))
+
+
+def heads_of(targets: list[Node]) -> tuple:
+    """The targets' part of a fingerprint (`walk`): their ops, shapes and dtypes."""
+    return tuple([(t.op, t.shape, t.dtype.name) for t in targets])
+
+
 class _Key:
     """A structure key with its hash computed once: a realize hashes its key once, and the cache's later
     lookups of the same entry (recency, templates) compare the stored key by identity."""
@@ -75,7 +108,7 @@ class Entry(list):
     """One cached structure: its kernels (node positions and programs), and beside them the plan templates
     made for it (sched/template.py; input devices -> template), which leave the cache with it."""
 
-    __slots__ = ("key", "templates")
+    __slots__ = ("fingerprint", "key", "templates")
 
 
 class PlanCache:
@@ -86,6 +119,10 @@ class PlanCache:
         self.entries: OrderedDict[_Key, Entry] = OrderedDict()
         self.hits = 0
         self.dropped: list = []  # templates of evicted entries (their workers may forget them)
+        # fingerprint (`walk`) -> the entry last replayed with it, or None once a guess from it was wrong
+        self.guesses: dict[tuple, Entry | None] = {}
+        self.heads: dict[tuple, int] = {}  # the targets' part of each fingerprint guessed from: how many
+        self.guessed = self.mispredicted = 0
 
     def kernels(self, targets: list[Node], render: Callable[[list[Kernel]], list[dict]],
                 affinity: dict[int, str] | None = None) -> tuple[list[Kernel], list[dict]]:
@@ -112,6 +149,60 @@ class PlanCache:
             self.entries.move_to_end(entry.key)  # the stored key: found by identity, not compared again
         return key, order, entry
 
+    # ---- guesses: a replay started before its key is checked (engine/templates.replay_guess) ----
+
+    def guess(self, targets: list[Node]) -> tuple[list[Node], tuple, Entry] | None:
+        """(nodes in key order, fingerprint, the entry to replay) when `targets`' fingerprint names an entry
+        that has plan templates, else None. Cheaper than `lookup` (no rows, no hash of them, no compare);
+        the caller checks the guess with `confirms` while the workers run it."""
+        if not self.heads or heads_of(targets) not in self.heads:  # (no walk for targets never guessed)
+            return None
+        order, fingerprint = walk(targets)
+        entry = self.guesses.get(fingerprint)
+        if entry is None or not entry.templates:
+            return None
+        self.entries.move_to_end(entry.key)  # (the stored key: found by identity)
+        return order, fingerprint, entry
+
+    def confirms(self, targets: list[Node], entry: Entry) -> bool:
+        """Whether `targets`' structure is `entry`'s (the full key, compared)."""
+        try:
+            return _Key(structure(targets)[0]) == entry.key
+        except TypeError:  # an argument that cannot be hashed: no cached structure is it
+            return False
+
+    def remember(self, targets: list[Node], entry: Entry, nodes: int) -> None:
+        """Let later realizes of `targets`' structure (`nodes` nodes), whose entry is `entry`, guess it: the
+        fingerprint is taken once per entry, before the targets are realized. Not for sharded graphs (their
+        keys hold their devices), nor for small ones, whose key costs little (`GUESS_MIN_NODES`)."""
+        if entry.fingerprint is not None:
+            return
+        if nodes < GUESS_MIN_NODES:
+            entry.fingerprint = ()
+            return
+        entry.fingerprint = fingerprint = walk(targets)[1]
+        if fingerprint not in self.guesses:
+            self.guesses[fingerprint] = entry
+            self.heads[fingerprint[1]] = self.heads.get(fingerprint[1], 0) + 1
+        else:  # a fingerprint two structures share is never guessed from: each guess could be the other
+            self._forget(fingerprint)
+
+    def wrong_guess(self, fingerprint: tuple) -> None:
+        """A guess from `fingerprint` named the wrong structure: no more guesses from it."""
+        self._forget(fingerprint)
+        self.mispredicted += 1
+
+    def _forget(self, fingerprint: tuple, tombstone: bool = True) -> None:
+        if self.guesses.get(fingerprint) is not None:
+            heads = fingerprint[1]
+            self.heads[heads] -= 1
+            if not self.heads[heads]:
+                del self.heads[heads]
+        if tombstone:
+            self.guesses[fingerprint] = None
+        else:
+            self.guesses.pop(fingerprint, None)
+
     def kernels_at(self, found: tuple[_Key, list[Node], Entry | None] | None, targets: list[Node],
                    render: Callable[[list[Kernel]], list[dict]], affinity: dict[int, str] | None = None
                    ) -> tuple[list[Kernel], list[dict]]:
@@ -126,11 +217,13 @@ class PlanCache:
             programs = render(kernels)
             entry = Entry((tuple(pos[o.id] for o in k.outputs), tuple(pos[x.id] for x in k.inputs), k.device,
                            tuple(pos[x.id] for x in k.frees_after), k.row, p) for k, p in zip(kernels, programs))
-            entry.key, entry.templates = key, {}
+            entry.key, entry.templates, entry.fingerprint = key, {}, None
             self.entries[key] = entry
             if len(self.entries) > MAX_ENTRIES:
                 _, old = self.entries.popitem(last=False)
                 self.dropped.extend(old.templates.values())
+                if old.fingerprint and self.guesses.get(old.fingerprint) is old:
+                    self._forget(old.fingerprint, tombstone=False)
         else:
             self.hits += 1
         kernels = [Kernel([order[i] for i in outs], [order[i] for i in ins], dev, [order[i] for i in frees], row)

@@ -160,9 +160,11 @@ def compile_template(commands: tuple, programs: dict[int, Any], graphs: bool) ->
 
 
 def run_template(worker: Any, t: WorkerTemplate, template: int, ids: tuple[int, ...], imports: tuple,
-                 launches: list) -> tuple:
+                 launches: list, before_sync: list | None = None) -> tuple:
     """Run template `t` (id `template`) on `worker` with its slots bound to buffer ids `ids` and its
-    incoming transfers' data `imports`; the exported arrays, in order."""
+    incoming transfers' data `imports`; the exported arrays, in order. `before_sync`: a list of at most
+    one callable, taken out and called at the first synchronize, before it waits (what is queued runs
+    meanwhile)."""
     if len(ids) != t.nslots:
         raise ValueError(f"{worker.device}: replay of template {template} binds {len(ids)} buffers, "
                          f"it has {t.nslots} slots")
@@ -200,6 +202,8 @@ def run_template(worker: Any, t: WorkerTemplate, template: int, ids: tuple[int, 
             elif kind == _FREE:
                 worker._free_id(ids[op[1]])
             elif kind == _SYNC:
+                if before_sync:
+                    before_sync.pop()()
                 worker._sync(op[1], launches)
             elif kind == _EXPORT:
                 c = op[1]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 import traceback
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -196,13 +196,16 @@ class Worker:
         """The batch's replayed CUDA graphs as `BatchResult.graphs` has them, where nothing was timed."""
         return tuple((first, n, 0.0) for first, n in self._graph_spans)
 
-    def run_replay(self, template: int, bufs: tuple[int, ...], frees: Sequence[int]
+    def run_replay(self, template: int, bufs: tuple[int, ...], frees: Sequence[int],
+                   before_sync: Callable[[], None] | None = None
                    ) -> tuple[Failed | None, tuple[tuple[int, int, float], ...], int]:
         """What `run([Free(b) for b in frees] + [Replay(template, bufs)])` does, untimed, without the command
         and result objects (the driver's path for a one-worker plan template, engine/templates.py, in
         process or through the actor): (None, or the Failed of the first command that failed; the CUDA
         graphs replayed, as `BatchResult.graphs`; bytes in use). As in `run`, every Free runs, and a
-        failure before the Replay skips it."""
+        failure before the Replay skips it. `before_sync()` (in process: the driver's work that may run
+        beside the device's) is called once, when the template reaches its synchronize, before waiting,
+        or at its end; also when the replay fails or is skipped, and its errors are its caller's."""
         self._begin()
         failed: Failed | None = None
         for i, buf in enumerate(frees):
@@ -212,14 +215,17 @@ class Worker:
                 self._free_id(buf)
             except Exception as e:  # noqa: BLE001 -- a value, as in `run`
                 failed = failed or _failure(i, e)
+        hook = [before_sync] if before_sync is not None else []
         if failed is None:
             profile, self.profile = self.profile, False
             try:
-                self._replay_ids(template, bufs, (), [])
+                self._replay_ids(template, bufs, (), [], hook)
             except Exception as e:  # noqa: BLE001 -- a value, as in `run`
                 failed = _failure(len(frees), e)
             finally:
                 self.profile = profile
+        if hook:  # not reached in the template (no synchronize, or it failed first)
+            hook.pop()()
         return failed, self._untimed_graphs(), self.pool.bytes_in_use
 
     def info(self) -> dict:
@@ -374,12 +380,13 @@ class Worker:
     def _replay(self, cmd: Replay, launches: list[Any]) -> tuple:
         return self._replay_ids(cmd.template, cmd.bufs, cmd.imports, launches)
 
-    def _replay_ids(self, template: int, bufs: tuple[int, ...], imports: tuple, launches: list[Any]) -> tuple:
+    def _replay_ids(self, template: int, bufs: tuple[int, ...], imports: tuple, launches: list[Any],
+                    before_sync: list | None = None) -> tuple:
         try:
             t = self._templates[template]
         except KeyError:
             raise KeyError(f"{self.device}: no batch template {template} (DefineTemplate it first)") from None
-        return run_template(self, t, template, bufs, imports, launches)
+        return run_template(self, t, template, bufs, imports, launches, before_sync)
 
     def _compile(self, cmd: Compile, launches: list[Any]) -> None:
         if not logs.enabled("timings"):
