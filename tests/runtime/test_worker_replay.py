@@ -90,6 +90,25 @@ def test_failure_inside_a_replay_still_runs_its_frees(worker):
     assert 20 not in worker._bufs and worker.stats()["bytes_in_use"] == before
 
 
+def test_run_replay_calls_its_hook_once_after_the_launches_and_before_the_wait(worker, monkeypatch):
+    """`run_replay`'s `before_sync` (the driver's work in process, e.g. checking a guessed plan) runs once,
+    when the template's launches are queued and before the synchronize waits for them; and once as well
+    when the replay fails before reaching it."""
+    x = np.random.default_rng(1).standard_normal(N).astype(np.float32)
+    setup(worker, x)
+    events: list[str] = []
+    launch, sync = worker.backend.launch, worker.backend.synchronize
+    monkeypatch.setattr(worker.backend, "launch", lambda *a, **k: events.append("launch") or launch(*a, **k))
+    monkeypatch.setattr(worker.backend, "synchronize", lambda: events.append("sync") or sync())
+    failed, _graphs, _in_use = worker.run_replay(5, (10, 40, 41), (), lambda: events.append("hook"))
+    assert failed is None and events == ["launch", "launch", "hook", "sync"]
+    np.testing.assert_allclose(ok(worker.run([CopyOut(41, "float32", (N,))]))[0], (x * 2 + 1) + x, rtol=1e-6)
+    events.clear()
+    failed, _graphs, _in_use = worker.run_replay(5, (10, 42, 41), (), lambda: events.append("hook"))
+    assert failed is not None and "already allocated" in failed.message  # slot 2's buffer exists: no launch
+    assert events == ["hook"]
+
+
 def test_bad_replays_fail_clearly(worker):
     x = np.ones(N, np.float32)
     setup(worker, x)
