@@ -204,8 +204,9 @@ class Worker:
         process or through the actor): (None, or the Failed of the first command that failed; the CUDA
         graphs replayed, as `BatchResult.graphs`; bytes in use). As in `run`, every Free runs, and a
         failure before the Replay skips it. `before_sync()` (in process: the driver's work that may run
-        beside the device's) is called once, when the template reaches its synchronize, before waiting,
-        or at its end; also when the replay fails or is skipped, and its errors are its caller's."""
+        beside the device's) is called once: when the template reaches its synchronize, before waiting
+        (an error it raises there fails the replay, as a command's would), or else at the end, also when
+        the replay failed or was skipped (an error then propagates)."""
         self._begin()
         failed: Failed | None = None
         for i, buf in enumerate(frees):
