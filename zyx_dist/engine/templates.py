@@ -76,58 +76,50 @@ def inputs_of(found: tuple) -> tuple[int, ...]:
     return leaf_positions(found[1])
 
 
-def replay(s, found: tuple, t0: float, recipes: bool = True) -> bool:
+def replay(s, found: tuple, t0: float, recipes: bool = True, check: Callable[[], bool] | None = None) -> bool:
     """Run the realize whose structure `found` (key, order, entry) names from one of its templates;
-    False (nothing sent, nothing changed) when none applies. Raises as a planned run would. `recipes`
-    False: the results get no lineage."""
+    False (nothing sent, nothing changed) when none applies, or when `check()` (asked while the workers
+    run, as `run` says) says no. Raises as a planned run would. `recipes` False: the results get no
+    lineage."""
     _key, order, entry = found
     templates = entry.templates
     if not templates:
         return False
     inputs = next(iter(templates.values())).inputs  # the structure's leaves: the same for all its templates
     ran = run(s, templates, [order[p] for p in inputs], t0,
-              _recipes(order) if recipes and s.host_copies is not None else None)
+              _recipes(order) if recipes and s.host_copies is not None else None, check)
     if ran is None:
         return False
-    _attach(s, order, *ran)
+    t, ids = ran
+    ref = s._ref
+    for pos, slot, dev, nbytes in t.outputs:
+        n = order[pos]
+        n.become_leaf(ref(n, dev, ids[slot], nbytes))
     return True
 
 
 def replay_guess(s, targets: list[Node], guess: tuple, t0: float) -> bool:
-    """Replay the entry that `guess` names (`PlanCache.guess`: nodes in key order, fingerprint, entry) for
-    `targets` before its key is checked, and check it while the workers run it (the walk and compare of
-    `lookup`, off the critical path): True when it ran and the structure was the entry's (results
-    attached, as `replay`); False when no template applied, or the guess was wrong: then what the run
-    made is freed, nothing else changed but the queued frees it carried, and that fingerprint is not
-    guessed from again. The fingerprint keeps a wrong guess safe: every input it binds has the shape,
-    dtype and place the plan reads, and the plan writes only memory it allocates."""
+    """`replay` of the entry that `guess` names (`PlanCache.guess`: nodes in key order, fingerprint, entry)
+    for `targets` before its key is checked, the check made while the workers run it (the walk and compare
+    of `lookup`, off the critical path): True when it ran and the structure was the entry's; False when no
+    template applied, or the guess was wrong: then what the run made is freed, nothing else changed but
+    the queued frees it carried, and that fingerprint is not guessed from again. The fingerprint keeps a
+    wrong guess safe: every input it binds has the shape, dtype and place the plan reads, and the plan
+    writes only memory it allocates."""
     order, fingerprint, entry = guess
-    templates = entry.templates
-    inputs = next(iter(templates.values())).inputs
     verdict: list[bool] = []
 
     def check() -> bool:
         verdict.append(s.plans.confirms(targets, entry))
         return verdict[-1]
 
-    ran = run(s, templates, [order[p] for p in inputs], t0,
-              _recipes(order) if s.host_copies is not None else None, check)
-    if ran is None:
-        if verdict and not verdict[-1]:
-            s.plans.wrong_guess(fingerprint)
-        return False
-    s.plans.hits += 1
-    s.plans.guessed += 1
-    _attach(s, order, *ran)
-    return True
-
-
-def _attach(s, order: list[Node], t: PlanTemplate, ids: tuple[int, ...]) -> None:
-    """The template's results become their nodes' buffers."""
-    ref = s._ref
-    for pos, slot, dev, nbytes in t.outputs:
-        n = order[pos]
-        n.become_leaf(ref(n, dev, ids[slot], nbytes))
+    if replay(s, (entry.key, order, entry), t0, check=check):
+        s.plans.hits += 1
+        s.plans.guessed += 1
+        return True
+    if verdict and not verdict[-1]:
+        s.plans.wrong_guess(fingerprint)
+    return False
 
 
 def _recipes(order: list[Node]) -> Callable[[PlanTemplate], None]:
