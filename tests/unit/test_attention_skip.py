@@ -136,7 +136,7 @@ def test_the_runtime_reads_the_marker_the_renderer_writes():
     kern, spec = _kernel(dt.bfloat16, _masked(_scaled(0.125, dt.bfloat16), dt.bfloat16))
     program = render_kernel(kern, CUDA)
     lay = attention_skip.layout(spec, attention_skip.rule(spec, kern))
-    shared, pro = cuda._declared(program.source)
+    shared, pro, maps = cuda._declared(program.source)
     assert shared > 0  # the staged tiles live in dynamic shared memory
-    assert pro == (f"{program.name}_pre", lay.groups, attention_skip.THREADS, lay.nbytes)
-    assert cuda._declared("extern \"C\" __global__ void k() {}") == (0, None)
+    assert pro == (f"{program.name}_pre", lay.groups, attention_skip.THREADS, lay.nbytes) and maps == ()
+    assert cuda._declared("extern \"C\" __global__ void k() {}") == (0, None, ())

@@ -17,6 +17,7 @@ for that target (the `a` features exist on compute capability 9.0 only)."""
 from __future__ import annotations
 
 from ..fuse.kernelize import Kernel
+from . import gemm_tma
 from . import symbolic as sym
 from .gemm import Epilogue, GemmSpec, Operand
 from .gemm_tc import _HELPERS, PANEL, _mode, copy_loop, value_loop
@@ -38,14 +39,22 @@ def fits(tile: int, stages: int) -> bool:
     return stages >= 3 and stages * stage_bytes(TILES[tile]) + ATOM <= SHARED_LIMIT
 
 
+def tma_usable(spec: GemmSpec) -> bool:
+    """Whether tensor-map copies can load either operand of this GEMM (the `tma` option changes something)."""
+    return any(gemm_tma.tensor_map(spec, left, _mode(spec, left), BM if left else TILES[0]) is not None
+               for left in (True, False))
+
+
 def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand: Operand, epilogue: Epilogue,
            index_type: str, tile: int = 0, stages: int = 0, deep: bool = False,
-           staged: bool = False) -> tuple[str, tuple, tuple]:
+           staged: bool = False, tma: bool = False) -> tuple[str, tuple, tuple]:
     """`deep`: copies `stages - 1` k-steps ahead and each step's wgmma waited for before the next step's copies
     (no wgmma in flight across steps), for tiles small enough that two work-groups share an SM and fill each
     other's gaps; else `stages - 2` ahead with one wgmma group in flight. `staged`: the epilogue writes the
     outputs' tile into shared memory, which is then stored row by row, neighbours by neighbours (an
-    accumulator's own layout writes 8 rows a few bytes each per warp), where the tiles fit."""
+    accumulator's own layout writes 8 rows a few bytes each per warp), where the tiles fit. `tma`: the operands
+    the tensor memory accelerator can read (gemm_tma.py) arrive by one thread's tensor-map copies, which signal
+    the stage's mbarrier, instead of every thread's 16-byte copies."""
     TN = TILES[tile if tile < len(TILES) else 0]
     S = stages if stages and fits(tile, stages) else 4 if fits(tile, 4) else 3
     ahead = S - 1 if deep else S - 2  # k-steps whose copies are in flight beside the wgmma of this one
@@ -55,7 +64,10 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
     to_bits = "zd_bf16_store({})" if kind == "bf16" else "__half_as_ushort(__float2half_rn({}))"
     a_bytes, b_bytes = 2 * BM * BK, 2 * TN * BK
     bz, gi, gj, gk = spec.vars()
-    fill: list[str] = []
+    fill: list[str] = []  # every thread's copies of the operands TMA does not load
+    tma_copies: list[str] = []  # one thread's tensor-map copies of those it does
+    maps: list[tuple[str, gemm_tma.TensorMap]] = []
+    tx = 0  # bytes the tensor-map copies of one k-step deliver
     trans: dict[bool, int] = {}
     for left in (True, False):
         mode = _mode(spec, left)
@@ -64,7 +76,13 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
         at = "sa" if left else "sb"
         me, size, first = (gi, M, "bi") if left else (gj, N, "bj")
         view = spec.a_view if left else spec.b_view
-        if mode in ("k", "mn"):
+        tmap = gemm_tma.tensor_map(spec, left, mode, rows) if tma else None
+        if tmap is not None:
+            map_name = "zd_tma_a" if left else "zd_tma_b"
+            maps.append((map_name, tmap))
+            tma_copies += gemm_tma.copies(tmap, map_name, at, first, "k0", "bar", rows)
+            tx += a_bytes if left else b_bytes
+        elif mode in ("k", "mn"):
             if mode == "k":
                 where = "const int row = e >> 3, kc = (e & 7) << 3;\n      const unsigned off = row * 128 + kc * 2;"
             else:
@@ -79,7 +97,26 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
             fill.append(value_loop(rows * BK, THREADS, "const int row = e >> 6, kc = e & 63;", me.name, first, size,
                                    K, T, lines, value, f"zd_st_shared_u16({at} + zd_swz(row * 128 + kc * 2), "
                                                        f"{to_bits.format('v')})"))
+    cp = bool(fill)  # some operand still arrives by cp.async
+    if tma_copies:  # thread 0 arms the stage's barrier with the bytes to come, then starts the copies
+        fill.append("    if (tid == 0) {\n      const unsigned bar = bars + (f % " + str(S) + ") * 8u;\n"
+                    f"      zd_bar_expect(bar, {tx}u);\n"
+                    + "".join(f"      {c}\n" for c in tma_copies) + "    }")
     fill_code = "\n".join(fill)
+    commit = "zd_cp_commit();" if cp else ""
+    landed = (f'    asm volatile("cp.async.wait_group {ahead - 1};" ::: "memory");  // this step\'s copies have landed\n'
+              '    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // ... and are visible to wgmma\'s reads\n'
+              if cp else "")
+    arrived = f"    zd_bar_wait(bars + (s % {S}) * 8u, (s / {S}) & 1);  // the tensor-map copies have landed\n" \
+        if maps else ""
+    map_params = [f"const __grid_constant__ zd_tmap {n}" for n, _ in maps]
+    map_marks = "".join(m.marker() + "\n" for _, m in maps)
+    coords = "".join(f"  {gemm_tma.coordinates(m, n)}\n" for n, m in maps if m.digits)
+    barriers = (f"  __shared__ __align__(8) unsigned long long zd_full[{S}];  // per stage: its tensor-map copies landed\n"
+                "  const unsigned bars = zd_smem(zd_full);\n"
+                f"  if (tid == 0) {{\n    for (int i = 0; i < {S}; i++) zd_bar_init(bars + i * 8u, 1);\n"
+                '    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");\n  }\n'
+                "  __syncthreads();  // the barriers are set up before anyone waits on them\n") if maps else ""
     # descriptors: K-major tiles step 32 bytes per k16 and hold the warpgroup's rows 128 bytes apart;
     # MN-major tiles step 8 rows of 128 bytes per k16 and hold 64-row blocks 8192 bytes apart
     a_rows = "wg * 64 * 128" if not trans[True] else "wg * 8192"
@@ -99,13 +136,14 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
         body, store_out = store
     else:
         store_out = ""
-    reuse = ('  asm volatile("cp.async.wait_all;" ::: "memory");\n'
-             "  __syncthreads();  // every warpgroup is done with the stages the tile is staged in\n") if store_out else ""
+    reuse = (('  asm volatile("cp.async.wait_all;" ::: "memory");\n' if cp else "")
+             + "  __syncthreads();  // every warpgroup is done with the stages the tile is staged in\n") if store_out else ""
     src = f"""{ARCH_MARK}
 {_HELPERS}
 {_WGMMA_HELPERS}
+{gemm_tma.HELPERS if maps else ""}
 // zyx_dist: dynamic shared bytes {shared}
-extern "C" __global__ void __launch_bounds__({THREADS}, 1) {name}({', '.join(params)}) {{
+{map_marks}extern "C" __global__ void __launch_bounds__({THREADS}, 1) {name}({', '.join(params + map_params)}) {{
   extern __shared__ __align__(16) unsigned char zd_pool[];
   const unsigned base = (zd_smem(zd_pool) + {ATOM - 1}u) & ~{ATOM - 1}u;  // swizzle atoms are 1024-aligned
   const int tid = threadIdx.x, wg = tid >> 7, w = (tid >> 5) & 3, l = tid & 31;
@@ -114,7 +152,7 @@ extern "C" __global__ void __launch_bounds__({THREADS}, 1) {name}({', '.join(par
   const int panel = tile / {PANEL * nbx}, inpanel = tile % {PANEL * nbx};
   const int prows = min({PANEL}, {nby} - panel * {PANEL});
   const {T} bi = ({T})(panel * {PANEL} + inpanel % prows) * {BM}, bj = ({T})(inpanel / prows) * {TN};
-  float d[{regs}];
+{coords}{barriers}  float d[{regs}];
   #pragma unroll
   for (int i = 0; i < {regs}; i++) d[i] = 0.0f;
   const int steps = {-(-K // BK)};
@@ -125,12 +163,10 @@ extern "C" __global__ void __launch_bounds__({THREADS}, 1) {name}({', '.join(par
       const {T} k0 = ({T})f * {BK};
 {fill_code}
     }}
-    zd_cp_commit();
+    {commit}
   }}
   for (int s = 0; s < steps; s++) {{
-    asm volatile("cp.async.wait_group {ahead - 1};" ::: "memory");  // this step's copies have landed
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // ... and are visible to wgmma's reads
-    __syncthreads();  // for every thread; and every wgmma but the last one's is done with its stage
+{landed}    __syncthreads();  // for every thread; and every wgmma but the last one's is done with its stage
     {{
       const int f = s + {ahead};
       if (f < steps) {{  // into the stage a finished wgmma read (the last step's if deep, else the one before)
@@ -138,9 +174,9 @@ extern "C" __global__ void __launch_bounds__({THREADS}, 1) {name}({', '.join(par
         const {T} k0 = ({T})f * {BK};
 {fill_code}
       }}
-      zd_cp_commit();
+      {commit}
     }}
-    const unsigned sa = base + (s % {S}) * {a_bytes + b_bytes}u, sb = sa + {a_bytes}u;
+{arrived}    const unsigned sa = base + (s % {S}) * {a_bytes + b_bytes}u, sb = sa + {a_bytes}u;
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     #pragma unroll
     for (int kk = 0; kk < {BK // 16}; kk++) {{

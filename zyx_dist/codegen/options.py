@@ -31,7 +31,8 @@ class KernelOpts:
     stages: int = 0  # tensor-core GEMM: shared-memory stages of the k-steps in flight (0 = 2, static memory)
     tile: int = 0  # GEMM: the tile shape (an index of gemm.TILES / gemm_tc.TILES); gemm.PLAIN = plain reduce loops
     cpu_rows: int = 0  # GEMM on CPUs: rows per work-item of gemm_cpu's template (0: the tiled GPU template)
-    wgmma: int = 0  # tensor-core GEMM: 1 = Hopper's wgmma (gemm_wgmma.py; `tile` then indexes its TILES)
+    wgmma: int = 0  # tensor-core GEMM: 1 = Hopper's wgmma (gemm_wgmma.py; `tile` then indexes its TILES), 2 = the
+    # same with the operands TMA can read loaded by tensor-map copies (gemm_tma.py)
 
     def tag(self) -> str:
         """A short name of the non-default choices, part of the program name."""
@@ -61,6 +62,7 @@ class Shape:
     tensor_cores: bool = False  # GEMM: on tensor cores (half-type operands, CUDA)
     attention: bool = False  # the fused attention kernel
     wgmma: bool = False  # GEMM or attention on tensor cores of a dialect with wgmma (compute capability 9.0)
+    tma: bool = False  # a wgmma GEMM with an operand that tensor-map copies can load
 
 
 def default(s: Shape) -> KernelOpts:
@@ -146,6 +148,9 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
             # twice per SM)
             out = [KernelOpts(wgmma=1, tile=t, stages=st, prefetch=p, cache=c) for c in (0, 1)
                    for t, st, p in ((0, 4, 0), (1, 4, 0), (0, 3, 0), (1, 3, 0), (1, 3, 1), (1, 5, 0))] + out
+            if s.tma:
+                out = [KernelOpts(wgmma=2, tile=t, stages=st, prefetch=p, cache=c) for c in (1, 0)
+                       for t, st, p in ((0, 4, 0), (1, 4, 0), (1, 3, 1))] + out
     elif not s.gpu and s.dialect == "opencl":  # CPUs: SIMD lanes over columns, no local memory (gemm_cpu)
         out = [KernelOpts(cpu_rows=r) for r in (8, 4)] + [KernelOpts(tile=tiles[0])]
     elif s.gpu and groups(3) < 2 * FILL:

@@ -527,7 +527,7 @@ class _Renderer:
                                              o.cpu_rows)
         elif gemm_tc.usable(spec, self.k, self.d) and o.wgmma and self.d.wgmma:
             body, gws, lws = gemm_wgmma.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile,
-                                               o.stages, bool(o.prefetch), bool(o.cache))
+                                               o.stages, bool(o.prefetch), bool(o.cache), o.wgmma == 2)
         elif gemm_tc.usable(spec, self.k, self.d):
             body, gws, lws = gemm_tc.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile,
                                             o.stages)
@@ -554,7 +554,8 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
     if spec is not None:
         return options.Shape(prod(kernel.shape), 1, spec.K, 0, True, False, d.name, gpu, max_lws,
                              (spec.B, spec.M, spec.N, spec.K), gemm_tc.usable(spec, kernel, d),
-                             wgmma=d.wgmma and gemm_tc.usable(spec, kernel, d))
+                             wgmma=d.wgmma and gemm_tc.usable(spec, kernel, d),
+                             tma=d.wgmma and gemm_tc.usable(spec, kernel, d) and gemm_wgmma.tma_usable(spec))
     if kernel.row:
         return r.shape_facts(1, 0, prod(kernel.shape[-kernel.row:]), gpu, max_lws)
     r.elementwise_body(r.root, flat_index(kernel.shape, sym.Var("gid", 0, max(prod(kernel.shape) - 1, 0))))
