@@ -144,6 +144,28 @@ def test_cuda_wgmma_gemm_against_numpy(cuda_worker, dtype, case, tile, stages, d
     assert np.abs(got - exp).max() <= tol * scale, (name, np.abs(got - exp).max(), scale)
 
 
+@pytest.mark.skipif(not compute_capability_9(), reason="TMA needs compute capability 9.0")
+@pytest.mark.parametrize("dtype", [np.float16, BF], ids=["float16", "bfloat16"])
+@pytest.mark.parametrize("case", WGMMA_CASES, ids=[c[0] for c in WGMMA_CASES])
+@pytest.mark.parametrize("staged", [0, 1], ids=["direct", "staged"])
+@pytest.mark.parametrize("tile,stages,deep", [(0, 4, 0), (1, 4, 0), (1, 3, 1)], ids=["t256s4", "t128s4", "t128s3deep"])
+def test_cuda_wgmma_tma_gemm_against_numpy(cuda_worker, dtype, case, tile, stages, deep, staged):
+    """The wgmma GEMM with its operands loaded by tensor-map copies where TMA can express them (`wgmma=2`): batch
+    digits of a permuted qkv view, broadcast batch, flattened 3-D rows, MN-major (transposed) operands, tails past
+    every edge (zero-filled by the copies), an operand evaluated element by element beside a TMA one."""
+    name, arrays, build, ref = case
+    t = build([zd.tensor(x.astype(dtype)) for x in arrays])
+    if name.startswith("deep_k"):
+        exp = ref([x.astype(dtype).astype(np.float32) for x in arrays])
+    else:
+        exp = _expected(name, arrays, dtype)
+    opts = KernelOpts(wgmma=2, tile=tile, stages=stages, prefetch=deep, cache=staged)
+    got = run_kernels(cuda_worker, t, lambda k: opts, "cuda_sm90a").astype(np.float32)
+    scale = np.abs(exp).max()
+    tol = 5e-3 if dtype == np.float16 else 1.5e-2
+    assert np.abs(got - exp).max() <= tol * scale, (name, np.abs(got - exp).max(), scale)
+
+
 @pytest.mark.skipif(nvidia_opencl_index() is None, reason="no NVIDIA OpenCL device")
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_nvidia_opencl_gemm_against_numpy(case):

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import DeviceError, OutOfMemoryError
 from ..protocol import KernelOps
+from . import cuda_tma
 from .device import BuildError, ProgramCache
 
 try:
@@ -125,13 +126,16 @@ class _Kernel:
     arguments and a scratch buffer of its own (passed last to both), in which it leaves what the main
     kernel reads (codegen/attention_skip.py: which blocks attention may leave out)."""
 
-    __slots__ = ("function", "module", "name", "prologue", "scratch", "scratch_arg", "shared_bytes")
+    __slots__ = ("entry", "function", "maps", "module", "name", "prologue", "scratch", "scratch_arg", "shared_bytes")
 
     def __init__(self, module: Any, function: Any, name: str, shared_bytes: int = 0,
-                 prologue: tuple[Any, int, int] | None = None, scratch: Any = None) -> None:
+                 prologue: tuple[Any, int, int] | None = None, scratch: Any = None,
+                 maps: cuda_tma.Params | None = None) -> None:
         self.module, self.function, self.name, self.shared_bytes = module, function, name, shared_bytes
         self.prologue, self.scratch = prologue, scratch  # (function, work-groups, threads), device memory
         self.scratch_arg = np.uint64(scratch.ptr) if scratch is not None else None  # made once, not per launch
+        self.maps = maps  # the tensor maps passed after the buffers (a kernel with TMA copies), else None
+        self.entry = getattr(function, "kernel", function).ptr if maps is not None else 0  # its CUfunction, for the driver's launch
 
 
 def _call(prog: _Kernel, grid: int, block: int, args: tuple) -> None:
@@ -142,7 +146,14 @@ def _call(prog: _Kernel, grid: int, block: int, args: tuple) -> None:
         function, groups, threads = prog.prologue
         args = (*args, prog.scratch_arg)
         function((groups,), (threads,), args)
-    if prog.shared_bytes:
+    if prog.maps is not None:  # by the driver's launch: CuPy has no by-value struct of 64-byte alignment
+        try:
+            params = prog.maps.block(tuple([int(a) for a in args]))
+        except ValueError as e:
+            raise DeviceError(f"launch of {prog.name}: {e}") from None
+        cp.cuda.driver.launchKernel(prog.entry, grid, 1, 1, block, 1, 1, prog.shared_bytes,
+                                    cp.cuda.get_current_stream().ptr, params, 0)
+    elif prog.shared_bytes:
         prog.function((grid,), (block,), args, shared_mem=prog.shared_bytes)
     else:
         prog.function((grid,), (block,), args)
@@ -159,17 +170,21 @@ def _marked(source: str, mark: str) -> list[str] | None:
     return None if at < 0 else source[at + len(mark):].split("\n", 1)[0].split()
 
 
-def _declared(source: str) -> tuple[int, tuple[str, int, int, int] | None]:
-    """(the dynamic shared bytes, the prologue (entry, work-groups, threads, scratch bytes) or None) that a
-    kernel source declares in its marker lines."""
+def _declared(source: str) -> tuple[int, tuple[str, int, int, int] | None, tuple[cuda_tma.MapSpec, ...]]:
+    """(the dynamic shared bytes, the prologue (entry, work-groups, threads, scratch bytes) or None, the
+    tensor maps) that a kernel source declares in its marker lines."""
     digits = _marked(source, SHARED_MARK)
     shared = int(digits[0]) if digits and digits[0].isdigit() else 0
+    try:
+        maps = cuda_tma.parse(source) if cuda_tma.MARK in source else ()
+    except ValueError as e:
+        raise BuildError(str(e)) from None
     words = _marked(source, PROLOGUE_MARK)
     if words is None:
-        return shared, None
-    if len(words) != 4 or not all(w.isdigit() for w in words[1:]):
+        return shared, None, maps
+    if len(words) != 4 or not all(w.isdigit() for w in words[1:]) or maps:
         raise BuildError(f"a malformed prologue line in a kernel source: {' '.join(words)!r}")
-    return shared, (words[0], int(words[1]), int(words[2]), int(words[3]))
+    return shared, (words[0], int(words[1]), int(words[2]), int(words[3])), maps
 
 
 class CudaBackend:
@@ -341,14 +356,14 @@ class CudaBackend:
                 function = module.get_function(name)
             except cp.cuda.driver.CUDADriverError as e:
                 raise BuildError(str(e)) from e
-            shared, pro = self._declared.get(id(module), (0, None))
+            shared, pro, maps = self._declared.get(id(module), (0, None, ()))
             if shared > 48 * 1024:  # past the default limit only once the function's attribute is raised
                 try:
                     function.max_dynamic_shared_size_bytes = shared
                 except Exception as e:  # cupy or the driver refused: report it as a failed build
                     raise BuildError(f"kernel {name!r} needs {shared} bytes of shared memory: {e}") from e
             if pro is None:
-                return _Kernel(module, function, name, shared)
+                return _Kernel(module, function, name, shared, maps=cuda_tma.Params(maps) if maps else None)
             try:
                 first = module.get_function(pro[0])
             except cp.cuda.driver.CUDADriverError as e:
