@@ -119,6 +119,20 @@ def _wgmma_cases():
                     ("deep_k_bt", [a, bt], lambda t: t[0] @ t[1].mT, lambda n: n[0] @ n[1].T)]
 
 
+def _check_wgmma(cuda_worker, dtype, case, opts: KernelOpts) -> None:
+    """One wgmma GEMM case run with `opts` on the worker, against NumPy at the half type's tolerance."""
+    name, arrays, build, ref = case
+    t = build([zd.tensor(x.astype(dtype)) for x in arrays])
+    if name.startswith("deep_k"):
+        exp = ref([x.astype(dtype).astype(np.float32) for x in arrays])
+    else:
+        exp = _expected(name, arrays, dtype)
+    got = run_kernels(cuda_worker, t, lambda k: opts, "cuda_sm90a").astype(np.float32)
+    scale = np.abs(exp).max()
+    tol = 5e-3 if dtype == np.float16 else 1.5e-2
+    assert np.abs(got - exp).max() <= tol * scale, (name, np.abs(got - exp).max(), scale)
+
+
 WGMMA_CASES = _wgmma_cases()
 
 
@@ -131,17 +145,7 @@ WGMMA_CASES = _wgmma_cases()
 def test_cuda_wgmma_gemm_against_numpy(cuda_worker, dtype, case, tile, stages, deep, staged):
     """Hopper's wgmma GEMM (codegen/gemm_wgmma.py, the dialect of compute capability 9.0) at every shape class,
     each tile and stage option the tuner may pick."""
-    name, arrays, build, ref = case
-    t = build([zd.tensor(x.astype(dtype)) for x in arrays])
-    if name.startswith("deep_k"):
-        exp = ref([x.astype(dtype).astype(np.float32) for x in arrays])
-    else:
-        exp = _expected(name, arrays, dtype)
-    opts = KernelOpts(wgmma=1, tile=tile, stages=stages, prefetch=deep, cache=staged)
-    got = run_kernels(cuda_worker, t, lambda k: opts, "cuda_sm90a").astype(np.float32)
-    scale = np.abs(exp).max()
-    tol = 5e-3 if dtype == np.float16 else 1.5e-2
-    assert np.abs(got - exp).max() <= tol * scale, (name, np.abs(got - exp).max(), scale)
+    _check_wgmma(cuda_worker, dtype, case, KernelOpts(wgmma=1, tile=tile, stages=stages, prefetch=deep, cache=staged))
 
 
 @pytest.mark.skipif(not compute_capability_9(), reason="TMA needs compute capability 9.0")
@@ -153,17 +157,7 @@ def test_cuda_wgmma_tma_gemm_against_numpy(cuda_worker, dtype, case, tile, stage
     """The wgmma GEMM with its operands loaded by tensor-map copies where TMA can express them (`wgmma=2`): batch
     digits of a permuted qkv view, broadcast batch, flattened 3-D rows, MN-major (transposed) operands, tails past
     every edge (zero-filled by the copies), an operand evaluated element by element beside a TMA one."""
-    name, arrays, build, ref = case
-    t = build([zd.tensor(x.astype(dtype)) for x in arrays])
-    if name.startswith("deep_k"):
-        exp = ref([x.astype(dtype).astype(np.float32) for x in arrays])
-    else:
-        exp = _expected(name, arrays, dtype)
-    opts = KernelOpts(wgmma=2, tile=tile, stages=stages, prefetch=deep, cache=staged)
-    got = run_kernels(cuda_worker, t, lambda k: opts, "cuda_sm90a").astype(np.float32)
-    scale = np.abs(exp).max()
-    tol = 5e-3 if dtype == np.float16 else 1.5e-2
-    assert np.abs(got - exp).max() <= tol * scale, (name, np.abs(got - exp).max(), scale)
+    _check_wgmma(cuda_worker, dtype, case, KernelOpts(wgmma=2, tile=tile, stages=stages, prefetch=deep, cache=staged))
 
 
 @pytest.mark.skipif(nvidia_opencl_index() is None, reason="no NVIDIA OpenCL device")
