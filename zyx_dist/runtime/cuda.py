@@ -182,7 +182,9 @@ def _declared(source: str) -> tuple[int, tuple[str, int, int, int] | None, tuple
     words = _marked(source, PROLOGUE_MARK)
     if words is None:
         return shared, None, maps
-    if len(words) != 4 or not all(w.isdigit() for w in words[1:]) or maps:
+    if maps:  # the launch by the driver (for the maps) has no place for a prologue kernel
+        raise BuildError("a kernel source declares both a prologue and tensor maps")
+    if len(words) != 4 or not all(w.isdigit() for w in words[1:]):
         raise BuildError(f"a malformed prologue line in a kernel source: {' '.join(words)!r}")
     return shared, (words[0], int(words[1]), int(words[2]), int(words[3])), maps
 
