@@ -11,6 +11,7 @@ own copy of the parameters, so the cache may drop entries freely.
 from __future__ import annotations
 
 import ctypes
+import functools
 from collections import OrderedDict
 from typing import NamedTuple
 
@@ -20,7 +21,6 @@ MARK = "// zyx_dist: tensor map "
 _DTYPES = {"f16": 6, "bf16": 9}  # CU_TENSOR_MAP_DATA_TYPE_FLOAT16, _BFLOAT16
 _SWIZZLE_128B, _L2_256B, _INTERLEAVE_NONE, _OOB_ZERO = 3, 3, 0, 0
 CACHED_BLOCKS = 64  # parameter blocks kept per kernel
-_encode = None
 
 
 class MapSpec(NamedTuple):
@@ -51,17 +51,16 @@ def parse(source: str) -> tuple[MapSpec, ...]:
     return tuple(out)
 
 
+@functools.cache
 def _driver():
-    global _encode
-    if _encode is None:
-        lib = ctypes.CDLL("libcuda.so.1")
-        f = lib.cuTensorMapEncodeTiled
-        u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
-        f.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p, u32p, u32p,
-                      ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
-        f.restype = ctypes.c_int
-        _encode = f
-    return _encode
+    """The driver's cuTensorMapEncodeTiled, loaded once (cached: no module state to rebind)."""
+    lib = ctypes.CDLL("libcuda.so.1")
+    f = lib.cuTensorMapEncodeTiled
+    u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
+    f.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p, u32p, u32p,
+                  ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    f.restype = ctypes.c_int
+    return f
 
 
 def encode(spec: MapSpec, address: int, out: np.ndarray) -> None:
