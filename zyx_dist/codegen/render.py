@@ -552,10 +552,10 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
                              wgmma=attention_tc.wgmma_usable(fused, d))
     spec = gemm.match(kernel)
     if spec is not None:
+        tc = gemm_tc.usable(spec, kernel, d)
         return options.Shape(prod(kernel.shape), 1, spec.K, 0, True, False, d.name, gpu, max_lws,
-                             (spec.B, spec.M, spec.N, spec.K), gemm_tc.usable(spec, kernel, d),
-                             wgmma=d.wgmma and gemm_tc.usable(spec, kernel, d),
-                             tma=d.wgmma and gemm_tc.usable(spec, kernel, d) and gemm_wgmma.tma_usable(spec))
+                             (spec.B, spec.M, spec.N, spec.K), tc, wgmma=d.wgmma and tc,
+                             tma=d.wgmma and tc and gemm_wgmma.tma_usable(spec))
     if kernel.row:
         return r.shape_facts(1, 0, prod(kernel.shape[-kernel.row:]), gpu, max_lws)
     r.elementwise_body(r.root, flat_index(kernel.shape, sym.Var("gid", 0, max(prod(kernel.shape) - 1, 0))))
