@@ -201,14 +201,14 @@ class Session(Recovery, Exchange, Readback):
         if not self.pending_frees:
             return
         frees, self.pending_frees[:] = list(self.pending_frees), []
-        holders = self.holders
+        holders, mirror, queue = self.holders, self.state, self.free_queue
         for dev, buf in frees:
             holders.pop(buf, None)
-            if buf in self.state.buffers or any(buf in st.buffers for st in states):
-                self.state.free(buf)
+            if buf in mirror.buffers or (states and any(buf in st.buffers for st in states)):
+                mirror.free(buf)
                 for st in states:
                     st.free(buf)
-                self.free_queue.append((dev, buf))
+                queue.append((dev, buf))
 
     def _run(self, steps: list[dict[str, list]], planned: SchedulerState | None = None,
              compiled: bool = False, meanwhile: Callable[[], None] | None = None) -> list[dict[str, BatchResult]]:
@@ -321,7 +321,7 @@ class Session(Recovery, Exchange, Readback):
         gives the per-shard devices the kernelizer places by."""
         if self.recorder is None:  # (a zd.jit capture must not bake a view's values in as host data)
             self._host_small_views(todo)
-        return shard.distribute([n for n in todo if not n.realized])
+        return shard.distribute(todo)  # (which leaves the leaves out)
 
     def uploaded(self, leaf: Node, dev: str, buf: int, nbytes: int) -> None:
         """A host leaf now uploaded into `buf` on `dev` (by a planned run or a template's replay): it holds the

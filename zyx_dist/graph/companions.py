@@ -20,7 +20,7 @@ def attach(node: Node, others: list[Node]) -> None:
 
 
 def with_companions(nodes: list[Node]) -> list[Node]:
-    if not _COMPANIONS:
+    if not _COMPANIONS.data:  # (the dict's own: len() of a weak dictionary is a Python call)
         return nodes
     extra: list[Node] = []
     for n in nodes:

@@ -224,7 +224,7 @@ def _reshape_axis(old: tuple[int, ...], new: tuple[int, ...], axis: int,
 def distribute(targets: list[Node]) -> dict[int, str]:
     """Rewrite `targets` (in place, same values) to run per shard where they depend on sharded tensors;
     gives node id -> device for the per-shard nodes (empty when nothing is sharded)."""
-    if not _SHARDED and not _MADE:
+    if not _SHARDED.data and not _MADE.data:  # (the dicts' own: len() of a weak dictionary is a Python call)
         return {}
     targets = [t for t in targets if t.op is not Op.LEAF]
     order = toposort(targets)
