@@ -94,6 +94,7 @@ STEPS_PER_OCTAVE = 8  # above SMALL: 8 buckets per power of two, so rounding was
 
 
 @functools.lru_cache(maxsize=4096)  # the driver's planner asks several times per kernel, for few sizes
+@functools.lru_cache(maxsize=4096)  # a step asks for the same few sizes again and again
 def bucket_size(nbytes: int) -> int:
     """The bytes a worker's pool actually reserves for a request of `nbytes` (0 bytes still takes one small
     bucket)."""

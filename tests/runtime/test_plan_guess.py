@@ -116,3 +116,20 @@ def test_targets_never_guessed_are_not_walked_for_a_guess(guessing, monkeypatch)
     x = zd.tensor(rng((7, 13), seed=25)).realize()
     y = (x.sum(axis=1) * 5).realize()  # targets of a shape nothing here was guessed from
     assert y.shape == (7,) and not walks
+
+
+def test_a_small_graph_is_guessed_only_where_its_kernels_outlast_its_check(guessing, monkeypatch):
+    """Below GUESS_MIN_NODES a structure is guessed only when its plan's measured device time is at least
+    GUESS_SECONDS_PER_NODE a node (the check of its key then hides behind the kernels); otherwise it is keyed
+    before it runs, as without guessing. The same realizes give NumPy's results either way."""
+    monkeypatch.setattr(plan_cache, "GUESS_MIN_NODES", 64)
+    # no device time is long enough / any is (each with a structure of its own: remember() decides once for each)
+    for per_node, guesses, cols in ((1.0, False, 256), (0.0, True, 384)):
+        monkeypatch.setattr(plan_cache, "GUESS_SECONDS_PER_NODE", per_node)
+        a = rng((64, cols), seed=31)
+        x = zd.tensor(a).realize()
+        want = (a - a.mean(axis=-1, keepdims=True)) / np.sqrt(a.var(axis=-1, keepdims=True) + 1e-5)
+        guessed = guessing.plans.guessed
+        for _ in range(6):  # plan (and compile), plan and keep the template, replay and decide, guess or key
+            np.testing.assert_allclose(zd.layer_norm(x, axis=-1).realize().numpy(), want, rtol=1e-4, atol=1e-5)
+        assert guessing.plans.guessed - guessed >= 2 if guesses else guessing.plans.guessed == guessed

@@ -50,7 +50,7 @@ def test_forget_returns_all_pending_and_seed():
     t.record((), (1,), "w1")
     t.record((1,), (2,), "k1")
     assert sorted(t.forget(1)) == ["k1", "w1"]
-    assert t.wait_list((1,), (1,)) == [] and t.forget(1) == []
+    assert t.wait_list((1,), (1,)) == [] and t.forget(1) == ()
     t.seed(5, ["old_w", "old_r"])
     assert t.wait_list((5,), ()) == ["old_w", "old_r"]
     t.record((), (5,), "new")

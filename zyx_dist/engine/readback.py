@@ -85,12 +85,16 @@ class Readback:
             return None
         return host_view.apply(self._read(src), moves)
 
-    def _host_small_views(self, todo: list[Node]) -> None:
+    def _host_small_views(self, todo: list[Node]) -> bool:
         """In-process workers and small results (where a compile, not the run, is the cost): a small view
         costs a memcpy, and keeping its offsets out of the kernel saves a compile per offset. This rewrites
-        the graph, so it comes before the plan cache's lookup (whose key is the rewritten structure)."""
+        the graph, so it comes before the plan cache's lookup (whose key is the rewritten structure). Whether
+        it rewrote any."""
         if not host_view.SMALL_OFFSET_VIEWS.data:  # no small pad or flip alive: no view to find (small_views)
-            return
+            return False
+        views = []
         if self.host_copies is None and sum(_nbytes(n) for n in todo) <= SMALL_RESULT_BYTES:
-            for view in host_view.small_views(todo, self._small_source):
+            views = host_view.small_views(todo, self._small_source)
+            for view in views:
                 host_view.to_host_leaf(view, self._read(view))
+        return bool(views)

@@ -200,11 +200,13 @@ class Session(Recovery, Exchange, Readback):
         next batch."""
         if not self.pending_frees:
             return
-        frees, self.pending_frees[:] = list(self.pending_frees), []
+        frees = self.pending_frees[:]
+        del self.pending_frees[:len(frees)]  # (what a __del__ queues meanwhile stays queued)
         holders, mirror, queue = self.holders, self.state, self.free_queue
+        known = mirror.buffers
         for dev, buf in frees:
             holders.pop(buf, None)
-            if buf in mirror.buffers or (states and any(buf in st.buffers for st in states)):
+            if buf in known or (states and any(buf in st.buffers for st in states)):
                 mirror.free(buf)
                 for st in states:
                     st.free(buf)
@@ -296,7 +298,7 @@ class Session(Recovery, Exchange, Readback):
             if n.size == 0 and not n.realized:
                 n.become_leaf(None)
         if found is None:  # (with `found`, the caller prepared the graph before its lookup)
-            affinity = self._prepare([n for n in nodes if not n.realized])
+            affinity = self._prepare([n for n in nodes if not n.realized])[0]
         ta = time.perf_counter()
         targets = [n for n in nodes if not n.realized]
         with gc_paused():
@@ -315,13 +317,14 @@ class Session(Recovery, Exchange, Readback):
         self.plan_phases = (ta, tb, tc, time.perf_counter())  # for zd.trace
         return kernels, programs, sched
 
-    def _prepare(self, todo: list[Node]) -> dict[int, str]:
+    def _prepare(self, todo: list[Node]) -> tuple[dict[int, str], bool]:
         """The rewrites before the plan cache's lookup (whose key is the rewritten structure): small views
         read on the host, then data parallelism (graph/shard.py: work on sharded tensors per shard), which
-        gives the per-shard devices the kernelizer places by."""
-        if self.recorder is None:  # (a zd.jit capture must not bake a view's values in as host data)
-            self._host_small_views(todo)
-        return shard.distribute(todo)  # (which leaves the leaves out)
+        gives the per-shard devices the kernelizer places by: (those devices, whether a small view became
+        a host leaf)."""
+        # (a zd.jit capture must not bake a view's values in as host data)
+        rewritten = self.recorder is None and self._host_small_views(todo)
+        return shard.distribute(todo), rewritten  # (which leaves the leaves out)
 
     def uploaded(self, leaf: Node, dev: str, buf: int, nbytes: int) -> None:
         """A host leaf now uploaded into `buf` on `dev` (by a planned run or a template's replay): it holds the
@@ -355,9 +358,11 @@ class Session(Recovery, Exchange, Readback):
         if self.replay_plans and templates.eligible(nodes) and not templates.planning_logged():
             if self.pending_frees:
                 self._take_frees()
+            given = nodes
             nodes = companions.with_companions(nodes)  # an optimizer's state rides along
-            affinity = self._prepare(nodes)  # what plan() does first: the key is that of the rewritten graph
-            if templates.eligible(nodes):  # (a target that was a small view is a host leaf now)
+            affinity, rewritten = self._prepare(nodes)  # what plan() does first: the key is the rewritten graph's
+            # (a companion, or a target that was a small view and is a host leaf now, may not replay)
+            if (nodes is given and not rewritten) or templates.eligible(nodes):
                 # no cyclic collection while the key (a tuple per node) is built and the replay binds its
                 # commands, as in plan(): those allocations would start collections that find nothing
                 with gc_paused():
@@ -372,7 +377,7 @@ class Session(Recovery, Exchange, Readback):
                         self.recorder(nodes, found)
                     if found is not None and found[2] is not None and found[2].templates:
                         if guessing:
-                            self.plans.remember(nodes, found[2], len(found[1]))
+                            self.plans.remember(nodes, found[2], len(found[1]), templates.device_seconds(self, found[2]))
                         if templates.replay(self, found, t0):
                             return
         if found is None and self.recorder is not None:

@@ -98,6 +98,14 @@ def replay(s, found: tuple, t0: float, recipes: bool = True, check: Callable[[],
     return True
 
 
+def device_seconds(s, entry: Any) -> float:
+    """The device time of a cached structure's plan (its first template's kernels, as planned runs measured
+    them; 0 for a kernel never timed): how long a guessed replay's check can run unseen."""
+    t = next(iter(entry.templates.values()))
+    measured = s.state.measured
+    return sum([measured.get((p.kernel, p.device), 0.0) for p in t.schedule.placements])
+
+
 def replay_guess(s, targets: list[Node], guess: tuple, t0: float) -> bool:
     """`replay` of the entry that `guess` names (`PlanCache.guess`: nodes in key order, fingerprint, entry)
     for `targets` before its key is checked, the check made while the workers run it (the walk and compare
@@ -177,49 +185,52 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
     base = st.ids.take(t.new)
     ids = (*ids_in, *range(base, base + t.new))
     timed = s.trace_events is not None or ((_TIMINGS_LOG.level or _ROOT_LOG.level) and _on(_TIMINGS_LOG))
-    t1 = time.perf_counter() if timed else 0.0
-    direct = None if timed else _direct(s, t)
     results: list = []
-    # the caller's work rides along the run, unless it reads the host copies of this run's uploads (below)
-    # or the run is timed; the check rides along unless the run is timed
-    ride = meanwhile is not None and not uploads and not timed
     wanted: list[bool] = []
-
-    def also() -> None:
-        if check is not None:
-            wanted.append(check())
-        if ride:
-            meanwhile(t)
-
-    riding = also if (ride or check is not None) and not timed else None
-    if direct is not None:
-        graphs = _run_direct(s, t, ids, *direct, riding)
+    if timed:  # (the check, and the caller's work, wait for the run's end)
+        t1 = time.perf_counter()
+        results, graphs = _run_commands(s, t, ids, uploads, leaves, None)
+        t2 = time.perf_counter()
     else:
-        results, graphs = _run_commands(s, t, ids, uploads, leaves, riding)
+        # the caller's work rides along the run, unless it reads the host copies of this run's uploads (below)
+        ride = meanwhile is not None and not uploads
+        riding = None
+        if ride or check is not None:
+            def riding() -> None:
+                if check is not None:
+                    wanted.append(check())
+                if ride:
+                    meanwhile(t)
+        direct = _direct(s, t)
+        if direct is not None:
+            graphs = _run_direct(s, t, ids, *direct, riding)
+        else:
+            results, graphs = _run_commands(s, t, ids, uploads, leaves, riding)
+        if ride:
+            meanwhile = None  # (done)
     if check is not None and not (wanted[-1] if wanted else check()):
         _rollback(s, t, ids, set(), uploads)
         return None
-    t2 = time.perf_counter() if timed else 0.0
     if not t.defined:  # every worker has its part now (until a recovery, which retires the template)
         t.defined = True
         for step in t.steps:
             for dev, wb in step.items():
                 s.known_templates.setdefault(dev, set()).add(wb.template)
     # the mirror, as the planned run left it: the inputs used now, the results' buffers added
-    st.clock += 1
-    clock = st.clock
+    st.clock = clock = st.clock + 1
     for _i, dev, buf, nbytes in uploads:
-        bufs[buf] = BufferState(dev, nbytes, last_use=clock)
+        bufs[buf] = BufferState(dev, nbytes, False, clock)
         used[dev] += bucket_size(nbytes)
     for i in ids_in:
         bufs[i].last_use = clock
     for _pos, slot, dev, nbytes in t.outputs:
-        bufs[ids[slot]] = BufferState(dev, nbytes, last_use=clock)
+        bufs[ids[slot]] = BufferState(dev, nbytes, False, clock)
     for dev, n in t.used.items():
         used[dev] += n
     c = s.counters
-    c["kernels_launched"] += t.launches
-    c["kernel_cache_hits"] += t.launches
+    launches = t.launches
+    c["kernels_launched"] += launches
+    c["kernel_cache_hits"] += launches
     c["plan_replays"] += 1
     if t.transfers:
         c["transfers"] += t.transfers
@@ -228,7 +239,7 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
         c["graph_replays"] += graphs
     for i, dev, buf, nbytes in uploads:  # before the results' recipes, which read the leaves' host copies
         s.uploaded(leaves[i], dev, buf, nbytes)
-    if meanwhile is not None and not ride:
+    if meanwhile is not None:
         meanwhile(t)
     if timed:
         if s.trace_events is not None:

@@ -17,6 +17,9 @@ from .kernelize import DEFAULT_LIMITS, Kernel, Limits, kernelize
 
 MAX_ENTRIES = 256
 GUESS_MIN_NODES = 64  # graphs this big or bigger are guessed (`PlanCache.guess`)
+# a smaller graph is guessed where its kernels run at least this long per node: its check (the key, made and
+# compared while they run) then ends before they do, on a host that takes ~1 us a node for it
+GUESS_SECONDS_PER_NODE = 1.5e-6
 
 
 def structure(targets: list[Node]) -> tuple[tuple, list[Node]]:
@@ -171,13 +174,15 @@ class PlanCache:
         except TypeError:  # an argument that cannot be hashed: no cached structure is it
             return False
 
-    def remember(self, targets: list[Node], entry: Entry, nodes: int) -> None:
+    def remember(self, targets: list[Node], entry: Entry, nodes: int, device_seconds: float = 0.0) -> None:
         """Let later realizes of `targets`' structure (`nodes` nodes), whose entry is `entry`, guess it: the
         fingerprint is taken once per entry, before the targets are realized. Not for sharded graphs (their
-        keys hold their devices), nor for small ones, whose key costs little (`GUESS_MIN_NODES`)."""
+        keys hold their devices), nor for small ones whose plan runs too briefly on the device
+        (`device_seconds`) to hide the check (`GUESS_MIN_NODES`, `GUESS_SECONDS_PER_NODE`): a guess there
+        would add the check to the realize, not take the key off its way."""
         if entry.fingerprint is not None:
             return
-        if nodes < GUESS_MIN_NODES:
+        if nodes < GUESS_MIN_NODES and device_seconds < nodes * GUESS_SECONDS_PER_NODE:
             entry.fingerprint = ()
             return
         entry.fingerprint = fingerprint = walk(targets)[1]

@@ -38,16 +38,17 @@ class EventTracker:
                     out.append(e)
         return out
 
-    def record(self, reads: Iterable[int], writes: Iterable[int], event: Any) -> None:
+    def record(self, reads: tuple[int, ...], writes: tuple[int, ...], event: Any) -> None:
         """Note that `event` reads `reads` and writes `writes` (a buffer in both counts as written)."""
-        writes = set(writes)
+        last_writes, last_reads = self._writes, self._reads
         for b in writes:
             # The new write waited for the old write and reads, so it alone now stands for the buffer.
-            self._writes[b] = (event,)
-            self._reads.pop(b, None)
+            last_writes[b] = (event,)
+            if last_reads:
+                last_reads.pop(b, None)
         for b in reads:
-            if b not in writes:
-                self._reads.setdefault(b, []).append(event)
+            if b not in writes:  # (a few ids: a tuple's search costs less than building a set)
+                last_reads.setdefault(b, []).append(event)
 
     def seed(self, buf: int, events: Iterable[Any]) -> None:
         """Make `buf` start out as if last written by `events` (memory still in use by its previous owner)."""
@@ -58,9 +59,12 @@ class EventTracker:
             self._writes.pop(buf, None)
         self._reads.pop(buf, None)
 
-    def forget(self, buf: int) -> list[Any]:
+    def forget(self, buf: int) -> tuple[Any, ...]:
         """Drop `buf` and return every event still pending on it (its last write and later reads)."""
-        return [*self._writes.pop(buf, ()), *self._reads.pop(buf, ())]
+        last_writes, last_reads = self._writes, self._reads
+        if not last_writes and not last_reads:  # right after a synchronize: nothing is pending
+            return ()
+        return (*last_writes.pop(buf, ()), *last_reads.pop(buf, ()))
 
     def clear(self) -> None:
         """Forget every event (after a full device synchronize, when all of them have completed)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,18 +81,18 @@ class MemoryPool:
         self.bytes_in_use += nbytes
         return block
 
-    def free(self, block: Block, pending: Iterable[Any] = ()) -> None:
+    def free(self, block: Block, pending: Sequence[Any] = ()) -> None:
         """Return `block` to the cache; `pending` are events still using it, waited for by its next owner."""
         if block not in self._live:
             raise ValueError("block is not live in this pool (double free?)")
         self._live.remove(block)
         self.bytes_in_use -= block.nbytes
+        if pending:
+            block.pending = (*block.pending, *pending)
         if block.adopted:  # the owner's memory goes back to its owner once no command uses it
-            block.pending = tuple(block.pending) + tuple(pending)
             self._release(block)
             block.owner = None
             return
-        block.pending = tuple(block.pending) + tuple(pending)
         if block.pending:
             self._unsettled.append(block)
         heapq.heappush(self._cache.setdefault(block.size, []), (block.seq, block))
@@ -112,9 +112,10 @@ class MemoryPool:
     def settle(self) -> None:
         """Drop the pending events of cached blocks (call after a device synchronize): only those freed with
         events since the last settle have any, so a Sync costs what was freed, not the size of the cache."""
-        for block in self._unsettled:
-            block.pending = ()
-        self._unsettled.clear()
+        if self._unsettled:
+            for block in self._unsettled:
+                block.pending = ()
+            self._unsettled.clear()
 
     def close(self) -> None:
         """Release every block, live or cached."""

@@ -196,8 +196,9 @@ def run_template(worker: Any, t: WorkerTemplate, template: int, ids: tuple[int, 
                 if buf in bufs:
                     raise ValueError(f"{worker.device}: buffer {buf} is already allocated")
                 block = pool.alloc(op[2])
-                events.seed(buf, block.pending)
-                block.pending = ()
+                if block.pending:  # (a buffer id is new when allocated: the tracker has nothing of it else)
+                    events.seed(buf, block.pending)
+                    block.pending = ()
                 bufs[buf] = block
             elif kind == _FREE:
                 worker._free_id(ids[op[1]])

@@ -194,7 +194,8 @@ class Worker:
 
     def _untimed_graphs(self) -> tuple[tuple[int, int, float], ...]:
         """The batch's replayed CUDA graphs as `BatchResult.graphs` has them, where nothing was timed."""
-        return tuple((first, n, 0.0) for first, n in self._graph_spans)
+        spans = self._graph_spans
+        return tuple([(first, n, 0.0) for first, n in spans]) if spans else ()
 
     def run_replay(self, template: int, bufs: tuple[int, ...], frees: Sequence[int],
                    before_sync: Callable[[], None] | None = None
@@ -210,13 +211,13 @@ class Worker:
         self._begin()
         failed: Failed | None = None
         for i, buf in enumerate(frees):
-            if buf not in self._bufs and buf not in self._spilled and failed is not None:
+            if failed is not None and buf not in self._bufs and buf not in self._spilled:
                 continue  # (as in `run`: its Alloc may have been skipped)
             try:
                 self._free_id(buf)
             except Exception as e:  # noqa: BLE001 -- a value, as in `run`
                 failed = failed or _failure(i, e)
-        hook = [before_sync] if before_sync is not None else []
+        hook = [before_sync] if before_sync is not None else None
         if failed is None:
             profile, self.profile = self.profile, False
             try:
@@ -415,7 +416,8 @@ class Worker:
         self.backend.synchronize()
         self.events.clear()
         self.pool.settle()
-        self._inflight.clear()
+        if self._inflight:
+            self._inflight.clear()
         self._synced = len(launches)
 
     def _peer(self, cmd: Send | Recv, launches: list[Any]) -> None:
