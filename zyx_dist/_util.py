@@ -16,6 +16,7 @@ import contextlib
 import functools
 import gc
 import json
+import operator
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -91,6 +92,18 @@ def update_json(path: Path, merge: Callable[[Any], Any]) -> Any:
 SMALL = 4096  # up to here buckets are 256-byte multiples
 SMALL_STEP = 256
 STEPS_PER_OCTAVE = 8  # above SMALL: 8 buckets per power of two, so rounding wastes at most 12.5%
+
+
+def picker(slots: tuple[int, ...]) -> Callable[[tuple], tuple]:
+    """A function giving `tuple(ids[s] for s in slots)` (itemgetter, so no Python loop for 2 or more): how a
+    plan template's slots become the buffer ids of one replay, on the driver (sched/template.py) and on the
+    worker (runtime/replay.py)."""
+    if not slots:
+        return lambda ids: ()
+    if len(slots) == 1:
+        (s,) = slots
+        return lambda ids: (ids[s],)
+    return operator.itemgetter(*slots)
 
 
 @functools.lru_cache(maxsize=4096)  # the driver's planner asks several times per kernel, for few sizes

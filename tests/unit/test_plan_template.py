@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 
 from zyx_dist import dtypes as dt
-from zyx_dist._util import bucket_size
+from zyx_dist._util import bucket_size, picker
 from zyx_dist.codegen.render import render_kernel
 from zyx_dist.fuse.kernelize import kernelize
 from zyx_dist.fuse.plan_cache import PlanCache
 from zyx_dist.graph import ir as g
 from zyx_dist.protocol import Alloc, CopyIn, CopyOut, DefineTemplate, Free, Launch, Replay, Sync, TransferRef
 from zyx_dist.sched.scheduler import BufferState, DeviceModel, IdCounter, SchedulerState, schedule
-from zyx_dist.sched.template import leaf_positions, make_template, picker
+from zyx_dist.sched.template import leaf_positions, make_template
 
 f32 = dt.float32
 

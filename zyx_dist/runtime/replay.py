@@ -18,6 +18,7 @@ from collections import OrderedDict
 from operator import attrgetter
 from typing import Any
 
+from .._util import picker
 from ..protocol import Alloc, CopyIn, CopyOut, Free, Launch, Recv, Send, Sync, TransferRef
 
 # operation kinds of a compiled template
@@ -34,18 +35,6 @@ def cuda_graphs_enabled() -> bool:
     return os.environ.get("ZYX_DIST_CUDA_GRAPHS", "1").strip().lower() not in ("0", "false", "off")
 
 
-def _picker(slots: tuple[int, ...]):
-    """A function giving (ids[s] for s in slots) as a tuple, without a Python loop for two or more."""
-    if not slots:
-        return lambda ids: ()
-    if len(slots) == 1:
-        (s,) = slots
-        return lambda ids: (ids[s],)
-    from operator import itemgetter
-
-    return itemgetter(*slots)
-
-
 class Segment:
     """Consecutive launches of a template that may run as one captured CUDA graph."""
 
@@ -55,13 +44,13 @@ class Segment:
         # per launch: (program, picker of its argument slots, gws, lws, argument slots, read slots, written
         # slots, picker of the read slots, picker of the written slots)
         self.launches = launches
-        self.arg_slots = _picker(tuple(s for launch in launches for s in launch[4]))
+        self.arg_slots = picker(tuple(s for launch in launches for s in launch[4]))
         reads = {s for launch in launches for s in launch[5]}
         writes = {s for launch in launches for s in launch[6]}
         # what the graph as a whole reads and writes, for the event tracker (a slot both read and written
         # counts as written: the graph's one event then stands for its last write)
-        self.reads = _picker(tuple(sorted(reads - writes)))
-        self.writes = _picker(tuple(sorted(writes)))
+        self.reads = picker(tuple(sorted(reads - writes)))
+        self.writes = picker(tuple(sorted(writes)))
         self.graphs: OrderedDict[tuple, Any] = OrderedDict()  # device addresses -> captured graph
         self.seen: OrderedDict[tuple, None] = OrderedDict()
         self.broken = False  # capture failed once: launch one by one from then on
@@ -135,7 +124,7 @@ def compile_template(commands: tuple, programs: dict[int, Any], graphs: bool) ->
                 continue
             lws = None if cmd.lws is None else tuple(cmd.lws)
             args = tuple(cmd.bufs)
-            run.append((prog, _picker(args), tuple(cmd.gws), lws, args, reads, writes, _picker(reads), _picker(writes)))
+            run.append((prog, picker(args), tuple(cmd.gws), lws, args, reads, writes, picker(reads), picker(writes)))
             continue
         close_run()
         if cls is Alloc:

@@ -22,22 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from operator import itemgetter
 
-from .._util import bucket_size
+from .._util import bucket_size, picker
 from ..graph.ir import Node, Op
 from ..protocol import Alloc, CopyIn, CopyOut, DefineTemplate, Free, Launch, Recv, Replay, Send, Sync, TransferRef
 from .scheduler import Schedule, SchedulerState
-
-
-def picker(slots: tuple[int, ...]) -> Callable[[tuple], tuple]:
-    """A function giving `tuple(ids[s] for s in slots)` (itemgetter, so no Python loop for 2 or more)."""
-    if not slots:
-        return lambda ids: ()
-    if len(slots) == 1:
-        (s,) = slots
-        return lambda ids: (ids[s],)
-    return itemgetter(*slots)
 
 
 @dataclass(frozen=True)
