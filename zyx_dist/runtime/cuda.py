@@ -110,14 +110,31 @@ def nccl_unique_id() -> Any:
 
 
 class _Event:
-    """One command on the stream: the CUDA event recorded after it (and before it, for timed launches)."""
+    """One command on the stream: the CUDA event recorded after it (and before it, for timed launches).
+    An untimed launch's event is made only when something asks for it (`lazy_on`, a device): most never are,
+    since commands on the worker's one stream run in order and a synchronize settles them all, and making
+    and recording one costs a launch's worth of host time. Made later, it is recorded later, after this
+    command and whatever followed it: waiting for it, or asking whether it is done, then waits for at least
+    this command, which is all its readers need. Timed and copy events are recorded at once."""
 
-    __slots__ = ("end", "start", "stream")
+    __slots__ = ("_end", "device", "start", "stream")
 
-    def __init__(self, stream: Any, start: Any = None) -> None:
-        self.stream, self.start = stream, start
-        self.end = cp.cuda.Event(block=False, disable_timing=start is None)
-        self.end.record(stream)
+    def __init__(self, stream: Any, start: Any = None, lazy_on: Any = None) -> None:
+        self.stream, self.start, self.device = stream, start, lazy_on
+        if lazy_on is None or start is not None:
+            self._end = cp.cuda.Event(block=False, disable_timing=start is None)
+            self._end.record(stream)
+        else:
+            self._end = None
+
+    @property
+    def end(self) -> Any:
+        e = self._end
+        if e is None:
+            with self.device:
+                e = self._end = cp.cuda.Event(block=False, disable_timing=True)
+                e.record(self.stream)
+        return e
 
 
 class _Kernel:
@@ -395,7 +412,7 @@ class CudaBackend:
                     start = cp.cuda.Event(block=False, disable_timing=False)
                     start.record(self.stream)
                 _call(prog, grid, block, args)
-                return _Event(self.stream, start)
+                return _Event(self.stream, start, self._dev)
         except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as e:
             raise self._error(f"launch of {prog.name} (gws={tuple(gws)}, lws={lws})", e) from e
 
@@ -434,7 +451,7 @@ class CudaBackend:
                     start = cp.cuda.Event(block=False, disable_timing=False)
                     start.record(self.stream)
                 graph.launch(self.stream)
-                return _Event(self.stream, start)
+                return _Event(self.stream, start, self._dev)
         except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as e:
             raise self._error("launch of a CUDA graph", e) from e
 
