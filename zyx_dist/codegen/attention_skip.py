@@ -224,25 +224,37 @@ class _Span:
 
 
 def _scan(node: Node, index: tuple, rows: _Span, cols: _Span, col_checked: bool, fold: str, view, dtype: str,
-          evaluate: Evaluate, T: str, as_used: str) -> str:
-    """A loop of the work-group over a `rows` x `cols` tile of `node` (at `index`, in their variables) that
-    applies `fold` (C with `{}` for the value) to each element inside: 16 bytes of `dtype` at a time where
+          evaluate: Evaluate, T: str, as_used: str, name: str) -> tuple[str, str]:
+    """(loads, folds): C of the work-group over a `rows` x `cols` tile of `node` (at `index`, in their variables)
+    that applies `fold` (C with `{}` for the value) to each element inside: 16 bytes of `dtype` at a time where
     `view` (the tile code's `copyable` result for it) says the elements lie side by side along the columns,
-    else one by one. `col_checked`: the columns may pass their limit (else only the rows are tested)."""
+    each thread's loads (into registers `name`) all issued before the first fold, so that a caller may issue
+    another scan's loads in between and wait once for both; else one by one, all in `folds`. `col_checked`:
+    the columns may pass their limit (else only the rows are tested)."""
     guard = f"{rows.var} < {rows.limit}" + (f" && {cols.var} < {cols.limit}" if col_checked else "")
     width = 16 // dtype_named(dtype).itemsize if view is not None else 1
     if view is not None and not (col_checked and cols.limit % width):  # whole runs: none straddles the limit
         p, off = view
         ctype, lanes = _lanes(dtype)
         folds = " ".join(fold.replace("{}", x) for x in lanes)
-        return f"""    #pragma unroll
-    for (int e = tid; e < {rows.count * cols.count // width}; e += {THREADS}) {{  // unrolled: the loads all in flight at once
+        chunks = rows.count * cols.count // width
+        per = -(-chunks // THREADS)
+        first = f"e < {chunks} && " if chunks % THREADS else ""
+        return f"""    {ctype} {name}[{per}];
+    bool {name}_in[{per}];
+    #pragma unroll
+    for (int r = 0; r < {per}; r++) {{
+      const int e = tid + r * {THREADS};
       const {T} {rows.var} = {rows.base} + e / {cols.count // width}, {cols.var} = {cols.base} + (e % {cols.count // width}) * {width};
-      if ({guard}) {{ const {ctype} w = *reinterpret_cast<const {ctype}*>(in{p} + {sym.render(off)}); {folds} }}
+      {name}_in[r] = {first}{guard};
+      if ({name}_in[r]) {name}[r] = *reinterpret_cast<const {ctype}*>(in{p} + {sym.render(off)});
     }}
+""", f"""    #pragma unroll
+    for (int r = 0; r < {per}; r++)
+      if ({name}_in[r]) {{ const {ctype} w = {name}[r]; {folds} }}
 """
     lines, value = evaluate(node, index, {})
-    return f"""    #pragma unroll 8
+    return "", f"""    #pragma unroll 8
     for (int e = tid; e < {rows.count * cols.count}; e += {THREADS}) {{
       const {T} {rows.var} = {rows.base} + e / {cols.count}, {cols.var} = {cols.base} + e % {cols.count};
       if ({guard}) {{ {' '.join(lines)} const auto zd_x = {as_used.format(value)}; {fold.replace("{}", "zd_x")} }}
@@ -260,8 +272,38 @@ def _mask_scan(r: SkipRule, kernel: Kernel, M: int, K: int, evaluate: Evaluate, 
     floats = dtype in ("float32", "bfloat16", "float16")
     view = view_of(r.mask, r.index, dtype, sym.Var("gk", 0, K - 1), BN) if floats else None
     fold = f"masked = masked & ({r.test}); clear = clear & ({r.clear});"
-    return _scan(r.mask, r.index, _Span("gi", "q0", BM, M), _Span("gk", "j0", BN, K), True, fold, view,
-                 dtype if floats else "float32", evaluate, T, "{}")
+    return "".join(_scan(r.mask, r.index, _Span("gi", "q0", BM, M), _Span("gk", "j0", BN, K), True, fold, view,
+                         dtype if floats else "float32", evaluate, T, "{}", "zd_wm"))
+
+
+def _kv_scan(a: AttentionSpec, r: SkipRule, kernel: Kernel, evaluate: Evaluate, T: str, as_used: str, dtype: str,
+             views: tuple) -> str:
+    """C of the work-group that sets `km` (k's largest |x|, 0 where the rule needs no bound) and `fin` (every
+    element of v finite) over key block `j0` of batch entry `bz`, the same in every thread."""
+    spec = a.spec
+    N, K, D = spec.N, spec.K, a.head
+    bz, _, gj, gk = spec.vars()
+    keys = _Span("gk", "j0", BN, K)
+    k_loads, k_folds = ("", "") if r.limit is None else _scan(
+        a.k, a.qk_idx, keys, _Span("dd", "0", D, D), False, largest_abs("km", "{}"), views[0], dtype, evaluate, T,
+        as_used, "zd_wk")
+    v_loads, v_folds = _scan(a.v, spec.index(bz, sym.ZERO, gj, gk), keys, _Span(gj.name, "0", N, N), False,
+                             "fin = fin & ((__float_as_uint({}) & 0x7f800000u) != 0x7f800000u);", views[1], dtype,
+                             evaluate, T, as_used, "zd_wv")
+    return f"""    float km = 0.0f;
+    bool fin = true;
+{k_loads}{v_loads}{k_folds}{v_folds}    fin = __syncthreads_and(fin);
+{block_max('km', 'zd_red', '    ')}
+"""
+
+
+def _mask_tile(r: SkipRule, kernel: Kernel, M: int, K: int, evaluate: Evaluate, T: str, view_of) -> str:
+    """C of the work-group that sets `masked` and `clear` for the mask tile at (q0, j0), the same in every thread."""
+    return f"""    bool masked = true, clear = true;
+{_mask_scan(r, kernel, M, K, evaluate, T, view_of).rstrip()}
+    masked = __syncthreads_and(masked);
+    clear = __syncthreads_and(clear);
+"""
 
 
 def prologue(a: AttentionSpec, r: SkipRule, lay: Layout, name: str, kernel: Kernel, params: list[str],
@@ -271,16 +313,7 @@ def prologue(a: AttentionSpec, r: SkipRule, lay: Layout, name: str, kernel: Kern
     block) b, if there is one, for the mask test. `as_used` turns a computed float into the value the
     attention kernel uses (its rounding to the tiles' `dtype`); `views` are the tile code's `copyable` results
     for k and v in that dtype, `view_of` the same test for the mask (attention_tc.copyable, bound to the kernel)."""
-    spec = a.spec
-    M, N, K, D = spec.M, spec.N, spec.K, a.head
-    bz, _, gj, gk = spec.vars()
     kv = lay.batches * lay.key_blocks
-    keys = _Span("gk", "j0", BN, K)
-    k_part = "" if r.limit is None else _scan(a.k, a.qk_idx, keys, _Span("dd", "0", D, D), False,
-                                              largest_abs("km", "{}"), views[0], dtype, evaluate, T, as_used)
-    v_part = _scan(a.v, spec.index(bz, sym.ZERO, gj, gk), keys, _Span(gj.name, "0", N, N), False,
-                   "fin = fin & ((__float_as_uint({}) & 0x7f800000u) != 0x7f800000u);", views[1], dtype, evaluate, T,
-                   as_used)
     return f"""{PROLOGUE_MARK}{name} {lay.groups} {THREADS} {lay.nbytes}
 extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params)}) {{
   __shared__ float zd_red[4];
@@ -289,11 +322,7 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
   if (blockIdx.x < {kv}) {{
     const {T} bz = ({T})(blockIdx.x / {lay.key_blocks});
     const {T} j0 = ({T})(blockIdx.x % {lay.key_blocks}) * {BN};
-    float km = 0.0f;
-    bool fin = true;
-{k_part}{v_part}    fin = __syncthreads_and(fin);
-{block_max('km', 'zd_red', '    ')}
-    if (tid == 0) {{
+{_kv_scan(a, r, kernel, evaluate, T, as_used, dtype, views)}    if (tid == 0) {{
       zd_kmax[blockIdx.x] = km;
       zd_vfin[blockIdx.x] = fin;
     }}
@@ -302,17 +331,41 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
     const int t = blockIdx.x;
 {f"    const {T} bz = ({T})(t / {lay.row_blocks * lay.key_blocks});{chr(10)}" if r.batched else ""}    const {T} q0 = ({T})((t / {lay.key_blocks}) % {lay.row_blocks}) * {BM};
     const {T} j0 = ({T})(t % {lay.key_blocks}) * {BN};
-    bool masked = true, clear = true;
-{_mask_scan(r, kernel, M, K, evaluate, T, view_of).rstrip()}
-    masked = __syncthreads_and(masked);
-    clear = __syncthreads_and(clear);
-    if (tid == 0) zd_mask[t] = (int)masked | ((int)clear << 1);
+{_mask_tile(r, kernel, a.spec.M, a.spec.K, evaluate, T, view_of)}    if (tid == 0) zd_mask[t] = (int)masked | ((int)clear << 1);
   }}
 }}
 """
 
 
-class Skips:
+class _Blocks:
+    """What both ways of skipping blocks share: the rule (None: no skips), the scoring of a block the mask
+    leaves clear, and the work-group's largest |q|."""
+
+    rule: SkipRule | None
+
+    def _scoring(self, loop, evaluate: Evaluate, node: Node, index: tuple, overrides: dict, pad: str,
+                 clear: str) -> str:
+        """The scoring loop `loop(lines, value)` for the block at `j0`: with a rule, a second copy for blocks the
+        mask leaves clear (C test `clear`, the same in every thread), in which the mask is a constant (neither
+        read nor added)."""
+        lines, value = evaluate(node, index, overrides)
+        if self.rule is None:
+            return loop(lines, value)
+        c_lines, c_value = evaluate(node, index, {**overrides, self.rule.mask.id: self.rule.value})
+        return (f"{pad}if ({clear}) {{  // the same in every thread\n{loop(c_lines, c_value)}\n"
+                f"{pad}}} else {{\n{loop(lines, value)}\n{pad}}}")
+
+    def q_max(self, element: str, count: int) -> str:
+        """C that sets `zd_qmax` from q's `count` elements in shared memory (`element`: the e-th as a float),
+        every thread taking part; empty where the rule needs no bound."""
+        if self.rule is None or self.rule.limit is None:
+            return ""
+        return (f"  __shared__ float zd_qred[4];\n  float zd_qmax = 0.0f;\n"
+                f"  for (int e = tid; e < {count}; e += {THREADS}) {largest_abs('zd_qmax', element)}\n"
+                f"{block_max('zd_qmax', 'zd_qred')}\n")
+
+
+class Skips(_Blocks):
     """What an attention kernel adds for whole-block skips, empty where no rule applies: its extra parameter,
     the prologue's source, the flag pointers, the test of a key block and the walk to the next one run, the
     scoring of a block the mask leaves clear, and the work-group's largest |q| (`zd_qmax`) where the rule
@@ -358,20 +411,144 @@ class Skips:
         return "false" if self.rule is None else f"({_tile_flags(self.rule, self.lay, block)} & 2)"
 
     def scoring(self, loop, evaluate: Evaluate, node: Node, index: tuple, overrides: dict, pad: str) -> str:
-        """The scoring loop `loop(lines, value)` for the block at `j0`: with a rule, a second copy for blocks the
-        mask leaves clear, in which the mask is a constant (neither read nor added)."""
-        lines, value = evaluate(node, index, overrides)
-        if self.rule is None:
-            return loop(lines, value)
-        c_lines, c_value = evaluate(node, index, {**overrides, self.rule.mask.id: self.rule.value})
-        return (f"{pad}if ({self.clear(f'(int)(j0 / {BN})')}) {{  // the same in every thread\n{loop(c_lines, c_value)}\n"
-                f"{pad}}} else {{\n{loop(lines, value)}\n{pad}}}")
+        """The scoring loop `loop(lines, value)` for the block at `j0` (see `_Blocks._scoring`)."""
+        return self._scoring(loop, evaluate, node, index, overrides, pad, self.clear(f"(int)(j0 / {BN})"))
 
-    def q_max(self, element: str, count: int) -> str:
-        """C that sets `zd_qmax` from q's `count` elements in shared memory (`element`: the e-th as a float),
-        every thread taking part; empty where the rule needs no bound."""
-        if self.rule is None or self.rule.limit is None:
+
+FLAG_HELPERS = r"""#ifndef ZD_FLAG_HELPERS
+#define ZD_FLAG_HELPERS
+__device__ __forceinline__ unsigned long long zd_flag_ld(const unsigned long long* p) {  // as another SM left it
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void zd_flag_st(unsigned long long* p, unsigned tag, unsigned payload) {  // one word
+  asm volatile("st.relaxed.gpu.b64 [%0], %1;" :: "l"(p), "l"(((unsigned long long)tag << 32) | payload) : "memory");
+}
+#endif"""
+
+
+class InlineSkips(_Blocks):
+    """Whole-block skips without a prologue (attention_tma.py): the attention kernel's work-groups scan the
+    blocks themselves as they start, with the prologue's scans. Work-group (batch, query block qb) takes k's
+    and v's key blocks qb, qb + groups, ... of its batch entry, and the mask tiles of its query block at key
+    blocks bz, bz + B, ... (of its own batch entry's row of tiles, for a mask that varies with the batch), and
+    publishes each result as one 64-bit word in module memory (`globals`): the launch's tag above, the flags
+    below, so a word is read whole or not at all and a word of an earlier launch is told apart. A key block
+    is left out only where the flags of this launch that it needs are out; one whose flags are not out yet is
+    computed, which gives the same result. The tag is the launch's number: the last work-group to finish
+    (`finish`) counts it up, after every work-group of the launch has read it. Under a causal mask the longest
+    query blocks run first (`attention_tc.work_order`), so the blocks a work-group may leave out were scanned
+    by work-groups that started before it. `walk` is warp 0's choice of the next key block, from the flags of
+    32 blocks at a time (one load per lane), cached while they stay known."""
+
+    def __init__(self, a: AttentionSpec, kernel: Kernel, name: str, evaluate: Evaluate, T: str, as_used: str,
+                 dtype: str, views: tuple, view_of) -> None:
+        self.rule = rule(a, kernel)
+        self.globals = self.produce = self.finish = ""
+        lay = layout(a, self.rule) if self.rule is not None else None
+        if lay is None or 8 * (lay.batches * lay.key_blocks + lay.mask_tiles) > MAX_SCRATCH:
+            self.rule = None
+            return
+        self.lay, self.name = lay, name
+        kv = lay.batches * lay.key_blocks
+        r, groups, blocks = self.rule, lay.row_blocks, lay.key_blocks
+        self.globals = (f"{FLAG_HELPERS}\n__device__ unsigned long long {name}_flags[{kv + lay.mask_tiles}];  "
+                        f"// per (batch, key block), then per mask tile: tag << 32 | flags\n"
+                        f"__device__ unsigned {name}_epoch, {name}_done;  // launches so far; work-groups done in this one\n")
+        first, step = ("0", 1) if r.batched else ("(int)bz", lay.batches)
+        payload = "__float_as_uint(fin ? km : INFINITY)"  # k's bound, infinite where v is not finite
+        self.produce = f"""  const unsigned zd_tag = *reinterpret_cast<volatile unsigned*>(&{name}_epoch) + 1u;  // this launch's
+  unsigned long long* zd_flags = {name}_flags;
+  {{
+    __shared__ float zd_red[4];
+    for (int zd_kb = zd_qb; zd_kb < {blocks}; zd_kb += {groups}) {{  // this work-group's key blocks of k and v
+      const {T} j0 = ({T})zd_kb * {BN};
+{_kv_scan(a, r, kernel, evaluate, T, as_used, dtype, views)}      if (tid == 0) zd_flag_st(&zd_flags[(int)bz * {blocks} + zd_kb], zd_tag, {payload});
+    }}
+    for (int zd_kb = {first}; zd_kb < {blocks}; zd_kb += {step}) {{  // ... and its mask tiles
+      const {T} j0 = ({T})zd_kb * {BN};
+{_mask_tile(r, kernel, a.spec.M, a.spec.K, evaluate, T, view_of)}      if (tid == 0) zd_flag_st(&zd_flags[{kv} + {self._tile('zd_kb')}], zd_tag, (unsigned)masked | ((unsigned)clear << 1));
+    }}
+  }}
+"""
+        self.finish = f"""  if (tid == 0) {{  // the last work-group to finish counts the launches (every one has read this one's tag)
+    __threadfence();
+    if (atomicAdd(&{name}_done, 1u) == gridDim.x - 1) {{
+      atomicExch(&{name}_done, 0u);
+      __threadfence();
+      *reinterpret_cast<volatile unsigned*>(&{name}_epoch) = zd_tag;
+    }}
+  }}
+"""
+
+    def _tile(self, block: str) -> str:
+        """The index of this work-group's mask tile at key block `block` among the mask's tiles."""
+        lay = self.lay
+        row = f"((int)bz * {lay.row_blocks} + zd_qb)" if self.rule.batched else "zd_qb"
+        return f"{row} * {lay.key_blocks} + {block}"
+
+    def state(self) -> str:
+        """C declaring warp 0's window of known flags (none yet), before its first `walk`."""
+        if self.rule is None:
             return ""
-        return (f"  __shared__ float zd_qred[4];\n  float zd_qmax = 0.0f;\n"
-                f"  for (int e = tid; e < {count}; e += {THREADS}) {largest_abs('zd_qmax', element)}\n"
-                f"{block_max('zd_qmax', 'zd_qred')}\n")
+        return ("  int zd_wb = -64;  // warp 0: 32 key blocks from zd_wb known to be left out, visited, left clear\n"
+                "  unsigned zd_ks = 0u, zd_kv = 0u, zd_kc = 0u;\n")
+
+    def walk(self, steps: str, pad: str) -> str:
+        """C for warp 0 (every lane gets the same): `zd_next`, the first key block after `zd_last` not left out
+        (`steps` when none is left), and `zd_nclear`, whether the mask leaves it clear."""
+        if self.rule is None:
+            return f"{pad}const int zd_next = min(zd_last + 1, {steps});\n{pad}const bool zd_nclear = false;"
+        lay, r = self.lay, self.rule
+        kv = lay.batches * lay.key_blocks
+        bound = f"zd_qmax * zd_kp <= {r.limit:.9g}f" if r.limit is not None else "zd_kp == 0.0f"
+        code = f"""int zd_next = {steps};
+bool zd_nclear = false;
+{{
+  int zd_b = zd_last + 1;
+  bool zd_fresh = false, zd_stale = false;
+  while (zd_b < {steps}) {{
+    int zd_rel = zd_b - zd_wb;
+    if (zd_stale || zd_rel < 0 || zd_rel >= 32) {{  // read the flags of the 32 blocks from zd_b, one per lane
+      zd_wb = zd_b;
+      zd_rel = 0;
+      zd_fresh = true;
+      zd_stale = false;
+      const int zd_x = zd_b + lane;
+      bool zd_s = false, zd_v = true, zd_c = false;  // known: left out, visited, left clear (past the end: visited)
+      if (zd_x < {steps}) {{
+        const unsigned long long zd_m = zd_flag_ld(&zd_flags[{kv} + {self._tile('zd_x')}]);
+        const unsigned long long zd_k = zd_flag_ld(&zd_flags[(int)bz * {lay.key_blocks} + zd_x]);
+        const bool zd_mk = (unsigned)(zd_m >> 32) == zd_tag, zd_kk = (unsigned)(zd_k >> 32) == zd_tag;
+        const float zd_kp = __uint_as_float((unsigned)zd_k);
+        const bool zd_ok = {bound};
+        zd_s = zd_mk && (zd_m & 1ull) && zd_kk && zd_ok;
+        zd_v = zd_mk && (!(zd_m & 1ull) || (zd_kk && !zd_ok));
+        zd_c = zd_mk && (zd_m & 2ull);
+      }}
+      zd_ks = __ballot_sync(0xffffffffu, zd_s);
+      zd_kv = __ballot_sync(0xffffffffu, zd_v);
+      zd_kc = __ballot_sync(0xffffffffu, zd_c);
+    }}
+    const unsigned zd_open = ~zd_ks & (0xffffffffu << zd_rel);  // from zd_b on: not known to be left out
+    if (zd_open == 0u) {{
+      zd_b = zd_wb + 32;
+      continue;
+    }}
+    const int zd_p = __ffs(zd_open) - 1;
+    if (!zd_fresh && !((zd_kv >> zd_p) & 1u)) {{  // its flags were not out when the window was read: again
+      zd_b = zd_wb + zd_p;
+      zd_stale = true;
+      continue;
+    }}
+    zd_next = min(zd_wb + zd_p, {steps});  // known to be visited, or not known yet: computed either way
+    zd_nclear = (zd_kc >> zd_p) & 1u;
+    break;
+  }}
+}}"""
+        return "\n".join(pad + ln for ln in code.splitlines())
+
+    def scoring(self, loop, evaluate: Evaluate, node: Node, index: tuple, overrides: dict, pad: str) -> str:
+        """The scoring loop for the block at `j0`, `zd_clear` telling a block the mask leaves clear."""
+        return self._scoring(loop, evaluate, node, index, overrides, pad, "zd_clear")
