@@ -550,7 +550,9 @@ def test_tma_attention_copies_k_v_and_the_masks_a_tensor_map_reads():
         assert "// zyx_dist: prologue" not in src and "zd_scratch" not in src, name
         assert ("_flags[" in src) == (label != "d128_computed_q"), name  # every other kernel has a mask
     wide = render_kernel(_wgmma_attention_kernels()["mask_d128_bfloat16"], CUDA_SM90A, KernelOpts(wgmma=2)).source
-    assert wide.count("&zd_tma_k") == wide.count("&zd_tma_v") == 2  # head dim 128: two 64-column panels a block
+    # head dim 128: two 64-column panels a block of k and of v, 8 KiB apart
+    assert "zd_tma3(zd_dst + 8192u, &zd_tma_k, zd_bar, 0 + 64, zd_j" in wide
+    assert "zd_tma3(zd_dst + 16384u + 8192u, &zd_tma_v, zd_bar, 0 + 64, zd_j" in wide
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")

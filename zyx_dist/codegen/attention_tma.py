@@ -241,38 +241,39 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
   __syncthreads();  // q is in registers (and the barriers are set up)
 {o_init(N)}
   int zd_last = -1;  // warp 0: the last key block whose copies were started
-{skip.state()}  for (int it = -{S};; it++) {{  // it < 0: only the copies of the first blocks, one per stage
-    if (it >= 0) {{
-      const int st = it % {S};
-      zd_bar_wait(bars + st * 8u, (it / {S}) & 1);  // this stage's copies have landed
-      const int zd_at = zd_info[st];
-      if (zd_at < 0) break;
-      const {T} j0 = ({T})(zd_at >> 1) * {BN};
-      const bool zd_clear = zd_at & 1;
-      const unsigned char* zd_stage = zd_base + st * {stage};
-      const unsigned ks = zd_stages + st * {stage}u, vs = ks + {v_tile.at}u;
-{indent(ZERO_S)}
-{indent(qk)}
-      {WAIT}  // the block's scores are in S
-  {pin('S', BN // 2)}
-      // the block's max of each of this lane's two rows, NaN where a score is NaN (so the row's results are)
-      float mb0 = -INFINITY, mb1 = -INFINITY;
-{indent(skip.scoring(partial(score_loop, T, inside), evaluate, a.pattern.scores, a.scores_idx, overrides, "    "))}
-{indent(softmax(kind, N))}
-{indent(pv)}
-      {WAIT}
-      __syncthreads();  // every warp is done with this stage: a later block's copies may come in
-    }}
-    if (warp == 0) {{  // the copies of block it + {S} into its stage
-      const int st = (it + {S}) % {S};
+{skip.state()}  if (warp == 0) {{
+    for (int it = {1 - S}; it < 0; it++) {{  // the first blocks' copies, one a stage
+      const int st = it + {S - 1};
 {issue}
     }}
+  }}
+  for (int it = 0;; it++) {{
+    const int st = it % {S};
+    zd_bar_wait(bars + st * 8u, (it / {S}) & 1);  // this stage's copies have landed
+    const int zd_at = zd_info[st];
+    if (zd_at < 0) break;
+    const {T} j0 = ({T})(zd_at >> 1) * {BN};
+    const bool zd_clear = zd_at & 1;
+    const unsigned char* zd_stage = zd_base + st * {stage};
+    const unsigned ks = zd_stages + st * {stage}u, vs = ks + {v_tile.at}u;
+{ZERO_S}
+{qk}
+    if (warp == 0) {{  // while the tensor cores score this block: the copies of block it + {S - 1} into the stage
+      const int st = (it + {S - 1}) % {S};  // the last block used (every warp was done with it at the barrier)
+{issue}
+    }}
+    {WAIT}  // the block's scores are in S
+{pin('S', BN // 2)}
+    // the block's max of each of this lane's two rows, NaN where a score is NaN (so the row's results are)
+    float mb0 = -INFINITY, mb1 = -INFINITY;
+{skip.scoring(partial(score_loop, T, inside), evaluate, a.pattern.scores, a.scores_idx, overrides, "    ")}
+{softmax(kind, N)}
+{pv}
+    {WAIT}
+    __syncthreads();  // every warp is done with this stage: the next block's copies may come in
   }}
 {finish(T, M, N, body)}
 {skip.finish}}}
 """
     return src, (spec.B * groups * THREADS,), (THREADS,)
 
-
-def indent(code: str) -> str:
-    return "\n".join("  " + ln if ln else ln for ln in code.splitlines())
