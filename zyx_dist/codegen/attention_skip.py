@@ -415,6 +415,10 @@ class Skips(_Blocks):
         return self._scoring(loop, evaluate, node, index, overrides, pad, self.clear(f"(int)(j0 / {BN})"))
 
 
+def _indent(code: str) -> str:
+    return "".join("  " + ln if ln.strip() else ln for ln in code.splitlines(keepends=True))
+
+
 FLAG_HELPERS = r"""#ifndef ZD_FLAG_HELPERS
 #define ZD_FLAG_HELPERS
 __device__ __forceinline__ unsigned long long zd_flag_ld(const unsigned long long* p) {  // as another SM left it
@@ -464,11 +468,11 @@ class InlineSkips(_Blocks):
     __shared__ float zd_red[4];
     for (int zd_kb = zd_qb; zd_kb < {blocks}; zd_kb += {groups}) {{  // this work-group's key blocks of k and v
       const {T} j0 = ({T})zd_kb * {BN};
-{_kv_scan(a, r, kernel, evaluate, T, as_used, dtype, views)}      if (tid == 0) zd_flag_st(&zd_flags[(int)bz * {blocks} + zd_kb], zd_tag, {payload});
+{_indent(_kv_scan(a, r, kernel, evaluate, T, as_used, dtype, views))}      if (tid == 0) zd_flag_st(&zd_flags[(int)bz * {blocks} + zd_kb], zd_tag, {payload});
     }}
     for (int zd_kb = {first}; zd_kb < {blocks}; zd_kb += {step}) {{  // ... and its mask tiles
       const {T} j0 = ({T})zd_kb * {BN};
-{_mask_tile(r, kernel, a.spec.M, a.spec.K, evaluate, T, view_of)}      if (tid == 0) zd_flag_st(&zd_flags[{kv} + {self._tile('zd_kb')}], zd_tag, (unsigned)masked | ((unsigned)clear << 1));
+{_indent(_mask_tile(r, kernel, a.spec.M, a.spec.K, evaluate, T, view_of))}      if (tid == 0) zd_flag_st(&zd_flags[{kv} + {self._tile('zd_kb')}], zd_tag, (unsigned)masked | ((unsigned)clear << 1));
     }}
   }}
 """
