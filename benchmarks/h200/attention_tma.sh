@@ -19,8 +19,9 @@ rc=$?
 echo "forms rc=$rc at $(( $(date +%s) - t0 )) s" | tee -a $log
 [ $rc -eq 134 ] && exit 1
 k=${TESTK:-"tensor_core_form or earlier_launch"}
-ZYX_DIST_GPU_SUITE=0 timeout -s ABRT ${TEST_S:-90} python3 -m pytest -q -m gpu tests/gpu/test_attention_gpu.py -n 8 \
-  --dist load -p no:cacheprovider $([ "$k" = all ] || echo -k "$k") > $OUT/gpu-attention.log 2>&1
+args=(-q -m gpu tests/gpu/test_attention_gpu.py -n 8 --dist load -p no:cacheprovider)
+[ "$k" = all ] || args+=(-k "$k")
+ZYX_DIST_GPU_SUITE=0 timeout -s ABRT ${TEST_S:-90} python3 -m pytest "${args[@]}" > $OUT/gpu-attention.log 2>&1
 echo "attention tests rc=$? at $(( $(date +%s) - t0 )) s" | tee -a $log; tail -2 $OUT/gpu-attention.log | tee -a $log
 grep -E "^FAILED|^ERROR|Timeout" $OUT/gpu-attention.log | head -30 | tee -a $log
 if [ "${NCU:-1}" != 0 ]; then

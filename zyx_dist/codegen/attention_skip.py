@@ -203,6 +203,19 @@ def block_max(name: str, scratch: str, pad: str = "  ") -> str:
             f"{pad}__syncthreads();\n{pad}{name} = fmaxf(fmaxf({scratch}[0], {scratch}[1]), fmaxf({scratch}[2], {scratch}[3]));")
 
 
+# per half type: the exponent's bits, and C of the float whose 16-bit magnitude `{}` holds (its sign bit clear)
+HALF_BITS = {"bfloat16": (0x7F80, "__uint_as_float({} << 16)"),
+             "float16": (0x7C00, "__half2float(__ushort_as_half((unsigned short)({})))")}
+
+
+def packed_abs(bits: str, dtype: str) -> str:
+    """C of the larger magnitude held in the two 16-bit halves of `bits` (each |x| of `dtype`, sign cleared:
+    integers that order as the values do, NaN above inf) as a float, NaN counting as inf."""
+    exponent, as_float = HALF_BITS[dtype]
+    m = f"max({bits} & 0xffffu, {bits} >> 16)"
+    return f"({m} > {exponent:#x}u ? INFINITY : {as_float.format(m)})"
+
+
 def _lanes(dtype: str) -> tuple[str, list[str]]:
     """(C type of 16 bytes, each element of `w` of that type as a float) for a vector read of `dtype`."""
     if dtype == "float32":
@@ -224,19 +237,23 @@ class _Span:
 
 
 def _scan(node: Node, index: tuple, rows: _Span, cols: _Span, col_checked: bool, fold: str, view, dtype: str,
-          evaluate: Evaluate, T: str, as_used: str, name: str) -> tuple[str, str]:
+          evaluate: Evaluate, T: str, as_used: str, name: str, word_fold: str = "") -> tuple[str, str]:
     """(loads, folds): C of the work-group over a `rows` x `cols` tile of `node` (at `index`, in their variables)
     that applies `fold` (C with `{}` for the value) to each element inside: 16 bytes of `dtype` at a time where
     `view` (the tile code's `copyable` result for it) says the elements lie side by side along the columns,
     each thread's loads (into registers `name`) all issued before the first fold, so that a caller may issue
-    another scan's loads in between and wait once for both; else one by one, all in `folds`. `col_checked`:
-    the columns may pass their limit (else only the rows are tested)."""
+    another scan's loads in between and wait once for both, and where `word_fold` is given for a half type, it
+    (C with `{}` for 32 bits: two elements) folds them two at a time; else one by one, all in `folds`.
+    `col_checked`: the columns may pass their limit (else only the rows are tested)."""
     guard = f"{rows.var} < {rows.limit}" + (f" && {cols.var} < {cols.limit}" if col_checked else "")
     width = 16 // dtype_named(dtype).itemsize if view is not None else 1
     if view is not None and not (col_checked and cols.limit % width):  # whole runs: none straddles the limit
         p, off = view
         ctype, lanes = _lanes(dtype)
-        folds = " ".join(fold.replace("{}", x) for x in lanes)
+        if word_fold and dtype in HALF_BITS:
+            folds = " ".join(word_fold.replace("{}", f"w.{c}") for c in "xyzw")
+        else:
+            folds = " ".join(fold.replace("{}", x) for x in lanes)
         chunks = rows.count * cols.count // width
         per = -(-chunks // THREADS)
         first = f"e < {chunks} && " if chunks % THREADS else ""
@@ -272,8 +289,12 @@ def _mask_scan(r: SkipRule, kernel: Kernel, M: int, K: int, evaluate: Evaluate, 
     floats = dtype in ("float32", "bfloat16", "float16")
     view = view_of(r.mask, r.index, dtype, sym.Var("gk", 0, K - 1), BN) if floats else None
     fold = f"masked = masked & ({r.test}); clear = clear & ({r.clear});"
+    words = ""  # the additive form's -inf and 0 tests of a half mask, on two elements at once: -inf's bits, +-0
+    if dtype in HALF_BITS and (r.test, r.clear) == ("{} == -INFINITY", "{} == 0.0f"):
+        inf2 = (0x8000 | HALF_BITS[dtype][0]) * 0x10001
+        words = f"masked = masked & ({{}} == {inf2:#x}u); clear = clear & (({{}} & 0x7fff7fffu) == 0u);"
     return "".join(_scan(r.mask, r.index, _Span("gi", "q0", BM, M), _Span("gk", "j0", BN, K), True, fold, view,
-                         dtype if floats else "float32", evaluate, T, "{}", "zd_wm"))
+                         dtype if floats else "float32", evaluate, T, "{}", "zd_wm", words))
 
 
 def _kv_scan(a: AttentionSpec, r: SkipRule, kernel: Kernel, evaluate: Evaluate, T: str, as_used: str, dtype: str,
@@ -284,15 +305,20 @@ def _kv_scan(a: AttentionSpec, r: SkipRule, kernel: Kernel, evaluate: Evaluate, 
     N, K, D = spec.N, spec.K, a.head
     bz, _, gj, gk = spec.vars()
     keys = _Span("gk", "j0", BN, K)
+    half = dtype in HALF_BITS  # then 16-bit magnitudes and exponents are compared two at a time, as integers
     k_loads, k_folds = ("", "") if r.limit is None else _scan(
         a.k, a.qk_idx, keys, _Span("dd", "0", D, D), False, largest_abs("km", "{}"), views[0], dtype, evaluate, T,
-        as_used, "zd_wk")
+        as_used, "zd_wk", "zd_k2 = __vmaxu2(zd_k2, {} & 0x7fff7fffu);")
+    exponents = f"{HALF_BITS[dtype][0] * 0x10001:#x}u" if half else ""
     v_loads, v_folds = _scan(a.v, spec.index(bz, sym.ZERO, gj, gk), keys, _Span(gj.name, "0", N, N), False,
                              "fin = fin & ((__float_as_uint({}) & 0x7f800000u) != 0x7f800000u);", views[1], dtype,
-                             evaluate, T, as_used, "zd_wv")
+                             evaluate, T, as_used, "zd_wv",
+                             f"fin = fin & (__vcmpeq2({{}} & {exponents}, {exponents}) == 0u);" if half else "")
+    packed = ("    unsigned zd_k2 = 0u;  // k's largest magnitude, two halves at a time\n",
+              f"    km = fmaxf(km, {packed_abs('zd_k2', dtype)});\n") if half and r.limit is not None else ("", "")
     return f"""    float km = 0.0f;
     bool fin = true;
-{k_loads}{v_loads}{k_folds}{v_folds}    fin = __syncthreads_and(fin);
+{packed[0]}{k_loads}{v_loads}{k_folds}{v_folds}{packed[1]}    fin = __syncthreads_and(fin);
 {block_max('km', 'zd_red', '    ')}
 """
 
@@ -363,6 +389,17 @@ class _Blocks:
         return (f"  __shared__ float zd_qred[4];\n  float zd_qmax = 0.0f;\n"
                 f"  for (int e = tid; e < {count}; e += {THREADS}) {largest_abs('zd_qmax', element)}\n"
                 f"{block_max('zd_qmax', 'zd_qred')}\n")
+
+    def q_max_frags(self, dtype: str, D: int, declare: bool = True) -> str:
+        """C that sets `zd_qmax` (declaring it where `declare`) from the half-type q fragments `qf` of the tensor-core
+        kernels, the work-group's rows by D head dims, every thread taking part: their 16-bit magnitudes compared
+        as integers, two at a time; empty where the rule needs no bound."""
+        if self.rule is None or self.rule.limit is None:
+            return ""
+        return (f"  unsigned zd_q2 = 0u;\n  #pragma unroll\n  for (int kk = 0; kk < {D // 16}; kk++)\n"
+                f"    #pragma unroll\n    for (int r = 0; r < 4; r++) zd_q2 = __vmaxu2(zd_q2, qf[kk][r] & 0x7fff7fffu);\n"
+                f"  {'float ' if declare else ''}zd_qmax = {packed_abs('zd_q2', dtype)};\n"
+                f"  __shared__ float zd_qred[4];\n{block_max('zd_qmax', 'zd_qred')}\n")
 
 
 class Skips(_Blocks):
@@ -444,12 +481,13 @@ class InlineSkips(_Blocks):
     (`finish`) counts it up, after every work-group of the launch has read it. Under a causal mask the longest
     query blocks run first (`attention_tc.work_order`), so the blocks a work-group may leave out were scanned
     by work-groups that started before it. `walk` is warp 0's choice of the next key block, from the flags of
-    32 blocks at a time (one load per lane), cached while they stay known."""
+    32 blocks at a time (one load per lane), cached while they stay known. `setup` declares the tag and the
+    flags (before the first walk), `produce` scans (at the work-group's start)."""
 
     def __init__(self, a: AttentionSpec, kernel: Kernel, name: str, evaluate: Evaluate, T: str, as_used: str,
                  dtype: str, views: tuple, view_of) -> None:
         self.rule = rule(a, kernel)
-        self.globals = self.produce = self.finish = ""
+        self.globals = self.setup = self.produce = self.finish = ""
         lay = layout(a, self.rule) if self.rule is not None else None
         if lay is None or 8 * (lay.batches * lay.key_blocks + lay.mask_tiles) > MAX_SCRATCH:
             self.rule = None
@@ -462,9 +500,12 @@ class InlineSkips(_Blocks):
                         f"__device__ unsigned {name}_epoch, {name}_done;  // launches so far; work-groups done in this one\n")
         first, step = ("0", 1) if r.batched else ("(int)bz", lay.batches)
         payload = "__float_as_uint(fin ? km : INFINITY)"  # k's bound, infinite where v is not finite
-        self.produce = f"""  const unsigned zd_tag = *reinterpret_cast<volatile unsigned*>(&{name}_epoch) + 1u;  // this launch's
-  unsigned long long* zd_flags = {name}_flags;
-  {{
+        # the tag and the flags, and q's bound not known yet (infinite: no block is left out on it) until
+        # q_max_frags sets it
+        self.setup = (f"  const unsigned zd_tag = *reinterpret_cast<volatile unsigned*>(&{name}_epoch) + 1u;  // this launch's\n"
+                      f"  unsigned long long* zd_flags = {name}_flags;\n"
+                      + ("  float zd_qmax = INFINITY;\n" if r.limit is not None else ""))
+        self.produce = f"""  {{
     __shared__ float zd_red[4];
     for (int zd_kb = zd_qb; zd_kb < {blocks}; zd_kb += {groups}) {{  // this work-group's key blocks of k and v
       const {T} j0 = ({T})zd_kb * {BN};
@@ -498,6 +539,12 @@ class InlineSkips(_Blocks):
             return ""
         return ("  int zd_wb = -64;  // warp 0: 32 key blocks from zd_wb known to be left out, visited, left clear\n"
                 "  unsigned zd_ks = 0u, zd_kv = 0u, zd_kc = 0u;\n")
+
+    def forget(self) -> str:
+        """C that drops warp 0's known flags once q's bound is in (blocks were judged without it before)."""
+        if self.rule is None or self.rule.limit is None:
+            return ""
+        return "  zd_wb = -64;  // the flags read so far were judged without q's bound\n"
 
     def walk(self, steps: str, pad: str) -> str:
         """C for warp 0 (every lane gets the same): `zd_next`, the first key block after `zd_last` not left out

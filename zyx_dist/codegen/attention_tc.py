@@ -402,6 +402,9 @@ def finish(T: str, M: int, N: int, body: str) -> str:
   l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  // one division a row: o * (1 / l) is NaN or inf where o / l is (l is 0 only in a row masked at every key, and
+  // at least 1 otherwise: exp(0) for its max), within an ulp of it elsewhere
+  const float r0 = 1.0f / l0, r1 = 1.0f / l1;
   #pragma unroll
   for (int x = 0; x < {N // 8}; x++) {{
     #pragma unroll
@@ -409,7 +412,7 @@ def finish(T: str, M: int, N: int, body: str) -> str:
       const {T} gi = q0 + warp * 16 + (lane >> 2) + ((h >> 1) << 3);
       const {T} gj = x * 8 + ((lane & 3) << 1) + (h & 1);
       if (gi < {M}) {{
-        const float acc = o[x][h] / (h < 2 ? l0 : l1);
+        const float acc = o[x][h] * (h < 2 ? r0 : r1);
 {body}
       }}
     }}
@@ -462,7 +465,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     skip = Skips(a, kernel, name, params, evaluate, T, as_float.format(store), half,
                  (copyable(kernel, a.k, a.qk_idx, half, dd, D), copyable(kernel, a.v, v_index, half, gj, N)),
                  partial(copyable, kernel))
-    q_max = skip.q_max(f"{as_float.format(f'{q_slot[:2]}[e / {D}][e % {D}]')}", BM * D)
+    q_max = skip.q_max_frags(half, D)
     for n, code in side_fills:  # a mask tile is not copied for a block it leaves clear: it is not read there
         fill_k += "\n" + (code if skip.rule is None or n is not skip.rule.mask else
                           f"  if (!{skip.clear(f'(int)(j0 / {BN})')}) {{\n{code}\n  }}")

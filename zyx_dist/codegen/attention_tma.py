@@ -176,7 +176,6 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
         overrides[n.id] = value.format(f"*reinterpret_cast<const {ctype}*>(zd_stage + {t.at} + "
                                        f"zd_swz_side((int)(gi - q0), (int)(gk - j0) * 2))")
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
-    q_max = skip.q_max(as_float.format(f"Qs[e / {D}][e % {D}]"), BM * D)
     inside = "true" if M % BM == 0 and K % BN == 0 else f"gi < {M} && gk < {K}"
     steps = -(-K // BN)
 
@@ -221,7 +220,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
 {marks}extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.join(params + map_params)}) {{
   extern __shared__ __align__(16) float zd_pool[];
   unsigned char* zd_base = reinterpret_cast<unsigned char*>(zd_pool) + (((zd_smem(zd_pool) + {ATOM - 1}u) & ~{ATOM - 1}u) - zd_smem(zd_pool));  // swizzle atoms: 1024-aligned
-  unsigned short (*Qs)[{D + PAD}] = reinterpret_cast<unsigned short (*)[{D + PAD}]>(zd_base);  // q first, then the stages
+  // q is staged in the last stage, whose first block is copied once q is in registers
+  unsigned short (*Qs)[{D + PAD}] = reinterpret_cast<unsigned short (*)[{D + PAD}]>(zd_base + {(S - 1) * stage});
   const unsigned zd_stages = zd_smem(zd_base);
   __shared__ __align__(8) unsigned long long zd_full[{S}];  // per stage: its copies have landed
   __shared__ int zd_info[{S}];  // per stage: 2 * its key block + (the mask leaves it clear), -1 past the walk's end
@@ -234,19 +234,19 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
   }}
 {fill_q}
   zd_cp_commit();
-{skip.produce}  asm volatile("cp.async.wait_group 0;" ::: "memory");
-  __syncthreads();
-{q_registers(D, "Qs[row][col]")}
-{q_max}  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // q's staging is the copies' from here on
-  __syncthreads();  // q is in registers (and the barriers are set up)
-{o_init(N)}
-  int zd_last = -1;  // warp 0: the last key block whose copies were started
+{skip.setup}  int zd_last = -1;  // warp 0: the last key block whose copies were started
 {skip.state()}  if (warp == 0) {{
-    for (int it = {1 - S}; it < 0; it++) {{  // the first blocks' copies, one a stage
+    for (int it = {1 - S}; it < 0; it++) {{  // the first blocks' copies, one a stage, while q and the scans come in
       const int st = it + {S - 1};
 {issue}
     }}
   }}
+{skip.produce}  asm volatile("cp.async.wait_group 0;" ::: "memory");
+  __syncthreads();
+{q_registers(D, "Qs[row][col]")}
+{skip.q_max_frags(half, D, declare=False)}{skip.forget()}  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // q's staging is the copies' from here on
+  __syncthreads();  // q is in registers
+{o_init(N)}
   for (int it = 0;; it++) {{
     const int st = it % {S};
     zd_bar_wait(bars + st * 8u, (it / {S}) & 1);  // this stage's copies have landed
