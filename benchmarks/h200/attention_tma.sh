@@ -7,7 +7,8 @@
 # form's launches with changing masks; TESTK=all: the module), spread over 8 processes, and Nsight Compute on the
 # bfloat16 forms (the TMA forms, then the wgmma form's prologue and kernel). A benchmark that does not finish
 # (a kernel that never returns) ends the call. Logs under $OUT: attention-tma.log (the summary),
-# gpu-attention.log, ncu-attention-tma.txt. NCU=0 leaves the profile out.
+# gpu-attention.log, ncu-attention-tma.txt (with the warps' stall reasons). NCU=0 leaves the profile out; BASE=<folder>
+# times the forms of the package copy there too (an A/B in one call).
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
 log=$OUT/attention-tma.log
 t0=$(date +%s)
@@ -18,6 +19,10 @@ timeout -s ABRT ${BENCH_S:-60} python3 benchmarks/h200/attention_forms.py --dtyp
 rc=$?
 echo "forms rc=$rc at $(( $(date +%s) - t0 )) s" | tee -a $log
 [ $rc -eq 134 ] && exit 1
+if [ -n "$BASE" ] && [ -d "$BASE" ]; then  # the same table from another copy of the package, in the same call
+  PYTHONPATH=$BASE:$PYTHONPATH timeout -s ABRT ${BENCH_S:-60} python3 benchmarks/h200/attention_forms.py --dtypes ${DTYPES:-bfloat16} \
+    2>&1 | grep -v -i warn | sed "s|^|base $BASE: |" | tee -a $log
+fi
 k=${TESTK:-"tensor_core_form or earlier_launch"}
 args=(-q -m gpu tests/gpu/test_attention_gpu.py -n 8 --dist load -p no:cacheprovider)
 [ "$k" = all ] || args+=(-k "$k")
@@ -27,6 +32,7 @@ grep -E "^FAILED|^ERROR|Timeout" $OUT/gpu-attention.log | head -30 | tee -a $log
 if [ "${NCU:-1}" != 0 ]; then
   timeout -s ABRT ${NCU_S:-70} ncu --clock-control none -k regex:kc_ -c 4 --section SpeedOfLight --section Occupancy \
     --section LaunchStats --section InstructionStats --section WarpStateStats --section SchedulerStats \
+    --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
     python3 benchmarks/h200/attention_forms.py --ncu --dtypes bfloat16 > $OUT/ncu-attention-tma.txt 2>&1
   echo "ncu rc=$? at $(( $(date +%s) - t0 )) s" | tee -a $log
   grep -E "^  kc_|Duration|Registers Per|Achieved Occupancy|Executed Instructions  |Issue Slots Busy|No Eligible|Warp Cycles Per Issued" \

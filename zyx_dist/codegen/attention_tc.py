@@ -278,7 +278,7 @@ def pin(acc: str, regs: int) -> str:
 
 
 def score_loop(T: str, inside: str, lines: list[str], value: str) -> str:
-    """The scoring at each accumulator of S (the block at j0), and the max of each of the lane's two rows."""
+    """The scoring at each accumulator of S (the block at j0)."""
     return f"""    #pragma unroll
     for (int ni = 0; ni < {BN // 8}; ni++) {{
       #pragma unroll
@@ -289,8 +289,29 @@ def score_loop(T: str, inside: str, lines: list[str], value: str) -> str:
         float sc = -INFINITY;
         if ({inside}) {{ {' '.join(lines)} sc = {value}; }}
         S[ni][h] = sc;
-        if (h < 2) mb0 = zd_max_nan(mb0, sc); else mb1 = zd_max_nan(mb1, sc);
       }}
+    }}"""
+
+
+# the block's max of each of the lane's two rows (mb0, mb1), NaN where a score is NaN (so the row's results are), as
+# a tree of depth 4: a chain of 16 max (exact in any order) held up every exp behind it
+ROW_MAX = f"""    float mb0, mb1;
+    {{
+      float r0[{BN // 8}], r1[{BN // 8}];
+      #pragma unroll
+      for (int ni = 0; ni < {BN // 8}; ni++) {{
+        r0[ni] = zd_max_nan(S[ni][0], S[ni][1]);
+        r1[ni] = zd_max_nan(S[ni][2], S[ni][3]);
+      }}
+      #pragma unroll
+      for (int w = {BN // 16}; w >= 1; w >>= 1)
+        #pragma unroll
+        for (int ni = 0; ni < w; ni++) {{
+          r0[ni] = zd_max_nan(r0[ni], r0[ni + w]);
+          r1[ni] = zd_max_nan(r1[ni], r1[ni + w]);
+        }}
+      mb0 = r0[0];
+      mb1 = r1[0];
     }}"""
 
 
@@ -550,9 +571,8 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
 {fill_k}
     }}
     zd_cp_commit();
-    // the block's max of each of this lane's two rows, NaN where a score is NaN (so the row's results are)
-    float mb0 = -INFINITY, mb1 = -INFINITY;
 {skip.scoring(partial(score_loop, T, inside), evaluate, a.pattern.scores, a.scores_idx, overrides, "    ")}
+{ROW_MAX}
 {softmax(kind, N)}
 {v_ready}
     s = next;

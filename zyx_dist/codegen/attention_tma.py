@@ -28,6 +28,7 @@ from .attention_tc import (
     BM,
     BN,
     PAD,
+    ROW_MAX,
     SIDE_TYPES,
     THREADS,
     WAIT,
@@ -55,18 +56,18 @@ from .gemm_wgmma import _WGMMA_HELPERS, ARCH_MARK, ATOM, SHARED_LIMIT
 PANEL = 128  # bytes of a tile row per copy: one 128-byte swizzle row
 STATIC = 256  # bytes of static shared memory the kernel declares besides its stages, at most
 
-# the byte offset of (row, byte) in a tile of 128-byte panels of 64 rows, swizzled as TMA's 128-byte mode writes it
-# (the tile 1024-aligned)
-_SIDE_AT = """#ifndef ZD_SWZ_SIDE
-#define ZD_SWZ_SIDE
-__device__ __forceinline__ int zd_swz_side(int row, int byte) {
-  const unsigned off = (byte >> 7) * 8192u + row * 128u + (byte & 127);
-  return (int)(off ^ (((off >> 7) & 7) << 4));
-}
-__device__ __forceinline__ void zd_bar_arrive(unsigned bar) {
+_ARRIVE = """#ifndef ZD_BAR_ARRIVE
+#define ZD_BAR_ARRIVE
+__device__ __forceinline__ void zd_bar_arrive(unsigned bar) {  // an arrival that brings no bytes
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
 }
 #endif"""
+# A side tile (BM rows of BN halves: one 128-byte row each) as TMA's 128-byte swizzle writes it: row r's 16-byte chunk
+# c at r * 128 + 16 * (c ^ (r & 7)). The scoring reads it at the accumulators of score_loop (its `ni` and `h`): row
+# warp * 16 + lane / 4 + 8 * (h / 2), byte 16 * ni + 4 * (lane % 4) + 2 * (h % 2), so r & 7 = (lane / 4) & 7 and the
+# chunk is ni's: the thread's part (zd_mrow, zd_msw) is worked out once, not per score.
+SIDE_AT = "zd_mrow + ((h >> 1) << 10) + ((ni ^ zd_msw) << 4) + ((h & 1) << 1)"
+SIDE_BASE = "  const int zd_mrow = (warp * 16 + (lane >> 2)) * 128 + ((lane & 3) << 2), zd_msw = (lane >> 2) & 7;\n"
 
 
 @dataclass(frozen=True)
@@ -173,8 +174,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     overrides = {a.pattern.qk.id: "acc"}
     for (n, _ix, dt), t in zip(sides, side_tiles):
         ctype, value = SIDE_TYPES[dt]
-        overrides[n.id] = value.format(f"*reinterpret_cast<const {ctype}*>(zd_stage + {t.at} + "
-                                       f"zd_swz_side((int)(gi - q0), (int)(gk - j0) * 2))")
+        overrides[n.id] = value.format(f"*reinterpret_cast<const {ctype}*>(zd_stage + {t.at} + {SIDE_AT})")
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
     inside = "true" if M % BM == 0 and K % BN == 0 else f"gi < {M} && gk < {K}"
     steps = -(-K // BN)
@@ -214,7 +214,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
 {_HELPERS}
 {_WGMMA_HELPERS}
 {gemm_tma.HELPERS}
-{_SIDE_AT}
+{_ARRIVE}
 {skip.globals}{tc_helpers(kind)}
 // zyx_dist: dynamic shared bytes {S * stage + ATOM}
 {marks}extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.join(params + map_params)}) {{
@@ -247,7 +247,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
 {skip.q_max_frags(half, D, declare=False)}{skip.forget()}  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // q's staging is the copies' from here on
   __syncthreads();  // q is in registers
 {o_init(N)}
-  for (int it = 0;; it++) {{
+{SIDE_BASE if side_tiles else ""}  for (int it = 0;; it++) {{
     const int st = it % {S};
     zd_bar_wait(bars + st * 8u, (it / {S}) & 1);  // this stage's copies have landed
     const int zd_at = zd_info[st];
@@ -264,9 +264,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     }}
     {WAIT}  // the block's scores are in S
 {pin('S', BN // 2)}
-    // the block's max of each of this lane's two rows, NaN where a score is NaN (so the row's results are)
-    float mb0 = -INFINITY, mb1 = -INFINITY;
 {skip.scoring(partial(score_loop, T, inside), evaluate, a.pattern.scores, a.scores_idx, overrides, "    ")}
+{ROW_MAX}
 {softmax(kind, N)}
 {pv}
     {WAIT}
