@@ -18,7 +18,9 @@ of attention_skip.py flags them; a warp whose scores in a block are all -inf (a 
 block) skips that block's softmax, and its p @ v where v's block is finite: the result is the same as
 computing them. On Hopper (the dialect with wgmma) the tuner also times a wgmma form of the same kernel
 (`render(..., wgmma=True)`, head dims of whole 64s): both products are then `wgmma.mma_async` from
-128-byte-swizzled tiles. Work-groups take the query blocks with the most keys first (`work_order`). Other
+128-byte-swizzled tiles; attention_tma.py's TMA form (`KernelOpts(wgmma=2)`, the tuner's first candidate
+where TMA can read k and v) shares this module's pieces. Work-groups take the query blocks with the most keys
+first (`work_order`). Other
 dtypes and head dims take attention_tiled.py's float32 arithmetic on CUDA (no TF32).
 """
 
@@ -277,8 +279,10 @@ def pin(acc: str, regs: int) -> str:
     return f'    asm volatile("" : {cons} :: "memory");'
 
 
-def score_loop(T: str, inside: str, lines: list[str], value: str) -> str:
-    """The scoring at each accumulator of S (the block at j0)."""
+def score_loop(T: str, inside: str, chain: bool, lines: list[str], value: str) -> str:
+    """The scoring at each accumulator of S (the block at j0); `chain`: each score also folded into its row's max
+    (mb0, mb1, from -inf), else ROW_MAX takes the max after the loop."""
+    fold = "\n        if (h < 2) mb0 = zd_max_nan(mb0, sc); else mb1 = zd_max_nan(mb1, sc);" if chain else ""
     return f"""    #pragma unroll
     for (int ni = 0; ni < {BN // 8}; ni++) {{
       #pragma unroll
@@ -288,13 +292,15 @@ def score_loop(T: str, inside: str, lines: list[str], value: str) -> str:
         const float acc = S[ni][h];
         float sc = -INFINITY;
         if ({inside}) {{ {' '.join(lines)} sc = {value}; }}
-        S[ni][h] = sc;
+        S[ni][h] = sc;{fold}
       }}
     }}"""
 
 
 # the block's max of each of the lane's two rows (mb0, mb1), NaN where a score is NaN (so the row's results are), as
-# a tree of depth 4: a chain of 16 max (exact in any order) held up every exp behind it
+# a tree of depth 4 after the scoring (max is exact in any order): in the TMA form the chain of 16 in score_loop held
+# up every exp behind it (H200: 95.8 -> 94.4 us with the side tiles' offsets below); the cp.async forms keep the
+# chain (the tree cost them 1 us)
 ROW_MAX = f"""    float mb0, mb1;
     {{
       float r0[{BN // 8}], r1[{BN // 8}];
@@ -571,8 +577,9 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
 {fill_k}
     }}
     zd_cp_commit();
-{skip.scoring(partial(score_loop, T, inside), evaluate, a.pattern.scores, a.scores_idx, overrides, "    ")}
-{ROW_MAX}
+    // the block's max of each of this lane's two rows, NaN where a score is NaN (so the row's results are)
+    float mb0 = -INFINITY, mb1 = -INFINITY;
+{skip.scoring(partial(score_loop, T, inside, True), evaluate, a.pattern.scores, a.scores_idx, overrides, "    ")}
 {softmax(kind, N)}
 {v_ready}
     s = next;

@@ -6,10 +6,11 @@ the arithmetic (q and the probabilities as register A operands, k and v from 128
 same scoring, online softmax and store), whose key blocks arrive differently: warp 0 chooses the blocks to
 run and one lane copies each block's k, v and mask tiles with bulk tensor copies (`cp.async.bulk.tensor`,
 the maps' marker lines read by runtime/cuda_tma.py) into a ring of `stages` shared-memory stages, each
-signalling its mbarrier when its bytes have landed, so the copies of the next blocks run while this one is
-computed and no other thread spends an instruction on them. A scoring operand read at (row, key), such as
+signalling its mbarrier when its bytes have landed. Warp 0 does that while the tensor cores score the
+current block (between q @ k^T's issue and its wait), for the block `stages` - 1 ahead, into the stage the
+last block left; no other thread spends an instruction on copies. A scoring operand read at (row, key), such as
 an additive mask, is staged the same way where a map can read it and the stages fit, else read from global
-memory. Key blocks a mask hides are left out as attention_skip.InlineSkips decides (no prologue kernel: the
+memory. Key blocks a mask hides are left out as attention_flags.InlineSkips decides (no prologue kernel: the
 work-groups scan their share of the blocks first); blocks the mask leaves clear are scored without it and
 their mask tile is not copied.
 """
@@ -23,7 +24,7 @@ from ..fuse.kernelize import Kernel
 from . import gemm_tma
 from . import symbolic as sym
 from .attention import AttentionSpec, Evaluate
-from .attention_skip import InlineSkips
+from .attention_flags import InlineSkips
 from .attention_tc import (
     BM,
     BN,
@@ -83,10 +84,11 @@ class Staged:
     per_panel: int  # inner elements per copy
 
 
-def _tile(name: str, m: gemm_tma.TensorMap | None, rows: int, cols: int, size: int, at: int) -> Staged | None:
+def _tile(name: str, m: gemm_tma.TensorMap | None, rows: int, cols: int, at: int) -> Staged | None:
+    """A tile of `rows` x `cols` halves at byte `at` of a stage, copied in panels of 64 columns (None: no map)."""
     if m is None:
         return None
-    return Staged(name, m, at, rows * cols * size, -(-cols * size // PANEL), PANEL // size)
+    return Staged(name, m, at, rows * cols * 2, -(-cols * 2 // PANEL), PANEL // 2)
 
 
 def budget(a: AttentionSpec) -> int:
@@ -112,8 +114,8 @@ def plan(a: AttentionSpec, kernel: Kernel, stages: int) -> tuple[int, list[Stage
         return gemm_tma.affine_map(view[0], dtype, view[1], (inner.name, inner.hi + 1), outer, spec.B,
                                    (PANEL // 2, rows), True)
 
-    k = _tile("zd_tma_k", view_map(a.k, a.qk_idx, half, dd, ("gk", K), D, BN), BN, D, 2, 0)
-    v = _tile("zd_tma_v", view_map(a.v, spec.index(bz, sym.ZERO, gj, gk), half, gj, ("gk", K), N, BN), BN, N, 2,
+    k = _tile("zd_tma_k", view_map(a.k, a.qk_idx, half, dd, ("gk", K), D, BN), BN, D, 0)
+    v = _tile("zd_tma_v", view_map(a.v, spec.index(bz, sym.ZERO, gj, gk), half, gj, ("gk", K), N, BN), BN, N,
               2 * BN * D)
     if k is None or v is None:
         return None
@@ -125,7 +127,7 @@ def plan(a: AttentionSpec, kernel: Kernel, stages: int) -> tuple[int, list[Stage
         return None
     tiles, sides = [k, v], []
     for n, ix, dt in side_reads(a, kernel, 1 << 30):  # half types (maps read no others)
-        t = _tile(f"zd_tma_m{len(sides)}", view_map(n, ix, dt, gk, ("gi", M), BN, BM), BM, BN, 2, at)
+        t = _tile(f"zd_tma_m{len(sides)}", view_map(n, ix, dt, gk, ("gi", M), BN, BM), BM, BN, at)
         if t is None or S * (at + t.nbytes) + ATOM > budget(a):
             continue
         tiles.append(t)
@@ -264,7 +266,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     }}
     {WAIT}  // the block's scores are in S
 {pin('S', BN // 2)}
-{skip.scoring(partial(score_loop, T, inside), evaluate, a.pattern.scores, a.scores_idx, overrides, "    ")}
+{skip.scoring(partial(score_loop, T, inside, False), evaluate, a.pattern.scores, a.scores_idx, overrides, "    ")}
 {ROW_MAX}
 {softmax(kind, N)}
 {pv}
