@@ -1,13 +1,14 @@
-"""GPU machine: the two tensor-core forms of the fused attention kernel (codegen/attention_tc.py, wgmma and
-mma.sync, the tuner's two candidates on Hopper) on the attention core `softmax(q @ k.mT * c + mask) @ v`
-with a causal mask tensor, B=8, 16 heads, T=1024, head dim 64, in bfloat16 and float16. Each form is rendered
-with its option and launched on one worker (prologue and attention kernel, as the runtime launches them),
-its time per launch from CUDA events (median and interquartile range of 50); torch's
-`scaled_dot_product_attention(is_causal=True)` beside it in the same process, also by CUDA events. Each
-form's result is checked against the other and against torch.
+"""GPU machine: the tensor-core forms of the fused attention kernel (codegen/attention_tma.py's TMA form in 2
+and 3 stages, attention_tc.py's wgmma and mma.sync: the tuner's candidates on Hopper) on the attention core
+`softmax(q @ k.mT * c + mask) @ v` with a causal mask tensor, B=8, 16 heads, T=1024, head dim 64, in bfloat16
+and float16. Each form is rendered with its option and launched on one worker (prologue, where the form has
+one, and attention kernel, as the runtime launches them), its time per launch from CUDA events (median and
+interquartile range of 50); torch's `scaled_dot_product_attention(is_causal=True)` beside it in the same
+process, also by CUDA events. Each form's result is checked against torch.
 
     python3 benchmarks/h200/attention_forms.py            # the table
-    ncu -k regex:kc_ -c 4 python3 benchmarks/h200/attention_forms.py --ncu   # both forms once each
+    ncu -k regex:kc_ -c 4 python3 benchmarks/h200/attention_forms.py --ncu --dtypes bfloat16
+        # each form once, in FORMS' order (-c 4: the TMA forms, then wgmma's prologue and kernel)
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from zyx_dist.protocol import Alloc, Compile, CopyIn, Free, Launch, Sync
 from zyx_dist.runtime.worker import Worker
 
 B, H, T, D = 8, 16, 1024, 64
-FORMS = {"wgmma": KernelOpts(wgmma=1), "mma.sync": KernelOpts()}
+FORMS = {"tma": KernelOpts(wgmma=2, stages=2), "tma s3": KernelOpts(wgmma=2, stages=3), "wgmma": KernelOpts(wgmma=1),
+         "mma.sync": KernelOpts()}
 
 
 def spread(xs: list[float]) -> str:
@@ -59,6 +61,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ncu", action="store_true", help="each form launched once, for Nsight Compute")
     ap.add_argument("--launches", type=int, default=50)
+    ap.add_argument("--dtypes", default="bfloat16,float16", help="comma-separated: bfloat16, float16")
     args = ap.parse_args()
     import torch
 
@@ -67,6 +70,8 @@ def main() -> None:
     with Worker("cuda:0", profile=True) as worker:
         for name, np_dtype, torch_dtype in (("bfloat16", ml_dtypes.bfloat16, torch.bfloat16),
                                             ("float16", np.float16, torch.float16)):
+            if name not in args.dtypes.split(","):
+                continue
             qkv = [rng.standard_normal((B, H, T, D)).astype(np_dtype) for _ in range(3)]
             mask = np.triu(np.full((T, T), -np.inf, np.float32), 1).astype(np_dtype)
             q, k, v, m = (zd.tensor(x) for x in (*qkv, mask))

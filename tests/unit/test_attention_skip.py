@@ -30,9 +30,9 @@ def _bmm(a: g.Node, b: g.Node) -> g.Node:
     return g.reshape(g.reduce(g.ReduceOp.SUM, g.binary(g.BinaryOp.MUL, ae, be), (3,)), (*batch, m, n))
 
 
-def _kernel(dtype, scoring):
-    """The attention kernel of softmax(scoring(q @ k^T)) @ v at (B, T, D)."""
-    q, k, v = (leaf(B, T, D, dtype=dtype) for _ in range(3))
+def _kernel(dtype, scoring, head: int = D):
+    """The attention kernel of softmax(scoring(q @ k^T)) @ v at (B, T, head)."""
+    q, k, v = (leaf(B, T, head, dtype=dtype) for _ in range(3))
     s = scoring(_bmm(q, g.permute(k, (0, 2, 1))))
     mx = g.reduce(g.ReduceOp.MAX, s, (2,))
     e = g.unary(g.UnaryOp.EXP, g.binary(g.BinaryOp.SUB, s, g.expand(mx, s.shape)))
@@ -140,3 +140,28 @@ def test_the_runtime_reads_the_marker_the_renderer_writes():
     assert shared > 0  # the staged tiles live in dynamic shared memory
     assert pro == (f"{program.name}_pre", lay.groups, attention_skip.THREADS, lay.nbytes) and maps == ()
     assert cuda._declared("extern \"C\" __global__ void k() {}") == (0, None, ())
+
+
+def test_the_tma_form_publishes_its_own_flags_in_module_memory():
+    """attention_tma.py's kernel has no prologue: its work-groups publish the same flags (one 64-bit word each,
+    tagged with the launch's number) in module memory sized for every (batch, key block) and mask tile, warp 0
+    tests a masked block with the prologue's bound, and the runtime finds tensor maps and no prologue."""
+    from zyx_dist.codegen.options import KernelOpts
+    from zyx_dist.codegen.render import CUDA_SM90A
+    from zyx_dist.runtime import cuda
+
+    for shape, batched in (((1, T, T), False), ((B, 1, T), True)):
+        kern, spec = _kernel(dt.bfloat16, _masked(_scaled(0.125, dt.bfloat16), dt.bfloat16, shape), 64)
+        r = attention_skip.rule(spec, kern)
+        lay = attention_skip.layout(spec, r)
+        program = render_kernel(kern, CUDA_SM90A, KernelOpts(wgmma=2))
+        src = program.source
+        words = lay.batches * lay.key_blocks + lay.mask_tiles
+        assert f"unsigned long long {program.name}_flags[{words}];" in src and f"{program.name}_epoch" in src
+        assert lay.mask_tiles == (B if batched else 1) * 4 * 4 and r.batched == batched
+        assert f"zd_qmax * zd_kp <= {r.limit:.9g}f" in src  # the prologue's bound (skip_test's)
+        assert attention_skip.PROLOGUE_MARK not in src and "zd_scratch" not in src
+        shared, pro, maps = cuda._declared(src)
+        # k and v by tensor maps, and a mask that varies along the rows (rows of 400 bytes: whole 16s); one per batch
+        # and key, the same on every row, is no tile: the scoring reads it from global memory
+        assert pro is None and len(maps) == (2 if batched else 3) and shared > 0

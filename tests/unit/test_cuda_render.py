@@ -473,7 +473,8 @@ def test_wgmma_is_switched_off_by_the_environment(monkeypatch):
 def _wgmma_attention_kernels() -> dict[str, Kernel]:
     """Fused attention forms that Hopper's wgmma kernel takes (head dims of whole 64s): a permuted qkv view with
     a causal mask, a mask staged in shared memory, cross-attention with v twice as wide, head dim 128 with a
-    computed q (filled value by value), a per-batch mask; bfloat16 and float16."""
+    computed q (filled value by value), a per-batch mask, a mask at head dim 128, a where-mask, and k
+    flipped along the keys (no tensor map can read it: the TMA form is not offered); bfloat16 and float16."""
     out = {}
     for dtype in (dt.float16, dt.bfloat16):
         B, T, H, D = 2, 130, 2, 64
@@ -491,7 +492,20 @@ def _wgmma_attention_kernels() -> dict[str, Kernel]:
             if mask:
                 s = g.binary(g.BinaryOp.ADD, s, g.expand(leaf(*mask, dtype=dtype), s.shape))
             out[f"{label}_{dtype.name}"] = one(_attention(s, v))
+        q, k, v = leaf(2, 64, 128, dtype=dtype), leaf(2, 128, 128, dtype=dtype), leaf(2, 128, 128, dtype=dtype)
+        s = g.binary(g.BinaryOp.ADD, _bmm(q, g.permute(k, (0, 2, 1))), g.expand(leaf(1, 64, 128, dtype=dtype), (2, 64, 128)))
+        out[f"mask_d128_{dtype.name}"] = one(_attention(s, v))
+        q, k, v = (leaf(2, 128, 64, dtype=dtype) for _ in range(3))
+        s = _bmm(q, g.permute(k, (0, 2, 1)))
+        s = g.where(g.expand(leaf(1, 128, 128, dtype=dt.bool_), s.shape), s, g.const(-math.inf, s.shape, dtype))
+        out[f"where_mask_{dtype.name}"] = one(_attention(s, v))
+        s = _bmm(q, g.permute(g.flip(k, (1,)), (0, 2, 1)))
+        s = g.binary(g.BinaryOp.ADD, s, g.expand(leaf(1, 128, 128, dtype=dtype), s.shape))
+        out[f"flipped_k_{dtype.name}"] = one(_attention(s, v))
     return out
+
+
+NO_TMA = ("flipped_k",)  # attention kernels of _wgmma_attention_kernels whose k or v no tensor map reads
 
 
 def test_wgmma_attention_is_a_candidate_beside_mma_sync_on_compute_capability_9():
@@ -500,7 +514,8 @@ def test_wgmma_attention_is_a_candidate_beside_mma_sync_on_compute_capability_9(
     from zyx_dist.codegen.render import CUDA_SM90A, facts
 
     for name, k in _wgmma_attention_kernels().items():
-        assert [o.wgmma for o in options.candidates(facts(k, "cuda_sm90a"))] == [1, 0], name
+        tma = [] if name.startswith(NO_TMA) else [2]
+        assert [o.wgmma for o in options.candidates(facts(k, "cuda_sm90a"))] == [*tma, 1, 0], name
         assert [o.wgmma for o in options.candidates(facts(k, "cuda"))] == [0], name
         src = render_kernel(k, CUDA_SM90A, KernelOpts(wgmma=1)).source
         assert "// zyx_dist: arch sm_90a" in src and "mma.sync" not in src, name
@@ -511,13 +526,43 @@ def test_wgmma_attention_is_a_candidate_beside_mma_sync_on_compute_capability_9(
     assert [o.wgmma for o in options.candidates(facts(small, "cuda_sm90a"))] == [0]
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
-def test_nvcc_accepts_wgmma_attention_forms():
+def test_tma_attention_copies_k_v_and_the_masks_a_tensor_map_reads():
+    """The TMA form (codegen/attention_tma.py): a tensor map each for k and v, one for a mask whose rows a map
+    reads (16-byte pitches) where the stages leave room, none for a mask it cannot read (rows of 130 halves)
+    nor for a bool condition; no prologue kernel, the skip flags in module memory where a mask gives a rule;
+    k flipped along the keys (no map reads it backwards) keeps the wgmma form's text."""
     from zyx_dist.codegen.options import KernelOpts
     from zyx_dist.codegen.render import CUDA_SM90A
 
-    sources = {name: render_kernel(k, CUDA_SM90A, KernelOpts(wgmma=1)).source
-               for name, k in _wgmma_attention_kernels().items()}
+    maps = {"view_causal": 2, "staged_mask": 3, "cross_v128": 2, "d128_computed_q": 2, "per_batch_mask": 3,
+            "mask_d128": 3, "where_mask": 2}
+    for name, k in _wgmma_attention_kernels().items():
+        prog = render_kernel(k, CUDA_SM90A, KernelOpts(wgmma=2))
+        src = prog.source
+        if name.startswith(NO_TMA):
+            plain = render_kernel(k, CUDA_SM90A, KernelOpts(wgmma=1))
+            assert src.replace(prog.name, plain.name) == plain.source, name
+            continue
+        label = name.rsplit("_", 1)[0]
+        assert src.count("// zyx_dist: tensor map ") == maps[label], name
+        assert src.count("const __grid_constant__ zd_tmap") == maps[label], name
+        assert "cp.async.bulk.tensor" in src and "mbarrier.try_wait" in src, name
+        assert "// zyx_dist: prologue" not in src and "zd_scratch" not in src, name
+        assert ("_flags[" in src) == (label != "d128_computed_q"), name  # every other kernel has a mask
+    wide = render_kernel(_wgmma_attention_kernels()["mask_d128_bfloat16"], CUDA_SM90A, KernelOpts(wgmma=2)).source
+    # head dim 128: two 64-column panels a block of k and of v, 8 KiB apart
+    assert "zd_tma3(zd_dst + 8192u, &zd_tma_k, zd_bar, 0 + 64, zd_j" in wide
+    assert "zd_tma3(zd_dst + 16384u + 8192u, &zd_tma_v, zd_bar, 0 + 64, zd_j" in wide
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_nvcc_accepts_wgmma_attention_forms():
+    """The wgmma form and the TMA form in two and three stages of every kernel above, through ptxas."""
+    from zyx_dist.codegen.options import KernelOpts
+    from zyx_dist.codegen.render import CUDA_SM90A
+
+    sources = {f"{name}_{w}_{st}": render_kernel(k, CUDA_SM90A, KernelOpts(wgmma=w, stages=st)).source
+               for name, k in _wgmma_attention_kernels().items() for w, st in ((1, 0), (2, 2), (2, 3))}
     with tempfile.TemporaryDirectory() as tmp:  # through ptxas: it checks the inline wgmma and its registers
         errors = _nvcc(sources, tmp, ["-cubin", "-arch=sm_90a", "-x", "cu"])
     assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in list(errors.items())[:2])

@@ -65,6 +65,29 @@ def test_no_tensor_map_for_what_tma_cannot_express():
     assert a(sym.mul(gi, 64)) is None  # no k index: a broadcast operand
 
 
+def test_affine_maps_of_any_input():
+    """gemm_tma.affine_map, as attention_tma.py's k, v and mask tiles use it: the contiguous dim first (coefficient
+    1), the row dim's stride, then digits of the batch index; none for another
+    variable, an inner coefficient of 2, rows of no whole 16 bytes, or a float32 input."""
+    from zyx_dist.codegen import symbolic as sym
+
+    bz, gi, gk, dd = sym.Var("bz", 0, 127), sym.Var("gi", 0, 63), sym.Var("gk", 0, 1023), sym.Var("dd", 0, 63)
+    k = gemm_tma.affine_map(1, "bfloat16", sym.add(sym.mul(bz, 65536), sym.mul(gk, 64), dd), ("dd", 64), ("gk", 1024),
+                            128, (64, 64), True)
+    assert (k.dtype, k.dims, k.strides, k.box, k.digits) == ("bf16", (64, 1024, 128), (64, 65536), (64, 64, 1), ((1, 0),))
+    mask = gemm_tma.affine_map(3, "float16", sym.add(sym.mul(gi, 1024), gk), ("gk", 1024), ("gi", 64), 128, (64, 64), True)
+    assert (mask.dims, mask.strides, mask.digits) == ((1024, 64), (1024,), ())
+    assert mask.marker() == gemm_tma.MARK + "3 f16 0 2 1024 64 2048 64 64"
+    assert gemm_tma.affine_map(3, "float32", sym.add(sym.mul(gi, 1024), gk), ("gk", 1024), ("gi", 64), 128, (32, 64),
+                               True) is None
+    assert gemm_tma.affine_map(3, "bfloat16", sym.add(sym.mul(gi, 1030), gk), ("gk", 1024), ("gi", 64), 1, (64, 64),
+                               True) is None  # rows 2060 bytes apart
+    assert gemm_tma.affine_map(3, "bfloat16", sym.add(sym.mul(gi, 2048), sym.mul(gk, 2)), ("gk", 1024), ("gi", 64), 1,
+                               (64, 64), True) is None  # every other element
+    assert gemm_tma.affine_map(1, "bfloat16", sym.add(sym.mul(gk, 64), dd), ("gk", 1024), ("gi", 64), 1, (64, 64),
+                               True) is None  # dd is neither of the map's dims
+
+
 def test_malformed_tensor_map_lines_are_refused():
     good = gemm_tma.TensorMap(2, "bf16", 8, (64, 32, 3), (96, 4096), (64, 128, 1), ((1, 0),), True).marker()
     (m,) = cuda_tma.parse("int x;\n" + good + "\n")

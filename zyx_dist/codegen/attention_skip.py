@@ -10,7 +10,8 @@ is finite. A work-group then leaves out, loads included, every key block where i
 block is finite (0 * inf is NaN in NumPy) and, for the additive form, its largest |q| times the block's
 largest |k| bounds q @ k^T so that f stays finite (an overflow to inf would make the score NaN instead of
 -inf); a block the mask leaves clear is scored with the mask as a constant. Nothing else changes: a
-block that fails a test is computed as before.
+block that fails a test is computed as before. The TMA form (attention_tma.py) has no prologue: attention_flags.py
+has its own work-groups make the same scans and publish the same flags, tagged per launch, in module memory.
 """
 
 from __future__ import annotations
@@ -203,6 +204,19 @@ def block_max(name: str, scratch: str, pad: str = "  ") -> str:
             f"{pad}__syncthreads();\n{pad}{name} = fmaxf(fmaxf({scratch}[0], {scratch}[1]), fmaxf({scratch}[2], {scratch}[3]));")
 
 
+# per half type: the exponent's bits, and C of the float whose 16-bit magnitude `{}` holds (its sign bit clear)
+HALF_BITS = {"bfloat16": (0x7F80, "__uint_as_float({} << 16)"),
+             "float16": (0x7C00, "__half2float(__ushort_as_half((unsigned short)({})))")}
+
+
+def packed_abs(bits: str, dtype: str) -> str:
+    """C of the larger magnitude held in the two 16-bit halves of `bits` (each |x| of `dtype`, sign cleared:
+    integers that order as the values do, NaN above inf) as a float, NaN counting as inf."""
+    exponent, as_float = HALF_BITS[dtype]
+    m = f"max({bits} & 0xffffu, {bits} >> 16)"
+    return f"({m} > {exponent:#x}u ? INFINITY : {as_float.format(m)})"
+
+
 def _lanes(dtype: str) -> tuple[str, list[str]]:
     """(C type of 16 bytes, each element of `w` of that type as a float) for a vector read of `dtype`."""
     if dtype == "float32":
@@ -224,25 +238,41 @@ class _Span:
 
 
 def _scan(node: Node, index: tuple, rows: _Span, cols: _Span, col_checked: bool, fold: str, view, dtype: str,
-          evaluate: Evaluate, T: str, as_used: str) -> str:
-    """A loop of the work-group over a `rows` x `cols` tile of `node` (at `index`, in their variables) that
-    applies `fold` (C with `{}` for the value) to each element inside: 16 bytes of `dtype` at a time where
+          evaluate: Evaluate, T: str, as_used: str, name: str, word_fold: str = "") -> tuple[str, str]:
+    """(loads, folds): C of the work-group over a `rows` x `cols` tile of `node` (at `index`, in their variables)
+    that applies `fold` (C with `{}` for the value) to each element inside: 16 bytes of `dtype` at a time where
     `view` (the tile code's `copyable` result for it) says the elements lie side by side along the columns,
-    else one by one. `col_checked`: the columns may pass their limit (else only the rows are tested)."""
+    each thread's loads (into registers `name`) all issued before the first fold, so that a caller may issue
+    another scan's loads in between and wait once for both, and where `word_fold` is given for a half type, it
+    (C with `{}` for 32 bits: two elements) folds them two at a time; else one by one, all in `folds`.
+    `col_checked`: the columns may pass their limit (else only the rows are tested)."""
     guard = f"{rows.var} < {rows.limit}" + (f" && {cols.var} < {cols.limit}" if col_checked else "")
     width = 16 // dtype_named(dtype).itemsize if view is not None else 1
     if view is not None and not (col_checked and cols.limit % width):  # whole runs: none straddles the limit
         p, off = view
         ctype, lanes = _lanes(dtype)
-        folds = " ".join(fold.replace("{}", x) for x in lanes)
-        return f"""    #pragma unroll
-    for (int e = tid; e < {rows.count * cols.count // width}; e += {THREADS}) {{  // unrolled: the loads all in flight at once
+        if word_fold and dtype in HALF_BITS:
+            folds = " ".join(word_fold.replace("{}", f"w.{c}") for c in "xyzw")
+        else:
+            folds = " ".join(fold.replace("{}", x) for x in lanes)
+        chunks = rows.count * cols.count // width
+        per = -(-chunks // THREADS)
+        first = f"e < {chunks} && " if chunks % THREADS else ""
+        return f"""    {ctype} {name}[{per}];
+    bool {name}_in[{per}];
+    #pragma unroll
+    for (int r = 0; r < {per}; r++) {{
+      const int e = tid + r * {THREADS};
       const {T} {rows.var} = {rows.base} + e / {cols.count // width}, {cols.var} = {cols.base} + (e % {cols.count // width}) * {width};
-      if ({guard}) {{ const {ctype} w = *reinterpret_cast<const {ctype}*>(in{p} + {sym.render(off)}); {folds} }}
+      {name}_in[r] = {first}{guard};
+      if ({name}_in[r]) {name}[r] = *reinterpret_cast<const {ctype}*>(in{p} + {sym.render(off)});
     }}
+""", f"""    #pragma unroll
+    for (int r = 0; r < {per}; r++)
+      if ({name}_in[r]) {{ const {ctype} w = {name}[r]; {folds} }}
 """
     lines, value = evaluate(node, index, {})
-    return f"""    #pragma unroll 8
+    return "", f"""    #pragma unroll 8
     for (int e = tid; e < {rows.count * cols.count}; e += {THREADS}) {{
       const {T} {rows.var} = {rows.base} + e / {cols.count}, {cols.var} = {cols.base} + e % {cols.count};
       if ({guard}) {{ {' '.join(lines)} const auto zd_x = {as_used.format(value)}; {fold.replace("{}", "zd_x")} }}
@@ -260,8 +290,47 @@ def _mask_scan(r: SkipRule, kernel: Kernel, M: int, K: int, evaluate: Evaluate, 
     floats = dtype in ("float32", "bfloat16", "float16")
     view = view_of(r.mask, r.index, dtype, sym.Var("gk", 0, K - 1), BN) if floats else None
     fold = f"masked = masked & ({r.test}); clear = clear & ({r.clear});"
-    return _scan(r.mask, r.index, _Span("gi", "q0", BM, M), _Span("gk", "j0", BN, K), True, fold, view,
-                 dtype if floats else "float32", evaluate, T, "{}")
+    words = ""  # the additive form's -inf and 0 tests of a half mask, on two elements at once: -inf's bits, +-0
+    if dtype in HALF_BITS and (r.test, r.clear) == ("{} == -INFINITY", "{} == 0.0f"):
+        inf2 = (0x8000 | HALF_BITS[dtype][0]) * 0x10001
+        words = f"masked = masked & ({{}} == {inf2:#x}u); clear = clear & (({{}} & 0x7fff7fffu) == 0u);"
+    return "".join(_scan(r.mask, r.index, _Span("gi", "q0", BM, M), _Span("gk", "j0", BN, K), True, fold, view,
+                         dtype if floats else "float32", evaluate, T, "{}", "zd_wm", words))
+
+
+def _kv_scan(a: AttentionSpec, r: SkipRule, kernel: Kernel, evaluate: Evaluate, T: str, as_used: str, dtype: str,
+             views: tuple) -> str:
+    """C of the work-group that sets `km` (k's largest |x|, 0 where the rule needs no bound) and `fin` (every
+    element of v finite) over key block `j0` of batch entry `bz`, the same in every thread."""
+    spec = a.spec
+    N, K, D = spec.N, spec.K, a.head
+    bz, _, gj, gk = spec.vars()
+    keys = _Span("gk", "j0", BN, K)
+    half = dtype in HALF_BITS  # then 16-bit magnitudes and exponents are compared two at a time, as integers
+    k_loads, k_folds = ("", "") if r.limit is None else _scan(
+        a.k, a.qk_idx, keys, _Span("dd", "0", D, D), False, largest_abs("km", "{}"), views[0], dtype, evaluate, T,
+        as_used, "zd_wk", "zd_k2 = __vmaxu2(zd_k2, {} & 0x7fff7fffu);")
+    exponents = f"{HALF_BITS[dtype][0] * 0x10001:#x}u" if half else ""
+    v_loads, v_folds = _scan(a.v, spec.index(bz, sym.ZERO, gj, gk), keys, _Span(gj.name, "0", N, N), False,
+                             "fin = fin & ((__float_as_uint({}) & 0x7f800000u) != 0x7f800000u);", views[1], dtype,
+                             evaluate, T, as_used, "zd_wv",
+                             f"fin = fin & (__vcmpeq2({{}} & {exponents}, {exponents}) == 0u);" if half else "")
+    packed = ("    unsigned zd_k2 = 0u;  // k's largest magnitude, two halves at a time\n",
+              f"    km = fmaxf(km, {packed_abs('zd_k2', dtype)});\n") if half and r.limit is not None else ("", "")
+    return f"""    float km = 0.0f;
+    bool fin = true;
+{packed[0]}{k_loads}{v_loads}{k_folds}{v_folds}{packed[1]}    fin = __syncthreads_and(fin);
+{block_max('km', 'zd_red', '    ')}
+"""
+
+
+def _mask_tile(r: SkipRule, kernel: Kernel, M: int, K: int, evaluate: Evaluate, T: str, view_of) -> str:
+    """C of the work-group that sets `masked` and `clear` for the mask tile at (q0, j0), the same in every thread."""
+    return f"""    bool masked = true, clear = true;
+{_mask_scan(r, kernel, M, K, evaluate, T, view_of).rstrip()}
+    masked = __syncthreads_and(masked);
+    clear = __syncthreads_and(clear);
+"""
 
 
 def prologue(a: AttentionSpec, r: SkipRule, lay: Layout, name: str, kernel: Kernel, params: list[str],
@@ -271,16 +340,7 @@ def prologue(a: AttentionSpec, r: SkipRule, lay: Layout, name: str, kernel: Kern
     block) b, if there is one, for the mask test. `as_used` turns a computed float into the value the
     attention kernel uses (its rounding to the tiles' `dtype`); `views` are the tile code's `copyable` results
     for k and v in that dtype, `view_of` the same test for the mask (attention_tc.copyable, bound to the kernel)."""
-    spec = a.spec
-    M, N, K, D = spec.M, spec.N, spec.K, a.head
-    bz, _, gj, gk = spec.vars()
     kv = lay.batches * lay.key_blocks
-    keys = _Span("gk", "j0", BN, K)
-    k_part = "" if r.limit is None else _scan(a.k, a.qk_idx, keys, _Span("dd", "0", D, D), False,
-                                              largest_abs("km", "{}"), views[0], dtype, evaluate, T, as_used)
-    v_part = _scan(a.v, spec.index(bz, sym.ZERO, gj, gk), keys, _Span(gj.name, "0", N, N), False,
-                   "fin = fin & ((__float_as_uint({}) & 0x7f800000u) != 0x7f800000u);", views[1], dtype, evaluate, T,
-                   as_used)
     return f"""{PROLOGUE_MARK}{name} {lay.groups} {THREADS} {lay.nbytes}
 extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params)}) {{
   __shared__ float zd_red[4];
@@ -289,11 +349,7 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
   if (blockIdx.x < {kv}) {{
     const {T} bz = ({T})(blockIdx.x / {lay.key_blocks});
     const {T} j0 = ({T})(blockIdx.x % {lay.key_blocks}) * {BN};
-    float km = 0.0f;
-    bool fin = true;
-{k_part}{v_part}    fin = __syncthreads_and(fin);
-{block_max('km', 'zd_red', '    ')}
-    if (tid == 0) {{
+{_kv_scan(a, r, kernel, evaluate, T, as_used, dtype, views)}    if (tid == 0) {{
       zd_kmax[blockIdx.x] = km;
       zd_vfin[blockIdx.x] = fin;
     }}
@@ -302,17 +358,52 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
     const int t = blockIdx.x;
 {f"    const {T} bz = ({T})(t / {lay.row_blocks * lay.key_blocks});{chr(10)}" if r.batched else ""}    const {T} q0 = ({T})((t / {lay.key_blocks}) % {lay.row_blocks}) * {BM};
     const {T} j0 = ({T})(t % {lay.key_blocks}) * {BN};
-    bool masked = true, clear = true;
-{_mask_scan(r, kernel, M, K, evaluate, T, view_of).rstrip()}
-    masked = __syncthreads_and(masked);
-    clear = __syncthreads_and(clear);
-    if (tid == 0) zd_mask[t] = (int)masked | ((int)clear << 1);
+{_mask_tile(r, kernel, a.spec.M, a.spec.K, evaluate, T, view_of)}    if (tid == 0) zd_mask[t] = (int)masked | ((int)clear << 1);
   }}
 }}
 """
 
 
-class Skips:
+class _Blocks:
+    """What both ways of skipping blocks share: the rule (None: no skips), the scoring of a block the mask
+    leaves clear, and the work-group's largest |q|."""
+
+    rule: SkipRule | None
+
+    def _scoring(self, loop, evaluate: Evaluate, node: Node, index: tuple, overrides: dict, pad: str,
+                 clear: str) -> str:
+        """The scoring loop `loop(lines, value)` for the block at `j0`: with a rule, a second copy for blocks the
+        mask leaves clear (C test `clear`, the same in every thread), in which the mask is a constant (neither
+        read nor added)."""
+        lines, value = evaluate(node, index, overrides)
+        if self.rule is None:
+            return loop(lines, value)
+        c_lines, c_value = evaluate(node, index, {**overrides, self.rule.mask.id: self.rule.value})
+        return (f"{pad}if ({clear}) {{  // the same in every thread\n{loop(c_lines, c_value)}\n"
+                f"{pad}}} else {{\n{loop(lines, value)}\n{pad}}}")
+
+    def q_max(self, element: str, count: int) -> str:
+        """C that sets `zd_qmax` from q's `count` elements in shared memory (`element`: the e-th as a float),
+        every thread taking part; empty where the rule needs no bound."""
+        if self.rule is None or self.rule.limit is None:
+            return ""
+        return (f"  __shared__ float zd_qred[4];\n  float zd_qmax = 0.0f;\n"
+                f"  for (int e = tid; e < {count}; e += {THREADS}) {largest_abs('zd_qmax', element)}\n"
+                f"{block_max('zd_qmax', 'zd_qred')}\n")
+
+    def q_max_frags(self, dtype: str, D: int, declare: bool = True) -> str:
+        """C that sets `zd_qmax` (declaring it where `declare`) from the half-type q fragments `qf` of the tensor-core
+        kernels, the work-group's rows by D head dims, every thread taking part: their 16-bit magnitudes compared
+        as integers, two at a time; empty where the rule needs no bound."""
+        if self.rule is None or self.rule.limit is None:
+            return ""
+        return (f"  unsigned zd_q2 = 0u;\n  #pragma unroll\n  for (int kk = 0; kk < {D // 16}; kk++)\n"
+                f"    #pragma unroll\n    for (int r = 0; r < 4; r++) zd_q2 = __vmaxu2(zd_q2, qf[kk][r] & 0x7fff7fffu);\n"
+                f"  {'float ' if declare else ''}zd_qmax = {packed_abs('zd_q2', dtype)};\n"
+                f"  __shared__ float zd_qred[4];\n{block_max('zd_qmax', 'zd_qred')}\n")
+
+
+class Skips(_Blocks):
     """What an attention kernel adds for whole-block skips, empty where no rule applies: its extra parameter,
     the prologue's source, the flag pointers, the test of a key block and the walk to the next one run, the
     scoring of a block the mask leaves clear, and the work-group's largest |q| (`zd_qmax`) where the rule
@@ -358,20 +449,5 @@ class Skips:
         return "false" if self.rule is None else f"({_tile_flags(self.rule, self.lay, block)} & 2)"
 
     def scoring(self, loop, evaluate: Evaluate, node: Node, index: tuple, overrides: dict, pad: str) -> str:
-        """The scoring loop `loop(lines, value)` for the block at `j0`: with a rule, a second copy for blocks the
-        mask leaves clear, in which the mask is a constant (neither read nor added)."""
-        lines, value = evaluate(node, index, overrides)
-        if self.rule is None:
-            return loop(lines, value)
-        c_lines, c_value = evaluate(node, index, {**overrides, self.rule.mask.id: self.rule.value})
-        return (f"{pad}if ({self.clear(f'(int)(j0 / {BN})')}) {{  // the same in every thread\n{loop(c_lines, c_value)}\n"
-                f"{pad}}} else {{\n{loop(lines, value)}\n{pad}}}")
-
-    def q_max(self, element: str, count: int) -> str:
-        """C that sets `zd_qmax` from q's `count` elements in shared memory (`element`: the e-th as a float),
-        every thread taking part; empty where the rule needs no bound."""
-        if self.rule is None or self.rule.limit is None:
-            return ""
-        return (f"  __shared__ float zd_qred[4];\n  float zd_qmax = 0.0f;\n"
-                f"  for (int e = tid; e < {count}; e += {THREADS}) {largest_abs('zd_qmax', element)}\n"
-                f"{block_max('zd_qmax', 'zd_qred')}\n")
+        """The scoring loop `loop(lines, value)` for the block at `j0` (see `_Blocks._scoring`)."""
+        return self._scoring(loop, evaluate, node, index, overrides, pad, self.clear(f"(int)(j0 / {BN})"))

@@ -18,7 +18,9 @@ of attention_skip.py flags them; a warp whose scores in a block are all -inf (a 
 block) skips that block's softmax, and its p @ v where v's block is finite: the result is the same as
 computing them. On Hopper (the dialect with wgmma) the tuner also times a wgmma form of the same kernel
 (`render(..., wgmma=True)`, head dims of whole 64s): both products are then `wgmma.mma_async` from
-128-byte-swizzled tiles. Work-groups take the query blocks with the most keys first (`work_order`). Other
+128-byte-swizzled tiles; attention_tma.py's TMA form (`KernelOpts(wgmma=2)`, the tuner's first candidate
+where TMA can read k and v) shares this module's pieces. Work-groups take the query blocks with the most keys
+first (`work_order`). Other
 dtypes and head dims take attention_tiled.py's float32 arithmetic on CUDA (no TF32).
 """
 
@@ -220,6 +222,230 @@ def filled_check(kernel: Kernel, node, index: tuple, t: Tile, threads: int, flag
     }}"""
 
 
+def ldm(trans: bool, addr: str, regs: tuple[str, str, str, str]) -> str:
+    """One ldmatrix.x4 (transposed for v) of the 16-bit tile at shared address `addr` into `regs`."""
+    op = f"ldmatrix.sync.aligned.m8n8.x4{'.trans' if trans else ''}.shared.b16"
+    outs = ", ".join(f'"=r"({r})' for r in regs)
+    return f'asm volatile("{op} {{%0,%1,%2,%3}}, [%4];" : {outs} : "r"(zd_smem({addr})) : "memory");'
+
+
+def mma_call(kind: str, c: str, a_frag: str, b0: str, b1: str) -> str:
+    acc = ", ".join(f'"+f"({c}[{h}])' for h in range(4))
+    frag = ", ".join(f'"r"({a_frag}[{h}])' for h in range(4))
+    return (f'asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32 {{%0,%1,%2,%3}}, '
+            f'{{%4,%5,%6,%7}}, {{%8,%9}}, {{%0,%1,%2,%3}};" : {acc} : {frag}, "r"({b0}), "r"({b1}));')
+
+
+def mma_loop(kind: str, step: str, steps: int, pairs: int, acc: str, frag: str, trans: bool, addr: str,
+             pad: str) -> str:
+    """`acc` += a @ b over `steps` k16 steps (`step`) and `pairs` pairs of n8 tiles (`j`): b's fragments by
+    ldmatrix at `addr` (transposed for v), a's in registers (`frag`)."""
+    return "\n".join(pad + line for line in f"""#pragma unroll
+for (int {step} = 0; {step} < {steps}; {step}++) {{
+  #pragma unroll
+  for (int j = 0; j < {pairs}; j++) {{
+    unsigned b0, b1, b2, b3;
+    {ldm(trans, addr, ("b0", "b1", "b2", "b3"))}
+    {mma_call(kind, f"{acc}[2 * j]", frag, "b0", "b1")}
+    {mma_call(kind, f"{acc}[2 * j + 1]", frag, "b2", "b3")}
+  }}
+}}""".splitlines())
+
+
+def wgmma_loop(kind: str, step: str, steps: int, cols: int, acc: str, frag: str, desc: str, trans: int,
+               pad: str) -> str:
+    """`acc` (cols / 2 accumulators a thread) += a @ b over `steps` k16 steps (`step`), one m64n{cols}k16
+    wgmma each: a's fragments in registers (`frag`), b's descriptor `desc`; committed, not waited for."""
+    regs = cols // 2
+    outs = ", ".join(f"%{i}" for i in range(regs))
+    cons = ", ".join(f'"+f"({acc}[{i // 4}][{i % 4}])' for i in range(regs))
+    frag_in = ", ".join(f'"r"({frag}[{h}])' for h in range(4))
+    mma = (f'asm volatile("{{ .reg .pred p; setp.ne.b32 p, %{regs + 5}, 0; '
+           f'wgmma.mma_async.sync.aligned.m64n{cols}k16.f32.{kind}.{kind} {{{outs}}}, '
+           f'{{%{regs},%{regs + 1},%{regs + 2},%{regs + 3}}}, %{regs + 4}, p, 1, 1, {trans}; }}" : {cons} : '
+           f'{frag_in}, "l"({desc}), "r"(1) : "memory");')
+    return "\n".join(pad + line for line in f"""asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+for (int {step} = 0; {step} < {steps}; {step}++) {{
+  {mma}
+}}
+asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");""".splitlines())
+
+
+def pin(acc: str, regs: int) -> str:
+    """An empty asm that takes and gives every accumulator of `acc`, after a wgmma wait: the compiler may then
+    move no read or write of them above the wait (the wgmma asm names them, the wait does not)."""
+    cons = ", ".join(f'"+f"({acc}[{i // 4}][{i % 4}])' for i in range(regs))
+    return f'    asm volatile("" : {cons} :: "memory");'
+
+
+def score_loop(T: str, inside: str, chain: bool, lines: list[str], value: str) -> str:
+    """The scoring at each accumulator of S (the block at j0); `chain`: each score also folded into its row's max
+    (mb0, mb1, from -inf), else ROW_MAX takes the max after the loop."""
+    fold = "\n        if (h < 2) mb0 = zd_max_nan(mb0, sc); else mb1 = zd_max_nan(mb1, sc);" if chain else ""
+    return f"""    #pragma unroll
+    for (int ni = 0; ni < {BN // 8}; ni++) {{
+      #pragma unroll
+      for (int h = 0; h < 4; h++) {{  // unrolled, so S stays in registers whatever the scoring does
+        const {T} gi = q0 + warp * 16 + (lane >> 2) + ((h >> 1) << 3);
+        const {T} gk = j0 + ni * 8 + ((lane & 3) << 1) + (h & 1);
+        const float acc = S[ni][h];
+        float sc = -INFINITY;
+        if ({inside}) {{ {' '.join(lines)} sc = {value}; }}
+        S[ni][h] = sc;{fold}
+      }}
+    }}"""
+
+
+# the block's max of each of the lane's two rows (mb0, mb1), NaN where a score is NaN (so the row's results are), as
+# a tree of depth 4 after the scoring (max is exact in any order): in the TMA form the chain of 16 in score_loop held
+# up every exp behind it (H200: 95.8 -> 94.4 us with the side tiles' offsets below); the cp.async forms keep the
+# chain (the tree cost them 1 us)
+ROW_MAX = f"""    float mb0, mb1;
+    {{
+      float r0[{BN // 8}], r1[{BN // 8}];
+      #pragma unroll
+      for (int ni = 0; ni < {BN // 8}; ni++) {{
+        r0[ni] = zd_max_nan(S[ni][0], S[ni][1]);
+        r1[ni] = zd_max_nan(S[ni][2], S[ni][3]);
+      }}
+      #pragma unroll
+      for (int w = {BN // 16}; w >= 1; w >>= 1)
+        #pragma unroll
+        for (int ni = 0; ni < w; ni++) {{
+          r0[ni] = zd_max_nan(r0[ni], r0[ni + w]);
+          r1[ni] = zd_max_nan(r1[ni], r1[ni + w]);
+        }}
+      mb0 = r0[0];
+      mb1 = r1[0];
+    }}"""
+
+
+ZERO_S = f"""    float S[{BN // 8}][4];
+    #pragma unroll
+    for (int ni = 0; ni < {BN // 8}; ni++)
+      #pragma unroll
+      for (int h = 0; h < 4; h++) S[ni][h] = 0.0f;"""
+
+
+def tc_helpers(kind: str) -> str:
+    """The device functions every tensor-core attention kernel of this half type calls (once per source)."""
+    exponent = "0x7f80u" if kind == "bf16" else "0x7c00u"  # all ones in a non-finite value's exponent
+    return f"""#ifndef ZD_TC_PACK_{kind}
+#define ZD_TC_PACK_{kind}
+__device__ __forceinline__ unsigned zd_pack_{kind}(float lo, float hi) {{
+  unsigned r;
+  asm("cvt.rn.{kind}x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}}
+__device__ __forceinline__ float zd_max_nan(float a, float b) {{  // NaN if either is (fmaxf drops a NaN)
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}}
+__device__ __forceinline__ bool zd_finite8_{kind}(uint4 w) {{  // eight halves: none infinite or NaN
+  const unsigned x[4] = {{w.x, w.y, w.z, w.w}};
+  bool ok = true;
+  #pragma unroll
+  for (int i = 0; i < 4; i++)
+    ok = ok && (x[i] & {exponent}) != {exponent} && ((x[i] >> 16) & {exponent}) != {exponent};
+  return ok;
+}}
+#endif"""
+
+
+def q_registers(D: int, q_slot: str) -> str:
+    """C loading the warp's 16 rows of q (staged in shared memory as `q_slot`) into A fragments `qf`."""
+    q_frags = f"&{q_slot[:2]}[warp * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][kk * 16 + ((lane >> 4) << 3)]"
+    return f"""  unsigned qf[{D // 16}][4];
+  #pragma unroll
+  for (int kk = 0; kk < {D // 16}; kk++)
+    {ldm(False, q_frags, ("qf[kk][0]", "qf[kk][1]", "qf[kk][2]", "qf[kk][3]"))}"""
+
+
+def o_init(N: int) -> str:
+    """C declaring the output accumulators and the running max and sum of the lane's two rows."""
+    return f"""  float o[{N // 8}][4];
+  #pragma unroll
+  for (int x = 0; x < {N // 8}; x++)
+    #pragma unroll
+    for (int h = 0; h < 4; h++) o[x][h] = 0.0f;
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // rows lane/4 and lane/4 + 8 of the warp's 16"""
+
+
+def softmax(kind: str, N: int) -> str:
+    """C that turns the block's scores S (the rows' block max in mb0, mb1) into the probabilities' A fragments
+    `pf` of p @ v, with the online softmax's rescaling of the running sums and the output."""
+    return f"""    // a warp whose 16 rows score -inf at every key of the block (masked out) leaves its max, sums and
+    // output as they are: the softmax is skipped, and p @ v too unless v holds an inf or NaN (0 * inf is NaN)
+    const bool masked = __all_sync(0xffffffffu, mb0 == -INFINITY && mb1 == -INFINITY);
+    unsigned pf[{BN // 16}][4];
+    if (masked) {{
+      #pragma unroll
+      for (int t = 0; t < {BN // 16}; t++) pf[t][0] = pf[t][1] = pf[t][2] = pf[t][3] = 0u;
+    }} else {{
+      // the lanes of a quad hold the same two rows: their max and the running max are the rows' max
+      mb0 = zd_max_nan(mb0, __shfl_xor_sync(0xffffffffu, mb0, 1));
+      mb0 = zd_max_nan(m0, zd_max_nan(mb0, __shfl_xor_sync(0xffffffffu, mb0, 2)));
+      mb1 = zd_max_nan(mb1, __shfl_xor_sync(0xffffffffu, mb1, 1));
+      mb1 = zd_max_nan(m1, zd_max_nan(mb1, __shfl_xor_sync(0xffffffffu, mb1, 2)));
+      // online softmax: what was summed under the old max is rescaled
+      const float al0 = mb0 == -INFINITY ? 1.0f : exp2f((m0 - mb0) * {LOG2E}f);
+      const float al1 = mb1 == -INFINITY ? 1.0f : exp2f((m1 - mb1) * {LOG2E}f);
+      m0 = mb0;
+      m1 = mb1;
+      // a row that is -inf so far takes 0 for its max, so its -inf scores give exp(-inf) = 0, not NaN, without a
+      // test per score (s * log2(e) - max * log2(e) in one FMA would save more, but loses exp(0) = 1 at large
+      // scores: the rounding of max * log2(e) is then far above 1)
+      const float ms0 = mb0 == -INFINITY ? 0.0f : mb0, ms1 = mb1 == -INFINITY ? 0.0f : mb1;
+      l0 *= al0;
+      l1 *= al1;
+      #pragma unroll
+      for (int x = 0; x < {N // 8}; x++) {{
+        o[x][0] *= al0; o[x][1] *= al0; o[x][2] *= al1; o[x][3] *= al1;
+      }}
+      #pragma unroll
+      for (int t = 0; t < {BN // 16}; t++) {{
+        float p[2][4];
+        #pragma unroll
+        for (int u = 0; u < 2; u++)
+          #pragma unroll
+          for (int h = 0; h < 4; h++) {{
+            const float e = exp2f((S[2 * t + u][h] - (h < 2 ? ms0 : ms1)) * {LOG2E}f);
+            p[u][h] = e;
+            if (h < 2) l0 += e; else l1 += e;
+          }}
+        pf[t][0] = zd_pack_{kind}(p[0][0], p[0][1]);
+        pf[t][1] = zd_pack_{kind}(p[0][2], p[0][3]);
+        pf[t][2] = zd_pack_{kind}(p[1][0], p[1][1]);
+        pf[t][3] = zd_pack_{kind}(p[1][2], p[1][3]);
+      }}
+    }}"""
+
+
+def finish(T: str, M: int, N: int, body: str) -> str:
+    """C that divides each output row by its sum and runs the epilogue `body` on every element."""
+    return f"""  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  // one division a row: o * (1 / l) is NaN or inf where o / l is (l is 0 only in a row masked at every key, and
+  // at least 1 otherwise: exp(0) for its max), within an ulp of it elsewhere
+  const float r0 = 1.0f / l0, r1 = 1.0f / l1;
+  #pragma unroll
+  for (int x = 0; x < {N // 8}; x++) {{
+    #pragma unroll
+    for (int h = 0; h < 4; h++) {{
+      const {T} gi = q0 + warp * 16 + (lane >> 2) + ((h >> 1) << 3);
+      const {T} gj = x * 8 + ((lane & 3) << 1) + (h & 1);
+      if (gi < {M}) {{
+        const float acc = o[x][h] * (h < 2 ? r0 : r1);
+{body}
+      }}
+    }}
+  }}"""
+
+
 def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate,
            epilogue: Epilogue, index_type: str, wgmma: bool = False) -> tuple[str, tuple, tuple]:
     """`wgmma` (where `wgmma_usable`): both products are Hopper's `wgmma.mma_async`, the work-group's 4 warps
@@ -266,89 +492,20 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     skip = Skips(a, kernel, name, params, evaluate, T, as_float.format(store), half,
                  (copyable(kernel, a.k, a.qk_idx, half, dd, D), copyable(kernel, a.v, v_index, half, gj, N)),
                  partial(copyable, kernel))
-    q_max = skip.q_max(f"{as_float.format(f'{q_slot[:2]}[e / {D}][e % {D}]')}", BM * D)
+    q_max = skip.q_max_frags(half, D)
     for n, code in side_fills:  # a mask tile is not copied for a block it leaves clear: it is not read there
         fill_k += "\n" + (code if skip.rule is None or n is not skip.rule.mask else
                           f"  if (!{skip.clear(f'(int)(j0 / {BN})')}) {{\n{code}\n  }}")
     # scores past the ends of the rows or keys are -inf: no test where both are whole blocks
     inside = "true" if M % BM == 0 and K % BN == 0 else f"gi < {M} && gk < {K}"
 
-    def mma_loop(step: str, steps: int, pairs: int, acc: str, frag: str, trans: bool, addr: str, pad: str) -> str:
-        """`acc` += a @ b over `steps` k16 steps (`step`) and `pairs` pairs of n8 tiles (`j`): b's fragments by
-        ldmatrix at `addr` (transposed for v), a's in registers (`frag`)."""
-        return "\n".join(pad + line for line in f"""#pragma unroll
-for (int {step} = 0; {step} < {steps}; {step}++) {{
-  #pragma unroll
-  for (int j = 0; j < {pairs}; j++) {{
-    unsigned b0, b1, b2, b3;
-    {ldm(trans, addr, ("b0", "b1", "b2", "b3"))}
-    {mma_call(f"{acc}[2 * j]", frag, "b0", "b1")}
-    {mma_call(f"{acc}[2 * j + 1]", frag, "b2", "b3")}
-  }}
-}}""".splitlines())
-
-    def score_loop(lines: list[str], value: str) -> str:  # the scoring at each accumulator, and the rows' max
-        return f"""    #pragma unroll
-    for (int ni = 0; ni < {BN // 8}; ni++) {{
-      #pragma unroll
-      for (int h = 0; h < 4; h++) {{  // unrolled, so S stays in registers whatever the scoring does
-        const {T} gi = q0 + warp * 16 + (lane >> 2) + ((h >> 1) << 3);
-        const {T} gk = j0 + ni * 8 + ((lane & 3) << 1) + (h & 1);
-        const float acc = S[ni][h];
-        float sc = -INFINITY;
-        if ({inside}) {{ {' '.join(lines)} sc = {value}; }}
-        S[ni][h] = sc;
-        if (h < 2) mb0 = zd_max_nan(mb0, sc); else mb1 = zd_max_nan(mb1, sc);
-      }}
-    }}"""
-
-    def mma_call(c: str, a_frag: str, b0: str, b1: str) -> str:
-        acc = ", ".join(f'"+f"({c}[{h}])' for h in range(4))
-        frag = ", ".join(f'"r"({a_frag}[{h}])' for h in range(4))
-        return (f'asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32 {{%0,%1,%2,%3}}, '
-                f'{{%4,%5,%6,%7}}, {{%8,%9}}, {{%0,%1,%2,%3}};" : {acc} : {frag}, "r"({b0}), "r"({b1}));')
-
-    def ldm(trans: bool, addr: str, regs: tuple[str, str, str, str]) -> str:
-        op = f"ldmatrix.sync.aligned.m8n8.x4{'.trans' if trans else ''}.shared.b16"
-        outs = ", ".join(f'"=r"({r})' for r in regs)
-        return f'asm volatile("{op} {{%0,%1,%2,%3}}, [%4];" : {outs} : "r"(zd_smem({addr})) : "memory");'
-
-    def wgmma_loop(step: str, steps: int, cols: int, acc: str, frag: str, desc: str, trans: int, pad: str) -> str:
-        """`acc` (cols / 2 accumulators a thread) += a @ b over `steps` k16 steps (`step`), one m64n{cols}k16
-        wgmma each: a's fragments in registers (`frag`), b's descriptor `desc`; committed, not waited for."""
-        regs = cols // 2
-        outs = ", ".join(f"%{i}" for i in range(regs))
-        cons = ", ".join(f'"+f"({acc}[{i // 4}][{i % 4}])' for i in range(regs))
-        frag_in = ", ".join(f'"r"({frag}[{h}])' for h in range(4))
-        mma = (f'asm volatile("{{ .reg .pred p; setp.ne.b32 p, %{regs + 5}, 0; '
-               f'wgmma.mma_async.sync.aligned.m64n{cols}k16.f32.{kind}.{kind} {{{outs}}}, '
-               f'{{%{regs},%{regs + 1},%{regs + 2},%{regs + 3}}}, %{regs + 4}, p, 1, 1, {trans}; }}" : {cons} : '
-               f'{frag_in}, "l"({desc}), "r"(1) : "memory");')
-        return "\n".join(pad + line for line in f"""asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-for (int {step} = 0; {step} < {steps}; {step}++) {{
-  {mma}
-}}
-asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");""".splitlines())
-
-    def pin(acc: str, regs: int) -> str:
-        """An empty asm that takes and gives every accumulator of `acc`, after a wgmma wait: the compiler may then
-        move no read or write of them above the wait (the wgmma asm names them, the wait does not)."""
-        cons = ", ".join(f'"+f"({acc}[{i // 4}][{i % 4}])' for i in range(regs))
-        return f'    asm volatile("" : {cons} :: "memory");'
-
-    zero_s = f"""    float S[{BN // 8}][4];
-    #pragma unroll
-    for (int ni = 0; ni < {BN // 8}; ni++)
-      #pragma unroll
-      for (int h = 0; h < 4; h++) S[ni][h] = 0.0f;"""
     if wgmma:
         # k's tile: 64-wide panels of the head dim, each BN rows of 128 bytes (K-major as q @ k^T's B, stepping
         # 32 bytes per k16); v's the same, MN-major as p @ v's B: 16 keys of 128-byte rows per k16, panels of 64
         # columns LBO apart
-        qk = wgmma_loop("kk", D // 16, BN, "S", "qf[kk]", f"zd_desc(ks + (kk >> 2) * {BN * 128} + (kk & 3) * 32, 16, 1024)",
+        qk = wgmma_loop(kind, "kk", D // 16, BN, "S", "qf[kk]", f"zd_desc(ks + (kk >> 2) * {BN * 128} + (kk & 3) * 32, 16, 1024)",
                         0, "    ")
-        pv = wgmma_loop("t", BN // 16, N, "o", "pf[t]", f"zd_desc(vs + t * 2048, {BN * 128}, 1024)", 1, "    ")
+        pv = wgmma_loop(kind, "t", BN // 16, N, "o", "pf[t]", f"zd_desc(vs + t * 2048, {BN * 128}, 1024)", 1, "    ")
         fence = '    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // ... and visible to wgmma\n'
         pool = (f"  unsigned char* zd_base = reinterpret_cast<unsigned char*>(zd_pool) + "
                 f"(((zd_smem(zd_pool) + {ATOM - 1}u) & ~{ATOM - 1}u) - zd_smem(zd_pool));  // swizzle atoms: 1024-aligned\n"
@@ -363,13 +520,13 @@ asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");""".splitlines())
         # the block's q @ k^T is issued before v's copies, which then run in its shadow (p @ v is waited for at
         # once: left in flight into the next block, ptxas serializes every wgmma)
         top = (f"{fence}    __syncthreads();  // ... for every thread, and every warp is done with the last block of v\n"
-               f"{zero_s}\n{qk}\n{fill_v}\n    zd_cp_commit();\n    {WAIT}  // the block's scores are in S\n"
+               f"{ZERO_S}\n{qk}\n{fill_v}\n    zd_cp_commit();\n    {WAIT}  // the block's scores are in S\n"
                f"{pin('S', BN // 2)}")
         head = f"{ARCH_MARK}\n{_HELPERS}\n{_WGMMA_HELPERS}\n{_SWIZZLE.format(rows=BN)}"
     else:
-        qk = mma_loop("kk", D // 16, BN // 16, "S", "qf[kk]", False,
+        qk = mma_loop(kind, "kk", D // 16, BN // 16, "S", "qf[kk]", False,
                       "&Ks[j * 16 + ((lane >> 4) << 3) + (lane & 7)][kk * 16 + (((lane >> 3) & 1) << 3)]", "    ")
-        pv = mma_loop("t", BN // 16, N // 16, "o", "pf[t]", True,
+        pv = mma_loop(kind, "t", BN // 16, N // 16, "o", "pf[t]", True,
                       "&Vs[t * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][j * 16 + ((lane >> 4) << 3)]", "      ")
         fence = ""
         pool = (f"  unsigned char* zd_base = reinterpret_cast<unsigned char*>(zd_pool);\n"
@@ -381,31 +538,10 @@ asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");""".splitlines())
                    f"{v_finite}\n    if (!(masked && v_finite)) {{\n{pv}\n    }}")
         head = _HELPERS
         top = (f"    __syncthreads();  // ... for every thread, and every warp is done with the last block of v\n"
-               f"{fill_v}\n    zd_cp_commit();\n{zero_s}\n{qk}")
-    q_frags = f"&{q_slot[:2]}[warp * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][kk * 16 + ((lane >> 4) << 3)]"
+               f"{fill_v}\n    zd_cp_commit();\n{ZERO_S}\n{qk}")
 
     src = f"""{head}
-{skip.prologue}#ifndef ZD_TC_PACK_{kind}
-#define ZD_TC_PACK_{kind}
-__device__ __forceinline__ unsigned zd_pack_{kind}(float lo, float hi) {{
-  unsigned r;
-  asm("cvt.rn.{kind}x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}}
-__device__ __forceinline__ float zd_max_nan(float a, float b) {{  // NaN if either is (fmaxf drops a NaN)
-  float r;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}}
-__device__ __forceinline__ bool zd_finite8_{kind}(uint4 w) {{  // eight halves: none infinite or NaN
-  const unsigned x[4] = {{w.x, w.y, w.z, w.w}};
-  bool ok = true;
-  #pragma unroll
-  for (int i = 0; i < 4; i++)
-    ok = ok && (x[i] & {exponent}) != {exponent} && ((x[i] >> 16) & {exponent}) != {exponent};
-  return ok;
-}}
-#endif
+{skip.prologue}{tc_helpers(kind)}
 extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.join(skip.params)}) {{
   // zyx_dist: dynamic shared bytes {slack + at}
   extern __shared__ __align__(16) float zd_pool[];
@@ -417,17 +553,9 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
   zd_cp_commit();
   asm volatile("cp.async.wait_group 0;" ::: "memory");
   __syncthreads();
-  unsigned qf[{D // 16}][4];
-  #pragma unroll
-  for (int kk = 0; kk < {D // 16}; kk++)
-    {ldm(False, q_frags, ("qf[kk][0]", "qf[kk][1]", "qf[kk][2]", "qf[kk][3]"))}
+{q_registers(D, q_slot)}
 {q_max}  __syncthreads();  // q is in registers: Vs takes v's blocks from here on
-{skip.setup}  float o[{N // 8}][4];
-  #pragma unroll
-  for (int x = 0; x < {N // 8}; x++)
-    #pragma unroll
-    for (int h = 0; h < 4; h++) o[x][h] = 0.0f;
-  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // rows lane/4 and lane/4 + 8 of the warp's 16
+{skip.setup}{o_init(N)}
   const int steps = {-(-K // BN)};
   // the key blocks run, in order: those a skip test leaves out are never loaded
   {skip.next("s", "-1")}
@@ -451,71 +579,12 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
     zd_cp_commit();
     // the block's max of each of this lane's two rows, NaN where a score is NaN (so the row's results are)
     float mb0 = -INFINITY, mb1 = -INFINITY;
-{skip.scoring(score_loop, evaluate, a.pattern.scores, a.scores_idx, overrides, "    ")}
-    // a warp whose 16 rows score -inf at every key of the block (masked out) leaves its max, sums and
-    // output as they are: the softmax is skipped, and p @ v too unless v holds an inf or NaN (0 * inf is NaN)
-    const bool masked = __all_sync(0xffffffffu, mb0 == -INFINITY && mb1 == -INFINITY);
-    unsigned pf[{BN // 16}][4];
-    if (masked) {{
-      #pragma unroll
-      for (int t = 0; t < {BN // 16}; t++) pf[t][0] = pf[t][1] = pf[t][2] = pf[t][3] = 0u;
-    }} else {{
-      // the lanes of a quad hold the same two rows: their max and the running max are the rows' max
-      mb0 = zd_max_nan(mb0, __shfl_xor_sync(0xffffffffu, mb0, 1));
-      mb0 = zd_max_nan(m0, zd_max_nan(mb0, __shfl_xor_sync(0xffffffffu, mb0, 2)));
-      mb1 = zd_max_nan(mb1, __shfl_xor_sync(0xffffffffu, mb1, 1));
-      mb1 = zd_max_nan(m1, zd_max_nan(mb1, __shfl_xor_sync(0xffffffffu, mb1, 2)));
-      // online softmax: what was summed under the old max is rescaled
-      const float al0 = mb0 == -INFINITY ? 1.0f : exp2f((m0 - mb0) * {LOG2E}f);
-      const float al1 = mb1 == -INFINITY ? 1.0f : exp2f((m1 - mb1) * {LOG2E}f);
-      m0 = mb0;
-      m1 = mb1;
-      // a row that is -inf so far takes 0 for its max, so its -inf scores give exp(-inf) = 0, not NaN, without a
-      // test per score (s * log2(e) - max * log2(e) in one FMA would save more, but loses exp(0) = 1 at large
-      // scores: the rounding of max * log2(e) is then far above 1)
-      const float ms0 = mb0 == -INFINITY ? 0.0f : mb0, ms1 = mb1 == -INFINITY ? 0.0f : mb1;
-      l0 *= al0;
-      l1 *= al1;
-      #pragma unroll
-      for (int x = 0; x < {N // 8}; x++) {{
-        o[x][0] *= al0; o[x][1] *= al0; o[x][2] *= al1; o[x][3] *= al1;
-      }}
-      #pragma unroll
-      for (int t = 0; t < {BN // 16}; t++) {{
-        float p[2][4];
-        #pragma unroll
-        for (int u = 0; u < 2; u++)
-          #pragma unroll
-          for (int h = 0; h < 4; h++) {{
-            const float e = exp2f((S[2 * t + u][h] - (h < 2 ? ms0 : ms1)) * {LOG2E}f);
-            p[u][h] = e;
-            if (h < 2) l0 += e; else l1 += e;
-          }}
-        pf[t][0] = zd_pack_{kind}(p[0][0], p[0][1]);
-        pf[t][1] = zd_pack_{kind}(p[0][2], p[0][3]);
-        pf[t][2] = zd_pack_{kind}(p[1][0], p[1][1]);
-        pf[t][3] = zd_pack_{kind}(p[1][2], p[1][3]);
-      }}
-    }}
+{skip.scoring(partial(score_loop, T, inside, True), evaluate, a.pattern.scores, a.scores_idx, overrides, "    ")}
+{softmax(kind, N)}
 {v_ready}
     s = next;
   }}
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-  #pragma unroll
-  for (int x = 0; x < {N // 8}; x++) {{
-    #pragma unroll
-    for (int h = 0; h < 4; h++) {{
-      const {T} gi = q0 + warp * 16 + (lane >> 2) + ((h >> 1) << 3);
-      const {T} gj = x * 8 + ((lane & 3) << 1) + (h & 1);
-      if (gi < {M}) {{
-        const float acc = o[x][h] / (h < 2 ? l0 : l1);
-{body}
-      }}
-    }}
-  }}
+{finish(T, M, N, body)}
 }}
 """
     return src, (spec.B * groups * THREADS,), (THREADS,)

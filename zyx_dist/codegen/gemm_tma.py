@@ -1,5 +1,6 @@
 """Driver side: which operands of a Hopper GEMM (gemm_wgmma.py) the tensor memory accelerator can load, and the
-tensor map each needs. Takes a `gemm.GemmSpec` and one operand's side; gives a `TensorMap` (plain data: the
+tensor map each needs. Takes a `gemm.GemmSpec` and one operand's side (or, through `affine_map`, any input's
+element offset in two tile variables and the batch index: attention_tma.py's tiles); gives a `TensorMap` (plain data: the
 input, its dims and strides as TMA sees them, the box one copy moves, and how the batch index splits into
 coordinates) or None. A tensor map describes a strided box of up to five dims with a contiguous innermost
 dim; an operand qualifies when its element offset is an affine sum of the row (or column) index, the k index
@@ -20,6 +21,7 @@ from .gemm import GemmSpec
 MARK = "// zyx_dist: tensor map "  # runtime/cuda_tma.py reads these lines
 BOX_K = 64  # k per copy: 64 halves, one 128-byte swizzle row
 MN_BLOCK = 64  # an MN-major operand's copies: 64 rows or columns (128 bytes) by BOX_K k-rows each
+_KINDS = {"bfloat16": "bf16", "float16": "f16"}  # the marker's names of the dtypes maps read
 
 
 @dataclass(frozen=True)
@@ -59,43 +61,48 @@ def tensor_map(spec: GemmSpec, left: bool, mode: str, rows: int) -> TensorMap | 
     view = spec.a_view if left else spec.b_view
     if view is None or mode not in ("k", "mn") or view.dtype not in ("bfloat16", "float16"):
         return None
-    me = "gi" if left else "gj"
-    off = view.offset if isinstance(view.offset, sym.Sum) else sym.Sum(((view.offset, 1),), 0)
+    me, size = ("gi", spec.M) if left else ("gj", spec.N)
+    if mode == "k":
+        return affine_map(view.pos, view.dtype, view.offset, ("gk", spec.K), (me, size), spec.B, (BOX_K, rows), True)
+    return affine_map(view.pos, view.dtype, view.offset, (me, size), ("gk", spec.K), spec.B, (MN_BLOCK, BOX_K), False)
+
+
+def affine_map(pos: int, dtype: str, offset: sym.Expr, inner: tuple[str, int], outer: tuple[str, int], batches: int,
+               box: tuple[int, int], k_major: bool) -> TensorMap | None:
+    """The map of input `pos` (of half type `dtype`) read at element `offset`, an expression in the variables `inner`
+    (name, extent: the contiguous dim, coefficient 1) and `outer` (a positive coefficient) and in digits of
+    the batch index bz < `batches`, `box` elements per copy along the two; None where TMA cannot read it
+    (another variable or a negative coefficient, more than three batch digits, a stride or offset of no whole
+    16 bytes)."""
+    if dtype not in _KINDS:
+        return None
+    off = offset if isinstance(offset, sym.Sum) else sym.Sum(((offset, 1),), 0)
     coef: dict[str, int] = {}
     digits: list[tuple[int, int, int]] = []
     for t, c in off.terms:
         if c <= 0:
             return None  # a flipped dim walks backwards: TMA strides are positive
-        if isinstance(t, sym.Var) and t.names == {t.name} and t.name in (me, "gk"):
+        if isinstance(t, sym.Var) and t.names == {t.name} and t.name in (inner[0], outer[0]):
             coef[t.name] = c
             continue
         d = _digit(t)
         if d is None:
             return None
         digits.append((*d, c))
-    if set(coef) != {me, "gk"} or off.const < 0 or len(digits) > 3:
+    if set(coef) != {inner[0], outer[0]} or coef[inner[0]] != 1 or off.const < 0 or len(digits) > 3:
         return None
-    size = spec.M if left else spec.N
-    if mode == "k":
-        if coef["gk"] != 1:
-            return None
-        dims, strides, box = [spec.K, size], [coef[me]], (BOX_K, rows)
-    else:
-        if coef[me] != 1:
-            return None
-        dims, strides, box = [size, spec.K], [coef["gk"]], (MN_BLOCK, BOX_K)
+    dims, strides = [inner[1], outer[1]], [coef[outer[0]]]
     digits.sort()
     for d, m, c in digits:
-        n = (spec.B - 1) // d + 1
+        n = (batches - 1) // d + 1
         dims.append(min(m, n) if m else n)
         strides.append(c)
     if any((2 * s) % 16 or 2 * s >= 1 << 40 for s in strides) or (2 * off.const) % 16:
         return None
     if any(n >= 1 << 32 for n in dims):
         return None
-    kind = "bf16" if view.dtype == "bfloat16" else "f16"
-    return TensorMap(view.pos, kind, off.const, tuple(dims), tuple(strides), (*box, *([1] * len(digits))),
-                     tuple((d, m) for d, m, _ in digits), mode == "k")
+    return TensorMap(pos, _KINDS[dtype], off.const, tuple(dims), tuple(strides), (*box, *([1] * len(digits))),
+                     tuple((d, m) for d, m, _ in digits), k_major)
 
 
 def coordinates(m: TensorMap, name: str) -> str:

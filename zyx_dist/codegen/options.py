@@ -32,7 +32,8 @@ class KernelOpts:
     tile: int = 0  # GEMM: the tile shape (an index of gemm.TILES / gemm_tc.TILES); gemm.PLAIN = plain reduce loops
     cpu_rows: int = 0  # GEMM on CPUs: rows per work-item of gemm_cpu's template (0: the tiled GPU template)
     wgmma: int = 0  # tensor-core GEMM: 1 = Hopper's wgmma (gemm_wgmma.py; `tile` then indexes its TILES), 2 = the
-    # same with the operands TMA can read loaded by tensor-map copies (gemm_tma.py)
+    # same with the operands TMA can read loaded by tensor-map copies (gemm_tma.py); attention likewise
+    # (attention_tc.py's wgmma form, attention_tma.py's)
 
     def tag(self) -> str:
         """A short name of the non-default choices, part of the program name."""
@@ -62,7 +63,7 @@ class Shape:
     tensor_cores: bool = False  # GEMM: on tensor cores (half-type operands, CUDA)
     attention: bool = False  # the fused attention kernel
     wgmma: bool = False  # GEMM or attention on tensor cores of a dialect with wgmma (compute capability 9.0)
-    tma: bool = False  # a wgmma GEMM with an operand that tensor-map copies can load
+    tma: bool = False  # a wgmma GEMM with an operand that tensor-map copies can load, an attention whose k and v they can
 
 
 def default(s: Shape) -> KernelOpts:
@@ -72,8 +73,9 @@ def default(s: Shape) -> KernelOpts:
 def candidates(s: Shape) -> list[KernelOpts]:
     """Every variant worth timing, in order of preference (the default first)."""
     lws = [x for x in (256, 128, 512, 1024, 64) if x <= s.max_lws]
-    if s.attention:  # wgmma's form first where it runs, mma.sync's beside it for the tuner
-        return [KernelOpts(wgmma=1), KernelOpts()] if s.wgmma else [KernelOpts()]
+    if s.attention:  # wgmma's forms first where they run (TMA's first of them), mma.sync's beside them for the tuner
+        tma = [KernelOpts(wgmma=2, stages=2)] if s.tma else []
+        return [*tma, KernelOpts(wgmma=1), KernelOpts()] if s.wgmma else [KernelOpts()]
     if s.gemm:
         return gemm_candidates(s)
     if s.row:

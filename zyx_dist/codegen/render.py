@@ -26,7 +26,7 @@ from collections.abc import Generator
 from ..dtypes import DType, bfloat16, bool_, float16, float64
 from ..fuse.kernelize import Kernel
 from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod
-from . import attention, attention_tc, attention_tiled, gemm, gemm_cpu, gemm_tc, gemm_wgmma, options
+from . import attention, attention_tc, attention_tiled, attention_tma, gemm, gemm_cpu, gemm_tc, gemm_wgmma, options
 from . import symbolic as sym
 from .blocks import Block
 from .cexpr import all_nodes, binary_op, ctype, flat_index, limit, literal, preamble, render_conds, strides, unary
@@ -519,7 +519,8 @@ class _Renderer:
         o = self.opts
         if fused is not None and self.d.name == "cuda":
             body, gws, lws = attention_tiled.render_cuda(fused, self.name, self.k, self.params(), operand, epilogue, T,
-                                                         bool(o.wgmma) and attention_tc.wgmma_usable(fused, self.d))
+                                                         o.wgmma if attention_tc.wgmma_usable(fused, self.d) else 0,
+                                                         o.stages)
         elif fused is not None:
             body, gws, lws = attention.render(fused, self.name, self.d, self.params(), operand, epilogue, T)
         elif o.cpu_rows and self.d.name == "opencl":
@@ -547,9 +548,9 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
     gpu = d.name == "cuda" if gpu is None else gpu
     r = _Renderer(kernel, d, "probe", KernelOpts())
     fused = attention.match(kernel)
-    if fused is not None:  # one form, or two where wgmma can run it
+    if fused is not None:  # one form, or more where wgmma (and TMA) can run it
         return options.Shape(prod(kernel.shape), 1, 0, 0, False, False, d.name, gpu, max_lws, attention=True,
-                             wgmma=attention_tc.wgmma_usable(fused, d))
+                             wgmma=attention_tc.wgmma_usable(fused, d), tma=attention_tma.usable(fused, kernel, d))
     spec = gemm.match(kernel)
     if spec is not None:
         tc = gemm_tc.usable(spec, kernel, d)
