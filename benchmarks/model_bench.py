@@ -81,9 +81,16 @@ def timed_zd(build, repeats: int, warmup: int = 2) -> dict:
     return stats(times)
 
 
+def gpu_name() -> str:
+    """The GPU the rows were measured on (the lent machines are H200s or H100s), as torch names it."""
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+
+
 def record(section: str, workload: str, system: str, st: dict | None, *, flops: float = 0, nbytes: float = 0,
            error: float | None = None, note: str = "") -> None:
-    row = {"date": datetime.date.today().isoformat(), "machine": "nvidia-h200", "section": section,
+    row = {"date": datetime.date.today().isoformat(), "machine": gpu_name(), "section": section,
            "workload": workload, "system": system, "error": error, "note": note}
     if st is not None:
         row.update(st)
@@ -393,28 +400,27 @@ import model_bench as mb, zyx_dist as zd
 zd.init(ray=False, devices=["cuda:0"], config={{"autotune": {{"cache_dir": {cache!r}}}}})
 rng = np.random.default_rng(3)
 D, params, forward = mb.model_of({model!r})
-p = mb._tree(params(rng), lambda a: zd.tensor(a).realize())
-x = zd.tensor(rng.standard_normal((8, 1024, D)).astype(np.float32)).realize()
-m = zd.tensor(mb.causal_mask(1024)).realize()
+p, x, m = mb.zd_inputs(params(rng), rng, (8, 1024, D), {dtype!r})
 t = time.perf_counter(); forward(mb.Ops("zd"), x, p, m).realize(); print("FIRST", time.perf_counter() - t)
 """
 
 
 def run_first(args) -> None:
-    """Each model's first forward (fp32) in a fresh process with empty caches, then in a second process."""
-    for model in ("block", "gpt2"):
+    """Each model's first forward (fp32, bf16) in a fresh process with empty caches, then in a second process."""
+    for model, dtype in (("block", "fp32"), ("gpt2", "fp32"), ("block", "bf16"), ("gpt2", "bf16")):
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(cache, "cupy"))
             for label in ("first process (compile + tune)", "second process (disk caches)"):
-                code = FIRST.format(here=os.path.dirname(os.path.abspath(__file__)), cache=cache, model=model)
+                code = FIRST.format(here=os.path.dirname(os.path.abspath(__file__)), cache=cache, model=model,
+                                    dtype=dtype)
                 r = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
                                    env=env, timeout=900)
                 line = [ln for ln in r.stdout.splitlines() if ln.startswith("FIRST")]
                 if not line:
-                    record("first", f"{model} fp32 first forward", label, None, note=f"failed: {r.stderr[-300:]}")
+                    record("first", f"{model} {dtype} first forward", label, None, note=f"failed: {r.stderr[-300:]}")
                     continue
                 secs = float(line[0].split()[1])
-                record("first", f"{model} fp32 first forward", label, {"median_ms": secs * 1e3, "iqr_ms": 0.0, "n": 1})
+                record("first", f"{model} {dtype} first forward", label, {"median_ms": secs * 1e3, "iqr_ms": 0.0, "n": 1})
 
 
 def main() -> None:
