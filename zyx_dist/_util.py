@@ -107,7 +107,6 @@ def picker(slots: tuple[int, ...]) -> Callable[[tuple], tuple]:
 
 
 @functools.lru_cache(maxsize=4096)  # the driver's planner asks several times per kernel, for few sizes
-@functools.lru_cache(maxsize=4096)  # a step asks for the same few sizes again and again
 def bucket_size(nbytes: int) -> int:
     """The bytes a worker's pool actually reserves for a request of `nbytes` (0 bytes still takes one small
     bucket)."""
