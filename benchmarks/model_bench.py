@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
+import itertools
 import json
 import math
 import os
@@ -81,6 +83,7 @@ def timed_zd(build, repeats: int, warmup: int = 2) -> dict:
     return stats(times)
 
 
+@functools.cache  # (asked once per row)
 def gpu_name() -> str:
     """The GPU the rows were measured on (the lent machines are H200s or H100s), as torch names it."""
     import torch
@@ -407,7 +410,7 @@ t = time.perf_counter(); forward(mb.Ops("zd"), x, p, m).realize(); print("FIRST"
 
 def run_first(args) -> None:
     """Each model's first forward (fp32, bf16) in a fresh process with empty caches, then in a second process."""
-    for model, dtype in (("block", "fp32"), ("gpt2", "fp32"), ("block", "bf16"), ("gpt2", "bf16")):
+    for dtype, model in itertools.product(("fp32", "bf16"), ("block", "gpt2")):
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(cache, "cupy"))
             for label in ("first process (compile + tune)", "second process (disk caches)"):
