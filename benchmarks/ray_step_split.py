@@ -3,7 +3,7 @@
 OpenCL worker), split by timestamps on the driver around the compiled graph's execution and by the
 worker's own clock around `Worker.run_replay` inside the actor (installed there with `__ray_call__`).
 
-    python benchmarks/ray_step_split.py [--device cuda:0] [--steps 500]
+    python benchmarks/ray_step_split.py [--device cuda:0] [--steps 500] [--case step|tiny]
 
 Prints medians in microseconds: the whole step; the driver before the graph's `execute`, inside it, while
 it waits for the result, and after; the worker's replay (frees, launches, the final synchronize); and Ray's
@@ -51,6 +51,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="opencl-cpu")
     ap.add_argument("--steps", type=int, default=500)
+    ap.add_argument("--case", choices=("step", "tiny"), default="step",
+                    help="step: the small step above; tiny: a plain realize of x * 2 + 1 on 1024 floats")
     args = ap.parse_args()
     devices = [args.device] if args.device.startswith("cuda") else {"opencl-cpu": 1}
     s = zd.init(ray=True, devices=devices)
@@ -60,7 +62,13 @@ def main() -> None:
         w = zd.tensor((rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)).realize()
         b = zd.tensor((rng.standard_normal(n) * 0.1).astype(np.float32)).realize()
         y = zd.tensor(rng.standard_normal((n, n)).astype(np.float32)).realize()
-        layer = zd.jit(lambda y, w, b: zd.relu(y @ w + b))
+        if args.case == "step":
+            layer = zd.jit(lambda y, w, b: zd.relu(y @ w + b))
+        else:
+            x = zd.tensor(np.ones(1024, np.float32)).realize()
+
+            def layer(y, w, b):
+                return (x * 2 + 1).realize()
         for _ in range(20):
             y = layer(y, w, b)
         graph = s.backend.graph
@@ -106,7 +114,8 @@ def main() -> None:
         med = statistics.median
         us = 1e6
         wait = med([sp[2] for sp in spans])
-        print(f"ray step split, {args.device}, {args.steps} zd.jit steps of relu(y @ w + b) at {n}^2 (medians, us)")
+        what = f"zd.jit steps of relu(y @ w + b) at {n}^2" if args.case == "step" else "realizes of x * 2 + 1 (1024)"
+        print(f"ray step split, {args.device}, {args.steps} {what} (medians, us)")
         print(f"  step wall                      {med(walls) * us:8.1f}")
         print(f"  driver before execute          {med([sp[0] for sp in spans]) * us:8.1f}")
         print(f"  execute (send the input)       {med([sp[1] for sp in spans]) * us:8.1f}")

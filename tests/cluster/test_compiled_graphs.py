@@ -109,6 +109,24 @@ def test_replays_run_through_one_compiled_graph(ray3):
     assert zd.stats()["plan_replays"] == 5 and zd.stats()["kernels_launched"] == 5
 
 
+def test_a_small_repeated_graph_is_guessed_behind_the_round_trip(ray3):
+    """Through Ray a replay waits for the compiled graph's round trip, which hides the check of a guessed plan:
+    a session on CPU workers guesses (in process it would not), a small graph whose kernels take no time is
+    guessed from its third realize on, and a graph of the same fingerprint but another structure is caught by
+    the check and planned, with NumPy's results throughout."""
+    assert ray3.guess_plans and ray3.backend.round_trip_seconds > 0
+    a, b = rng((1024,), seed=5), rng((1024,), seed=6)
+    x, y = zd.tensor(a, device="opencl:2").realize(), zd.tensor(b, device="opencl:2").realize()
+    guessed, wrong = ray3.plans.guessed, ray3.plans.mispredicted
+    for _ in range(6):
+        np.testing.assert_allclose((x * 4 + y).realize().numpy(), a * 4 + b, rtol=1e-6)
+    assert ray3.plans.guessed - guessed >= 3 and ray3.plans.mispredicted == wrong
+    # the same node count, head and leaves (all a fingerprint holds) with another constant: the guess runs,
+    # its check fails, and the realize plans the right graph
+    np.testing.assert_allclose((x * 5 + y).realize().numpy(), a * 5 + b, rtol=1e-6)
+    assert ray3.plans.mispredicted == wrong + 1
+
+
 def test_a_one_worker_replay_is_one_compact_message_each_way(ray3, monkeypatch):
     """A replay on one worker goes straight to `Worker.run_replay` through the graph, untimed: the graph's
     input and the worker's output are one pickled bytes object each (no command objects for Ray's

@@ -119,13 +119,14 @@ def test_targets_never_guessed_are_not_walked_for_a_guess(guessing, monkeypatch)
 
 
 def test_a_small_graph_is_guessed_only_where_its_kernels_outlast_its_check(guessing, monkeypatch):
-    """Below GUESS_MIN_NODES a structure is guessed only when its plan's measured device time is at least
-    GUESS_SECONDS_PER_NODE a node (the check of its key then hides behind the kernels); otherwise it is keyed
-    before it runs, as without guessing. The same realizes give NumPy's results either way."""
+    """Below GUESS_MIN_NODES a structure is guessed only when its replay's wait for the workers (its plan's
+    measured device time, and any round trip to them) is at least GUESS_WAIT_OVER_CHECK times its check (as
+    long as its lookup took: the check then hides behind that wait); otherwise it is keyed before it runs, as without guessing. The same realizes give NumPy's results
+    either way."""
     monkeypatch.setattr(plan_cache, "GUESS_MIN_NODES", 64)
     # no device time is long enough / any is (each with a structure of its own: remember() decides once for each)
-    for per_node, guesses, cols in ((1.0, False, 256), (0.0, True, 384)):
-        monkeypatch.setattr(plan_cache, "GUESS_SECONDS_PER_NODE", per_node)
+    for ratio, guesses, cols in ((1e9, False, 256), (0.0, True, 384)):
+        monkeypatch.setattr(plan_cache, "GUESS_WAIT_OVER_CHECK", ratio)
         a = rng((64, cols), seed=31)
         x = zd.tensor(a).realize()
         want = (a - a.mean(axis=-1, keepdims=True)) / np.sqrt(a.var(axis=-1, keepdims=True) + 1e-5)

@@ -77,6 +77,7 @@ class InProcessBackend:
         # A replay of a plan template has its placement frozen, so nothing reads its kernels' times but a
         # trace (zd.trace sets this while it records): untimed, its launches skip the device timing queries.
         self.time_replays = False
+        self.round_trip_seconds = 0.0  # a replay waits for nothing but its kernels (RayBackend's is not 0)
         try:
             for name, spec in devices:
                 self.workers[name] = Worker(spec, memory_limit, profile=True)

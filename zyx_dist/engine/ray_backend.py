@@ -44,6 +44,9 @@ class RayBackend:
         self.graph: CompiledSteps | None = None  # the compiled graph replays run through (ray_compiled.py)
         self.compiled = compiled_graphs_enabled()
         self.time_replays = False  # replays run with kernel timing only while a trace wants it (engine/trace.py)
+        # the least a replay waits for its workers beyond their kernels' time (a compiled graph's execution
+        # and its result: 30-50 us on a 2-core VM, ~136 us on a GPU host): driver work of that length hides
+        self.round_trip_seconds = 30e-6
         address = address or config.ray.address or os.environ.get("RAY_ADDRESS")
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {"namespace": self.namespace, "include_dashboard": False,

@@ -132,8 +132,9 @@ class Session(Recovery, Exchange, Readback):
         self.split_k = any(i.get("type") == "gpu" for i in self.infos.values())
         ir.SPLIT_K = self.split_k
         # a repeated plan is guessed and its key checked while it runs where kernels run beside the driver's
-        # Python and take longer than the check (GPUs); on CPU devices the check would only add to the walk
-        self.guess_plans = templates.guesses_enabled(self.split_k)
+        # Python (GPUs) or a round trip to Ray workers hides it; in process on CPU devices the check would
+        # only add to the walk
+        self.guess_plans = templates.guesses_enabled(self.split_k or self.backend.round_trip_seconds > 0)
         # graph structure -> kernels and their programs; every kernel must fit every device's argument space
         self.plans = PlanCache(Limits(param_bytes=min(int(i.get("max_parameter_bytes") or 1024)
                                                       for i in self.infos.values())))
@@ -372,12 +373,15 @@ class Session(Recovery, Exchange, Readback):
                         guess = self.plans.guess(nodes)
                         if guess is not None and templates.replay_guess(self, nodes, guess, t0):
                             return
+                    looked = time.perf_counter()
                     found = self.plans.lookup(nodes, affinity)
                     if self.recorder is not None and found is not None:  # (None: told once, below)
                         self.recorder(nodes, found)
                     if found is not None and found[2] is not None and found[2].templates:
-                        if guessing:
-                            self.plans.remember(nodes, found[2], len(found[1]), templates.device_seconds(self, found[2]))
+                        if guessing and found[2].fingerprint is None:
+                            check = time.perf_counter() - looked  # (the lookup's time: what a check costs)
+                            self.plans.remember(nodes, found[2], len(found[1]), templates.hidden_seconds(self, found[2]),
+                                                check)
                         if templates.replay(self, found, t0):
                             return
         if found is None and self.recorder is not None:

@@ -35,12 +35,12 @@ def enabled(policy: str) -> bool:
     return not off and policy != "round_robin"
 
 
-def guesses_enabled(gpu: bool) -> bool:
+def guesses_enabled(hidden: bool) -> bool:
     """Whether a repeated structure's plan is guessed and checked while it runs (`replay_guess`): by default
-    where a GPU runs the kernels (`gpu`), which then hides the check; ZYX_DIST_PLAN_GUESSES=0/false/off
-    never, =all on every device."""
+    where something hides the check (`hidden`: a GPU's kernels, which run beside the driver's Python, or
+    the round trip to Ray workers); ZYX_DIST_PLAN_GUESSES=0/false/off never, =all on every device."""
     value = os.environ.get("ZYX_DIST_PLAN_GUESSES", "").strip().lower()
-    return value == "all" or (gpu and value not in ("0", "false", "off"))
+    return value == "all" or (hidden and value not in ("0", "false", "off"))
 
 
 _ROOT_LOG = logging.getLogger(logs.ROOT)
@@ -98,12 +98,14 @@ def replay(s, found: tuple, t0: float, recipes: bool = True, check: Callable[[],
     return True
 
 
-def device_seconds(s, entry: Any) -> float:
-    """The device time of a cached structure's plan (its first template's kernels, as planned runs measured
-    them; 0 for a kernel never timed): how long a guessed replay's check can run unseen."""
+def hidden_seconds(s, entry: Any) -> float:
+    """How long a guessed replay's check of a cached structure can run unseen: its plan's device time (its
+    first template's kernels, as planned runs measured them; 0 for a kernel never timed) and the backend's
+    least round trip to its workers."""
     t = next(iter(entry.templates.values()))
     measured = s.state.measured
-    return sum([measured.get((p.kernel, p.device), 0.0) for p in t.schedule.placements])
+    return sum([measured.get((p.kernel, p.device), 0.0) for p in t.schedule.placements]) + \
+        s.backend.round_trip_seconds
 
 
 def replay_guess(s, targets: list[Node], guess: tuple, t0: float) -> bool:
@@ -187,28 +189,56 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
     timed = s.trace_events is not None or ((_TIMINGS_LOG.level or _ROOT_LOG.level) and _on(_TIMINGS_LOG))
     results: list = []
     wanted: list[bool] = []
+    settled: list[bool] = []
+
+    def settle() -> None:
+        """The mirror as the planned run left it: the inputs used now, the results' buffers added."""
+        st.clock = clock = st.clock + 1
+        for _i, dev, buf, nbytes in uploads:
+            bufs[buf] = BufferState(dev, nbytes, False, clock)
+            used[dev] += bucket_size(nbytes)
+        for i in ids_in:
+            bufs[i].last_use = clock
+        for _pos, slot, dev, nbytes in t.outputs:
+            bufs[ids[slot]] = BufferState(dev, nbytes, False, clock)
+        for dev, n in t.used.items():
+            used[dev] += n
+        settled.append(True)
+
     if timed:  # (the check, and the caller's work, wait for the run's end)
         t1 = time.perf_counter()
         results, graphs = _run_commands(s, t, ids, uploads, leaves, None)
         t2 = time.perf_counter()
     else:
-        # the caller's work rides along the run, unless it reads the host copies of this run's uploads (below)
-        ride = meanwhile is not None and not uploads
-        riding = None
-        if ride or check is not None:
-            def riding() -> None:
-                if check is not None:
-                    wanted.append(check())
-                if ride:
+        # the caller's work and the mirror's update ride along the run (undone should it fail), unless they
+        # read or add the host copies of this run's uploads (below)
+        ride = not uploads
+
+        def riding() -> None:
+            if check is not None:
+                wanted.append(check())
+                if not wanted[-1]:
+                    return
+            if ride:
+                settle()
+                if meanwhile is not None:
                     meanwhile(t)
+
         direct = _direct(s, t)
-        if direct is not None:
-            graphs = _run_direct(s, t, ids, *direct, riding)
-        else:
-            results, graphs = _run_commands(s, t, ids, uploads, leaves, riding)
-        if ride:
+        try:
+            if direct is not None:
+                graphs = _run_direct(s, t, ids, *direct, riding)
+            else:
+                results, graphs = _run_commands(s, t, ids, uploads, leaves, riding)
+        except BaseException:
+            if settled:
+                _unsettle(st, t, ids)
+            raise
+        if settled:
             meanwhile = None  # (done)
     if check is not None and not (wanted[-1] if wanted else check()):
+        if settled:
+            _unsettle(st, t, ids)
         _rollback(s, t, ids, set(), uploads)
         return None
     if not t.defined:  # every worker has its part now (until a recovery, which retires the template)
@@ -216,17 +246,8 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
         for step in t.steps:
             for dev, wb in step.items():
                 s.known_templates.setdefault(dev, set()).add(wb.template)
-    # the mirror, as the planned run left it: the inputs used now, the results' buffers added
-    st.clock = clock = st.clock + 1
-    for _i, dev, buf, nbytes in uploads:
-        bufs[buf] = BufferState(dev, nbytes, False, clock)
-        used[dev] += bucket_size(nbytes)
-    for i in ids_in:
-        bufs[i].last_use = clock
-    for _pos, slot, dev, nbytes in t.outputs:
-        bufs[ids[slot]] = BufferState(dev, nbytes, False, clock)
-    for dev, n in t.used.items():
-        used[dev] += n
+    if not settled:
+        settle()
     c = s.counters
     launches = t.launches
     c["kernels_launched"] += launches
@@ -307,6 +328,15 @@ def _run_commands(s, t: PlanTemplate, ids: tuple, uploads: tuple, leaves: list[N
             if r.graphs:
                 graphs += len(r.graphs)
     return results, graphs
+
+
+def _unsettle(st: SchedulerState, t: PlanTemplate, ids: tuple) -> None:
+    """Undo `run`'s early update of the mirror (no uploads: those are settled only after a run) for a run
+    that failed or was not wanted."""
+    for _pos, slot, _dev, _n in t.outputs:
+        st.buffers.pop(ids[slot], None)
+    for dev, n in t.used.items():
+        st.used[dev] -= n
 
 
 def _rollback(s, t: PlanTemplate, ids: tuple, lost: set[str], uploads: tuple = ()) -> None:

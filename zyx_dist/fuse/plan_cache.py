@@ -17,9 +17,11 @@ from .kernelize import DEFAULT_LIMITS, Kernel, Limits, kernelize
 
 MAX_ENTRIES = 256
 GUESS_MIN_NODES = 64  # graphs this big or bigger are guessed (`PlanCache.guess`)
-# a smaller graph is guessed where its kernels run at least this long per node: its check (the key, made and
-# compared while they run) then ends before they do, on a host that takes ~1 us a node for it
-GUESS_SECONDS_PER_NODE = 1.5e-6
+# a smaller graph is guessed where the time its replay waits for the workers (its plan's device time, and any
+# round trip to them) is at least this many times its check (the key, made and compared meanwhile, as long as a
+# lookup of it took on this host): the check then ends first. Below that the check would add to the realize (a
+# guess walks the graph once more than a lookup)
+GUESS_WAIT_OVER_CHECK = 1.0
 
 
 def structure(targets: list[Node]) -> tuple[tuple, list[Node]]:
@@ -174,15 +176,17 @@ class PlanCache:
         except TypeError:  # an argument that cannot be hashed: no cached structure is it
             return False
 
-    def remember(self, targets: list[Node], entry: Entry, nodes: int, device_seconds: float = 0.0) -> None:
+    def remember(self, targets: list[Node], entry: Entry, nodes: int, hidden_seconds: float = 0.0,
+                 check_seconds: float = 0.0) -> None:
         """Let later realizes of `targets`' structure (`nodes` nodes), whose entry is `entry`, guess it: the
         fingerprint is taken once per entry, before the targets are realized. Not for sharded graphs (their
-        keys hold their devices), nor for small ones whose plan runs too briefly on the device
-        (`device_seconds`) to hide the check (`GUESS_MIN_NODES`, `GUESS_SECONDS_PER_NODE`): a guess there
-        would add the check to the realize, not take the key off its way."""
+        keys hold their devices), nor for small ones whose replay waits too briefly for its workers
+        (`hidden_seconds`) to hide the check, which takes about as long as the lookup that found `entry`
+        (`check_seconds`; `GUESS_MIN_NODES`, `GUESS_WAIT_OVER_CHECK`): a guess there would add the check
+        to the realize, not take the key off its way."""
         if entry.fingerprint is not None:
             return
-        if nodes < GUESS_MIN_NODES and device_seconds < nodes * GUESS_SECONDS_PER_NODE:
+        if nodes < GUESS_MIN_NODES and hidden_seconds < check_seconds * GUESS_WAIT_OVER_CHECK:
             entry.fingerprint = ()
             return
         entry.fingerprint = fingerprint = walk(targets)[1]
