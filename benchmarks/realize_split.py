@@ -51,8 +51,10 @@ def instrument(backend_cls: type | None, through_ray: bool) -> None:
                         (zsession.Session, "_take_frees"), (zsession.Session, "_prepare"),
                         (templates, "run"), (templates, "_direct"), (templates, "hidden_seconds"),
                         (worker.Worker, "run_replay"), (worker.Worker, "_sync"), (worker.Worker, "_free_id"),
-                        (replay, "_segment"), (replay, "run_template")]:
-        setattr(owner, attr, _timed(_name(owner, attr), getattr(owner, attr)))
+                        (replay, "_segment"), (replay, "run_template"),
+                        (templates, "device_seconds")]:  # (the older name of hidden_seconds, for A/B runs)
+        if hasattr(owner, attr):
+            setattr(owner, attr, _timed(_name(owner, attr), getattr(owner, attr)))
     zsession.companions.with_companions = _timed("with_companions", companions.with_companions)
     templates.lineage.recipe = _timed("recipe", templates.lineage.recipe)
     if through_ray:
@@ -86,7 +88,35 @@ def cases(device: str, rng) -> dict:
             "attention": lambda: zd.softmax((q @ k.mT) * c + mask, axis=-1) @ v}
 
 
-def split(build, rounds: int) -> None:
+def torch_cases() -> dict:
+    """The torch equivalent of each case on cuda:0 (the same shapes and dtypes, random data), each followed by
+    a synchronize (what a blocking realize() is): its wall is printed beside ours."""
+    import torch
+    import torch.nn.functional as F
+
+    t = {}
+    x = torch.ones(1024, device="cuda")
+    t["tiny"] = lambda: x * 2 + 1
+    ln = torch.randn(8, 1024, 1024, device="cuda")
+    t["layer_norm"] = lambda: F.layer_norm(ln, ln.shape[-1:])
+    q, k, v = (torch.randn(8, 16, 1024, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    t["attention"] = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    sync = torch.cuda.synchronize
+    return {name: (lambda fn=fn: (fn(), sync())) for name, fn in t.items()}
+
+
+def plain_us(fn, rounds: int) -> tuple[float, float]:
+    for _ in range(30):
+        fn()
+    ts = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e6, iqr(ts) * 1e6
+
+
+def split(build, rounds: int, theirs=None) -> None:
     global _TRACE
     for _ in range(30):
         build().realize()
@@ -119,7 +149,11 @@ def split(build, rounds: int) -> None:
             lens[name].append(b - a)
         del g
     med = statistics.median
-    print(f"  wall {med(plain) * 1e6:.1f} us (IQR {iqr(plain) * 1e6:.1f}); instrumented {med(walls) * 1e6:.1f}")
+    torch_wall = ""
+    if theirs is not None:
+        tm, ti = plain_us(theirs, rounds)
+        torch_wall = f"; torch {tm:.1f} us (IQR {ti:.1f})"
+    print(f"  wall {med(plain) * 1e6:.1f} us (IQR {iqr(plain) * 1e6:.1f}); instrumented {med(walls) * 1e6:.1f}{torch_wall}")
     print(f"  {'step':<30}{'from':>9}{'to':>9}{'own':>9}  (us after entering realize; medians)")
     for name in sorted(starts, key=lambda s: med(starts[s])):
         print(f"  {name:<30}{med(starts[name]) * 1e6:>9.1f}{med(ends[name]) * 1e6:>9.1f}{med(lens[name]) * 1e6:>9.1f}"
@@ -150,9 +184,10 @@ def main() -> None:
     instrument(backend_cls, args.ray)
     try:
         built = cases(args.device, np.random.default_rng(0))
+        theirs = torch_cases() if args.device.startswith("cuda") else {}
         for name in args.cases:
             print(f"{name} ({args.device}):", flush=True)
-            split(built[name], args.rounds)
+            split(built[name], args.rounds, theirs.get(name))
         print(f"plan replays {zd.stats()['plan_replays']}, graph replays {zd.stats().get('graph_replays', 0)}")
     finally:
         zd.shutdown()
