@@ -110,11 +110,15 @@ def test_a_failed_replay_raises_leaks_nothing_and_the_next_one_works():
     replays = zd.stats()["plan_replays"]
     del keep
     base = in_use(dev)
+    mirror = session().state
+    used, known = mirror.used[dev], set(mirror.buffers)
     cap_memory(dev, in_use(dev))  # the device is full, the driver does not know
     try:
         with pytest.raises(zd.OutOfMemoryError):
             (x * 3).realize()
         assert zd.stats()["plan_replays"] == replays  # the failed replay is not counted as one
+        # nor is it in the driver's mirror (which a replay updates while the worker runs it)
+        assert mirror.used[dev] == used and set(mirror.buffers) <= known
     finally:
         cap_memory(dev, None)
     assert in_use(dev) == base

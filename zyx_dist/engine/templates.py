@@ -192,7 +192,8 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
     settled: list[bool] = []
 
     def settle() -> None:
-        """The mirror as the planned run left it: the inputs used now, the results' buffers added."""
+        """The mirror as the planned run left it (the inputs used now, the results' buffers added), and the
+        run counted."""
         st.clock = clock = st.clock + 1
         for _i, dev, buf, nbytes in uploads:
             bufs[buf] = BufferState(dev, nbytes, False, clock)
@@ -203,6 +204,7 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
             bufs[ids[slot]] = BufferState(dev, nbytes, False, clock)
         for dev, n in t.used.items():
             used[dev] += n
+        _count(s.counters, t, 1)
         settled.append(True)
 
     if timed:  # (the check, and the caller's work, wait for the run's end)
@@ -232,13 +234,13 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
                 results, graphs = _run_commands(s, t, ids, uploads, leaves, riding)
         except BaseException:
             if settled:
-                _unsettle(st, t, ids)
+                _unsettle(s, t, ids)
             raise
         if settled:
             meanwhile = None  # (done)
     if check is not None and not (wanted[-1] if wanted else check()):
         if settled:
-            _unsettle(st, t, ids)
+            _unsettle(s, t, ids)
         _rollback(s, t, ids, set(), uploads)
         return None
     if not t.defined:  # every worker has its part now (until a recovery, which retires the template)
@@ -248,16 +250,8 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
                 s.known_templates.setdefault(dev, set()).add(wb.template)
     if not settled:
         settle()
-    c = s.counters
-    launches = t.launches
-    c["kernels_launched"] += launches
-    c["kernel_cache_hits"] += launches
-    c["plan_replays"] += 1
-    if t.transfers:
-        c["transfers"] += t.transfers
-        c["bytes_transferred"] += t.bytes_transferred
     if graphs:
-        c["graph_replays"] += graphs
+        s.counters["graph_replays"] += graphs
     for i, dev, buf, nbytes in uploads:  # before the results' recipes, which read the leaves' host copies
         s.uploaded(leaves[i], dev, buf, nbytes)
     if meanwhile is not None:
@@ -330,13 +324,26 @@ def _run_commands(s, t: PlanTemplate, ids: tuple, uploads: tuple, leaves: list[N
     return results, graphs
 
 
-def _unsettle(st: SchedulerState, t: PlanTemplate, ids: tuple) -> None:
-    """Undo `run`'s early update of the mirror (no uploads: those are settled only after a run) for a run
-    that failed or was not wanted."""
+def _count(c: dict[str, int], t: PlanTemplate, sign: int) -> None:
+    """Count a replay of `t` (sign 1), or take it back (-1)."""
+    launches = sign * t.launches
+    c["kernels_launched"] += launches
+    c["kernel_cache_hits"] += launches
+    c["plan_replays"] += sign
+    if t.transfers:
+        c["transfers"] += sign * t.transfers
+        c["bytes_transferred"] += sign * t.bytes_transferred
+
+
+def _unsettle(s, t: PlanTemplate, ids: tuple) -> None:
+    """Undo `run`'s early update of the mirror and the counters (no uploads: those are settled only after a
+    run) for a run that failed or was not wanted."""
+    st = s.state
     for _pos, slot, _dev, _n in t.outputs:
         st.buffers.pop(ids[slot], None)
     for dev, n in t.used.items():
         st.used[dev] -= n
+    _count(s.counters, t, -1)
 
 
 def _rollback(s, t: PlanTemplate, ids: tuple, lost: set[str], uploads: tuple = ()) -> None:
