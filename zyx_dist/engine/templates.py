@@ -189,58 +189,28 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
     timed = s.trace_events is not None or ((_TIMINGS_LOG.level or _ROOT_LOG.level) and _on(_TIMINGS_LOG))
     results: list = []
     wanted: list[bool] = []
-    settled: list[bool] = []
-
-    def settle() -> None:
-        """The mirror as the planned run left it (the inputs used now, the results' buffers added), and the
-        run counted."""
-        st.clock = clock = st.clock + 1
-        for _i, dev, buf, nbytes in uploads:
-            bufs[buf] = BufferState(dev, nbytes, False, clock)
-            used[dev] += bucket_size(nbytes)
-        for i in ids_in:
-            bufs[i].last_use = clock
-        for _pos, slot, dev, nbytes in t.outputs:
-            bufs[ids[slot]] = BufferState(dev, nbytes, False, clock)
-        for dev, n in t.used.items():
-            used[dev] += n
-        _count(s.counters, t, 1)
-        settled.append(True)
-
     if timed:  # (the check, and the caller's work, wait for the run's end)
         t1 = time.perf_counter()
         results, graphs = _run_commands(s, t, ids, uploads, leaves, None)
         t2 = time.perf_counter()
     else:
-        # the caller's work and the mirror's update ride along the run (undone should it fail), unless they
-        # read or add the host copies of this run's uploads (below)
-        ride = not uploads
-
-        def riding() -> None:
-            if check is not None:
-                wanted.append(check())
-                if not wanted[-1]:
-                    return
-            if ride:
-                settle()
-                if meanwhile is not None:
+        # the caller's work rides along the run, unless it reads the host copies of this run's uploads (below)
+        ride = meanwhile is not None and not uploads
+        riding = None
+        if ride or check is not None:
+            def riding() -> None:
+                if check is not None:
+                    wanted.append(check())
+                if ride:
                     meanwhile(t)
-
         direct = _direct(s, t)
-        try:
-            if direct is not None:
-                graphs = _run_direct(s, t, ids, *direct, riding)
-            else:
-                results, graphs = _run_commands(s, t, ids, uploads, leaves, riding)
-        except BaseException:
-            if settled:
-                _unsettle(s, t, ids)
-            raise
-        if settled:
+        if direct is not None:
+            graphs = _run_direct(s, t, ids, *direct, riding)
+        else:
+            results, graphs = _run_commands(s, t, ids, uploads, leaves, riding)
+        if ride:
             meanwhile = None  # (done)
     if check is not None and not (wanted[-1] if wanted else check()):
-        if settled:
-            _unsettle(s, t, ids)
         _rollback(s, t, ids, set(), uploads)
         return None
     if not t.defined:  # every worker has its part now (until a recovery, which retires the template)
@@ -248,10 +218,27 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
         for step in t.steps:
             for dev, wb in step.items():
                 s.known_templates.setdefault(dev, set()).add(wb.template)
-    if not settled:
-        settle()
+    # the mirror, as the planned run left it: the inputs used now, the results' buffers added
+    st.clock = clock = st.clock + 1
+    for _i, dev, buf, nbytes in uploads:
+        bufs[buf] = BufferState(dev, nbytes, False, clock)
+        used[dev] += bucket_size(nbytes)
+    for i in ids_in:
+        bufs[i].last_use = clock
+    for _pos, slot, dev, nbytes in t.outputs:
+        bufs[ids[slot]] = BufferState(dev, nbytes, False, clock)
+    for dev, n in t.used.items():
+        used[dev] += n
+    c = s.counters
+    launches = t.launches
+    c["kernels_launched"] += launches
+    c["kernel_cache_hits"] += launches
+    c["plan_replays"] += 1
+    if t.transfers:
+        c["transfers"] += t.transfers
+        c["bytes_transferred"] += t.bytes_transferred
     if graphs:
-        s.counters["graph_replays"] += graphs
+        c["graph_replays"] += graphs
     for i, dev, buf, nbytes in uploads:  # before the results' recipes, which read the leaves' host copies
         s.uploaded(leaves[i], dev, buf, nbytes)
     if meanwhile is not None:
@@ -322,28 +309,6 @@ def _run_commands(s, t: PlanTemplate, ids: tuple, uploads: tuple, leaves: list[N
             if r.graphs:
                 graphs += len(r.graphs)
     return results, graphs
-
-
-def _count(c: dict[str, int], t: PlanTemplate, sign: int) -> None:
-    """Count a replay of `t` (sign 1), or take it back (-1)."""
-    launches = sign * t.launches
-    c["kernels_launched"] += launches
-    c["kernel_cache_hits"] += launches
-    c["plan_replays"] += sign
-    if t.transfers:
-        c["transfers"] += sign * t.transfers
-        c["bytes_transferred"] += sign * t.bytes_transferred
-
-
-def _unsettle(s, t: PlanTemplate, ids: tuple) -> None:
-    """Undo `run`'s early update of the mirror and the counters (no uploads: those are settled only after a
-    run) for a run that failed or was not wanted."""
-    st = s.state
-    for _pos, slot, _dev, _n in t.outputs:
-        st.buffers.pop(ids[slot], None)
-    for dev, n in t.used.items():
-        st.used[dev] -= n
-    _count(s.counters, t, -1)
 
 
 def _rollback(s, t: PlanTemplate, ids: tuple, lost: set[str], uploads: tuple = ()) -> None:
