@@ -139,6 +139,9 @@ class Session(Recovery, Exchange, Readback):
         self.plans = PlanCache(Limits(param_bytes=min(int(i.get("max_parameter_bytes") or 1024)
                                                       for i in self.infos.values())))
         self.peaks = {}
+        # (kernel, device) -> the least device time any run measured: a bound on how long its replays wait for
+        # it (the cost model's moving average keeps half of a first, cold launch: templates.hidden_seconds)
+        self.fastest: dict[tuple[str, str], float] = {}
         for name, info in self.infos.items():
             key = _variant_key(info)  # device model and driver version
             self.peaks[name] = probe.measure(lambda b, n=name: self.backend.run_timed(n, b), key,
@@ -442,8 +445,8 @@ class Session(Recovery, Exchange, Readback):
                                          f"plan {1e3 * (t1 - t0):.2f} ms, run {1e3 * (t2 - t1):.2f} ms")
 
     def _measure(self, sched: Schedule, results: list[dict[str, BatchResult]]) -> None:
-        """Feed device-side kernel times back to the scheduler's cost model."""
-        measured = self.state.measured
+        """Feed device-side kernel times back to the scheduler's cost model (and keep each kernel's least)."""
+        measured, fastest = self.state.measured, self.fastest
         names: dict[tuple[int, str], list[str]] = {}  # (step, device) -> its kernels, in launch order
         for p in sched.placements:
             names.setdefault((p.step, p.device), []).append(p.kernel)
@@ -454,6 +457,9 @@ class Session(Recovery, Exchange, Readback):
                 for name, secs in zip(names.get((step, dev), ()), r.kernel_seconds):
                     old = measured.get((name, dev))
                     measured[(name, dev)] = secs if old is None else 0.5 * (old + secs)
+                    least = fastest.get((name, dev))
+                    if least is None or secs < least:
+                        fastest[(name, dev)] = secs
 
     def error_of(self, device: str, f: Failed) -> Exception:
         """The zyx_dist error a worker's Failed result stands for (for engine/templates.py)."""

@@ -100,11 +100,11 @@ def replay(s, found: tuple, t0: float, recipes: bool = True, check: Callable[[],
 
 def hidden_seconds(s, entry: Any) -> float:
     """How long a guessed replay's check of a cached structure can run unseen: its plan's device time (its
-    first template's kernels, as planned runs measured them; 0 for a kernel never timed) and the backend's
-    least round trip to its workers."""
+    first template's kernels, the least any run measured: `Session.fastest`; 0 for a kernel never timed) and
+    the backend's least round trip to its workers."""
     t = next(iter(entry.templates.values()))
-    measured = s.state.measured
-    return sum([measured.get((p.kernel, p.device), 0.0) for p in t.schedule.placements]) + \
+    fastest = s.fastest
+    return sum([fastest.get((p.kernel, p.device), 0.0) for p in t.schedule.placements]) + \
         s.backend.round_trip_seconds
 
 

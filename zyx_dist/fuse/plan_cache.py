@@ -21,9 +21,9 @@ GUESS_MIN_NODES = 64  # graphs this big or bigger are guessed (`PlanCache.guess`
 # round trip to them) is at least this many times its check (the key, made and compared meanwhile, as long as a
 # lookup of it took on this host): the check then ends first. Below that the check would add to the realize (a
 # guess walks the graph once more than a lookup). Twice, not once: the check starts only after the launch, and
-# planned runs' events overstate short kernels (on an H100 host `x * 2 + 1`'s plan, timed at least as long as
-# its lookup, was guessed, and its 12 us check ran on well past the kernel; layer norm's 24 us kernel ended
-# before its 27 us check)
+# events overstate short kernels (the device time read is each kernel's least measured, not the cost model's
+# average, which keeps half of a first, cold launch: with that, on an H100 host, `x * 2 + 1` and layer norm were
+# guessed and their 10-12 us checks ran on past their kernels)
 GUESS_WAIT_OVER_CHECK = 2.0
 
 
