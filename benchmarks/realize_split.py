@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import functools
 import math
+import os
 import statistics
+import sys
 import time
 from collections import defaultdict
 
@@ -27,6 +29,9 @@ from zyx_dist.engine import templates
 from zyx_dist.fuse import plan_cache
 from zyx_dist.graph import companions
 from zyx_dist.runtime import replay, worker
+
+sys.path.insert(0, os.path.dirname(__file__))
+import model_bench as mb  # its timers: realize() alone, and torch's op with a synchronize
 
 _TRACE: list[tuple[str, float, float]] | None = None
 
@@ -89,8 +94,8 @@ def cases(device: str, rng) -> dict:
 
 
 def torch_cases() -> dict:
-    """The torch equivalent of each case on cuda:0 (the same shapes and dtypes, random data), each followed by
-    a synchronize (what a blocking realize() is): its wall is printed beside ours."""
+    """The torch equivalent of each case on cuda:0 (the same shapes and dtypes, random data): its wall, with a
+    synchronize (what a blocking realize() is), is printed beside ours."""
     import torch
     import torch.nn.functional as F
 
@@ -101,32 +106,12 @@ def torch_cases() -> dict:
     t["layer_norm"] = lambda: F.layer_norm(ln, ln.shape[-1:])
     q, k, v = (torch.randn(8, 16, 1024, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     t["attention"] = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    sync = torch.cuda.synchronize
-    return {name: (lambda fn=fn: (fn(), sync())) for name, fn in t.items()}
-
-
-def plain_us(fn, rounds: int) -> tuple[float, float]:
-    for _ in range(30):
-        fn()
-    ts = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e6, iqr(ts) * 1e6
+    return t
 
 
 def split(build, rounds: int, theirs=None) -> None:
     global _TRACE
-    for _ in range(30):
-        build().realize()
-    plain = []
-    for _ in range(rounds):
-        g = build()
-        t0 = time.perf_counter()
-        g.realize()
-        plain.append(time.perf_counter() - t0)
-        del g
+    plain = mb.timed_zd(build, rounds, warmup=30)  # (the graph built before the clock)
     starts, ends, lens = defaultdict(list), defaultdict(list), defaultdict(list)
     walls = []
     for _ in range(rounds):
@@ -151,18 +136,16 @@ def split(build, rounds: int, theirs=None) -> None:
     med = statistics.median
     torch_wall = ""
     if theirs is not None:
-        tm, ti = plain_us(theirs, rounds)
-        torch_wall = f"; torch {tm:.1f} us (IQR {ti:.1f})"
-    print(f"  wall {med(plain) * 1e6:.1f} us (IQR {iqr(plain) * 1e6:.1f}); instrumented {med(walls) * 1e6:.1f}{torch_wall}")
+        import torch
+
+        t = mb.timed(theirs, rounds, 30, torch.cuda.synchronize)
+        torch_wall = f"; torch {t['median_ms'] * 1e3:.1f} us (IQR {t['iqr_ms'] * 1e3:.1f})"
+    print(f"  wall {plain['median_ms'] * 1e3:.1f} us (IQR {plain['iqr_ms'] * 1e3:.1f}); instrumented "
+          f"{med(walls) * 1e6:.1f}{torch_wall}")
     print(f"  {'step':<30}{'from':>9}{'to':>9}{'own':>9}  (us after entering realize; medians)")
     for name in sorted(starts, key=lambda s: med(starts[s])):
         print(f"  {name:<30}{med(starts[name]) * 1e6:>9.1f}{med(ends[name]) * 1e6:>9.1f}{med(lens[name]) * 1e6:>9.1f}"
               f"{'' if len(starts[name]) == rounds else f'  ({len(starts[name])} of {rounds} realizes)'}")
-
-
-def iqr(xs: list[float]) -> float:
-    q = statistics.quantiles(xs, n=4)
-    return q[2] - q[0]
 
 
 def main() -> None:
