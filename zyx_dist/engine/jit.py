@@ -35,11 +35,11 @@ import numpy as np
 from .._util import gc_paused
 from ..frontend.optim import Optimizer
 from ..frontend.tensor import Tensor
-from ..graph import shard
+from ..graph import guards, shard
 from ..graph.ir import Node, Op
 from ..sched.template import leaf_positions
+from . import index_checks, templates
 from . import session as session_mod
-from . import templates
 
 __all__ = ["Jit", "jit"]
 
@@ -159,12 +159,14 @@ class _Capture:
     each input leaf came from, which positions the plan computes, where each result is, and how many steps
     each optimizer argument took."""
 
-    __slots__ = ("computed", "entry", "inputs", "key", "outputs", "spec", "steps")
+    __slots__ = ("checks", "computed", "entry", "inputs", "key", "outputs", "spec", "steps")
 
-    def __init__(self, key: Any, entry: Any, inputs: list[tuple], computed: dict[int, tuple]) -> None:
+    def __init__(self, key: Any, entry: Any, inputs: list[tuple], computed: dict[int, tuple],
+                 checks: tuple[int, ...]) -> None:
         self.key, self.entry = key, entry
         self.inputs = inputs  # (position, _ARG, argument index) | (position, _CONST, node) | (position, _HOST, (array, dtype))
         self.computed = computed  # position -> (shape, dtype, pin) of each node the realize computed
+        self.checks = checks  # positions of the gathers' index checks (graph/guards.py) among them
         self.outputs: list[tuple] = []  # per result tensor: ("pos", position) | ("arg", index) | ("node", node)
         self.spec: tuple = ()
         self.steps: list[int] = []
@@ -219,7 +221,8 @@ class _Recorder:
                 inputs.append((p, _CONST, n))
         pos = {id(n): i for i, n in enumerate(order)}
         computed = {pos[id(n)]: (n.shape, n.dtype, n.device) for n in nodes if id(n) in pos}
-        self.capture = _Capture(key, entry, inputs, computed)
+        checks = tuple(pos[id(n)] for n in nodes if id(n) in pos and n in guards.CHECKS)
+        self.capture = _Capture(key, entry, inputs, computed, checks)
         self.positions = pos
 
 
@@ -284,6 +287,7 @@ class Jit:
         rec = _Recorder({id(t.node): i for i, t in enumerate(tensors)})
         steps_before = [o.steps for o in opts]
         before, s.recorder = s.recorder, rec
+        guards.recording += 1  # (a gather's index is checked in the plan, whatever data later calls bind)
         try:
             result = self.fn(*args, **kwargs)
             flat, spec = _results(result)
@@ -301,6 +305,7 @@ class Jit:
                 s.realize(todo)
         finally:
             s.recorder = before
+            guards.recording -= 1
         if entry.given_up:
             return result
         why, c = self._recorded(s, rec, targets, todo)
@@ -369,7 +374,6 @@ class Jit:
             ran = templates.run(s, c.entry.templates, leaves, time.perf_counter())
         if ran is None:
             return None
-        self.replays += 1
         t, ids = ran
         ref, computed = s._ref, c.computed
         made: dict[int, Tensor] = {}
@@ -378,6 +382,9 @@ class Jit:
             n = Node(Op.LEAF, (), None, shape, dtype, device=pin)
             n.buffer = ref(n, dev, ids[slot], nbytes)
             made[pos] = Tensor(n)
+        if c.checks and any(bad.any() for bad in index_checks.read_realized(s, [made[p].node for p in c.checks])):
+            return None  # an index out of range: these results are dropped (freed), and fn's run raises
+        self.replays += 1
         outs = [made[what] if kind == "pos" else tensors[what] if kind == "arg" else Tensor(what)
                 for kind, what in c.outputs]
         if not opts and c.spec == ("t",):  # one tensor, the usual step's result

@@ -26,12 +26,12 @@ from ..config import Config, load_config
 from ..errors import ConfigError, DeviceError, WorkerLostError, ZyxError
 from ..fuse.kernelize import Limits
 from ..fuse.plan_cache import PlanCache
-from ..graph import companions, ir, lineage, shard
+from ..graph import companions, guards, ir, lineage, shard
 from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
 from ..protocol import BatchResult, DropTemplate, Failed, Free, Sync
 from ..sched.scheduler import DeviceModel, Schedule, SchedulerState, schedule
-from . import debug, probe, templates
+from . import debug, index_checks, probe, templates
 from .backends import InProcessBackend, LostWorkers, resolve_devices
 from .exchange import Exchange
 from .failures import Recovery, worker_error
@@ -356,7 +356,16 @@ class Session(Recovery, Exchange, Readback):
         raise WorkerLostError(f"workers kept failing while realizing {len(nodes)} tensors "
                               f"(more than ray.max_restarts={self.config.ray.max_restarts} recoveries)")
 
-    def _realize(self, nodes: list[Node]) -> None:
+    def _realize(self, nodes: list[Node], checked: bool = False) -> None:
+        """Compute `nodes` once (`realize` recovers and tries again). Where they depend on value checks (a
+        gather by a tensor index), engine/index_checks.py realizes them with the checks, `checked`."""
+        if not checked:
+            for n in nodes:
+                if n.guards is not None:  # (rare: a gather by a tensor index is in the graph)
+                    checks = guards.pending(nodes)
+                    if checks:
+                        return index_checks.realize_checked(self, nodes, checks)
+                    break
         t0 = time.perf_counter()
         found = affinity = None
         if self.replay_plans and templates.eligible(nodes) and not templates.planning_logged():

@@ -87,11 +87,10 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Tensor:
             raise ShapeError(f"take needs an axis for a tensor of {x.ndim} dims (shape {x.shape})")
         axis = 0
     ax = norm_axis(axis, x.ndim, x.shape)
-    idx = _index_tensor(indices, ax, x.shape[ax])
+    idx, guard = _index_tensor(indices, ax, x.shape[ax])
     if idx.ndim == 0:
-        idx = reshape(idx, (1,))
-        return reshape(_gather(x, ax, idx), x.shape[:ax] + x.shape[ax + 1:])
-    return _gather(x, ax, idx)
+        return reshape(_gather(x, ax, reshape(idx, (1,)), guard), x.shape[:ax] + x.shape[ax + 1:])
+    return _gather(x, ax, idx, guard)
 
 
 def unstack(x: Any, /, *, axis: int = 0) -> tuple[Tensor, ...]:

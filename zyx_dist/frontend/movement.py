@@ -17,6 +17,7 @@ from .. import context, dtypes
 from ..errors import DeviceError, ShapeError
 from ..graph import ir as graph
 from ..graph import shard as shard_graph
+from ..graph.guards import IndexGuard, guarded, index_guard
 from ..graph.ir import Node, Op, ReduceOp
 from .common import Axis, as_shape, as_tensor, norm_axes, norm_axis, to_node
 from .creation import arange, tensor
@@ -288,8 +289,9 @@ def _slice(node: Node, axis: int, s: slice) -> Node:
     return graph.reshape(node, pre + (length,) + post)
 
 
-def _index_tensor(item: Any, axis: int, n: int) -> Tensor:
-    """An integer index array as a tensor; bool masks are refused, array values are bounds-checked."""
+def _index_tensor(item: Any, axis: int, n: int) -> tuple[Tensor, IndexGuard | None]:
+    """An integer index array as a tensor, and the guard of its values where they are only known at the
+    realize (graph/guards.py); bool masks are refused, array values are bounds-checked."""
     if isinstance(item, Tensor):
         if item.dtype.is_bool:
             raise TypeError("boolean mask indexing is not supported (use zd.where)")
@@ -297,7 +299,7 @@ def _index_tensor(item: Any, axis: int, n: int) -> Tensor:
             raise IndexError(f"tensors used as indices must be of integer type, got {item.dtype}")
         if n == 0 and item.size:
             raise IndexError(f"index out of bounds for axis {axis} with size 0")
-        return item
+        return item, index_guard(item.node, n, axis)
     arr = np.asarray(item)
     if arr.dtype.kind == "b":
         raise TypeError("boolean mask indexing is not supported (use zd.where)")
@@ -308,19 +310,24 @@ def _index_tensor(item: Any, axis: int, n: int) -> Tensor:
     bad = arr[(arr >= n) | (arr < -n)]
     if bad.size:
         raise IndexError(f"index {bad.flat[0]} is out of bounds for axis {axis} with size {n}")
-    return tensor(arr.astype(np.int32 if n < 2**31 else np.int64))
+    return tensor(arr.astype(np.int32 if n < 2**31 else np.int64)), None
 
 
-def _gather(x: Tensor, p: int, idx: Tensor) -> Tensor:
-    """x indexed on axis p by an integer tensor: where(one_hot(idx), x, 0) summed over the axis."""
+def _gather(x: Tensor, p: int, idx: Tensor, guard: IndexGuard | None = None) -> Tensor:
+    """x indexed on axis p by an integer tensor: where(one_hot(idx), x, 0) summed over the axis, which
+    depends on `guard` (an index out of range would read zeros)."""
     n, k = x.shape[p], idx.ndim
+    if np.iinfo(idx.dtype.np_dtype).max < n:  # (an index of a narrow dtype: n and n - 1 must not wrap)
+        idx = idx.astype(dtypes.int32 if n < 2**31 else dtypes.int64)
     idx = where(idx < 0, idx + n, idx)
     hot = idx.reshape(idx.shape + (1,)) == arange(n, dtype=idx.dtype)
     hot = hot.reshape((1,) * p + idx.shape + (n,) + (1,) * (x.ndim - p - 1))
     zero = x.dtype.np_dtype.type(0)  # a zero of x's own dtype (a Python 0 would turn bool into int)
     picked = where(hot, x.reshape(x.shape[:p] + (1,) * k + x.shape[p:]), zero)
     op, empty = (ReduceOp.MAX, False) if x.dtype.is_bool else (ReduceOp.SUM, 0)
-    return reduce_axes(op, picked, (p + k,), False, empty)
+    out = reduce_axes(op, picked, (p + k,), False, empty)
+    guarded(out.node, guard)
+    return out
 
 
 def _is_array_index(item: Any) -> bool:
@@ -357,7 +364,7 @@ def getitem(x: Tensor, key: Any) -> Tensor:
         elif isinstance(item, slice):
             node = _slice(node, p, item)
         elif _is_array_index(item):
-            gather = (p, _index_tensor(item, dim, node.shape[p]))
+            gather = (p, *_index_tensor(item, dim, node.shape[p]))  # (axis, index, its guard)
         else:
             try:
                 i = operator.index(item)
@@ -374,7 +381,7 @@ def getitem(x: Tensor, key: Any) -> Tensor:
     if gather is None:
         return out
     pos = gather[0] - sum(d < gather[0] for d in drop)
-    out = _gather(out, pos, gather[1])
+    out = _gather(out, pos, gather[1], gather[2])
     advanced = [i for i, item in enumerate(key) if item is not None and not isinstance(item, slice)]
     if advanced[-1] - advanced[0] + 1 != len(advanced) and pos:  # NumPy: separated advanced indices go first
         k = gather[1].ndim

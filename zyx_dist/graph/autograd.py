@@ -50,6 +50,7 @@ def gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
                 live.add(n.id)
                 break
     found: dict[int, Node] = {}
+    fresh = next(ir._ids)  # nodes with larger ids are this pass's own
     pending: dict[int, list[Node]] = {y.id: [seed]} if y.id in live else {}
     for n in reversed(order):
         parts = pending.pop(n.id, None)
@@ -64,12 +65,27 @@ def gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
         need = [s.id in live for s in srcs]
         for src, contribution, needed in zip(srcs, _vjp(op, arg, srcs, n, g, need), need):
             if needed and contribution is not None:
+                if n.guards is not None:  # (a gather: its gradient is wrong wherever its value would be)
+                    contribution = _carrying(contribution, n.guards, fresh)
                 parts = pending.get(src.id)
                 if parts is None:
                     pending[src.id] = [contribution]
                 else:
                     parts.append(contribution)
     return [found[x.id] if x.id in found else ir.const(0, x.shape, x.dtype) for x in xs]
+
+
+def _carrying(c: Node, guards: tuple, fresh: int) -> Node:
+    """Contribution `c` made to depend on `guards` (graph/guards.py) as well: itself where this pass made it
+    and no constructor composes it away (not a movement), else an identity cast of it (a node the user or
+    the forward graph holds must not take them on)."""
+    have = c.guards or ()
+    if all(g in have for g in guards):
+        return c
+    if c.id <= fresh or c.op in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.FLIP, Op.LEAF, Op.CONST):
+        c = Node(Op.CAST, (c,), c.dtype, c.shape, c.dtype)
+    c.guards = tuple(dict.fromkeys((*(c.guards or ()), *guards)))
+    return c
 
 
 def _view(n: Node) -> tuple[Op, Any, tuple[Node, ...]]:

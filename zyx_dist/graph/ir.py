@@ -136,7 +136,9 @@ def prod(xs) -> int:
 class Node:
     """One op of the lazy graph. `srcs` are its inputs, `arg` its parameters (see the constructors),
     `buffer` the device buffer once realized (then `op` is LEAF), `host` the NumPy data of a leaf not
-    uploaded yet, `device` a pinned device name or None."""
+    uploaded yet, `device` a pinned device name or None. `guards`: the checks of values (graph/guards.py:
+    a gather's tensor index in range) that computing this node depends on, inherited from its sources;
+    None where there are none, which is almost always."""
 
     __slots__ = (
         "__weakref__",
@@ -144,6 +146,7 @@ class Node:
         "buffer",
         "device",
         "dtype",
+        "guards",
         "host",
         "id",
         "lineage",
@@ -159,6 +162,12 @@ class Node:
                  host: np.ndarray | None = None, device: str | None = None):
         self.id = next(_ids)
         self.op, self.srcs, self.arg, self.shape, self.dtype = op, srcs, arg, shape, dtype
+        # (a field that is almost always None: the common cases cost one or two reads)
+        g = None
+        for s in srcs:
+            if s.guards is not None:
+                g = s.guards if g is None or g is s.guards else _merged(g, s.guards)
+        self.guards = g
         self.size = math.prod(shape)  # the shape never changes: counted once, read on every plan
         self.buffer: Any = None
         self.host, self.device = host, device
@@ -171,11 +180,17 @@ class Node:
         return self.op is Op.LEAF and (self.buffer is not None or self.size == 0)
 
     def become_leaf(self, buffer: Any) -> None:
-        """Turn a computed node into a realized leaf: its history is dropped (and freed if unused)."""
-        self.op, self.srcs, self.arg, self.buffer, self.host = Op.LEAF, (), None, buffer, None
+        """Turn a computed node into a realized leaf: its history is dropped (and freed if unused), and with
+        it the guards its value passed."""
+        self.op, self.srcs, self.arg, self.buffer, self.host, self.guards = Op.LEAF, (), None, buffer, None, None
 
     def __repr__(self) -> str:
         return f"Node#{self.id}({self.op.value}, {self.arg!r}, shape={self.shape}, {self.dtype})"
+
+
+def _merged(a: tuple, b: tuple) -> tuple:
+    """Two nodes' guards, each once, in order."""
+    return tuple(dict.fromkeys(a + b))
 
 
 # ---- leaves and constants ------------------------------------------------------------------------------
