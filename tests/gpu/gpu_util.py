@@ -61,7 +61,8 @@ def run_runtime_suite(devices: str, timeout: int = 300) -> None:
     if os.environ.get("ZYX_DIST_GPU_SUITE", "1").strip() in ("0", "false", "off"):
         pytest.skip("ZYX_DIST_GPU_SUITE=0")
     modules = [f"tests/runtime/{m}" for m in ("test_ops.py", "test_reduce.py", "test_movement.py", "test_linalg.py",
-                                             "test_creation.py", "test_fusion.py", "test_property.py")]
+                                             "test_creation.py", "test_fusion.py", "test_property.py",
+                                             "test_index_checks.py")]
     modules = [m for m in modules if (ROOT / m).exists()]
     if importlib.util.find_spec("hypothesis") is None:  # not on every GPU image
         modules = [m for m in modules if not m.endswith("test_property.py")]
