@@ -1,6 +1,6 @@
 """GPU machine: the tensor-core forms of the fused attention kernel (codegen/attention_tma.py's TMA form in 2
 and 3 stages and overlapped, attention_tc.py's wgmma and mma.sync: the tuner's candidates on Hopper) on the attention core
-`softmax(q @ k.mT * c + mask) @ v` with a causal mask tensor, B=8, 16 heads, T=1024, head dim 64, in bfloat16
+`softmax(q @ k.mT * c + mask) @ v` with a causal mask tensor, B=8, 16 heads, T=1024, head dim 64 (`--shape B,H,T,D`), in bfloat16
 and float16. Each form is rendered with its option and launched on one worker (prologue, where the form has
 one, and attention kernel, as the runtime launches them), its time per launch from CUDA events (median and
 interquartile range of 50); torch's `scaled_dot_product_attention(is_causal=True)` beside it in the same
@@ -32,7 +32,7 @@ from zyx_dist.fuse.kernelize import kernelize
 from zyx_dist.protocol import Alloc, Compile, CopyIn, Free, Launch, Sync
 from zyx_dist.runtime.worker import Worker
 
-B, H, T, D = 8, 16, 1024, 64
+SHAPE = "8,16,1024,64"  # B, H, T, D
 FORMS = {"tma": KernelOpts(wgmma=2, stages=2), "tma s3": KernelOpts(wgmma=2, stages=3),
          "tma overlap": KernelOpts(wgmma=2, stages=3, prefetch=1), "wgmma": KernelOpts(wgmma=1), "mma.sync": KernelOpts()}
 
@@ -62,7 +62,9 @@ def main() -> None:
     ap.add_argument("--ncu", action="store_true", help="each form launched once, for Nsight Compute")
     ap.add_argument("--launches", type=int, default=50)
     ap.add_argument("--dtypes", default="bfloat16,float16", help="comma-separated: bfloat16, float16")
+    ap.add_argument("--shape", default=SHAPE, help="B,H,T,D (default: %(default)s)")
     args = ap.parse_args()
+    B, H, T, D = map(int, args.shape.split(","))
     import torch
 
     rng = np.random.default_rng(0)
