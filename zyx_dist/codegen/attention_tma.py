@@ -258,10 +258,6 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
         pv_prev = wgmma_loop(kind, "t", BN // 16, N, "o", "pf[t]", f"zd_desc(vp + t * 2048, {BN * 128}, 1024)", 1,
                              "    ")
         pf_regs = ", ".join(f'"+r"(pf[{t}][{h}])' for t in range(BN // 16) for h in range(4))
-        keep = f"""    #pragma unroll
-    for (int t = 0; t < {BN // 16}; t++) {{  // the block's probabilities, for its p @ v beside the next block
-      pf[t][0] = pn[t][0]; pf[t][1] = pn[t][1]; pf[t][2] = pn[t][2]; pf[t][3] = pn[t][3];
-    }}"""
         first_head = head.replace("  for (int it = 0;; it++) {", "    const int it = 0;", 1)
         loop_head = head.split("\n", 1)[1]
         # The first block runs alone (no p @ v before it) and the loop's blocks each with the one before's: no
@@ -275,8 +271,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
 {copies}
     {WAIT}  // the block's scores are in S
 {scores}
-{softmax(kind, N, "pn", deferred=True)}
-{keep}
+{softmax(kind, N, "pf", deferred=True)}
     vp = vs;
     zd_any = true;
     __syncthreads();
@@ -294,7 +289,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     if (!masked) {{
 {rescale(N)}
     }}
-{keep}
+    #pragma unroll
+    for (int t = 0; t < {BN // 16}; t++) {{ pf[t][0] = pn[t][0]; pf[t][1] = pn[t][1]; pf[t][2] = pn[t][2]; pf[t][3] = pn[t][3]; }}
     vp = vs;
     __syncthreads();  // every warp is done with the block before's stage: its next copies may come in
   }}
