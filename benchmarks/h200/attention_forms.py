@@ -1,14 +1,14 @@
 """GPU machine: the tensor-core forms of the fused attention kernel (codegen/attention_tma.py's TMA form in 2
-and 3 stages and overlapped, attention_tc.py's wgmma and mma.sync: the tuner's candidates on Hopper) on the attention core
-`softmax(q @ k.mT * c + mask) @ v` with a causal mask tensor, B=8, 16 heads, T=1024, head dim 64 (`--shape B,H,T,D`), in bfloat16
-and float16. Each form is rendered with its option and launched on one worker (prologue, where the form has
+and 3 stages, attention_tc.py's wgmma and mma.sync: the tuner's candidates on Hopper) on the attention core
+`softmax(q @ k.mT * c + mask) @ v` with a causal mask tensor, B=8, 16 heads, T=1024, head dim 64 (`--shape B,H,T,D`),
+in bfloat16 and float16. Each form is rendered with its option and launched on one worker (prologue, where the form has
 one, and attention kernel, as the runtime launches them), its time per launch from CUDA events (median and
 interquartile range of 50); torch's `scaled_dot_product_attention(is_causal=True)` beside it in the same
 process, also by CUDA events. Each form's result is checked against torch.
 
     python3 benchmarks/h200/attention_forms.py            # the table
-    ncu -k regex:kc_ -c 5 python3 benchmarks/h200/attention_forms.py --ncu --dtypes bfloat16
-        # each form once, in FORMS' order (-c 5: the TMA forms, then wgmma's prologue and kernel)
+    ncu -k regex:kc_ -c 4 python3 benchmarks/h200/attention_forms.py --ncu --dtypes bfloat16
+        # each form once, in FORMS' order (-c 4: the TMA forms, then wgmma's prologue and kernel)
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from zyx_dist.protocol import Alloc, Compile, CopyIn, Free, Launch, Sync
 from zyx_dist.runtime.worker import Worker
 
 SHAPE = "8,16,1024,64"  # B, H, T, D
-FORMS = {"tma": KernelOpts(wgmma=2, stages=2), "tma s3": KernelOpts(wgmma=2, stages=3),
-         "tma overlap": KernelOpts(wgmma=2, stages=3, prefetch=1), "wgmma": KernelOpts(wgmma=1), "mma.sync": KernelOpts()}
+FORMS = {"tma": KernelOpts(wgmma=2, stages=2), "tma s3": KernelOpts(wgmma=2, stages=3), "wgmma": KernelOpts(wgmma=1),
+         "mma.sync": KernelOpts()}
 
 
 def spread(xs: list[float]) -> str:

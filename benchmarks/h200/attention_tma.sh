@@ -5,7 +5,7 @@
 # each form's prologue + kernel time beside torch's sdpa (attention_forms.py, DTYPES: bfloat16 unless set), the
 # attention GPU tests (TESTK: a pytest -k filter, by default every tensor-core form against NumPy and the TMA
 # form's launches with changing masks; TESTK=all: the module), spread over 8 processes, and Nsight Compute on the
-# bfloat16 forms (the TMA forms, overlapped too, then the wgmma form's prologue and kernel). A benchmark that does not finish
+# bfloat16 forms (the TMA forms, then the wgmma form's prologue and kernel). A benchmark that does not finish
 # (a kernel that never returns) ends the call. Logs under $OUT: attention-tma.log (the summary),
 # gpu-attention.log, ncu-attention-tma.txt (with the warps' stall reasons). NCU=0 leaves the profile out; BASE=<folder>
 # times the forms of the package copy there too (an A/B in one call).
@@ -30,7 +30,7 @@ ZYX_DIST_GPU_SUITE=0 timeout -s ABRT ${TEST_S:-90} python3 -m pytest "${args[@]}
 echo "attention tests rc=$? at $(( $(date +%s) - t0 )) s" | tee -a $log; tail -2 $OUT/gpu-attention.log | tee -a $log
 grep -E "^FAILED|^ERROR|Timeout" $OUT/gpu-attention.log | head -30 | tee -a $log
 if [ "${NCU:-1}" != 0 ]; then
-  timeout -s ABRT ${NCU_S:-70} ncu --clock-control none -k regex:kc_ -c 5 --section SpeedOfLight --section Occupancy \
+  timeout -s ABRT ${NCU_S:-70} ncu --clock-control none -k regex:kc_ -c 4 --section SpeedOfLight --section Occupancy \
     --section LaunchStats --section InstructionStats --section WarpStateStats --section SchedulerStats \
     --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
     python3 benchmarks/h200/attention_forms.py --ncu --dtypes bfloat16 > $OUT/ncu-attention-tma.txt 2>&1

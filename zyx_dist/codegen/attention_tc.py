@@ -373,28 +373,16 @@ def o_init(N: int) -> str:
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // rows lane/4 and lane/4 + 8 of the warp's 16"""
 
 
-def rescale(N: int) -> str:
-    """C multiplying the output accumulators by the rows' factors al0, al1 (the online softmax's rescaling)."""
-    return f"""      #pragma unroll
-      for (int x = 0; x < {N // 8}; x++) {{
-        o[x][0] *= al0; o[x][1] *= al0; o[x][2] *= al1; o[x][3] *= al1;
-      }}"""
-
-
-def softmax(kind: str, N: int, pf: str = "pf", deferred: bool = False) -> str:
+def softmax(kind: str, N: int) -> str:
     """C that turns the block's scores S (the rows' block max in mb0, mb1) into the probabilities' A fragments
-    `pf` of p @ v, with the online softmax's rescaling of the running sums and the output; `deferred`: the
-    output is left as it is (a p @ v may still be adding to it) and its factors are kept in al0, al1 (1 where
-    the warp's block was masked), for `rescale` once it may be touched."""
-    factors = "    float al0 = 1.0f, al1 = 1.0f;\n" if deferred else ""
-    const = "" if deferred else "const float "
+    `pf` of p @ v, with the online softmax's rescaling of the running sums and the output."""
     return f"""    // a warp whose 16 rows score -inf at every key of the block (masked out) leaves its max, sums and
     // output as they are: the softmax is skipped, and p @ v too unless v holds an inf or NaN (0 * inf is NaN)
     const bool masked = __all_sync(0xffffffffu, mb0 == -INFINITY && mb1 == -INFINITY);
-{factors}    unsigned {pf}[{BN // 16}][4];
+    unsigned pf[{BN // 16}][4];
     if (masked) {{
       #pragma unroll
-      for (int t = 0; t < {BN // 16}; t++) {pf}[t][0] = {pf}[t][1] = {pf}[t][2] = {pf}[t][3] = 0u;
+      for (int t = 0; t < {BN // 16}; t++) pf[t][0] = pf[t][1] = pf[t][2] = pf[t][3] = 0u;
     }} else {{
       // the lanes of a quad hold the same two rows: their max and the running max are the rows' max
       mb0 = zd_max_nan(mb0, __shfl_xor_sync(0xffffffffu, mb0, 1));
@@ -402,8 +390,8 @@ def softmax(kind: str, N: int, pf: str = "pf", deferred: bool = False) -> str:
       mb1 = zd_max_nan(mb1, __shfl_xor_sync(0xffffffffu, mb1, 1));
       mb1 = zd_max_nan(m1, zd_max_nan(mb1, __shfl_xor_sync(0xffffffffu, mb1, 2)));
       // online softmax: what was summed under the old max is rescaled
-      {const}al0 = mb0 == -INFINITY ? 1.0f : exp2f((m0 - mb0) * {LOG2E}f);
-      {const}al1 = mb1 == -INFINITY ? 1.0f : exp2f((m1 - mb1) * {LOG2E}f);
+      const float al0 = mb0 == -INFINITY ? 1.0f : exp2f((m0 - mb0) * {LOG2E}f);
+      const float al1 = mb1 == -INFINITY ? 1.0f : exp2f((m1 - mb1) * {LOG2E}f);
       m0 = mb0;
       m1 = mb1;
       // a row that is -inf so far takes 0 for its max, so its -inf scores give exp(-inf) = 0, not NaN, without a
@@ -412,7 +400,10 @@ def softmax(kind: str, N: int, pf: str = "pf", deferred: bool = False) -> str:
       const float ms0 = mb0 == -INFINITY ? 0.0f : mb0, ms1 = mb1 == -INFINITY ? 0.0f : mb1;
       l0 *= al0;
       l1 *= al1;
-{"" if deferred else rescale(N)}
+      #pragma unroll
+      for (int x = 0; x < {N // 8}; x++) {{
+        o[x][0] *= al0; o[x][1] *= al0; o[x][2] *= al1; o[x][3] *= al1;
+      }}
       #pragma unroll
       for (int t = 0; t < {BN // 16}; t++) {{
         float p[2][4];
@@ -424,10 +415,10 @@ def softmax(kind: str, N: int, pf: str = "pf", deferred: bool = False) -> str:
             p[u][h] = e;
             if (h < 2) l0 += e; else l1 += e;
           }}
-        {pf}[t][0] = zd_pack_{kind}(p[0][0], p[0][1]);
-        {pf}[t][1] = zd_pack_{kind}(p[0][2], p[0][3]);
-        {pf}[t][2] = zd_pack_{kind}(p[1][0], p[1][1]);
-        {pf}[t][3] = zd_pack_{kind}(p[1][2], p[1][3]);
+        pf[t][0] = zd_pack_{kind}(p[0][0], p[0][1]);
+        pf[t][1] = zd_pack_{kind}(p[0][2], p[0][3]);
+        pf[t][2] = zd_pack_{kind}(p[1][0], p[1][1]);
+        pf[t][3] = zd_pack_{kind}(p[1][2], p[1][3]);
       }}
     }}"""
 

@@ -38,10 +38,10 @@ from .attention_tc import (
     copyable,
     fill,
     finish,
+    launch_bounds,
     o_init,
     pin,
     q_registers,
-    rescale,
     score_loop,
     side_reads,
     softmax,
@@ -91,26 +91,16 @@ def _tile(name: str, m: gemm_tma.TensorMap | None, rows: int, cols: int, at: int
     return Staged(name, m, at, rows * cols * 2, -(-cols * 2 // PANEL), PANEL // 2)
 
 
-def per_sm(a: AttentionSpec, overlap: bool = False) -> int:
-    """Work-groups that share an SM by `launch_bounds`: 4 where head dims are up to 64 (3 for the overlapped
-    form, whose two blocks in flight take more registers and a third stage), else 2."""
-    return (3 if overlap else 4) if max(a.head, a.spec.N) <= 64 else 2
+def budget(a: AttentionSpec) -> int:
+    """Dynamic shared bytes a work-group may take: as many as let the work-groups that fit an SM by
+    `launch_bounds` (4 where head dims are up to 64, else 2) share it."""
+    per_sm = 4 if max(a.head, a.spec.N) <= 64 else 2
+    return SHARED_LIMIT // per_sm - 1024 - STATIC  # the runtime reserves 1 KiB a work-group
 
 
-def launch_bounds(a: AttentionSpec, overlap: bool = False) -> str:
-    return f"{THREADS}, {per_sm(a, overlap)}" if max(a.head, a.spec.N) <= 64 else f"{THREADS}"
-
-
-def budget(a: AttentionSpec, overlap: bool = False) -> int:
-    """Dynamic shared bytes a work-group may take: as many as let the work-groups that fit an SM share it."""
-    return SHARED_LIMIT // per_sm(a, overlap) - 1024 - STATIC  # the runtime reserves 1 KiB a work-group
-
-
-def plan(a: AttentionSpec, kernel: Kernel, stages: int, overlap: bool = False
-         ) -> tuple[int, list[Staged], list[tuple]] | None:
+def plan(a: AttentionSpec, kernel: Kernel, stages: int) -> tuple[int, list[Staged], list[tuple]] | None:
     """(stages, the staged tiles: k, v, then the scoring's side reads that fit, each side read's (node, index,
-    dtype)) or None where k or v has no map or even the fewest stages of k and v (2; 3 `overlap`) do not fit
-    `budget`."""
+    dtype)) or None where k or v has no map or even two stages of k and v do not fit `budget`."""
     spec = a.spec
     M, N, K, D = spec.M, spec.N, spec.K, a.head
     bz, _, gj, gk = spec.vars()
@@ -129,18 +119,16 @@ def plan(a: AttentionSpec, kernel: Kernel, stages: int, overlap: bool = False
               2 * BN * D)
     if k is None or v is None:
         return None
-    least = 3 if overlap else 2
-    room = budget(a, overlap)
-    S = max(stages, least)
-    while S > least and S * (k.nbytes + v.nbytes) + ATOM > room:
+    S = max(stages, 2)
+    while S > 2 and S * (k.nbytes + v.nbytes) + ATOM > budget(a):
         S -= 1
     at = k.nbytes + v.nbytes
-    if S * at + ATOM > room:
+    if S * at + ATOM > budget(a):
         return None
     tiles, sides = [k, v], []
     for n, ix, dt in side_reads(a, kernel, 1 << 30):  # half types (maps read no others)
         t = _tile(f"zd_tma_m{len(sides)}", view_map(n, ix, dt, gk, ("gi", M), BN, BM), BM, BN, at)
-        if t is None or S * (at + t.nbytes) + ATOM > room:
+        if t is None or S * (at + t.nbytes) + ATOM > budget(a):
             continue
         tiles.append(t)
         sides.append((n, ix, dt))
@@ -164,12 +152,9 @@ def _copies(t: Staged, dst: str, inner0: str, outer0: str, bar: str) -> list[str
 
 
 def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate,
-           epilogue: Epilogue, index_type: str, stages: int = 2, overlap: bool = False) -> tuple[str, tuple, tuple]:
+           epilogue: Epilogue, index_type: str, stages: int = 2) -> tuple[str, tuple, tuple]:
     """The kernel (`usable` must hold). `stages`: the ring's depth (2 or more, as the shared memory allows):
-    the copies of the next stages - 1 key blocks are in flight while one is computed. `overlap` (where 3
-    stages fit 3 work-groups an SM): each block's p @ v is issued after the next block's q @ k^T and runs
-    while that block's scores and softmax do (FlashAttention-3's pipelining within a warp group); its stage
-    then stays in use one block longer, so the copies run stages - 2 blocks ahead."""
+    the copies of the next stages - 1 key blocks are in flight while one is computed."""
     spec, T = a.spec, index_type
     M, N, K, D = spec.M, spec.N, spec.K, a.head
     groups = -(-M // BM)
@@ -178,9 +163,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     kind = "bf16" if a.q.dtype.name == "bfloat16" else "f16"
     half = a.q.dtype.name
     store = "zd_bf16_store({})" if kind == "bf16" else "__half_as_ushort(__float2half_rn({}))"
-    overlap = overlap and plan(a, kernel, stages, True) is not None
-    S, tiles, sides = plan(a, kernel, stages, overlap)
-    ahead = S - 2 if overlap else S - 1  # key blocks whose copies are in flight beyond the one computed
+    S, tiles, sides = plan(a, kernel, stages)
     stage = sum(t.nbytes for t in tiles)
     k_tile, v_tile, side_tiles = tiles[0], tiles[1], tiles[2:]
     fill_q = fill(kernel, a.q, a.qk_idx, Tile("Qs[row][col]", BM, D, "gi", "q0", M, dd, D, half, store), evaluate,
@@ -226,79 +209,6 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     qk = wgmma_loop(kind, "kk", D // 16, BN, "S", "qf[kk]", f"zd_desc(ks + (kk >> 2) * {BN * 128} + (kk & 3) * 32, 16, 1024)",
                     0, "    ")
     pv = wgmma_loop(kind, "t", BN // 16, N, "o", "pf[t]", f"zd_desc(vs + t * 2048, {BN * 128}, 1024)", 1, "    ")
-    head = f"""  for (int it = 0;; it++) {{
-    const int st = it % {S};
-    zd_bar_wait(bars + st * 8u, (it / {S}) & 1);  // this stage's copies have landed
-    const int zd_at = zd_info[st];
-    if (zd_at < 0) break;
-    const {T} j0 = ({T})(zd_at >> 1) * {BN};
-    const bool zd_clear = zd_at & 1;
-    const unsigned char* zd_stage = zd_base + st * {stage};
-    const unsigned ks = zd_stages + st * {stage}u, vs = ks + {v_tile.at}u;
-{ZERO_S}
-{qk}"""
-    copies = f"""    if (warp == 0) {{  // while the tensor cores score this block: the copies of block it + {ahead} into the stage
-      const int st = (it + {ahead}) % {S};  // of the block that left it (every warp was done with it at a barrier)
-{issue}
-    }}"""
-    scores = f"""{pin('S', BN // 2)}
-{skip.scoring(partial(score_loop, T, inside, False), evaluate, a.pattern.scores, a.scores_idx, overrides, "    ")}
-{ROW_MAX}"""
-    if not overlap:
-        loop = f"""{head}
-{copies}
-    {WAIT}  // the block's scores are in S
-{scores}
-{softmax(kind, N)}
-{pv}
-    {WAIT}
-    __syncthreads();  // every warp is done with this stage: the next block's copies may come in
-  }}"""
-    else:
-        pv_prev = wgmma_loop(kind, "t", BN // 16, N, "o", "pf[t]", f"zd_desc(vp + t * 2048, {BN * 128}, 1024)", 1,
-                             "    ")
-        pf_regs = ", ".join(f'"+r"(pf[{t}][{h}])' for t in range(BN // 16) for h in range(4))
-        first_head = head.replace("  for (int it = 0;; it++) {", "    const int it = 0;", 1)
-        loop_head = head.split("\n", 1)[1]
-        # The first block runs alone (no p @ v before it) and the loop's blocks each with the one before's: no
-        # wgmma's registers are read on a path where it may still run, which ptxas would otherwise guard by
-        # serializing every wgmma (C7514)
-        loop = f"""  unsigned pf[{BN // 16}][4];  // the probabilities of the block before, for its p @ v (its v at vp)
-  unsigned vp = 0u;
-  bool zd_any = false;  // a block was computed: its p @ v is left to issue
-  do {{  // the first block
-{first_head}
-{copies}
-    {WAIT}  // the block's scores are in S
-{scores}
-{softmax(kind, N, "pf", deferred=True)}
-    vp = vs;
-    zd_any = true;
-    __syncthreads();
-  }} while (false);
-  if (zd_any) for (int it = 1;; it++) {{
-{loop_head}
-{pv_prev}
-{copies}
-    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");  // this block's scores are in S
-{scores}
-{softmax(kind, N, "pn", deferred=True)}
-    {WAIT}  // the block before's p @ v is in o, and pf and its stage are free
-{pin('o', N // 2)}
-    asm volatile("" : {pf_regs} :: "memory");  // (pf was the wgmma's until the wait: no register reuse before)
-    if (!masked) {{
-{rescale(N)}
-    }}
-    #pragma unroll
-    for (int t = 0; t < {BN // 16}; t++) {{ pf[t][0] = pn[t][0]; pf[t][1] = pn[t][1]; pf[t][2] = pn[t][2]; pf[t][3] = pn[t][3]; }}
-    vp = vs;
-    __syncthreads();  // every warp is done with the block before's stage: its next copies may come in
-  }}
-  if (zd_any) {{  // the last block's p @ v
-{pv_prev}
-    {WAIT}
-{pin('o', N // 2)}
-  }}"""
     map_params = [f"const __grid_constant__ zd_tmap {t.name}" for t in tiles]
     marks = "".join(t.map.marker() + "\n" for t in tiles)
     coords = "".join(f"  {gemm_tma.coordinates(t.map, t.name)}\n" for t in tiles if t.map.digits)
@@ -309,7 +219,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
 {_ARRIVE}
 {skip.globals}{tc_helpers(kind)}
 // zyx_dist: dynamic shared bytes {S * stage + ATOM}
-{marks}extern "C" __global__ void __launch_bounds__({launch_bounds(a, overlap)}) {name}({', '.join(params + map_params)}) {{
+{marks}extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.join(params + map_params)}) {{
   extern __shared__ __align__(16) float zd_pool[];
   unsigned char* zd_base = reinterpret_cast<unsigned char*>(zd_pool) + (((zd_smem(zd_pool) + {ATOM - 1}u) & ~{ATOM - 1}u) - zd_smem(zd_pool));  // swizzle atoms: 1024-aligned
   // q is staged in the last stage, whose first block is copied once q is in registers
@@ -328,8 +238,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
   zd_cp_commit();
 {skip.setup}  int zd_last = -1;  // warp 0: the last key block whose copies were started
 {skip.state()}  if (warp == 0) {{
-    for (int it = {-ahead}; it < 0; it++) {{  // the first blocks' copies, one a stage, while q and the scans come in
-      const int st = it + {ahead};
+    for (int it = {1 - S}; it < 0; it++) {{  // the first blocks' copies, one a stage, while q and the scans come in
+      const int st = it + {S - 1};
 {issue}
     }}
   }}
@@ -339,7 +249,30 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
 {skip.q_max_frags(half, D, declare=False)}{skip.forget()}  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // q's staging is the copies' from here on
   __syncthreads();  // q is in registers
 {o_init(N)}
-{SIDE_BASE if side_tiles else ""}{loop}
+{SIDE_BASE if side_tiles else ""}  for (int it = 0;; it++) {{
+    const int st = it % {S};
+    zd_bar_wait(bars + st * 8u, (it / {S}) & 1);  // this stage's copies have landed
+    const int zd_at = zd_info[st];
+    if (zd_at < 0) break;
+    const {T} j0 = ({T})(zd_at >> 1) * {BN};
+    const bool zd_clear = zd_at & 1;
+    const unsigned char* zd_stage = zd_base + st * {stage};
+    const unsigned ks = zd_stages + st * {stage}u, vs = ks + {v_tile.at}u;
+{ZERO_S}
+{qk}
+    if (warp == 0) {{  // while the tensor cores score this block: the copies of block it + {S - 1} into the stage
+      const int st = (it + {S - 1}) % {S};  // the last block used (every warp was done with it at the barrier)
+{issue}
+    }}
+    {WAIT}  // the block's scores are in S
+{pin('S', BN // 2)}
+{skip.scoring(partial(score_loop, T, inside, False), evaluate, a.pattern.scores, a.scores_idx, overrides, "    ")}
+{ROW_MAX}
+{softmax(kind, N)}
+{pv}
+    {WAIT}
+    __syncthreads();  // every warp is done with this stage: the next block's copies may come in
+  }}
 {finish(T, M, N, body)}
 {skip.finish}}}
 """

@@ -520,7 +520,7 @@ class _Renderer:
         if fused is not None and self.d.name == "cuda":
             body, gws, lws = attention_tiled.render_cuda(fused, self.name, self.k, self.params(), operand, epilogue, T,
                                                          o.wgmma if attention_tc.wgmma_usable(fused, self.d) else 0,
-                                                         o.stages, bool(o.prefetch))
+                                                         o.stages)
         elif fused is not None:
             body, gws, lws = attention.render(fused, self.name, self.d, self.params(), operand, epilogue, T)
         elif o.cpu_rows and self.d.name == "opencl":
