@@ -5,7 +5,7 @@ its end, and its median own length, over the timed realizes. Each step is timed 
 function (about 0.3 us each, counted in the wall printed beside the plain one). What no step covers before
 the first launch and after the synchronize is the driver's exposed cost.
 
-    python benchmarks/realize_split.py [--device cuda:0] [--rounds 300] [--ray] [case ...]
+    python benchmarks/realize_split.py [--device cuda:0|reference:0] [--rounds 300] [--ray] [case ...]
         (cases: tiny layer_norm attention; on the CPU the shapes are smaller)
 """
 
@@ -159,6 +159,10 @@ def main() -> None:
     if args.device.startswith("cuda"):
         from zyx_dist.runtime import cuda
         backend_cls = cuda.CudaBackend
+        zd.init(ray=args.ray, devices=[args.device])
+    elif args.device.startswith("reference"):  # NumPy runs the kernels: the driver's Python alone, on any host
+        from zyx_dist.runtime import reference
+        backend_cls = reference.ReferenceDevice
         zd.init(ray=args.ray, devices=[args.device])
     else:
         from zyx_dist.runtime import opencl
