@@ -21,7 +21,6 @@ from . import gemm_tma
 from . import symbolic as sym
 from .gemm import Epilogue, GemmSpec, Operand
 from .gemm_tc import _HELPERS, PANEL, _mode, copy_loop, value_loop
-from .options import FILL
 
 ARCH_MARK = "// zyx_dist: arch sm_90a"
 THREADS = 256  # two warpgroups, 64 rows of the tile each
@@ -48,26 +47,16 @@ def tma_usable(spec: GemmSpec) -> bool:
 
 def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand: Operand, epilogue: Epilogue,
            index_type: str, tile: int = 0, stages: int = 0, deep: bool = False,
-           staged: bool = False, tma: bool = False, persist: bool = False) -> tuple[str, tuple, tuple]:
+           staged: bool = False, tma: bool = False) -> tuple[str, tuple, tuple]:
     """`deep`: copies `stages - 1` k-steps ahead and each step's wgmma waited for before the next step's copies
     (no wgmma in flight across steps), for tiles small enough that two work-groups share an SM and fill each
     other's gaps; else `stages - 2` ahead with one wgmma group in flight. `staged`: the epilogue writes the
     outputs' tile into shared memory, which is then stored row by row, neighbours by neighbours (an
     accumulator's own layout writes 8 rows a few bytes each per warp), where the tiles fit. `tma`: the operands
     the tensor memory accelerator can read (gemm_tma.py) arrive by one thread's tensor-map copies, which signal
-    the stage's mbarrier, instead of every thread's 16-byte copies. `persist` (where tensor maps load both
-    operands): FILL work-groups each take every FILL-th tile, and the copies run on from one tile's last k-steps
-    into the next tile's first, so a tile starts with its operands in flight and its epilogue runs beside them
-    (the staged tile then has shared memory of its own, beside fewer stages)."""
+    the stage's mbarrier, instead of every thread's 16-byte copies."""
     TN = TILES[tile if tile < len(TILES) else 0]
-    persist = persist and tma and all(gemm_tma.tensor_map(spec, left, _mode(spec, left), BM if left else TN)
-                                      is not None for left in (True, False))
-    if persist:  # room beside the stages for the staged tile, where it is asked for (3 or 4 stages)
-        out_bytes = _staged_bytes(kernel, TN) if staged else 0
-        S = min(4 if 4 * stage_bytes(TN) + out_bytes + ATOM <= SHARED_LIMIT else 3, max(3, stages or 4))
-        staged = staged and S * stage_bytes(TN) + out_bytes + ATOM <= SHARED_LIMIT
-    else:
-        S = stages if stages and fits(tile, stages) else 4 if fits(tile, 4) else 3
+    S = stages if stages and fits(tile, stages) else 4 if fits(tile, 4) else 3
     ahead = S - 1 if deep else S - 2  # k-steps whose copies are in flight beside the wgmma of this one
     M, N, K, T = spec.M, spec.N, spec.K, index_type
     nbx, nby = -(-N // TN), -(-M // BM)
@@ -140,14 +129,8 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
            f'wgmma.mma_async.sync.aligned.m64n{TN}k16.f32.{kind}.{kind} {{{outs}}}, %{regs}, %{regs + 1}, p, 1, 1, '
            f'{trans[True]}, {trans[False]}; }}" : {cons} : "l"(da), "l"(db), "r"(1) : "memory");')
     pool = S * stage_bytes(TN)
-    body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
-    if persist:
-        store = _staged_store(spec, kernel, params, epilogue, TN, SHARED_LIMIT, index_type, pool) if staged else None
-        shared = pool + (_staged_bytes(kernel, TN) if store is not None else 0) + ATOM
-        src = _persistent(spec, name, params, T, kind, S, ahead, deep, TN, nbx, nby, a_bytes, b_bytes, tx, maps,
-                          tma_copies, a_rows, a_step, b_step, a_lbo, b_lbo, regs, mma, body, store, shared)
-        return src, (FILL * THREADS,), (THREADS,)
     shared = pool + ATOM
+    body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
     store = _staged_store(spec, kernel, params, epilogue, TN, pool, index_type) if staged else None
     if store is not None:
         body, store_out = store
@@ -219,122 +202,16 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
     return src, (spec.B * nbx * nby * THREADS,), (THREADS,)
 
 
-def _tile_of(t: str, T: str, nbx: int, nby: int, tn: int) -> str:
-    """C declaring `bz`, `bi`, `bj` (the batch entry and the tile's first row and column) of tile number `t`:
-    PANEL rows of tiles at a time, down each column of the panel, so work-groups running together share
-    operand rows and columns in L2."""
-    return (f"const {T} bz = ({T})(({t}) / {nbx * nby});\n"
-            f"const int zd_in = ({t}) % {nbx * nby}, zd_panel = zd_in / {PANEL * nbx}, zd_at = zd_in % {PANEL * nbx};\n"
-            f"const int zd_prows = min({PANEL}, {nby} - zd_panel * {PANEL});\n"
-            f"const {T} bi = ({T})(zd_panel * {PANEL} + zd_at % zd_prows) * {BM}, bj = ({T})(zd_at / zd_prows) * {tn};")
-
-
-def _persistent(spec: GemmSpec, name: str, params: list[str], T: str, kind: str, S: int, ahead: int, deep: bool,
-                TN: int, nbx: int, nby: int, a_bytes: int, b_bytes: int, tx: int, maps: list, tma_copies: list[str],
-                a_rows: str, a_step: str, b_step: str, a_lbo: int, b_lbo: int, regs: int, mma: str, body: str,
-                store: tuple[str, str] | None, shared: int) -> str:
-    """The persistent form's source (`render`'s `persist`): work-group g takes tiles g, g + FILL, ..., and its
-    k-steps are numbered on across them, so k-step G of the work-group (its tile G / steps, that tile's step
-    G % steps) has stage G % S, whose barrier's phase is (G / S) & 1."""
-    steps = -(-spec.K // BK)
-    tiles = spec.B * nbx * nby
-    stage = a_bytes + b_bytes
-
-    def pad(code: str, n: int) -> str:
-        return "\n".join(" " * n + ln for ln in code.splitlines())
-
-    coords = "\n".join(gemm_tma.coordinates(m, n) for n, m in maps if m.digits)
-    copies = "\n".join(tma_copies)
-    issue = f"""{{  // thread 0 starts the copies of this work-group's k-step zd_g
-  const int zd_t = blockIdx.x + (zd_g / {steps}) * {FILL};
-  if (tid == 0 && zd_t < {tiles}) {{
-{pad(_tile_of("zd_t", T, nbx, nby, TN), 4)}
-{pad(coords, 4)}
-    const unsigned sa = base + (zd_g % {S}) * {stage}u, sb = sa + {a_bytes}u, bar = bars + (zd_g % {S}) * 8u;
-    const {T} k0 = ({T})(zd_g % {steps}) * {BK};
-    zd_bar_expect(bar, {tx}u);
-{pad(copies, 4)}
-  }}
-}}"""
-    if store is not None:
-        body, store_out = store
-    else:
-        store_out = ""
-    return f"""{ARCH_MARK}
-{_HELPERS}
-{_WGMMA_HELPERS}
-{gemm_tma.HELPERS}
-// zyx_dist: dynamic shared bytes {shared}
-{"".join(m.marker() + chr(10) for _, m in maps)}extern "C" __global__ void __launch_bounds__({THREADS}, 1) {name}({', '.join(params + [f"const __grid_constant__ zd_tmap {n}" for n, _ in maps])}) {{
-  extern __shared__ __align__(16) unsigned char zd_pool[];
-  const unsigned base = (zd_smem(zd_pool) + {ATOM - 1}u) & ~{ATOM - 1}u;  // swizzle atoms are 1024-aligned
-  const int tid = threadIdx.x, wg = tid >> 7, w = (tid >> 5) & 3, l = tid & 31;
-  __shared__ __align__(8) unsigned long long zd_full[{S}];  // per stage: its tensor-map copies landed
-  const unsigned bars = zd_smem(zd_full);
-  if (tid == 0) {{
-    for (int i = 0; i < {S}; i++) zd_bar_init(bars + i * 8u, 1);
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }}
-  __syncthreads();  // the barriers are set up before anyone waits on them
-  for (int zd_g = 0; zd_g < {ahead}; zd_g++)  // the first {ahead} k-steps in flight
-{pad(issue, 4)}
-  int g0 = 0;  // this work-group's number of the tile's first k-step
-  for (int zd_tile = blockIdx.x; zd_tile < {tiles}; zd_tile += {FILL}, g0 += {steps}) {{
-{pad(_tile_of("zd_tile", T, nbx, nby, TN), 4)}
-    float d[{regs}];
-    #pragma unroll
-    for (int i = 0; i < {regs}; i++) d[i] = 0.0f;
-    for (int s = 0; s < {steps}; s++) {{
-      const int gs = g0 + s;
-      __syncthreads();  // every wgmma but the last one's is done with its stage
-      {{
-        const int zd_g = gs + {ahead};  // into the stage a finished wgmma read: of this tile, or the next one's
-{pad(issue, 8)}
-      }}
-      zd_bar_wait(bars + (gs % {S}) * 8u, (gs / {S}) & 1);  // the tensor-map copies have landed
-      const unsigned sa = base + (gs % {S}) * {stage}u, sb = sa + {a_bytes}u;
-      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-      #pragma unroll
-      for (int kk = 0; kk < {BK // 16}; kk++) {{
-        const unsigned long long da = zd_desc(sa + {a_rows} + kk * {a_step}, {a_lbo}, 1024);
-        const unsigned long long db = zd_desc(sb + kk * {b_step}, {b_lbo}, 1024);
-        {mma}
-      }}
-      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned {0 if deep else 1};" ::: "memory");
-    }}
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    // the epilogue, while the next tile's first k-steps are copied
-    #pragma unroll
-    for (int i = 0; i < {regs}; i++) {{  // accumulator i: row w*16 + l/4 (+8), column 8*(i/4) + 2*(l%4) (+1)
-      const {T} gi = bi + wg * 64 + w * 16 + (l >> 2) + (((i >> 1) & 1) << 3);
-      const {T} gj = bj + ((i >> 2) << 3) + ((l & 3) << 1) + (i & 1);
-      if (gi < {spec.M} && gj < {spec.N}) {{
-        const float acc = d[i];
-{pad(body, 2)}
-      }}
-    }}
-{pad(store_out, 2)}
-  }}
-}}
-"""
-
-
-def _staged_bytes(kernel: Kernel, tn: int) -> int:
-    """Shared bytes of the outputs' staged tiles (rows padded by 16 bytes against bank conflicts)."""
-    return sum(-(-BM * (tn + 8) * o.dtype.itemsize // 16) * 16 for o in kernel.outputs)
-
-
 def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: Epilogue, tn: int, pool: int,
-                  index_type: str, origin: int = 0) -> tuple[str, str] | None:
+                  index_type: str) -> tuple[str, str] | None:
     """(the epilogue into shared memory, the code that stores the tile) or None when the outputs' tiles do
-    not fit in the `pool` bytes from `origin` (the stages' memory, or the room after them)."""
+    not fit in the stages' memory. Rows are padded by 16 bytes against bank conflicts."""
     pitch = tn + 8
-    offsets, at = [], origin
+    offsets, at = [], 0
     for o in kernel.outputs:
         offsets.append(at)
         at += -(-BM * pitch * o.dtype.itemsize // 16) * 16
-    if at > origin + pool:
+    if at > pool:
         return None
     ctypes = []
     for i in range(len(kernel.outputs)):

@@ -32,9 +32,8 @@ class KernelOpts:
     tile: int = 0  # GEMM: the tile shape (an index of gemm.TILES / gemm_tc.TILES); gemm.PLAIN = plain reduce loops
     cpu_rows: int = 0  # GEMM on CPUs: rows per work-item of gemm_cpu's template (0: the tiled GPU template)
     wgmma: int = 0  # tensor-core GEMM: 1 = Hopper's wgmma (gemm_wgmma.py; `tile` then indexes its TILES), 2 = the
-    # same with the operands TMA can read loaded by tensor-map copies (gemm_tma.py), 3 = that in persistent
-    # work-groups (gemm_wgmma.render's `persist`); attention likewise for 1 and 2 (attention_tc.py's wgmma form,
-    # attention_tma.py's)
+    # same with the operands TMA can read loaded by tensor-map copies (gemm_tma.py); attention likewise
+    # (attention_tc.py's wgmma form, attention_tma.py's)
 
     def tag(self) -> str:
         """A short name of the non-default choices, part of the program name."""

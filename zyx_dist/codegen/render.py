@@ -528,7 +528,7 @@ class _Renderer:
                                              o.cpu_rows)
         elif gemm_tc.usable(spec, self.k, self.d) and o.wgmma and self.d.wgmma:
             body, gws, lws = gemm_wgmma.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile,
-                                               o.stages, bool(o.prefetch), bool(o.cache), o.wgmma >= 2, o.wgmma == 3)
+                                               o.stages, bool(o.prefetch), bool(o.cache), o.wgmma == 2)
         elif gemm_tc.usable(spec, self.k, self.d):
             body, gws, lws = gemm_tc.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile,
                                             o.stages)
