@@ -78,6 +78,7 @@ class InProcessBackend:
         # trace (zd.trace sets this while it records): untimed, its launches skip the device timing queries.
         self.time_replays = False
         self.round_trip_seconds = 0.0  # a replay waits for nothing but its kernels (RayBackend's is not 0)
+        self._replayed: Any = None  # the worker of the last run_replay
         try:
             for name, spec in devices:
                 self.workers[name] = Worker(spec, memory_limit, profile=True)
@@ -96,6 +97,7 @@ class InProcessBackend:
         """Run the steps in order; an exporting CopyOut's array feeds the CopyIns of later steps.
         `compiled`: the steps replay plan templates, run without kernel timing unless `time_replays`.
         `meanwhile`: the driver's work that need not wait for the workers (run after them here)."""
+        self._replayed = None
         if not compiled or self.time_replays:
             results = self._run_steps(steps)
         else:
@@ -137,8 +139,16 @@ class InProcessBackend:
         one-worker plan template's replay sends (engine/templates.py); a trace (`time_replays`) takes the
         commands' path instead. `meanwhile`: the driver's work that need not wait for the worker, run by
         the worker (one thread here) when its last launch is queued, before it waits for the device."""
-        failed, graphs, in_use = self.workers[name].run_replay(template, bufs, frees, meanwhile)
+        w = self._replayed = self.workers[name]
+        failed, graphs, in_use = w.run_replay(template, bufs, frees, meanwhile)
         return failed, len(graphs), in_use
+
+    def idle_at_sync(self) -> bool:
+        """Whether the last `run_replay`'s synchronize found its kernels done: it waited under twice the least
+        any synchronize of that worker waited (an idle device's cost of asking). Then the work `meanwhile`
+        did before it was not hidden by the kernels."""
+        w = self._replayed
+        return w is not None and w.sync_wait < 2.0 * w.sync_floor
 
     def run_timed(self, name: str, batch: list[Command]) -> BatchResult:
         """Run one batch with device-side kernel timing on (for probes and the autotuner)."""

@@ -126,6 +126,9 @@ def replay_guess(s, targets: list[Node], guess: tuple, t0: float) -> bool:
     if replay(s, (entry.key, order, entry), t0, check=check):
         s.plans.hits += 1
         s.plans.guessed += 1
+        idle = getattr(s.backend, "idle_at_sync", None)  # (in process: the check ran before the synchronize)
+        if idle is not None and idle():
+            s.plans.idle_guess(fingerprint, len(order))
         return True
     if verdict and not verdict[-1]:
         s.plans.wrong_guess(fingerprint)

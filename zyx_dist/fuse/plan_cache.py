@@ -25,6 +25,10 @@ GUESS_MIN_NODES = 64  # graphs this big or bigger are guessed (`PlanCache.guess`
 # average, which keeps half of a first, cold launch: with that, on an H100 host, `x * 2 + 1` and layer norm were
 # guessed and their 10-12 us checks ran on past their kernels)
 GUESS_WAIT_OVER_CHECK = 2.0
+# guessed replays of a small graph whose synchronize found the device idle (the check outlasted the kernels, which
+# the rule above could not foresee: a short kernel's measured time also holds its launch) before it is guessed no
+# more
+GUESS_IDLE_LIMIT = 3
 
 
 def structure(targets: list[Node]) -> tuple[tuple, list[Node]]:
@@ -130,6 +134,7 @@ class PlanCache:
         # fingerprint (`walk`) -> the entry last replayed with it, or None once a guess from it was wrong
         self.guesses: dict[tuple, Entry | None] = {}
         self.heads: dict[tuple, int] = {}  # the targets' part of each fingerprint guessed from: how many
+        self.idle: dict[tuple, int] = {}  # fingerprint -> its guessed replays that found the device idle
         self.guessed = self.mispredicted = 0
 
     def kernels(self, targets: list[Node], render: Callable[[list[Kernel]], list[dict]],
@@ -197,6 +202,17 @@ class PlanCache:
             self.guesses[fingerprint] = entry
             self.heads[fingerprint[1]] = self.heads.get(fingerprint[1], 0) + 1
         else:  # a fingerprint two structures share is never guessed from: each guess could be the other
+            self._forget(fingerprint)
+
+    def idle_guess(self, fingerprint: tuple, nodes: int) -> None:
+        """A guessed replay of a graph of `nodes` nodes found its kernels done when its check was: after
+        GUESS_IDLE_LIMIT of those, a small graph's fingerprint is guessed from no more (its realizes look it up
+        before they launch, which costs less than a check the kernels do not hide)."""
+        if nodes >= GUESS_MIN_NODES:
+            return
+        n = self.idle[fingerprint] = self.idle.get(fingerprint, 0) + 1
+        if n >= GUESS_IDLE_LIMIT:
+            del self.idle[fingerprint]
             self._forget(fingerprint)
 
     def wrong_guess(self, fingerprint: tuple) -> None:

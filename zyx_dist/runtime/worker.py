@@ -107,6 +107,9 @@ class Worker:
         self._resolve: Any = None
         self._closed = False
         self._synced = 0  # launches of the running batch that a Sync has waited for
+        # how long the last synchronize waited, and the least any did (a device already idle): whether a replay's
+        # synchronize found its kernels done (engine/backends.InProcessBackend.idle_at_sync)
+        self.sync_wait, self.sync_floor = 0.0, float("inf")
         self._templates: dict[int, WorkerTemplate] = {}  # batch templates (DefineTemplate), by id
         # (first launch, launches) of each CUDA graph replayed in the running batch
         self._graph_spans: list[tuple[int, int]] = []
@@ -413,7 +416,10 @@ class Worker:
                                      f"not cached) in {(time.perf_counter() - start) * 1e3:.1f} ms")
 
     def _sync(self, cmd: Sync, launches: list[Any]) -> None:
+        t = time.perf_counter()
         self.backend.synchronize()
+        self.sync_wait = waited = time.perf_counter() - t
+        self.sync_floor = min(self.sync_floor, waited)
         self.events.clear()
         self.pool.settle()
         if self._inflight:
