@@ -88,6 +88,19 @@ def test_passed_check_is_not_made_again():
     np.testing.assert_array_equal(v.numpy(), [12, 18])
 
 
+def test_gradient_through_a_checked_gather_matches_numpy():
+    """The gradient of a gather by a computed index carries its check, and is NumPy's where it passes."""
+    wn = np.arange(12, dtype=np.float32).reshape(4, 3)
+    w = zd.tensor(wn)
+    idx = zd.tensor(np.array([0, 1, 1], np.int32)) * 2 - 1  # -1, 1, 1
+    (gw,) = zd.grad((w[idx] ** 2).sum(), [w])
+    exp = np.zeros_like(wn)
+    np.add.at(exp, [-1, 1, 1], 2 * wn[[-1, 1, 1]])
+    np.testing.assert_allclose(gw.numpy(), exp)
+    (gx,) = zd.grad(zd.take(w, zd.tensor([2, 0]) + 0, axis=1).sum(), [w])
+    np.testing.assert_allclose(gx.numpy(), np.tile([1.0, 0.0, 1.0], (4, 1)))
+
+
 def test_gradient_through_a_bad_gather_raises():
     w = zd.tensor(np.arange(6, dtype=np.float32).reshape(3, 2))
     idx = zd.tensor(np.array([0, 1], np.int32)) * 3  # 0, 3: 3 is out of range
