@@ -175,4 +175,4 @@ class InProcessBackend:
     def close(self) -> None:
         for w in self.workers.values():
             w.close()
-        self.workers = {}
+        self.workers, self._replayed = {}, None
