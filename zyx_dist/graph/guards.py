@@ -3,10 +3,10 @@
 `IndexGuard`: the index's own range check, a boolean scalar node computed in the same realize as any
 result that depends on the gather (nodes inherit their sources' guards, graph/ir.py), and read back
 before those results are handed out (engine/index_checks.py). An index whose values are on the host
-already (a host leaf or a constant) is checked here, at the call (unless zd.jit is recording); its verdict, like a device check's,
-is raised at the realize, so a tensor index behaves the same wherever its values live. A guard that
-passed is settled and costs nothing afterwards; one that failed keeps its error, raised again by any
-later realize that depends on it.
+already (a host leaf or a constant) is checked here, at the call, unless zd.jit is recording; its verdict,
+like a device check's, is raised at the realize, so a tensor index behaves the same wherever its values
+live. A guard that passed is settled and costs nothing afterwards; one that failed keeps its error, raised
+again by any later realize that depends on it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class IndexGuard:
     `check`: the node that is True where one does not (None once settled, or where the host knew);
     `ok`: it passed; `message`: why it failed (then every realize that depends on it raises)."""
 
-    __slots__ = ("__weakref__", "axis", "check", "idx", "message", "ok", "size")
+    __slots__ = ("axis", "check", "idx", "message", "ok", "size")
 
     def __init__(self, idx: Node, size: int, axis: int) -> None:
         self.idx, self.size, self.axis = idx, size, axis
@@ -46,7 +46,7 @@ class IndexGuard:
         """The check failed, and `values` are the index's: the error's message, kept for later realizes."""
         flat = np.asarray(values).reshape(-1)
         bad = flat[(flat >= self.size) | (flat < -self.size)]
-        first = bad[0] if bad.size else "?"  # (values that changed since the check cannot happen: immutable)
+        first = bad[0] if bad.size else "?"  # ("?" only if the check and the values disagreed: never expected)
         self.message = f"index {first} is out of bounds for axis {self.axis} with size {self.size}"
         self.check = self.idx = None
         return self.message
