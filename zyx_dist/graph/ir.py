@@ -162,7 +162,7 @@ class Node:
                  host: np.ndarray | None = None, device: str | None = None):
         self.id = next(_ids)
         self.op, self.srcs, self.arg, self.shape, self.dtype = op, srcs, arg, shape, dtype
-        # (a field that is almost always None: the common cases cost one or two reads)
+        # the sources' guards (graph/guards.py), almost always None: one read per source
         g = None
         for s in srcs:
             if s.guards is not None:
