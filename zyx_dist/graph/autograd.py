@@ -84,7 +84,7 @@ def _carrying(c: Node, guards: tuple, fresh: int) -> Node:
         return c
     if c.id <= fresh or c.op in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.FLIP, Op.LEAF, Op.CONST):
         c = Node(Op.CAST, (c,), c.dtype, c.shape, c.dtype)
-    c.guards = tuple(dict.fromkeys((*(c.guards or ()), *guards)))
+    c.guards = ir.merged_guards(c.guards or (), guards)
     return c
 
 

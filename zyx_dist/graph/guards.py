@@ -103,7 +103,7 @@ def guarded(node: Node, guard: IndexGuard | None) -> Node:
         return node
     n = node
     while True:
-        n.guards = (guard,) if n.guards is None else tuple(dict.fromkeys((*n.guards, guard)))
+        n.guards = (guard,) if n.guards is None else ir.merged_guards(n.guards, (guard,))
         if n.op not in _MOVEMENT:
             return node
         n = n.srcs[0]

@@ -166,7 +166,7 @@ class Node:
         g = None
         for s in srcs:
             if s.guards is not None:
-                g = s.guards if g is None or g is s.guards else _merged(g, s.guards)
+                g = s.guards if g is None or g is s.guards else merged_guards(g, s.guards)
         self.guards = g
         self.size = math.prod(shape)  # the shape never changes: counted once, read on every plan
         self.buffer: Any = None
@@ -188,8 +188,8 @@ class Node:
         return f"Node#{self.id}({self.op.value}, {self.arg!r}, shape={self.shape}, {self.dtype})"
 
 
-def _merged(a: tuple, b: tuple) -> tuple:
-    """Two nodes' guards, each once, in order."""
+def merged_guards(a: tuple, b: tuple) -> tuple:
+    """Two sets of guards (graph/guards.py) as one, each once, in order."""
     return tuple(dict.fromkeys(a + b))
 
 
