@@ -157,7 +157,8 @@ def test_cuda_wgmma_gemm_against_numpy(cuda_worker, dtype, case, tile, stages, d
 @pytest.mark.parametrize("dtype", [np.float16, BF], ids=["float16", "bfloat16"])
 @pytest.mark.parametrize("case", WGMMA_CASES, ids=[c[0] for c in WGMMA_CASES])
 @pytest.mark.parametrize("staged", [0, 1], ids=["direct", "staged"])
-@pytest.mark.parametrize("tile,stages,deep", [(0, 4, 0), (1, 4, 0), (1, 3, 1)], ids=["t256s4", "t128s4", "t128s3deep"])
+@pytest.mark.parametrize("tile,stages,deep", [(0, 4, 0), (1, 4, 0), (1, 3, 1), (1, 3, 0)],
+                         ids=["t256s4", "t128s4", "t128s3deep", "t128s3"])
 def test_cuda_wgmma_tma_gemm_against_numpy(cuda_worker, dtype, case, tile, stages, deep, staged):
     """The wgmma GEMM with its operands loaded by tensor-map copies where TMA can express them (`wgmma=2`): batch
     digits of a permuted qkv view, broadcast batch, flattened 3-D rows, MN-major (transposed) operands, tails past
