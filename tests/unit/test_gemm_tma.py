@@ -102,7 +102,7 @@ def test_ptxas_accepts_the_tma_forms():
     """Every form with the tuner's TMA options, through ptxas (-cubin): it checks the bulk tensor copies,
     the mbarrier waits and the registers of the inline PTX."""
     options = [KernelOpts(wgmma=2, tile=t, stages=st, prefetch=p, cache=c)
-               for t, st, p, c in ((0, 4, 0, 1), (1, 4, 0, 0), (1, 3, 1, 1))]
+               for t, st, p, c in ((0, 4, 0, 1), (1, 4, 0, 0), (1, 3, 0, 1), (1, 3, 1, 1))]
     sources = {f"{name}_{i}": render_kernel(k, CUDA_SM90A, o).source
                for name, k in _forms().items() for i, o in enumerate(options)}
     assert all(gemm_tma.MARK in s for s in sources.values())

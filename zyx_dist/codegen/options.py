@@ -150,9 +150,11 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
             # twice per SM)
             out = [KernelOpts(wgmma=1, tile=t, stages=st, prefetch=p, cache=c) for c in (0, 1)
                    for t, st, p in ((0, 4, 0), (1, 4, 0), (0, 3, 0), (1, 3, 0), (1, 3, 1), (1, 5, 0))] + out
-            if s.tma:
+            if s.tma:  # the 128 x 128 tile in 3 stages fits twice an SM, without waiting for each step's wgmma
+                # (its deep form measured no faster; staged it took 17-33% off the K = 768 GEMMs of GPT-2 on an
+                # H100: benchmarks/results/gemm-forms-t128s3-h100-2026-12-05-*.log)
                 out = [KernelOpts(wgmma=2, tile=t, stages=st, prefetch=p, cache=c) for c in (1, 0)
-                       for t, st, p in ((0, 4, 0), (1, 4, 0), (1, 3, 1))] + out
+                       for t, st, p in ((0, 4, 0), (1, 3, 0), (1, 4, 0))] + out
     elif not s.gpu and s.dialect == "opencl":  # CPUs: SIMD lanes over columns, no local memory (gemm_cpu)
         out = [KernelOpts(cpu_rows=r) for r in (8, 4)] + [KernelOpts(tile=tiles[0])]
     elif s.gpu and groups(3) < 2 * FILL:
