@@ -1,0 +1,49 @@
+"""GPU machine: one model forward of model_bench.py (block or gpt2, fp32/bf16/fp16) in this process: its first
+forward (compile and tune) and the median and IQR of later `realize()` calls, the graph built before the clock;
+checked against the first result. For an A/B of two packages run it once per package, each in a fresh process
+with caches of its own (XDG_CACHE_HOME, CUPY_CACHE_DIR), alternating:
+
+    PYTHONPATH=<package dir>:$PYTHONPATH XDG_CACHE_HOME=$(mktemp -d) python3 benchmarks/h200/model_ab.py gpt2 bf16
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import model_bench as mb
+
+import zyx_dist as zd
+
+
+def main() -> None:
+    model, dtype = (sys.argv[1:3] + ["gpt2", "bf16"][len(sys.argv[1:3]):])[:2]
+    repeats = int(sys.argv[3]) if len(sys.argv) > 3 else 10
+    zd.init(ray=False, devices=["cuda:0"])
+    rng = np.random.default_rng(3)
+    D, params, forward = mb.model_of(model)
+    p, x, m = mb.zd_inputs(params(rng), rng, (8, 1024, D), dtype)
+    t = time.perf_counter()
+    first = forward(mb.Ops("zd"), x, p, m).realize().numpy().astype(np.float32)
+    first_s = time.perf_counter() - t
+    times = []
+    for _ in range(repeats + 2):
+        y = forward(mb.Ops("zd"), x, p, m)
+        t = time.perf_counter()
+        y.realize()
+        times.append(time.perf_counter() - t)
+    times = times[2:]
+    diff = float(np.abs(y.numpy().astype(np.float32) - first).max())
+    q = statistics.quantiles(times, n=4)
+    print(f"{model} {dtype} from {zd.__file__.rsplit('/', 2)[0]}: first forward {first_s:.2f} s, realize median "
+          f"{statistics.median(times) * 1e3:.3f} ms (IQR {(q[2] - q[0]) * 1e3:.3f}), max |diff| against the first "
+          f"{diff:.1e}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
