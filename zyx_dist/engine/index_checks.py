@@ -63,7 +63,8 @@ def read_realized(s: Any, nodes: list[Node]) -> list[np.ndarray]:
         ref = n.buffer
         by_device.setdefault(ref.device, []).append((i, CopyOut(ref.id, n.dtype.name, n.shape)))
     step = {dev: [c for _i, c in outs] for dev, outs in by_device.items()}
-    results = s._run([step])[-1]
+    # (as a replay's steps are sent: through Ray a compiled graph's round trip, not a plain actor call's ~1 ms)
+    results = s._run([step], compiled=True)[-1]
     values: list[Any] = [None] * len(nodes)
     for dev, outs in by_device.items():
         got = results[dev].results[-len(outs):]  # (the queued frees' results come first)
