@@ -38,8 +38,8 @@ from ..frontend.tensor import Tensor
 from ..graph import guards, shard
 from ..graph.ir import Node, Op
 from ..sched.template import leaf_positions
-from . import index_checks, templates
 from . import session as session_mod
+from . import templates
 
 __all__ = ["Jit", "jit"]
 
@@ -382,7 +382,7 @@ class Jit:
             n = Node(Op.LEAF, (), None, shape, dtype, device=pin)
             n.buffer = ref(n, dev, ids[slot], nbytes)
             made[pos] = Tensor(n)
-        if c.checks and any(bad.any() for bad in index_checks.read_realized(s, [made[p].node for p in c.checks])):
+        if c.checks and any(bad.any() for bad in s._copy_out([made[p].node for p in c.checks], compiled=True)):
             return None  # an index out of range: these results are dropped (freed), and fn's run raises
         self.replays += 1
         outs = [made[what] if kind == "pos" else tensors[what] if kind == "arg" else Tensor(what)

@@ -55,12 +55,27 @@ class Readback:
         ref = node.buffer
         if ref.session() is not self:
             raise ZyxError(f"the data of this tensor {node.shape} was freed by zd.shutdown()")
-        res = self._run([{ref.device: [CopyOut(ref.id, node.dtype.name, node.shape)]}])[-1][ref.device]
-        last = res.results[-1]
-        if isinstance(last, Failed):
-            raise worker_error(ref.device, last)
-        value = last.value
+        value = self._copy_out([node])[0]
         return value if value.flags.writeable else value.copy()  # Ray hands out read-only views
+
+    def _copy_out(self, nodes: list[Node], compiled: bool = False) -> list[np.ndarray]:
+        """The values of realized `nodes` of this session, copied out in one batch per device; `compiled`: sent
+        as a replay's steps are (through Ray a compiled graph's round trip, for small values read on every
+        step: engine/index_checks.py)."""
+        by_device: dict[str, list[tuple[int, CopyOut]]] = {}
+        for i, n in enumerate(nodes):
+            ref = n.buffer
+            by_device.setdefault(ref.device, []).append((i, CopyOut(ref.id, n.dtype.name, n.shape)))
+        step = {dev: [c for _i, c in outs] for dev, outs in by_device.items()}
+        results = self._run([step], compiled=compiled)[-1]
+        values: list = [None] * len(nodes)
+        for dev, outs in by_device.items():
+            got = results[dev].results[-len(outs):]  # (the queued frees' results come first)
+            for (i, _c), r in zip(outs, got):
+                if isinstance(r, Failed):
+                    raise worker_error(dev, r)
+                values[i] = r.value
+        return values
 
     def _small_source(self, leaf: Node) -> bool:
         """A leaf whose small views are read on the host at plan time: host data, or a realized buffer of

@@ -212,7 +212,6 @@ class PlanCache:
             return
         n = self.idle[fingerprint] = self.idle.get(fingerprint, 0) + 1
         if n >= GUESS_IDLE_LIMIT:
-            del self.idle[fingerprint]
             self._forget(fingerprint)
 
     def wrong_guess(self, fingerprint: tuple) -> None:
@@ -221,6 +220,7 @@ class PlanCache:
         self.mispredicted += 1
 
     def _forget(self, fingerprint: tuple, tombstone: bool = True) -> None:
+        self.idle.pop(fingerprint, None)
         if self.guesses.get(fingerprint) is not None:
             heads = fingerprint[1]
             self.heads[heads] -= 1

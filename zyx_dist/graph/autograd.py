@@ -82,7 +82,7 @@ def _carrying(c: Node, guards: tuple, fresh: int) -> Node:
     have = c.guards or ()
     if all(g in have for g in guards):
         return c
-    if c.id <= fresh or c.op in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.FLIP, Op.LEAF, Op.CONST):
+    if c.id <= fresh or c.op in ir.MOVEMENT_OPS or not c.srcs:
         c = Node(Op.CAST, (c,), c.dtype, c.shape, c.dtype)
     c.guards = ir.merged_guards(c.guards or (), guards)
     return c

@@ -91,9 +91,6 @@ def _out_of_range(idx: Node, size: int, low: bool, high: bool) -> Node:
     return ir.reduce(ReduceOp.MAX, bad, tuple(range(len(idx.shape))))
 
 
-_MOVEMENT = (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.FLIP)
-
-
 def guarded(node: Node, guard: IndexGuard | None) -> Node:
     """`node` (a gather's fresh result) made to depend on `guard` (and on whatever it inherited): the node,
     the movement nodes under it and the first computation they view. The graph's constructors compose a
@@ -104,7 +101,7 @@ def guarded(node: Node, guard: IndexGuard | None) -> Node:
     n = node
     while True:
         n.guards = (guard,) if n.guards is None else ir.merged_guards(n.guards, (guard,))
-        if n.op not in _MOVEMENT:
+        if n.op not in ir.MOVEMENT_OPS:
             return node
         n = n.srcs[0]
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ir import MOVEMENT_OPS as _MOVES
 from .ir import SMALL_OFFSET_VIEWS, SMALL_VIEW, Node, Op
-
-_MOVES = (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.FLIP)
 
 
 def movement_chain(node: Node) -> tuple[Node, list[Node]] | None:

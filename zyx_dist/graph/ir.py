@@ -114,6 +114,7 @@ class ReduceOp(enum.Enum):
     MIN = "min"
 
 
+MOVEMENT_OPS = (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.FLIP)  # views: index arithmetic, no values computed
 FLOAT_ONLY_UNARY = {UnaryOp.EXP, UnaryOp.EXP2, UnaryOp.LOG, UnaryOp.LOG2, UnaryOp.SQRT, UnaryOp.RSQRT,
                     UnaryOp.RECIP, UnaryOp.SIN, UnaryOp.COS, UnaryOp.TAN, UnaryOp.TANH, UnaryOp.TRUNC,
                     UnaryOp.LOG1P, UnaryOp.LOG10, UnaryOp.EXPM1, UnaryOp.ASIN, UnaryOp.ACOS, UnaryOp.ATAN, UnaryOp.SINH,
