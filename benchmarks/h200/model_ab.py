@@ -3,7 +3,7 @@
 checked against the first result. For an A/B of two packages run it once per package, each in a fresh process
 with caches of its own (XDG_CACHE_HOME, CUPY_CACHE_DIR), alternating:
 
-    PYTHONPATH=<package dir>:$PYTHONPATH XDG_CACHE_HOME=$(mktemp -d) python3 benchmarks/h200/model_ab.py gpt2 bf16
+    PYTHONPATH=<package dir>:$PYTHONPATH XDG_CACHE_HOME=$(mktemp -d) python3 benchmarks/h200/model_ab.py [gpt2|block] [bf16|fp32|fp16] [repeats]
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ import zyx_dist as zd
 
 
 def main() -> None:
-    model, dtype = (sys.argv[1:3] + ["gpt2", "bf16"][len(sys.argv[1:3]):])[:2]
-    repeats = int(sys.argv[3]) if len(sys.argv) > 3 else 10
+    args = sys.argv[1:]
+    model = args[0] if args else "gpt2"
+    dtype = args[1] if len(args) > 1 else "bf16"
+    repeats = int(args[2]) if len(args) > 2 else 10
     zd.init(ray=False, devices=["cuda:0"])
     rng = np.random.default_rng(3)
     D, params, forward = mb.model_of(model)
