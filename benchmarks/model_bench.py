@@ -14,7 +14,11 @@ Sections (each checked against torch in the same run; times are medians with the
 - `gpt2`: a 12-layer GPT-2-small-shaped forward (D=768, 12 heads, T=1024, B=8, final layer norm and
   the LM head over the vocabulary padded to 50304, as GPT-2 trainers pad it), fp32 and bf16, the same
   three systems.
-- `first`: the first forward of the block and of GPT-2 (fp32) in a fresh process (compile + tune into an
+- `llama`: one Llama-style block at the shapes of a Llama-3.2-3B layer (D=3072, 24 query heads and 8 key/value
+  heads of 128, SwiGLU MLP of 8192; B=4, T=1024): RMS norm, rotary embeddings (halves swapped by slices and a
+  concatenation), grouped-query causal attention through a broadcast head axis, fp32 and bf16, the same three
+  systems.
+- `first`: the first forward of the block, of GPT-2 and of the Llama block (fp32, bf16) in a fresh process (compile + tune into an
   empty cache directory), then again in a second process that finds the disk caches.
 zyx_dist times are the wall clock of `realize()` (it blocks until the result exists) in-process on
 cuda:0, the graph rebuilt before each timed realize as a user's loop would (the plan cache serves
@@ -45,7 +49,7 @@ import numpy as np
 import zyx_dist as zd
 
 ROWS: list[dict] = []
-SECTIONS = ("matmul", "subops", "block", "gpt2", "first")
+SECTIONS = ("matmul", "subops", "block", "gpt2", "llama", "first")
 
 
 def stats(times: list[float]) -> dict:
@@ -140,6 +144,17 @@ class Ops:
     def gelu(self, x):
         return 0.5 * x * (1 + self.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
 
+    def rms_norm(self, x, w):
+        if self.lib == "torch":
+            return x * self.t.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * w
+        return x * zd.rsqrt(zd.mean(x * x, axis=-1, keepdims=True) + 1e-5) * w
+
+    def silu(self, x):
+        return self.t.nn.functional.silu(x) if self.lib == "torch" else x * zd.sigmoid(x)
+
+    def cat(self, xs):
+        return self.t.cat(xs, -1) if self.lib == "torch" else zd.concat(xs, axis=-1)
+
 
 def block(o: Ops, x, p: dict, heads: int, mask):
     B, T, D = x.shape
@@ -159,6 +174,40 @@ def gpt2(o: Ops, x, layers: list[dict], final: dict, heads: int, mask):
         x = block(o, x, p, heads, mask)
     h = o.layer_norm(x, final["ln_w"], final["ln_b"])
     return h @ final["wte_t"]
+
+
+def llama_block(o: Ops, x, p: dict, heads: int, kv: int, mask):
+    """A Llama-style block as its reference code writes it: RMS norm, rotary embeddings on q and k (the halves
+    swapped by slices and a concatenation), grouped-query attention (each key/value head serves `heads // kv`
+    query heads through a broadcast axis), a SwiGLU MLP; no biases."""
+    B, T, D = x.shape
+    hd, rep = D // heads, heads // kv
+
+    def rope(t):
+        return t * p["cos"] + o.cat([-t[..., hd // 2:], t[..., :hd // 2]]) * p["sin"]
+
+    h = o.rms_norm(x, p["n1"])
+    q = rope((h @ p["wq"]).reshape(B, T, heads, hd).permute(0, 2, 1, 3)).reshape(B, kv, rep, T, hd)
+    k = rope((h @ p["wk"]).reshape(B, T, kv, hd).permute(0, 2, 1, 3)).reshape(B, kv, 1, T, hd)
+    v = (h @ p["wv"]).reshape(B, T, kv, hd).permute(0, 2, 1, 3).reshape(B, kv, 1, T, hd)
+    s = (q @ k.mT) * (1.0 / math.sqrt(hd)) + mask
+    a = (o.softmax(s) @ v).reshape(B, heads, T, hd).permute(0, 2, 1, 3).reshape(B, T, D)
+    x = x + a @ p["wo"]
+    h = o.rms_norm(x, p["n2"])
+    return x + (o.silu(h @ p["w1"]) * (h @ p["w3"])) @ p["w2"]
+
+
+def llama_params(rng, D: int, heads: int, kv: int, F: int, T: int) -> dict:
+    hd = D // heads
+
+    def w(*shape, scale=0.02):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    angles = np.outer(np.arange(T), 1.0 / 500000.0 ** (np.arange(0, hd, 2) / hd))  # Llama 3's rotary base
+    angles = np.concatenate([angles, angles], -1)
+    return {"n1": 1 + w(D), "n2": 1 + w(D), "wq": w(D, D), "wk": w(D, kv * hd), "wv": w(D, kv * hd), "wo": w(D, D),
+            "w1": w(D, F), "w3": w(D, F), "w2": w(F, D), "cos": np.cos(angles).astype(np.float32),
+            "sin": np.sin(angles).astype(np.float32)}
 
 
 def block_params(rng, D: int) -> dict:
@@ -368,9 +417,20 @@ def block_flops(B, T, D, H) -> float:
     return 2 * B * T * (D * 3 * D + D * D + 8 * D * D) + 4 * B * T * T * D
 
 
+LLAMA = {"D": 3072, "heads": 24, "kv": 8, "F": 8192, "B": 4, "T": 1024}  # a Llama-3.2-3B layer
+
+
+def llama_flops(B, T, D, heads, kv, F) -> float:
+    return 2 * B * T * (2 * D * D + 2 * D * (D // heads) * kv + 3 * D * F) + 4 * B * T * T * D
+
+
 def model_of(section: str) -> tuple[int, Callable, Callable]:
-    """(D, params(rng) as float32 arrays, forward(ops, x, params, mask)) of `block` or `gpt2` at the
-    benchmark's sizes (B=8, T=1024)."""
+    """(D, params(rng) as float32 arrays, forward(ops, x, params, mask)) of `block`, `gpt2` or `llama` at the
+    benchmark's sizes (B=8, T=1024; the Llama block's are `LLAMA`)."""
+    if section == "llama":
+        c = LLAMA
+        return c["D"], lambda rng: llama_params(rng, c["D"], c["heads"], c["kv"], c["F"], c["T"]), \
+            lambda o, x, p, m: llama_block(o, x, p, c["heads"], c["kv"], m)
     if section == "block":
         D, H = 1024, 16
         return D, lambda rng: block_params(rng, D), lambda o, x, p, m: block(o, x, p, H, m)
@@ -390,6 +450,13 @@ def run_block(args) -> None:
     _model(args, "block", params, forward, (B, T, D), block_flops(B, T, D, H))
 
 
+def run_llama(args) -> None:
+    c = LLAMA
+    D, params, forward = model_of("llama")
+    _model(args, "llama", params, forward, (c["B"], c["T"], D),
+           llama_flops(c["B"], c["T"], D, c["heads"], c["kv"], c["F"]))
+
+
 def run_gpt2(args) -> None:
     B, T, H, L, V = 8, 1024, 12, 12, 50304
     D, params, forward = model_of("gpt2")
@@ -403,14 +470,15 @@ import model_bench as mb, zyx_dist as zd
 zd.init(ray=False, devices=["cuda:0"], config={{"autotune": {{"cache_dir": {cache!r}}}}})
 rng = np.random.default_rng(3)
 D, params, forward = mb.model_of({model!r})
-p, x, m = mb.zd_inputs(params(rng), rng, (8, 1024, D), {dtype!r})
+B = mb.LLAMA["B"] if {model!r} == "llama" else 8
+p, x, m = mb.zd_inputs(params(rng), rng, (B, 1024, D), {dtype!r})
 t = time.perf_counter(); forward(mb.Ops("zd"), x, p, m).realize(); print("FIRST", time.perf_counter() - t)
 """
 
 
 def run_first(args) -> None:
     """Each model's first forward (fp32, bf16) in a fresh process with empty caches, then in a second process."""
-    for dtype, model in itertools.product(("fp32", "bf16"), ("block", "gpt2")):
+    for dtype, model in itertools.product(("fp32", "bf16"), ("block", "gpt2", "llama")):
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, CUPY_CACHE_DIR=os.path.join(cache, "cupy"))
             for label in ("first process (compile + tune)", "second process (disk caches)"):
@@ -439,7 +507,8 @@ def main() -> None:
     if unknown:
         ap.error(f"unknown sections {sorted(unknown)}; choose from {SECTIONS}")
     zd.init(ray=False, devices=[args.device])
-    runners = {"matmul": run_matmul, "subops": run_subops, "block": run_block, "gpt2": run_gpt2, "first": run_first}
+    runners = {"matmul": run_matmul, "subops": run_subops, "block": run_block, "gpt2": run_gpt2, "llama": run_llama,
+               "first": run_first}
     try:
         for s in wanted:
             try:

@@ -41,6 +41,11 @@ def _cases():
         ("broadcast_batch", [c, d], lambda t: t[0] @ t[1], lambda n: n[0] @ n[1]),
         ("transposed", [at, a[:64, :72]], lambda t: t[0].T @ t[1], lambda n: n[0].T @ n[1]),
         ("scaled_operand", [a, b], lambda t: (t[0] * 0.5) @ t[1], lambda n: (n[0] * 0.5) @ n[1]),
+        # a 3-D input's weight gradient: K is the batch times the sequence; then two reduced axes not adjacent
+        ("k_over_two_axes", [x3, x3[..., :48] * 0.5], lambda t: zd.sum(t[0][..., None] * t[1][..., None, :], axis=(0, 1)),
+         lambda n: np.einsum("btk,btn->kn", n[0], n[1])),
+        ("k_apart", [c[0, :, :, :20].reshape(3, 48, 20), d[:, 0, :20].reshape(2, 20, 24)[:1].repeat(3, 0)],
+         lambda t: zd.sum(t[0][..., None] * t[1][:, None], axis=(0, 2)), lambda n: np.einsum("bmk,bkn->mn", n[0], n[1])),
     ]
 
 

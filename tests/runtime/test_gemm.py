@@ -101,6 +101,23 @@ def test_3d_at_2d_is_one_flattened_gemm_with_bias_epilogue():
     check(y, np.maximum(x @ w + b, 0))
 
 
+def test_a_sum_over_several_axes_is_one_gemm_over_their_product():
+    """A weight's gradient for a 3-D input sums over the batch and the sequence: K is their product, one GEMM
+    (it was plain loops); also for reduced axes that are not adjacent, and through the autograd."""
+    x, g = arr(3, 50, 64), arr(3, 50, 40)
+    y = zd.sum(zd.tensor(x)[:, :, :, None] * zd.tensor(g)[:, :, None, :], axis=(0, 1))
+    spec = gemm.match(kernels_of(y)[0])
+    assert spec is not None and (spec.B, spec.M, spec.N, spec.K) == (1, 64, 40, 150)
+    check(y, np.einsum("btk,btn->kn", x, g), rtol=1e-4, atol=1e-4)
+    a, b = arr(6, 40, 5), arr(6, 5, 48)
+    check(zd.sum(zd.tensor(a)[:, :, :, None] * zd.tensor(b)[:, None, :, :], axis=(0, 2)),
+          np.einsum("bmk,bkn->mn", a, b), rtol=1e-4, atol=1e-4)
+    w = zd.tensor(arr(64, 40))
+    (dw,) = zd.grad(((zd.tensor(x) @ w) * zd.tensor(g)).sum(), [w])
+    assert sum(gemm.match(k) is not None for k in kernels_of(dw)) == 1
+    np.testing.assert_allclose(dw.numpy(), np.einsum("btk,btn->kn", x, g), rtol=1e-4, atol=1e-4)
+
+
 def test_sliced_and_flipped_views():
     a, b = arr(50, 40), arr(45, 60)
     check(zd.tensor(a)[5:45:2, 3:33] @ zd.tensor(b)[10:40, ::-1], a[5:45:2, 3:33] @ b[10:40, ::-1])
@@ -220,6 +237,53 @@ def test_transformer_block_kernel_count():
     assert len(ks) == 7, [k.shape for k in ks]
     assert sum(gemm.match(k) is not None for k in ks) == 4
     assert sum(attention.match(k) is not None for k in ks) == 1
+
+
+def test_llama_block_every_product_is_a_gemm():
+    """A Llama-style block (RMS norm, grouped-query attention through a broadcast head axis, rotary embeddings by
+    slices and a concatenation, a SwiGLU MLP): each of its 7 products is a GEMM and the attention one kernel,
+    where rotary's slices and SwiGLU's two products in one expression used to make plain reduce loops. Equal to
+    NumPy."""
+    B, T, D, H, KV, F = 2, 24, 64, 4, 2, 48
+    hd, rep = D // H, H // KV
+    P = {k: arr(*s) * np.float32(0.1) for k, s in (("wq", (D, D)), ("wk", (D, KV * hd)), ("wv", (D, KV * hd)),
+                                                   ("wo", (D, D)), ("w1", (D, F)), ("w3", (D, F)), ("w2", (F, D)))}
+    X = arr(B, T, D)
+    ang = np.outer(np.arange(T), 1.0 / 10000 ** (np.arange(0, hd, 2) / hd))
+    COS, SIN = (np.concatenate([f(ang), f(ang)], -1).astype(np.float32) for f in (np.cos, np.sin))
+    MASK = np.triu(np.full((T, T), -np.inf, np.float32), 1)
+
+    def forward(x, p, cos, sin, mask, lib):
+        cat = zd.concat if lib is zd else np.concatenate
+
+        def rms(v):
+            return v / lib.sqrt((v * v).mean(axis=-1, keepdims=True) + 1e-5)
+
+        def rope(v):
+            return v * cos + cat([-v[..., hd // 2:], v[..., :hd // 2]], axis=-1) * sin
+
+        def heads(v, n):
+            return lib.permute_dims(v.reshape(B, T, n, hd), (0, 2, 1, 3))
+
+        h = rms(x)
+        q = rope(heads(h @ p["wq"], H)).reshape(B, KV, rep, T, hd)
+        k = rope(heads(h @ p["wk"], KV)).reshape(B, KV, 1, T, hd)
+        v = heads(h @ p["wv"], KV).reshape(B, KV, 1, T, hd)
+        s = (q @ k.mT) * float(1 / np.sqrt(hd)) + mask
+        e = lib.exp(s - s.max(axis=-1, keepdims=True))
+        a = lib.permute_dims(((e / e.sum(axis=-1, keepdims=True)) @ v).reshape(B, H, T, hd), (0, 2, 1, 3)).reshape(B, T, D)
+        x = x + a @ p["wo"]
+        h = rms(x)
+        g = h @ p["w1"]
+        return x + ((g / (1 + lib.exp(-g))) * (h @ p["w3"])) @ p["w2"]
+
+    y = forward(zd.tensor(X), {k: zd.tensor(v) for k, v in P.items()}, zd.tensor(COS), zd.tensor(SIN),
+                zd.tensor(MASK), zd)
+    ks = kernels_of(y)
+    assert sum(gemm.match(k) is not None for k in ks) == 7, [k.shape for k in ks]
+    assert sum(attention.match(k) is not None for k in ks) == 1
+    ref = forward(X.astype(np.float64), P, COS, SIN, MASK, np)
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-4, atol=1e-4)
 
 
 def test_optimizer_update_of_a_weight_gradient_is_one_gemm_with_three_outputs():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from zyx_dist import dtypes as dt
+from zyx_dist.codegen import gemm
 from zyx_dist.fuse.kernelize import Kernel, kernelize
 from zyx_dist.graph import ir as g
 
@@ -335,12 +336,62 @@ def test_a_reduce_needed_by_several_kernels_is_stored_with_its_epilogue():
     assert all(ids(k.inputs) == [y.id] for k in ks[1:])
 
 
-def test_two_products_in_one_sum_stay_two_stored_products():
-    """The chain from a product up to the node it is stored at stops below an op another product feeds."""
-    a, w, c, v = leaf(8, 16), leaf(16, 16), leaf(8, 16), leaf(16, 16)
+def _gemms(ks: list[Kernel]) -> int:
+    return sum(gemm.match(k) is not None for k in ks)
+
+
+def test_swiglu_products_are_two_gemms():
+    """`silu(h @ w1) * (h @ w3)`: each product is a GEMM, the second one's epilogue multiplies by the first
+    (stored), instead of one kernel of two plain reduce loops."""
+    h, w1, w3 = leaf(32, 16), leaf(16, 24), leaf(16, 24)
+    gate = matmul(h, w1)
+    silu = mul(gate, g.unary(g.UnaryOp.TANH, gate))  # (the shape of silu: a product used twice)
+    out = mul(silu, matmul(h, w3))
+    ks = kernelize([out])
+    assert_launch_order(ks)
+    assert len(ks) == 2 and _gemms(ks) == 2
+    assert ids(ks[-1].outputs) == [out.id]
+
+
+def test_a_product_read_through_a_slice_is_stored():
+    """Rotary embeddings read a projection at two places per element (its halves swapped by slices and a
+    concatenation): the projection is stored, one GEMM, and the rotation is an elementwise kernel, rather
+    than one kernel computing every dot product twice in plain loops."""
+    h, wq = leaf(32, 16), leaf(16, 32)
+    p = matmul(h, wq)
+    lo = g.pad(p, ((0, 0), (0, -16)))  # p[:, :16]
+    hi = g.pad(p, ((0, 0), (-16, 0)))  # p[:, 16:]
+    rot = add(g.pad(g.unary(g.UnaryOp.NEG, hi), ((0, 0), (0, 16))), g.pad(lo, ((0, 0), (16, 0))))
+    out = add(p, rot)
+    ks = kernelize([out])
+    assert_launch_order(ks)
+    assert len(ks) == 2 and gemm.match(ks[0]) is not None
+    assert ids(ks[0].outputs) == [p.srcs[0].id]  # (the reduce under the product's reshape)
+
+
+def test_a_flipped_product_is_stored():
+    a, w = leaf(32, 16), leaf(16, 24)
+    out = g.flip(matmul(a, w), (1,))
+    ks = kernelize([out])
+    assert len(ks) == 2 and gemm.match(ks[0]) is not None
+
+
+def test_a_dot_product_per_row_stays_fused():
+    """Not a contraction: `(x * y).sum(-1)` twice in one sum is one kernel, as before."""
+    x, y, z = leaf(32, 16), leaf(32, 16), leaf(32, 16)
+    r1 = g.reduce(g.ReduceOp.SUM, mul(x, y), (1,))
+    r2 = g.reduce(g.ReduceOp.SUM, mul(x, z), (1,))
+    assert len(kernelize([add(r1, r2)])) == 1
+
+
+def test_two_products_in_one_sum_are_two_gemms():
+    """A kernel holds one contraction: of `p + q`, q is stored (the reduce under its reshape) and p's kernel
+    adds it in its epilogue, storing the sum that two kernels read."""
+    a, w, c, v = leaf(32, 16), leaf(16, 16), leaf(32, 16), leaf(16, 16)
     p, q = matmul(a, w), matmul(c, v)
     y = add(p, q)
     ks = kernelize([g.reduce(g.ReduceOp.SUM, y, (1,)), g.reduce(g.ReduceOp.MAX, y, (1,))])
     assert_launch_order(ks)
     by_input = {x.id: ids(k.outputs) for k in ks for x in k.inputs}
-    assert by_input[a.id] == [p.srcs[0].id] and by_input[c.id] == [q.srcs[0].id]  # each product (the reduce under its reshape) its own kernel
+    assert by_input[c.id] == [q.srcs[0].id] and by_input[a.id] == [y.id]
+    assert all(gemm.match(k) is not None for k in ks if a.id in ids(k.inputs) or c.id in ids(k.inputs))

@@ -124,7 +124,7 @@ def match(kernel: Kernel) -> AttentionSpec | None:
     rows = tuple(d for d in dims if names[d] in pvars and names[d] not in vvars)
     cols = tuple(d for d in dims if names[d] in vvars and names[d] not in pvars)
     batch = tuple(d for d in dims if d not in rows and d not in cols)
-    spec = GemmSpec(out, side, vside, shape, kj, batch, rows, cols, None, None)
+    spec = GemmSpec(out, side, vside, shape, (kj,), batch, rows, cols, None, None)
     if spec.N > MAX_HEAD:
         return None
     bz, gi, gj, gk = spec.vars()

@@ -58,7 +58,8 @@ class GemmSpec:
     a: Node  # the operand that depends on the rows
     b: Node  # the operand that depends on the columns
     shape: tuple[int, ...]  # the product's shape
-    k: int  # the reduced dim of the product
+    k: tuple[int, ...]  # the reduced dims of the product, one K in row-major order (a weight's gradient sums over
+    # a batch and a sequence)
     batch: tuple[int, ...]  # dims of the product, each sorted by position
     rows: tuple[int, ...]
     cols: tuple[int, ...]
@@ -80,7 +81,7 @@ class GemmSpec:
 
     @property
     def K(self) -> int:
-        return self.shape[self.k]
+        return prod(self.shape[d] for d in self.k)
 
     @property
     def B(self) -> int:
@@ -94,10 +95,9 @@ class GemmSpec:
     def index(self, bz: sym.Expr, gi: sym.Expr, gj: sym.Expr, gk: sym.Expr) -> tuple:
         """The product's index at batch bz, row gi, column gj and depth gk (flat positions of their dims)."""
         idx: list[sym.Expr] = [sym.ZERO] * len(self.shape)
-        for dims, flat in ((self.batch, bz), (self.rows, gi), (self.cols, gj)):
+        for dims, flat in ((self.batch, bz), (self.rows, gi), (self.cols, gj), (self.k, gk)):
             for d, e in zip(dims, flat_index(tuple(self.shape[d] for d in dims), flat)):
                 idx[d] = e
-        idx[self.k] = gk
         return tuple(idx)
 
     def out_flat(self) -> sym.Expr:
@@ -211,17 +211,17 @@ def match(kernel) -> GemmSpec | None:
     r = reduces[0]
     rop, axes = r.arg
     src = r.srcs[0]
-    if rop is not ReduceOp.SUM or len(axes) != 1 or r.dtype.name not in FLOAT_DTYPES:
+    if rop is not ReduceOp.SUM or r.dtype.name not in FLOAT_DTYPES:
         return None
     if src.op is not Op.BINARY or src.arg.value != "mul":
         return None
-    shape, k = src.shape, axes[0]
+    shape, k = src.shape, tuple(axes)
     idx = tuple(sym.Var(f"d{i}", 0, d - 1) if d > 1 else sym.ZERO for i, d in enumerate(shape))
     walks = [_walk(s, idx, pos) for s in src.srcs]
     if any(w is None for w in walks):
         return None
     (ua, _, _), (ub, _, _) = walks  # type: ignore[misc]
-    dims = [d for d in range(len(shape)) if d != k and shape[d] > 1]
+    dims = [d for d in range(len(shape)) if d not in k and shape[d] > 1]
     rows = tuple(d for d in dims if f"d{d}" in ua and f"d{d}" not in ub)
     cols = tuple(d for d in dims if f"d{d}" in ub and f"d{d}" not in ua)
     batch = tuple(d for d in dims if d not in rows and d not in cols)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..graph.ir import Node, Op, prod, toposort
+from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod, toposort
 from .attention import find as find_attention
 
 
@@ -181,6 +181,8 @@ def _reduce_stores(order: list[Node], stored: set[int], decide: bool,
     the stores are added to `stored`; either way gives, per node, whether computing it runs a reduce and
     the row (trailing dims) it depends on through a row broadcast, for the stores as they stand."""
     has_reduce: dict[int, bool] = {}
+    # with `decide`: the contraction (a matmul-shaped reduce, `_contraction`) that computing a node runs, not stored
+    contr: dict[int, int | None] = {}
     row: dict[int, tuple[int, ...] | None] = {}
     origin: dict[int, list[Node]] = {}  # of a node with a row: the nodes whose row broadcasts give it that row
     passes: dict[int, int] = {}  # per-row reduces chained in the kernel computing the node
@@ -190,6 +192,8 @@ def _reduce_stores(order: list[Node], stored: set[int], decide: bool,
         if is_input(n) or n.op is Op.CONST:
             has_reduce[n.id], passes[n.id] = False, 0
             continue
+        if decide:
+            _one_contraction(n, stored, has_reduce, contr)
         live = [s for s in n.srcs if s.id not in stored]
         rows = {row[s.id] for s in live} - {None}
         passes[n.id] = max([passes[s.id] for s in live], default=0)
@@ -234,7 +238,54 @@ def _reduce_stores(order: list[Node], stored: set[int], decide: bool,
         if n.op is Op.REDUCE:
             passes[n.id] = passes[src.id] + 1 if has_reduce[src.id] and src.id not in stored else 1
         has_reduce[n.id] = n.op is Op.REDUCE or any(has_reduce[s.id] and s.id not in stored for s in n.srcs)
+        if decide:
+            carried = {contr[s.id] for s in n.srcs if s.id not in stored and s.id in contr} - {None} - stored
+            contr[n.id] = n.id if _contraction(n) else carried.pop() if len(carried) == 1 else None
     return has_reduce, row
+
+
+def _contraction(n: Node) -> bool:
+    """Whether `n` is matmul-shaped: a sum of a product whose two operands are both broadcast (`a @ b`, batched
+    or not, einsum-like products, a weight's gradient summed over a batch and a sequence); not a row's dot
+    product or a matrix-vector product."""
+    if n.op is not Op.REDUCE or n.arg[0] is not ReduceOp.SUM:
+        return False
+    src = n.srcs[0]
+    return src.op is Op.BINARY and src.arg is BinaryOp.MUL and all(_broadcast(x) for x in src.srcs)
+
+
+def _broadcast(x: Node) -> bool:
+    """Whether `x` is, under its movement ops and casts, an expand that grows its source."""
+    while x.op in VIEWS or x.op is Op.CAST:
+        if _expands(x):
+            return True
+        x = x.srcs[0]
+    return False
+
+
+def _one_contraction(n: Node, stored: set[int], has_reduce: dict[int, bool], contr: dict[int, int | None]) -> None:
+    """A GEMM (codegen/gemm.py) evaluates its epilogue at its own output index, one contraction per kernel.
+    So where a contraction that `n` would compute is read at another index (through a pad, a slice or a
+    concatenation, or a flip: rotary embeddings' halves, `concat([x @ wq, x @ wk])`), the node under the pad
+    is stored; and where `n` combines two contractions (`silu(x @ w1) * (x @ w3)`, the gradient of a tensor
+    used twice), every source carrying another than the first source's is stored: each is then a GEMM,
+    read by the next one's epilogue. Without this, such kernels run as plain reduce loops."""
+    if n.op is Op.PAD or n.op is Op.FLIP:
+        src = n.srcs[0]
+        if src.id not in stored and contr.get(src.id) is not None:
+            _store_base(src, stored, has_reduce, contr)
+        return
+    if n.op is not Op.BINARY and n.op is not Op.WHERE:
+        return
+    first = None
+    for s in n.srcs:
+        c = contr.get(s.id) if s.id not in stored else None
+        if c is None or c in stored:
+            continue
+        if first is None:
+            first = c
+        elif c != first:
+            _store_base(s, stored, has_reduce, contr)
 
 
 def _fit(order: list[Node], stored: set[int], limits: Limits) -> None:
@@ -311,11 +362,14 @@ def _attention(order: list[Node], stored: set[int], targets: set[int]) -> set[in
     return fused
 
 
-def _store_base(n: Node, stored: set[int], has_reduce: dict[int, bool]) -> None:
+def _store_base(n: Node, stored: set[int], has_reduce: dict[int, bool],
+                contr: dict[int, int | None] | None = None) -> None:
     """Store the node under n's movement ops (n itself when it computes); the views between no longer
-    carry a reduce into their consumers."""
+    carry a reduce (or a contraction, `contr`) into their consumers."""
     while n.op in VIEWS and not is_input(n.srcs[0]):
         has_reduce[n.id] = False
+        if contr is not None:
+            contr[n.id] = None
         n = n.srcs[0]
     if not is_input(n):
         stored.add(n.id)
