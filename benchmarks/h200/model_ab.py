@@ -1,9 +1,9 @@
-"""GPU machine: one model forward of model_bench.py (block or gpt2, fp32/bf16/fp16) in this process: its first
+"""GPU machine: one model forward of model_bench.py (block, gpt2 or llama, fp32/bf16/fp16) in this process: its first
 `realize()` (compile and tune) and the median and IQR of later ones, each graph built before the clock;
 checked against the first result. For an A/B of two packages run it once per package, each in a fresh process
 with caches of its own (XDG_CACHE_HOME, CUPY_CACHE_DIR), alternating:
 
-    PYTHONPATH=<package dir>:$PYTHONPATH XDG_CACHE_HOME=$(mktemp -d) python3 benchmarks/h200/model_ab.py [gpt2|block] [bf16|fp32|fp16] [repeats]
+    PYTHONPATH=<package dir>:$PYTHONPATH XDG_CACHE_HOME=$(mktemp -d) python3 benchmarks/h200/model_ab.py [gpt2|block|llama] [bf16|fp32|fp16] [repeats]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def main() -> None:
     zd.init(ray=False, devices=["cuda:0"])
     rng = np.random.default_rng(3)
     D, params, forward = mb.model_of(model)
-    p, x, m = mb.zd_inputs(params(rng), rng, (8, 1024, D), dtype)
+    p, x, m = mb.zd_inputs(params(rng), rng, (mb.LLAMA["B"] if model == "llama" else 8, 1024, D), dtype)
     y = forward(mb.Ops("zd"), x, p, m)
     t = time.perf_counter()
     y.realize()

@@ -41,6 +41,11 @@ def _cases():
         ("broadcast_batch", [c, d], lambda t: t[0] @ t[1], lambda n: n[0] @ n[1]),
         ("transposed", [at, a[:64, :72]], lambda t: t[0].T @ t[1], lambda n: n[0].T @ n[1]),
         ("scaled_operand", [a, b], lambda t: (t[0] * 0.5) @ t[1], lambda n: (n[0] * 0.5) @ n[1]),
+        # an epilogue that reads a tile of the output's extent (a gate and a residual): the wgmma GEMM's staged
+        # form then stages the accumulators and runs the epilogue in its store loop
+        ("tile_epilogue", [a, b, RNG.standard_normal((200, 136)).astype(np.float32)],
+         lambda t: t[2] * zd.sigmoid(t[2]) * (t[0] @ t[1]) + t[2],
+         lambda n: n[2] / (1 + np.exp(-n[2])) * (n[0] @ n[1]) + n[2]),
         # a 3-D input's weight gradient: K is the batch times the sequence; then two reduced axes not adjacent
         ("k_over_two_axes", [x3, x3[..., :48] * 0.5], lambda t: zd.sum(t[0][..., None] * t[1][..., None, :], axis=(0, 1)),
          lambda n: np.einsum("btk,btn->kn", n[0], n[1])),
