@@ -4,6 +4,7 @@ of its realize, and, from a `zd.trace` of three steps, the device time per step 
 the source and IR of those kernels go beside the trace as `top-NAME.cu`.
 
     python3 benchmarks/h200/step_profile.py $OUT/p/trace.json 16 128 256     # trace path, batch, block, embed
+    python3 benchmarks/h200/step_profile.py $OUT/p/trace.json 8 1024 768 12 bfloat16     # ..., heads, dtype
 """
 
 from __future__ import annotations
@@ -44,13 +45,15 @@ def kernel_times(path: str, runs: int) -> tuple[dict[str, float], int]:
 
 def main() -> None:
     path, batch, block, embed = sys.argv[1], *map(int, sys.argv[2:5])
+    heads = int(sys.argv[5]) if len(sys.argv) > 5 else 4
+    dt = zd.dtype(sys.argv[6] if len(sys.argv) > 6 else "float32")
     gpt = train_bench.load_example()
-    cfg = SimpleNamespace(batch=batch, block=block, embed=embed, heads=4, layers=4)
+    cfg = SimpleNamespace(batch=batch, block=block, embed=embed, heads=heads, layers=4)
     data, vocab = train_bench.batches(gpt, cfg, 2)
     zd.init(ray=False)
-    params = [zd.tensor(p).realize() for p in gpt.init_params(vocab, cfg)]
-    mask = zd.tensor(np.triu(np.full((cfg.block, cfg.block), -1e9, np.float32), 1)).realize()
-    x, y = (zd.tensor(a).realize() for a in data[0])
+    params = [zd.tensor(p).astype(dt).realize() for p in gpt.init_params(vocab, cfg)]
+    mask = zd.tensor(np.triu(np.full((cfg.block, cfg.block), -1e9, np.float32), 1)).astype(dt).realize()
+    x, y = (zd.tensor(a).astype(dt).realize() for a in data[0])
     opt = zd.optim.Adam(params, lr=1e-3)
     build, run = [], []
     for i in range(16):  # 6 warm-up steps (plans, compiles, the template), then 10 timed

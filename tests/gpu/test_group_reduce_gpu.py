@@ -43,3 +43,35 @@ print("ok")
 def test_cuda_group_reduction_against_numpy(op, dtype):
     res = subprocess.run([sys.executable, "-c", SCRIPT, op, dtype], check=False, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stdout + res.stderr
+
+
+ROWS_SCRIPT = """
+import sys
+import ml_dtypes
+import numpy as np
+import zyx_dist as zd
+from zyx_dist.codegen import options
+from zyx_dist.codegen.render import facts
+from zyx_dist.fuse.kernelize import kernelize
+
+zd.init(ray=False, devices=["cuda:0"])
+rng = np.random.default_rng(6)
+for dtype in (np.float32, np.dtype(ml_dtypes.bfloat16)):
+    x = rng.standard_normal((4, 96, 200, 520)).astype(dtype)  # 76800 rows of 520: a warp per row by default
+    t = zd.tensor(x).realize()
+    for name, y, want in (("max", t.max(axis=-1), x.astype(np.float32).max(-1)),
+                          ("sum of exp", zd.exp(t - 1).sum(axis=-1), np.exp(x.astype(np.float32) - 1).sum(-1))):
+        (k,) = kernelize([y.node])
+        assert options.candidates(facts(k, "cuda"))[0].group == 32, name
+        got = y.numpy().astype(np.float32)
+        np.testing.assert_allclose(got, want, rtol=2e-2 if dtype != np.float32 else 1e-5, err_msg=f"{name} {dtype}")
+zd.shutdown()
+print("ok")
+"""
+
+
+def test_cuda_rows_along_memory_take_a_warp_each():
+    """Many rows reduced along memory (the score rows of attention in training): the default is a warp per row,
+    against NumPy in float32 and bfloat16."""
+    res = subprocess.run([sys.executable, "-c", ROWS_SCRIPT], check=False, capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stdout + res.stderr

@@ -117,6 +117,26 @@ def test_softmax_and_layer_norm_backward_fuse_into_one_kernel():
     assert kernels_of(g) == 1
 
 
+def test_softmax_gradient_skips_its_row_max():
+    """softmax, log_softmax and logsumexp do not depend on the max they subtract: no gradient is computed through
+    it (no first-maximum search over the row), and the gradients are exact, also where a row's maximum is tied."""
+    from zyx_dist.graph.ir import Op, ReduceOp, toposort
+
+    X = np.array([[1.0, 3.0, 3.0, -2.0], [0.5, 0.5, 0.5, 0.5], [-1.0, 2.0, 0.0, 2.0]], np.float32)
+    W = np.random.default_rng(4).standard_normal(X.shape).astype(np.float32)
+    x, w = zd.tensor(X), zd.tensor(W)
+    e = np.exp(X - X.max(1, keepdims=True))
+    p = e / e.sum(1, keepdims=True)
+    cases = [(zd.softmax(x) * w, p * (W - (p * W).sum(1, keepdims=True))),
+             (zd.log_softmax(x) * w, W - p * W.sum(1, keepdims=True)),
+             (zd.logsumexp(x, axis=1) * w[:, 0], p * W[:, :1])]
+    for y, want in cases:
+        (g,) = zd.grad(y.sum(), [x])
+        nodes = toposort([g.node])
+        assert not any(n.op is Op.REDUCE and n.arg[0] is ReduceOp.MIN for n in nodes)  # (the max's first-maximum search)
+        np.testing.assert_allclose(g.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
 def test_forward_and_backward_of_a_layer():
     """The forward matmul, the loss, the output gradient (stored once), and the two backward matmuls,
     each a tiled GEMM (dW is stored transposed: the GEMM writes through the permute)."""

@@ -49,3 +49,24 @@ def test_cuda_warp_shuffles_are_reached_by_every_lane(op, dtype):
             assert ln.count("__shfl_xor_sync") == 1, ln
             before = ln.partition("__shfl_xor_sync")[0]
             assert before.rstrip().endswith("_sh =") and "?" not in before, ln
+
+
+def test_gpu_choice_for_many_rows_along_memory_is_a_warp_per_row():
+    """A row reduce of a row-major tensor with many rows: a work-item per row would read one element of 32 rows per
+    load, so a GPU's first choice is a warp per row; a column sum (neighbouring outputs, neighbouring addresses) and
+    a sum over a transposed view keep their choice (not a warp each); CPUs are not changed."""
+    from zyx_dist.codegen import options
+    from zyx_dist.codegen.render import facts
+
+    x = zd.tensor(np.ones((256, 512, 64), np.float32))
+
+    def first(t, dialect="cuda", gpu=None):
+        (k,) = kernelize([t.node])
+        return options.candidates(facts(k, dialect, gpu))[0]
+
+    assert first(x.sum(axis=-1)).group == 32 and first(zd.exp(x).max(axis=-1)).group == 32
+    assert first(x.sum(axis=0)).group != 32  # columns: neighbours read neighbours
+    assert first(zd.permute_dims(x, (2, 0, 1)).sum(axis=-1)).group != 32  # summed 64 elements apart
+    assert first(x.sum(axis=-1), "opencl", False).group == 0  # CPUs read whole rows from cache
+    src = render_kernel(kernelize([x.sum(axis=-1).node])[0], CUDA, first(x.sum(axis=-1))).source
+    assert "__shfl_xor_sync" in src

@@ -64,6 +64,7 @@ class Shape:
     attention: bool = False  # the fused attention kernel
     wgmma: bool = False  # GEMM or attention on tensor cores of a dialect with wgmma (compute capability 9.0)
     tma: bool = False  # a wgmma GEMM with an operand that tensor-map copies can load, an attention whose k and v they can
+    inner: bool = False  # reduce loops that read along memory (render._inner_loops): a row sum, not a column sum
 
 
 def default(s: Shape) -> KernelOpts:
@@ -93,6 +94,11 @@ def candidates(s: Shape) -> list[KernelOpts]:
         if s.shortest_loop < 64:
             return flat
         groups = [KernelOpts(group=g, unroll=u) for g in lws if g <= s.shortest_loop for u in (1, 4, 8)]
+        if s.gpu and s.inner and s.total >= 1 << 16:
+            # many rows read along memory: a warp per row reads whole lines, where a work-item per row reads a
+            # line per element (an attention's score rows in training: 1.6 ms against ~0.1 at bandwidth); one
+            # warp's shuffles combine it, with no barrier (the estimate at bandwidth is too short to time)
+            return [KernelOpts(group=32, unroll=u) for u in (4, 1)] + groups + flat
         # GPUs: few outputs with long loops want a work-group each; CPUs read whole rows from cache
         return groups + flat if s.gpu and s.total < 1 << 16 else flat + groups
     out: list[KernelOpts] = []

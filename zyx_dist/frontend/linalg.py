@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ShapeError
+from ..graph import autograd
 from ..graph import ir as graph
 from ..graph.ir import ReduceOp
 from .common import Axis, as_tensor, broadcast_shapes, norm_axes
@@ -122,17 +123,25 @@ def einsum(subscripts: str, *xs: Any) -> Tensor:
     return reduce_axes(op, prod, tuple(range(len(out), len(letters))), False, empty)
 
 
+def _row_max(x: Tensor, axis: Axis) -> Tensor:
+    """The max that softmax-like functions subtract: their result does not depend on it, so its gradient is
+    zero and the gradient walk takes it as a constant (graph/autograd.py `shift_only`)."""
+    m = max_(x, axis, keepdims=True)
+    autograd.shift_only(m.node)
+    return m
+
+
 def softmax(x: Any, axis: Axis = -1) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) over `axis` (int or tuple), in float."""
     x = as_float(x)
-    e = (x - max_(x, axis, keepdims=True)).exp()
+    e = (x - _row_max(x, axis)).exp()
     return e / sum_(e, axis, keepdims=True)
 
 
 def log_softmax(x: Any, axis: Axis = -1) -> Tensor:
     """x - max - log(sum(exp(x - max))) over `axis`, in float."""
     x = as_float(x)
-    shifted = x - max_(x, axis, keepdims=True)
+    shifted = x - _row_max(x, axis)
     return shifted - sum_(shifted.exp(), axis, keepdims=True).log()
 
 

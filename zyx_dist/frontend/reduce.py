@@ -13,6 +13,7 @@ from typing import Any
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import ShapeError
+from ..graph import autograd
 from ..graph import ir as graph
 from ..graph.ir import ReduceOp
 from .common import Axis, as_tensor, norm_axes, norm_axis
@@ -117,6 +118,7 @@ def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
     axes = norm_axes(axis, x.shape)
     x = x.astype(_float_dtype(x.dtype))
     m = reduce_axes(ReduceOp.MAX, x, axes, True)
+    autograd.shift_only(m.node)  # (the result does not depend on the shift: its gradient is zero)
     shift = where(m.isinf(), 0, m)
     s = reduce_axes(ReduceOp.SUM, (x - shift).exp(), axes, True, 0).log() + shift
     return s if keepdims else s.reshape(_kept_shape(x.shape, axes, False))

@@ -17,6 +17,7 @@ counts as a constant.
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,21 @@ import numpy as np
 from ..dtypes import int32
 from . import ir
 from .ir import BinaryOp, Node, Op, ReduceOp, UnaryOp
+
+# row maxima that only shift a result which does not depend on them (softmax's, log_softmax's, logsumexp's):
+# their gradient is zero by construction, so the walk takes them as constants, rather than computing that zero
+# through the max's ties (which element is the first maximum: a whole pass over the scores of an attention)
+_SHIFTS: weakref.WeakSet[Node] = weakref.WeakSet()
+
+
+def shift_only(m: Node) -> None:
+    """Declare the row max `m` (a reduce, under any reshape) a shift that its consumer's result does not
+    depend on (softmax: exp(x - m) / sum(exp(x - m))). Only a reduce node is marked: one made by the caller,
+    so no node the user holds is; a max over size-1 axes is its input itself and stays as it is."""
+    while m.op is Op.RESHAPE:
+        m = m.srcs[0]
+    if m.op is Op.REDUCE and m.arg[0] is ReduceOp.MAX:
+        _SHIFTS.add(m)
 
 
 def gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
@@ -44,6 +60,8 @@ def gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
             continue
         if n.id in wanted:
             live.add(n.id)
+            continue
+        if n in _SHIFTS:
             continue
         for s in views[n][2]:
             if s.id in live:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One call on the GPU machine (run: `device` tool, carry [".devbundle", ".oldzd"], `bash benchmarks/h200/epilogue_ab.sh`):
+# One call on the GPU machine (run: `device` tool, carry [".devbundle", ".oldzd"], `bash benchmarks/h200/models_ab.sh`):
 # the GEMM GPU tests, then the bf16 forwards of the Llama block, GPT-2 and the GPT block, this package against the one
 # in .oldzd/ (alternating, two rounds, fresh caches each: benchmarks/h200/model_ab.py), then model_bench's llama
 # section beside torch.
