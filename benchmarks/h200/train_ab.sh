@@ -7,18 +7,18 @@ source .devbundle/setup.sh
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
 nvidia-smi --query-gpu=name --format=csv,noheader
 t0=$(date +%s)
-timeout -s ABRT 120 python3 -m pytest -q -m gpu tests/gpu/test_group_reduce_gpu.py tests/gpu/test_autotune_gpu.py -n 8 \
+timeout -k 5 -s ABRT 120 python3 -m pytest -q -m gpu tests/gpu/test_group_reduce_gpu.py tests/gpu/test_autotune_gpu.py -n 8 \
     -p no:cacheprovider > $OUT/gpu-reduce.log 2>&1
 echo "gpu reduce/autotune tests rc=$? in $(( $(date +%s) - t0 )) s"; tail -2 $OUT/gpu-reduce.log
 mkdir -p $OUT/p
-timeout -s ABRT 120 python3 benchmarks/h200/step_profile.py $OUT/p/trace.json 8 1024 768 12 bfloat16 2>&1 | grep -vi warn | tail -15
+timeout -k 5 -s ABRT 120 python3 benchmarks/h200/step_profile.py $OUT/p/trace.json 8 1024 768 12 bfloat16 2>&1 | grep -vi warn | tail -15
 rm -f $OUT/p/trace.json
 T="--embed 768 --layers 4 --heads 12 --block 1024 --batch 8 --rounds 5 --steps 5 --warmup 3 --depths="
 for pkg in new ${OLD:+old}; do  # OLD=1: also the package in .oldzd/
   [ $pkg = old ] && [ ! -d .oldzd ] && continue
   pp=$PYTHONPATH; [ $pkg = old ] && pp=$PWD/.oldzd:$PYTHONPATH
   t0=$(date +%s)
-  PYTHONPATH=$pp XDG_CACHE_HOME=$(mktemp -d) CUPY_CACHE_DIR=$(mktemp -d) timeout -s ABRT ${LIMIT:-150} \
+  PYTHONPATH=$pp XDG_CACHE_HOME=$(mktemp -d) CUPY_CACHE_DIR=$(mktemp -d) timeout -k 5 -s ABRT ${LIMIT:-150} \
     python3 benchmarks/train_bench.py $T --dtype bfloat16 $([ $pkg = old ] && echo --no-torch) \
     --json $OUT/train-gpt2w-bf16-$pkg.json > $OUT/train-gpt2w-bf16-$pkg.log 2>&1
   echo "train ($pkg) rc=$? in $(( $(date +%s) - t0 )) s"; grep -v -i "warn\|warm-up" $OUT/train-gpt2w-bf16-$pkg.log | tail -7
