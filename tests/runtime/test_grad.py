@@ -118,8 +118,10 @@ def test_softmax_and_layer_norm_backward_fuse_into_one_kernel():
 
 
 def test_softmax_gradient_skips_its_row_max():
-    """softmax, log_softmax and logsumexp do not depend on the max they subtract: no gradient is computed through
-    it (no first-maximum search over the row), and the gradients are exact, also where a row's maximum is tied."""
+    """softmax and log_softmax take their gradient from their result, and logsumexp none through the max it
+    subtracts: no first-maximum search over the row, and the gradients are exact, also where a row's maximum is
+    tied. The training step's softmax is then one row kernel forward and one backward (reading p and its
+    gradient only)."""
     from zyx_dist.graph.ir import Op, ReduceOp, toposort
 
     X = np.array([[1.0, 3.0, 3.0, -2.0], [0.5, 0.5, 0.5, 0.5], [-1.0, 2.0, 0.0, 2.0]], np.float32)
@@ -135,6 +137,14 @@ def test_softmax_gradient_skips_its_row_max():
         nodes = toposort([g.node])
         assert not any(n.op is Op.REDUCE and n.arg[0] is ReduceOp.MIN for n in nodes)  # (the max's first-maximum search)
         np.testing.assert_allclose(g.numpy(), want, rtol=1e-5, atol=1e-6)
+    S, D = (np.random.default_rng(5).standard_normal((64, 96)).astype(np.float32) for _ in range(2))
+    s = zd.tensor(S)
+    p = zd.softmax(s)
+    (gs,) = zd.grad((p * zd.tensor(D)).sum(), [s])
+    assert kernels_of(p, gs) == 2  # the softmax row kernel, then its backward row kernel
+    e = np.exp(S - S.max(1, keepdims=True))
+    q = e / e.sum(1, keepdims=True)
+    np.testing.assert_allclose(gs.numpy(), q * (D - (q * D).sum(1, keepdims=True)), rtol=1e-5, atol=1e-6)
 
 
 def test_forward_and_backward_of_a_layer():

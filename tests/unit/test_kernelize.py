@@ -369,6 +369,16 @@ def test_a_product_read_through_a_slice_is_stored():
     assert ids(ks[0].outputs) == [p.srcs[0].id]  # (the reduce under the product's reshape)
 
 
+def test_a_small_slice_of_a_product_is_computed_in_place():
+    """The last position of an LM head's logits, `(h @ w)[:, -1]`, keeps 1/64 of the product: one kernel computes
+    only that part, rather than a GEMM of the whole product and a copy."""
+    h, w = leaf(2 * 64, 16), leaf(16, 40)
+    p = g.reshape(matmul(h, w), (2, 64, 40))
+    last = g.pad(p, ((0, 0), (-63, 0), (0, 0)))
+    ks = kernelize([last])
+    assert len(ks) == 1 and ids(ks[0].outputs) == [last.id]
+
+
 def test_a_flipped_product_is_stored():
     a, w = leaf(32, 16), leaf(16, 24)
     out = g.flip(matmul(a, w), (1,))

@@ -123,26 +123,23 @@ def einsum(subscripts: str, *xs: Any) -> Tensor:
     return reduce_axes(op, prod, tuple(range(len(out), len(letters))), False, empty)
 
 
-def _row_max(x: Tensor, axis: Axis) -> Tensor:
-    """The max that softmax-like functions subtract: their result does not depend on it, so its gradient is
-    zero and the gradient walk takes it as a constant (graph/autograd.py `shift_only`)."""
-    m = max_(x, axis, keepdims=True)
-    autograd.shift_only(m.node)
-    return m
-
-
 def softmax(x: Any, axis: Axis = -1) -> Tensor:
-    """exp(x - max) / sum(exp(x - max)) over `axis` (int or tuple), in float."""
+    """exp(x - max) / sum(exp(x - max)) over `axis` (int or tuple), in float. Its gradient is p * (g - sum(g * p)),
+    read from the result (graph/autograd.py `composite`)."""
     x = as_float(x)
-    e = (x - _row_max(x, axis)).exp()
-    return e / sum_(e, axis, keepdims=True)
+    e = (x - max_(x, axis, keepdims=True)).exp()
+    out = e / sum_(e, axis, keepdims=True)
+    autograd.composite(out.node, "softmax", x.node, norm_axes(axis, x.shape))
+    return out
 
 
 def log_softmax(x: Any, axis: Axis = -1) -> Tensor:
-    """x - max - log(sum(exp(x - max))) over `axis`, in float."""
+    """x - max - log(sum(exp(x - max))) over `axis`, in float. Its gradient is g - exp(y) * sum(g)."""
     x = as_float(x)
-    shifted = x - _row_max(x, axis)
-    return shifted - sum_(shifted.exp(), axis, keepdims=True).log()
+    shifted = x - max_(x, axis, keepdims=True)
+    out = shifted - sum_(shifted.exp(), axis, keepdims=True).log()
+    autograd.composite(out.node, "log_softmax", x.node, norm_axes(axis, x.shape))
+    return out
 
 
 def layer_norm(x: Any, axis: Axis = -1, eps: float = 1e-5) -> Tensor:

@@ -272,7 +272,7 @@ def _one_contraction(n: Node, stored: set[int], has_reduce: dict[int, bool], con
     read by the next one's epilogue. Without this, such kernels run as plain reduce loops."""
     if n.op is Op.PAD or n.op is Op.FLIP:
         src = n.srcs[0]
-        if src.id not in stored and contr.get(src.id) is not None:
+        if src.id not in stored and contr.get(src.id) is not None and not _small_slice(n):
             _store_base(src, stored, has_reduce, contr)
         return
     if n.op is not Op.BINARY and n.op is not Op.WHERE:
@@ -360,6 +360,16 @@ def _attention(order: list[Node], stored: set[int], targets: set[int]) -> set[in
             continue
         fused |= inner
     return fused
+
+
+SLICE_KEPT = 16  # a slice keeping less than 1/SLICE_KEPT of a product computes its part in place (`_small_slice`)
+
+
+def _small_slice(n: Node) -> bool:
+    """Whether pad `n` only cuts its source down to less than 1/SLICE_KEPT of it (the last position's logits of an
+    LM head): that part computed in the kernel that reads it costs less than the whole product as a GEMM."""
+    return n.op is Op.PAD and all(lo <= 0 and hi <= 0 for lo, hi in n.arg[0]) and \
+        prod(n.shape) * SLICE_KEPT < prod(n.srcs[0].shape)
 
 
 def _store_base(n: Node, stored: set[int], has_reduce: dict[int, bool],

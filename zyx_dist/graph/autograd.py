@@ -26,7 +26,7 @@ from ..dtypes import int32
 from . import ir
 from .ir import BinaryOp, Node, Op, ReduceOp, UnaryOp
 
-# row maxima that only shift a result which does not depend on them (softmax's, log_softmax's, logsumexp's):
+# row maxima that only shift a result which does not depend on them (logsumexp's):
 # their gradient is zero by construction, so the walk takes them as constants, rather than computing that zero
 # through the max's ties (which element is the first maximum: a whole pass over the scores of an attention)
 _SHIFTS: weakref.WeakSet[Node] = weakref.WeakSet()
@@ -34,12 +34,26 @@ _SHIFTS: weakref.WeakSet[Node] = weakref.WeakSet()
 
 def shift_only(m: Node) -> None:
     """Declare the row max `m` (a reduce, under any reshape) a shift that its consumer's result does not
-    depend on (softmax: exp(x - m) / sum(exp(x - m))). Only a reduce node is marked: one made by the caller,
+    depend on (logsumexp: m + log(sum(exp(x - m)))). Only a reduce node is marked: one made by the caller,
     so no node the user holds is; a max over size-1 axes is its input itself and stays as it is."""
     while m.op is Op.RESHAPE:
         m = m.srcs[0]
     if m.op is Op.REDUCE and m.arg[0] is ReduceOp.MAX:
         _SHIFTS.add(m)
+
+
+# composite ops with a vector-Jacobian product of their own, in terms of their result: softmax's is
+# p * (g - sum(g * p)), log_softmax's g - exp(y) * sum(g). The walk goes from such a result straight to its input,
+# so the backward pass reads the result and nothing of its inside (the row max, the exponentials, their sum): the
+# forward stays one row kernel, and an attention's backward reads its probabilities and their gradient only
+_RULES: weakref.WeakKeyDictionary[Node, tuple[str, Node, tuple[int, ...]]] = weakref.WeakKeyDictionary()
+
+
+def composite(out: Node, kind: str, x: Node, axes: tuple[int, ...]) -> None:
+    """Give `out`, the result of `kind` ("softmax" or "log_softmax") of `x` over `axes` that the frontend has just
+    made, its own gradient rule. Only a fresh node takes it (a binary op: a folded result keeps the plain walk)."""
+    if out.op is Op.BINARY:
+        _RULES[out] = (kind, x, axes)
 
 
 def gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
@@ -48,7 +62,8 @@ def gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
     views: dict[Node, tuple] = {}  # each node's view, taken once (nodes hash by identity)
 
     def sources(n: Node) -> tuple[Node, ...]:
-        v = views[n] = _view(n)
+        rule = _RULES.get(n)
+        v = views[n] = _view(n) if rule is None else (None, rule, (rule[1],))
         return v[2]
 
     order = ir.toposort([y], sources=sources)
@@ -144,6 +159,8 @@ def _pick(mask: Node, g: Node) -> Node:
 def _vjp(op: Op, arg: Any, srcs: tuple[Node, ...], n: Node, g: Node, need: list[bool]) -> list[Node | None]:
     """The contribution of g (the gradient at n) to each source of n; None where there is none (or it is
     not needed)."""
+    if op is None:  # a composite's own rule (`composite`)
+        return [_composite(arg[0], arg[2], n, g)]
     x = srcs[0]
     if op is Op.EXPAND:
         return [ir.reduce(ReduceOp.SUM, g, tuple(i for i, (a, b) in enumerate(zip(x.shape, n.shape)) if a != b))]
@@ -168,6 +185,13 @@ def _vjp(op: Op, arg: Any, srcs: tuple[Node, ...], n: Node, g: Node, need: list[
     if op is Op.REDUCE:
         return [_reduce(arg[0], arg[1], x, n, g)]
     raise NotImplementedError(f"no gradient for {op}")
+
+
+def _composite(kind: str, axes: tuple[int, ...], n: Node, g: Node) -> Node:
+    if kind == "softmax":  # p * (g - sum(g * p))
+        return ir.mul(n, ir.sub(g, ir.expand(ir.reduce(ReduceOp.SUM, ir.mul(g, n), axes), n.shape)))
+    # log_softmax: g - softmax * sum(g), the softmax being exp(y)
+    return ir.sub(g, ir.mul(ir.unary(UnaryOp.EXP, n), ir.expand(ir.reduce(ReduceOp.SUM, g, axes), n.shape)))
 
 
 def _unary(op: UnaryOp, x: Node, n: Node, g: Node) -> Node | None:
