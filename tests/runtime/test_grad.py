@@ -147,6 +147,36 @@ def test_softmax_gradient_skips_its_row_max():
     np.testing.assert_allclose(gs.numpy(), q * (D - (q * D).sum(1, keepdims=True)), rtol=1e-5, atol=1e-6)
 
 
+def test_attention_backward_products_are_gemms():
+    """The backward of softmax(q @ k.mT * c) @ v: dv, dp, dq and dk are each a GEMM (dq and dk read the same
+    score gradient, and as one kernel of two products they were plain reduce loops), equal to NumPy's."""
+    from zyx_dist.fuse.kernelize import _contraction, kernelize
+    from zyx_dist.graph.ir import Op
+
+    rng = np.random.default_rng(8)
+    Q, K, V, G = (rng.standard_normal((2, 3, 40, 16)).astype(np.float32) for _ in range(4))
+    q, k, v = zd.tensor(Q), zd.tensor(K), zd.tensor(V)
+    o = zd.softmax(q @ k.mT * 0.25) @ v
+    grads = zd.grad((o * zd.tensor(G)).sum(), [q, k, v])
+    for kern in kernelize([x.node for x in grads]):
+        inner = {x.id for x in kern.inputs}
+        seen, stack, products = set(), list(kern.outputs), 0
+        while stack:
+            n = stack.pop()
+            if n.id not in seen and n.id not in inner:
+                seen.add(n.id)
+                products += n.op is Op.REDUCE and _contraction(n)
+                stack.extend(n.srcs)
+        assert products == 0 or gemm.match(kern) is not None, kern.shape
+    s = Q @ K.transpose(0, 1, 3, 2) * 0.25
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    dp = G @ V.transpose(0, 1, 3, 2)
+    ds = p * (dp - (p * dp).sum(-1, keepdims=True)) * 0.25
+    for got, want in zip(grads, (ds @ K, ds.transpose(0, 1, 3, 2) @ Q, p.transpose(0, 1, 3, 2) @ G)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
 def test_forward_and_backward_of_a_layer():
     """The forward matmul, the loss, the output gradient (stored once), and the two backward matmuls,
     each a tiled GEMM (dW is stored transposed: the GEMM writes through the permute)."""

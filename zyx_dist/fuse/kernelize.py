@@ -446,6 +446,8 @@ def _group(order: list[Node], stored: set[int], affinity: dict[int, str] | None 
 
     owners: dict[int, set[int]] = {}  # computed (not stored, not input) node -> groups whose kernels evaluate it
     kind: dict[int, tuple] = {}  # group -> (shape, device pin)
+    products: dict[int, frozenset[int]] = {}  # group -> the contractions its kernel computes
+    by_id = {n.id: n for n in order}
     for n in order:
         if n.id not in stored:
             continue
@@ -453,9 +455,14 @@ def _group(order: list[Node], stored: set[int], affinity: dict[int, str] | None 
         mine = _computed(n, stored)
         sharing = sorted({g for nid in mine for g in owners.get(nid, ())})  # groups computing some of it
         where = n.device if n.device is not None or not affinity else affinity.get(n.id)
+        # one contraction per kernel (`_one_contraction`): the gradients of q and k, dS @ k and dS^T @ q, share
+        # only views of dS, and as one kernel they would be plain reduce loops
+        mine_products = frozenset(i for i in mine if _contraction(by_id[i]))
         upstream = None  # joining a group this node's inputs depend on would make a cycle
         for gid in sharing:
             if kind[gid] != (n.shape, where):
+                continue
+            if mine_products and products[gid] and mine_products != products[gid]:
                 continue
             if upstream is None:
                 upstream = closure(direct)
@@ -463,8 +470,9 @@ def _group(order: list[Node], stored: set[int], affinity: dict[int, str] | None 
                 break
         else:
             gid = n.id
-            members[gid], needs[gid], kind[gid] = [], set(), (n.shape, where)
+            members[gid], needs[gid], kind[gid], products[gid] = [], set(), (n.shape, where), frozenset()
         members[gid].append(n)
+        products[gid] |= mine_products
         group_of[n.id] = gid
         needs[gid] |= direct
         for nid in mine:
