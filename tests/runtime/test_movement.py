@@ -218,6 +218,30 @@ def test_gather_with_tensor_indices():
     assert_close(zd.tensor(f)[np.array([6, -7])], f[[6, -7]], zd.float16)
 
 
+def test_gather_is_one_indexed_load_per_element():
+    """An embedding lookup, `table[ids]`: each element is one load of the table at its id (the arange of the
+    one-hot compare is computed from the index, codegen/render.py `one_hot`), not a loop over every row; in
+    both dialects, for float, bool and integer tables and any index dtype; equal to NumPy."""
+    from zyx_dist.codegen.render import CUDA, OPENCL, facts, render_kernel
+    from zyx_dist.fuse.kernelize import kernelize
+
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((3000, 24)).astype(np.float32)
+    ids = rng.integers(-3000, 3000, (4, 9))
+    for idt in (np.int32, np.int64, np.int16):
+        y = zd.tensor(table)[zd.tensor(ids.astype(idt))]
+        (k,) = kernelize([y.node])
+        for dialect in (OPENCL, CUDA):
+            assert facts(k, dialect).loops == 0
+            assert "for (" not in render_kernel(k, dialect).source
+        assert_close(y, table[ids], zd.float32)
+    flags = rng.random((500, 3)) < 0.5
+    assert_close(zd.tensor(flags)[zd.tensor(ids[:, :3] % 500)], flags[ids[:, :3] % 500], zd.bool)
+    counts = rng.integers(0, 100, (6, 400)).astype(np.int32)
+    assert_close(zd.take(zd.tensor(counts), zd.tensor(ids[0] % 400), axis=1), np.take(counts, ids[0] % 400, axis=1),
+                 zd.int32)
+
+
 def test_indexing_errors():
     x = zd.ones((3, 4))
     with pytest.raises(IndexError):

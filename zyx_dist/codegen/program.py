@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..dtypes import DType
 from ..fuse.kernelize import Kernel
-from ..graph.ir import toposort
+from ..graph.ir import IOTA, Op, toposort
 from ..protocol import KernelOps
 from .options import KernelOpts
 
@@ -38,6 +38,8 @@ def kernel_key(k: Kernel) -> tuple:
     for n in toposort(k.outputs, stop=lambda x: x.id in pos):
         if n.id in pos:
             row: tuple = ("in", pos[n.id], n.shape, n.dtype.name)
+            if n.op is Op.LEAF and n.arg == IOTA:  # rendered from the index, not loaded
+                row += (IOTA,)
         else:
             arg = n.arg.name if isinstance(n.arg, DType) else n.arg
             row = (n.op.value, repr(arg), n.shape, n.dtype.name, tuple(local[s.id] for s in n.srcs))

@@ -26,7 +26,7 @@ from collections.abc import Generator
 
 from ..dtypes import DType, bfloat16, bool_, float16, float64
 from ..fuse.kernelize import Kernel
-from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod
+from ..graph.ir import IOTA, BinaryOp, Node, Op, ReduceOp, prod
 from . import attention, attention_tc, attention_tiled, attention_tma, gemm, gemm_cpu, gemm_tc, gemm_wgmma, options
 from . import symbolic as sym
 from .blocks import Block
@@ -179,6 +179,12 @@ class _Renderer:
         return flat_index(shape, b.memo[key])
 
     def load(self, n: Node, idx: tuple, valid: frozenset, block: Block) -> tuple[str, Block]:
+        if n.op is Op.LEAF and n.arg == IOTA:  # arange(n): its value is its position, no load
+            at = self.home(block, idx, valid)
+            expr = f"(({ctype(n.dtype, self.d)})({sym.render(idx[0])}))"
+            if valid:
+                expr = f"({render_conds(valid)} ? {expr} : {literal(0, n.dtype, self.d)})"
+            return self.var(at, n.dtype, expr, "io"), at
         offset = sym.add(*[sym.mul(e, s) for e, s in zip(idx, strides(n.shape)) if s])
         off = sym.render(offset)
         arg = f"in{self.inputs[n.id]}"
@@ -245,6 +251,9 @@ class _Renderer:
         src = n.srcs[0]
         size = prod(src.shape[a] for a in axes)
         at = self.home(block, idx, valid)
+        pick = self.one_hot(n, idx) if at is self.root and self.row_of is None else None
+        if pick is not None:
+            return (yield from self.picked(n, idx, valid, *pick))
         # a top-level loop of a kernel without work-groups may run `lanes` iterations per pass, each with
         # its own accumulator, and read them with one vector load where they are adjacent (CPUs)
         width = self.opts.lanes if at is self.root and not self.opts.group and not self.quad else 0
@@ -281,6 +290,90 @@ class _Renderer:
             loop.after_loop.append(f"{ctype(dt, self.d)} {acc} = {total[0]};")
         at.lines.append(loop)
         return acc, at
+
+    # ---- a gather: the sum over an axis of where(p == arange(n), x, 0) is x at p ------------------------------
+
+    def one_hot(self, n: Node, idx: tuple) -> tuple[Node, tuple, int] | None:
+        """(p's node, its index, the axis) when reduce `n` picks one element along its axis, as a gather by a
+        tensor index does (frontend/movement.py `_gather`): a sum (for bool, a max) over one axis of
+        where(p == arange, x, 0), the arange an `ir.IOTA` leaf running along the axis and p free of it."""
+        rop, axes = n.arg
+        src = n.srcs[0]
+        if len(axes) != 1 or rop is not (ReduceOp.MAX if n.dtype is bool_ else ReduceOp.SUM) or src.op is not Op.WHERE:
+            return None
+        stop = self._stops
+        zero, _ = chain(src.srcs[2], stop) if is_view_op(src.srcs[2]) else (src.srcs[2], [])
+        if zero.op is not Op.CONST or zero.arg != 0:
+            return None
+        a = axes[0]
+        probe = sym.Var(f"q{self.count}", 0, src.shape[a] - 1)
+        inner = tuple(probe if i == a else e for i, e in enumerate(idx))
+        eq, at_eq = self._under(src.srcs[0], inner)
+        if eq is None or eq.op is not Op.BINARY or eq.arg is not BinaryOp.EQ:
+            return None
+        sides = [self._under(x, at_eq) for x in eq.srcs]
+        for i, (base, at_base) in enumerate(sides):
+            if base is not None and base.op is Op.LEAF and base.arg == IOTA and at_base == (probe,):
+                other = eq.srcs[1 - i]
+                if self._free_of(other, at_eq, probe.name):
+                    return other, at_eq, a
+        return None
+
+    def _stops(self, x: Node) -> bool:
+        return x.id in self.inputs or x.id in self.overrides
+
+    def _under(self, x: Node, idx: tuple) -> tuple[Node | None, tuple]:
+        """The node under x's views and its index there, without emitting code (None where a reshape would
+        need a temporary)."""
+        if not is_view_op(x) or self._stops(x):
+            return x, idx
+        base, views = chain(x, self._stops)
+        flat = views[-1].index(idx)
+        for v in reversed(views[:-1]):
+            ix = flat_index(v.shape, flat)
+            if any(tangled(e) for e in ix):
+                return None, idx
+            flat = v.index(ix)
+        ix = flat_index(base.shape, flat)
+        return (None, idx) if any(tangled(e) for e in ix) else (base, ix)
+
+    def _free_of(self, x: Node, idx: tuple, name: str) -> bool:
+        """Whether x's value at idx does not depend on variable `name` (through views, elementwise ops, loads)."""
+        stack, visits = [(x, idx)], 0
+        while stack:
+            n, ix = stack.pop()
+            visits += 1
+            if visits > 256:
+                return False
+            if n.op is Op.CONST:
+                continue
+            if self._stops(n):
+                if any(name in sym.variables(e) for e in ix):
+                    return False
+                continue
+            if is_view_op(n):
+                base, at = self._under(n, ix)
+                if base is None:
+                    return False
+                stack.append((base, at))
+            elif n.op in (Op.UNARY, Op.BINARY, Op.CAST, Op.WHERE):
+                stack.extend((s, ix) for s in n.srcs)
+            else:
+                return False
+        return True
+
+    def picked(self, n: Node, idx: tuple, valid: frozenset, other: Node, at_eq: tuple, a: int) -> Evaluation:
+        """`one_hot`'s reduce as one guarded evaluation of x at p (0 where p is outside the axis), no loop."""
+        src = n.srcs[0]
+        size = src.shape[a]
+        p, _ = yield other, at_eq, valid, self.root
+        if not p.isidentifier():
+            p = self.var(self.root, other.dtype, p)
+        guard = sym.cond(sym.Var(p, -(2**62), 2**62), 0, size - 1)
+        inner = tuple(sym.Var(p, 0, size - 1) if i == a else e for i, e in enumerate(idx))
+        v, _ = yield src.srcs[1], inner, valid | {guard}, self.root
+        self.flops += 1
+        return self.var(self.root, n.dtype, f"({render_conds({guard})} ? {v} : {literal(0, n.dtype, self.d)})"), self.root
 
     def update(self, rop: ReduceOp, dt: DType, acc: str, v: str, loop: Block) -> str:
         if rop is ReduceOp.SUM:

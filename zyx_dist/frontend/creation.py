@@ -101,11 +101,11 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, device: str | None = N
     return full(x.shape, fill_value, x.dtype if dtype is None else dtype, device)
 
 
-def _host(arr: np.ndarray, dtype: DType, device: str | None) -> Tensor:
-    """A host-built array as a leaf of `dtype` (exact: no device arithmetic involved)."""
+def _host(arr: np.ndarray, dtype: DType, device: str | None, iota: bool = False) -> Tensor:
+    """A host-built array as a leaf of `dtype` (exact: no device arithmetic involved); `iota` as `graph.leaf`."""
     with np.errstate(all="ignore"):
         arr = arr.astype(dtype.np_dtype, order="C")  # not ascontiguousarray: it makes 0-d arrays 1-d
-    return Tensor(graph.leaf(arr, dtype, device=resolve_device(device)))
+    return Tensor(graph.leaf(arr, dtype, device=resolve_device(device), iota=iota))
 
 
 def _is_int(v: Any) -> bool:
@@ -134,7 +134,11 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, devic
         dt = dtypes.int32 if fits else dtypes.int64
     else:
         dt = dtypes.float32
-    return _host(vals, dt, device)
+    # 0, 1, ..., n - 1 in an integer dtype that holds them: codegen computes them from the index (a gather's
+    # one-hot compare then becomes one indexed load, codegen/render.py)
+    iota = ints and start == 0 and step == 1 and dt.is_int and (vals.size == 0 or
+                                                               int(np.iinfo(dt.np_dtype).max) >= vals.size - 1)
+    return _host(vals, dt, device, iota)
 
 
 def linspace(a: Any, b: Any, num: Any = None, dtype: Any = None, device: str | None = None, *,

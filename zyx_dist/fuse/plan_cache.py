@@ -54,7 +54,7 @@ def structure(targets: list[Node]) -> tuple[tuple, list[Node]]:
         n = pop()
         op = n.op
         if op is leaf:
-            emit((n.shape, n.dtype.name, n.device))
+            emit((n.shape, n.dtype.name, n.device, n.arg))  # (arg: ir.IOTA, whose values kernels may compute)
             continue
         # repr tells -0.0 from 0.0 and matches NaN with NaN: values are baked in
         arg = n.arg.name if op is cast else repr(n.arg) if op is const or op is pad else n.arg
@@ -91,7 +91,7 @@ def walk(targets: list[Node]) -> tuple[list[Node], tuple]:
                     index[s] = len(index)
                     push(s)
         elif n.op is leaf:
-            keep((index[n], n.shape, n.dtype.name, n.device))
+            keep((index[n], n.shape, n.dtype.name, n.device, n.arg))
     return list(index), (len(index), heads_of(targets), tuple(leaves))
 
 

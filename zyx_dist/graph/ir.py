@@ -196,9 +196,14 @@ def merged_guards(a: tuple, b: tuple) -> tuple:
 
 # ---- leaves and constants ------------------------------------------------------------------------------
 
-def leaf(data: np.ndarray, dtype: DType, device: str | None = None) -> Node:
-    """A leaf holding host data, uploaded when a kernel first needs it."""
-    return Node(Op.LEAF, (), None, tuple(int(s) for s in data.shape), dtype, host=data, device=device)
+IOTA = "iota"  # the `arg` of a 1-D leaf whose values are their positions (arange(n)): kernels may compute, not load, them
+
+
+def leaf(data: np.ndarray, dtype: DType, device: str | None = None, iota: bool = False) -> Node:
+    """A leaf holding host data, uploaded when a kernel first needs it. `iota`: the data is arange(n), which
+    codegen may compute from the index (the buffer holds the same values, so reading it is right too)."""
+    return Node(Op.LEAF, (), IOTA if iota else None, tuple(int(s) for s in data.shape), dtype, host=data,
+                device=device)
 
 
 def const(value: Any, shape: Shape, dtype: DType) -> Node:
