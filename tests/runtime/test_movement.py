@@ -242,6 +242,19 @@ def test_gather_is_one_indexed_load_per_element():
                  zd.int32)
 
 
+def test_an_arange_and_another_index_of_its_shape_never_share_a_plan():
+    """A plan made where an index is `arange(n)` (computed from the position, not read) must not serve a graph of
+    the same shape whose index holds other values: the leaf's `ir.IOTA` is part of the plan's key."""
+    table = np.arange(50, dtype=np.float32) * 3
+    t = zd.tensor(table).realize()
+    other = np.arange(20, dtype=np.int32)[::-1].copy()
+    for _ in range(3):  # (repeats: replayed plans too)
+        assert_close(t[zd.arange(20)] + 1, table[:20] + 1, zd.float32)
+        assert_close(t[zd.tensor(other)] + 1, table[other] + 1, zd.float32)
+    assert_close(zd.arange(5, dtype=zd.uint8) * 2, np.arange(5) * 2, zd.uint8)
+    assert_close(zd.arange(300, dtype=zd.uint8), np.arange(300).astype(np.uint8), zd.uint8)  # wraps: not an iota
+
+
 def test_indexing_errors():
     x = zd.ones((3, 4))
     with pytest.raises(IndexError):
