@@ -257,3 +257,26 @@ def test_reduce_nan_inf():
                 want = ref(a, axis=axis)
             assert_close(fn(x, axis=axis), want, zd.float32)
     assert_close(zd.any(x, axis=1), np.any(a, axis=1), zd.bool)
+
+
+def test_split_column_sums_against_numpy(monkeypatch):
+    """The column split of a GPU session (graph/ir.py `_split_columns`), run here: sums and maxima over leading
+    axes, rows not a multiple of the parts, half and integer types, and a bias's gradient through `zd.grad`."""
+    from zyx_dist.graph import ir
+
+    monkeypatch.setattr(ir, "SPLIT_K", True)
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((3, 1367, 40)).astype(np.float32)
+    for axes in ((0, 1), 0):
+        # (a sum's rounding depends on its order: bounded by the magnitudes summed, not by the sum)
+        np.testing.assert_allclose(zd.tensor(a).sum(axis=axes).numpy(), a.sum(axis=axes), rtol=1e-5,
+                                   atol=1e-6 * np.abs(a).sum(axis=axes).max())
+        assert_close(zd.tensor(a).max(axis=axes), a.max(axis=axes), zd.float32)
+    ints = (a * 100).astype(np.int32)
+    assert_close(zd.tensor(ints).sum(axis=(0, 1)), ints.sum(axis=(0, 1)), zd.int64)
+    half = zd.tensor(a).astype(zd.bfloat16)
+    want = np.asarray(half.numpy(), np.float64).sum(axis=(0, 1))
+    np.testing.assert_allclose(np.asarray(half.sum(axis=(0, 1)).numpy(), np.float64), want, rtol=1e-2, atol=0.05)
+    b = zd.tensor(rng.standard_normal(40).astype(np.float32))
+    (gb,) = zd.grad(((zd.tensor(a) + b) ** 2).sum(), [b])
+    np.testing.assert_allclose(gb.numpy(), (2 * (a + b.numpy())).sum(axis=(0, 1)), rtol=1e-4)

@@ -302,6 +302,27 @@ def test_split_k_parts_only_for_long_contractions_into_few_tiles(monkeypatch):
     assert r.shape == (1, 300, 300) and r.op is g.Op.RESHAPE  # the sum of the parts, reshaped back
 
 
+def test_column_sums_split_in_sessions_with_a_gpu(monkeypatch):
+    """A sum over leading axes into columns (a bias's gradient) is split into partials over row chunks, at least
+    2^16 of them (a work-item each on a GPU), then their sum; half types sum their partials in float32. Not for
+    trailing axes, short sums, a gather's one-hot or a contraction."""
+    monkeypatch.setattr(g, "SPLIT_K", True)
+    parts = g._column_parts
+    assert parts((8, 1024, 768), (0, 1)) == 86  # 86 x 768 = 66048 partials of 96 rows
+    assert parts((8192, 16), (0,)) == 1  # 16 columns: too few to read side by side
+    assert parts((2048, 768), (0,)) == 1  # too short
+    assert parts((768, 8192), (1,)) == 1  # a row sum
+    assert parts((5000, 1 << 15), (0,)) == 1  # too many columns: enough outputs already
+    for d in (dt.float32, dt.bfloat16):
+        r = g.reduce(g.ReduceOp.SUM, leaf(8, 1024, 768, dtype=d), (0, 1))
+        assert r.shape == (1, 1, 768) and r.dtype is d
+        total = r.srcs[0] if d is dt.float32 else r.srcs[0].srcs[0]  # (under the cast back, for a half type)
+        assert total.op is g.Op.RESHAPE or total.op is g.Op.REDUCE
+    x = g.mul(g.expand(leaf(8192, 1, 300, dtype=dt.bfloat16), (8192, 300, 300)),
+              g.expand(leaf(8192, 300, 1, dtype=dt.bfloat16), (8192, 300, 300)))
+    assert g.reduce(g.ReduceOp.SUM, x, (0,)).op is g.Op.REDUCE  # a contraction (a GEMM; split-K leaves half types)
+
+
 def test_split_k_leaves_half_types_whole(monkeypatch):
     """bfloat16/float16 contractions are not split: their partials would be stored rounded to the half type."""
     monkeypatch.setattr(g, "SPLIT_K", True)

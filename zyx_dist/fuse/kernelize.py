@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..graph.ir import BinaryOp, Node, Op, ReduceOp, prod, toposort
+from ..graph.ir import Node, Op, ReduceOp, broadcast_product, prod, toposort
 from .attention import find as find_attention
 
 
@@ -248,19 +248,7 @@ def _contraction(n: Node) -> bool:
     """Whether `n` is matmul-shaped: a sum of a product whose two operands are both broadcast (`a @ b`, batched
     or not, einsum-like products, a weight's gradient summed over a batch and a sequence); not a row's dot
     product or a matrix-vector product."""
-    if n.op is not Op.REDUCE or n.arg[0] is not ReduceOp.SUM:
-        return False
-    src = n.srcs[0]
-    return src.op is Op.BINARY and src.arg is BinaryOp.MUL and all(_broadcast(x) for x in src.srcs)
-
-
-def _broadcast(x: Node) -> bool:
-    """Whether `x` is, under its movement ops and casts, an expand that grows its source."""
-    while x.op in VIEWS or x.op is Op.CAST:
-        if _expands(x):
-            return True
-        x = x.srcs[0]
-    return False
+    return n.op is Op.REDUCE and n.arg[0] is ReduceOp.SUM and broadcast_product(n.srcs[0])
 
 
 def _one_contraction(n: Node, stored: set[int], has_reduce: dict[int, bool], contr: dict[int, int | None]) -> None:

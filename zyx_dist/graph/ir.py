@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import DType, bool_
+from ..dtypes import DType, bool_, float32
 from ..errors import DTypeError, ShapeError
 
 
@@ -466,6 +466,10 @@ def reduce(op: ReduceOp, x: Node, axes: tuple[int, ...]) -> Node:
         return const(0 if op is ReduceOp.SUM else 1, shape, x.dtype)
     if x.size // math.prod(shape) >= SPLIT_REDUCE_AT and math.prod(shape) <= 16:  # (x.size is not 0 here)
         return _split_reduce(op, x, axes, shape)
+    if SPLIT_K and x.op is not Op.WHERE and not broadcast_product(x):  # (a gather's one-hot, a contraction: not here)
+        parts = _column_parts(x.shape, axes)
+        if parts > 1:
+            return _split_columns(op, x, axes, parts, shape)
     # split-K, not for half types: their partials would be stored rounded to 8 or 11 bits (the GEMM's output
     # dtype), adding every part's rounding to the sum; float32 partials from tensor cores are not yet matched
     if (SPLIT_K and op is ReduceOp.SUM and len(axes) == 1 and x.op is Op.BINARY and x.arg is BinaryOp.MUL
@@ -495,8 +499,57 @@ def _split_reduce(op: ReduceOp, x: Node, axes: tuple[int, ...], shape: Shape) ->
     return reshape(total, shape)
 
 
-SPLIT_K = False  # split-K on: the session sets it when one of its devices is a GPU (graphs are built before
-# they are placed, so this is the session's choice, not a device's)
+SPLIT_K = False  # split-K and column splits on: the session sets it when one of its devices is a GPU (graphs are
+# built before they are placed, so this is the session's choice, not a device's)
+COLUMN_SPLIT_AT = 4096  # a sum over leading axes this long, into at most COLUMN_SPLIT_COLUMNS outputs, is split
+COLUMN_SPLIT_COLUMNS = 1 << 14
+COLUMN_SPLIT_OUTPUTS = 1 << 16  # outputs of its first stage: enough work-items to fill a GPU
+COLUMN_SPLIT_CHUNK = 64  # the shortest part
+
+
+def broadcast_product(x: Node) -> bool:
+    """Whether `x` is a product of two operands that are both broadcast (an expand that grows, under movement ops
+    and casts): what a matmul-shaped reduce sums (`a @ b`, batched, einsum-like, a weight's gradient)."""
+    if x.op is not Op.BINARY or x.arg is not BinaryOp.MUL:
+        return False
+    for y in x.srcs:
+        while y.op in MOVEMENT_OPS or y.op is Op.CAST:
+            if y.op is Op.EXPAND and y.size > y.srcs[0].size:
+                break
+            y = y.srcs[0]
+        else:
+            return False
+    return True
+
+
+def _column_parts(shape: Shape, axes: tuple[int, ...]) -> int:
+    """In how many parts to split a sum (or max, min) over the leading axes `axes` of `shape` into the columns that
+    the trailing axes hold (a bias's gradient: the rows of a batch summed per column): 1 for none. One stage
+    leaves a GPU a choice of two bad forms: a work-group per column reads across rows, a sector per element, and a
+    work-item per column is too few of them; the parts are a work-item per (part, column), neighbours reading
+    neighbouring columns, then a short sum of the parts."""
+    if axes != tuple(range(len(axes))):
+        return 1
+    n, cols = prod(shape[: len(axes)]), prod(shape[len(axes):])
+    if n < COLUMN_SPLIT_AT or not 32 <= cols <= COLUMN_SPLIT_COLUMNS:
+        return 1
+    # (at least COLUMN_SPLIT_OUTPUTS: codegen/options.py gives so many outputs a work-item each)
+    return max(1, min(-(-COLUMN_SPLIT_OUTPUTS // cols), n // COLUMN_SPLIT_CHUNK))
+
+
+def _split_columns(op: ReduceOp, x: Node, axes: tuple[int, ...], parts: int, shape: Shape) -> Node:
+    """`_column_parts`'s split: partials over row chunks (in float32 for half types, whose stored partials would
+    add their rounding), then their reduce in a fixed order (deterministic)."""
+    n = prod(x.shape[a] for a in axes)
+    cols = x.size // n
+    wide = x.dtype.is_float and x.dtype.itemsize < 4
+    flat = reshape(cast(x, float32) if wide else x, (n, cols))
+    chunk = -(-n // parts)
+    if chunk * parts != n:  # pad with the identity so the extra rows change nothing
+        flat = pad(flat, ((0, chunk * parts - n), (0, 0)), reduce_identity(op, flat.dtype))
+    part = Node(Op.REDUCE, (reshape(flat, (parts, chunk, cols)),), (op, (1,)), (parts, 1, cols), flat.dtype)
+    total = Node(Op.REDUCE, (part,), (op, (0,)), (1, 1, cols), flat.dtype)
+    return reshape(cast(total, x.dtype) if wide else total, shape)
 SPLIT_K_AT = 1024  # a contraction this long into few GEMM tiles is split along its length (split-K)
 SPLIT_K_WORK = 1 << 27  # ... when it is this many multiply-adds or more
 SPLIT_K_CHUNK = 128  # the shortest part of the split length
