@@ -28,7 +28,7 @@ from zyx_dist.engine import session as zsession
 
 
 def kind(source: str) -> str:
-    if "Ks[" in source:
+    if "Ks[" in source or "zd_tma_k" in source:  # (the TMA form's tensor map of k)
         return "attention"
     if "wgmma.mma_async" in source:
         return "gemm (wgmma)"
