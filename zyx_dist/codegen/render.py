@@ -15,7 +15,9 @@ no strides express holding its flat index in one temporary; a pad shifts and add
 Evaluation runs on an explicit stack (each node's computation a generator), never recursing. Loads under a validity condition are guarded (`c ? buf[i] : 0`) and a pad selects
 its value with `?:`, so padding never reads through to real data. A reduce opens a `for` loop; values
 are placed in the outermost loop where their index is defined (so loop-invariant work is hoisted),
-and shared subexpressions are computed once per loop level.
+and shared subexpressions are computed once per loop level. An `arange(n)` leaf (`ir.IOTA`) is its index, not a
+load, and a gather's one-hot reduce (the sum over an axis of where(p == arange, x, 0)) is one guarded load of x
+at p, with no loop.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from . import symbolic as sym
 from .blocks import Block
 from .cexpr import all_nodes, binary_op, ctype, flat_index, limit, literal, preamble, render_conds, strides, unary
 from .dialects import CUDA, CUDA_SM90A, DIALECTS, OPENCL, Dialect  # noqa: F401 -- re-exported
+from .gather import OneHotGather
 from .options import KernelOpts
 from .program import Program, kernel_key
 from .symbolic import tangled
@@ -50,7 +53,7 @@ def _terms(e: sym.Expr) -> tuple:
     return frozenset(s.terms), s.const
 
 
-class _Renderer:
+class _Renderer(OneHotGather):
     def __init__(self, kernel: Kernel, dialect: Dialect, name: str, opts: KernelOpts):
         self.k, self.d, self.name, self.opts = kernel, dialect, name, opts
         self.inputs = {n.id: i for i, n in enumerate(kernel.inputs)}
@@ -290,90 +293,6 @@ class _Renderer:
             loop.after_loop.append(f"{ctype(dt, self.d)} {acc} = {total[0]};")
         at.lines.append(loop)
         return acc, at
-
-    # ---- a gather: the sum over an axis of where(p == arange(n), x, 0) is x at p ------------------------------
-
-    def one_hot(self, n: Node, idx: tuple) -> tuple[Node, tuple, int] | None:
-        """(p's node, its index, the axis) when reduce `n` picks one element along its axis, as a gather by a
-        tensor index does (frontend/movement.py `_gather`): a sum (for bool, a max) over one axis of
-        where(p == arange, x, 0), the arange an `ir.IOTA` leaf running along the axis and p free of it."""
-        rop, axes = n.arg
-        src = n.srcs[0]
-        if len(axes) != 1 or rop is not (ReduceOp.MAX if n.dtype is bool_ else ReduceOp.SUM) or src.op is not Op.WHERE:
-            return None
-        stop = self._stops
-        zero, _ = chain(src.srcs[2], stop) if is_view_op(src.srcs[2]) else (src.srcs[2], [])
-        if zero.op is not Op.CONST or zero.arg != 0:
-            return None
-        a = axes[0]
-        probe = sym.Var(f"q{self.count}", 0, src.shape[a] - 1)
-        inner = tuple(probe if i == a else e for i, e in enumerate(idx))
-        eq, at_eq = self._under(src.srcs[0], inner)
-        if eq is None or eq.op is not Op.BINARY or eq.arg is not BinaryOp.EQ:
-            return None
-        sides = [self._under(x, at_eq) for x in eq.srcs]
-        for i, (base, at_base) in enumerate(sides):
-            if base is not None and base.op is Op.LEAF and base.arg == IOTA and at_base == (probe,):
-                other = eq.srcs[1 - i]
-                if self._free_of(other, at_eq, probe.name):
-                    return other, at_eq, a
-        return None
-
-    def _stops(self, x: Node) -> bool:
-        return x.id in self.inputs or x.id in self.overrides
-
-    def _under(self, x: Node, idx: tuple) -> tuple[Node | None, tuple]:
-        """The node under x's views and its index there, without emitting code (None where a reshape would
-        need a temporary)."""
-        if not is_view_op(x) or self._stops(x):
-            return x, idx
-        base, views = chain(x, self._stops)
-        flat = views[-1].index(idx)
-        for v in reversed(views[:-1]):
-            ix = flat_index(v.shape, flat)
-            if any(tangled(e) for e in ix):
-                return None, idx
-            flat = v.index(ix)
-        ix = flat_index(base.shape, flat)
-        return (None, idx) if any(tangled(e) for e in ix) else (base, ix)
-
-    def _free_of(self, x: Node, idx: tuple, name: str) -> bool:
-        """Whether x's value at idx does not depend on variable `name` (through views, elementwise ops, loads)."""
-        stack, visits = [(x, idx)], 0
-        while stack:
-            n, ix = stack.pop()
-            visits += 1
-            if visits > 256:
-                return False
-            if n.op is Op.CONST:
-                continue
-            if self._stops(n):
-                if any(name in sym.variables(e) for e in ix):
-                    return False
-                continue
-            if is_view_op(n):
-                base, at = self._under(n, ix)
-                if base is None:
-                    return False
-                stack.append((base, at))
-            elif n.op in (Op.UNARY, Op.BINARY, Op.CAST, Op.WHERE):
-                stack.extend((s, ix) for s in n.srcs)
-            else:
-                return False
-        return True
-
-    def picked(self, n: Node, idx: tuple, valid: frozenset, other: Node, at_eq: tuple, a: int) -> Evaluation:
-        """`one_hot`'s reduce as one guarded evaluation of x at p (0 where p is outside the axis), no loop."""
-        src = n.srcs[0]
-        size = src.shape[a]
-        p, _ = yield other, at_eq, valid, self.root
-        if not p.isidentifier():
-            p = self.var(self.root, other.dtype, p)
-        guard = sym.cond(sym.Var(p, -(2**62), 2**62), 0, size - 1)
-        inner = tuple(sym.Var(p, 0, size - 1) if i == a else e for i, e in enumerate(idx))
-        v, _ = yield src.srcs[1], inner, valid | {guard}, self.root
-        self.flops += 1
-        return self.var(self.root, n.dtype, f"({render_conds({guard})} ? {v} : {literal(0, n.dtype, self.d)})"), self.root
 
     def update(self, rop: ReduceOp, dt: DType, acc: str, v: str, loop: Block) -> str:
         if rop is ReduceOp.SUM:

@@ -7,7 +7,9 @@ The decisions, as in zyx: everything fuses by default; elementwise producers sha
 consumers are recomputed; a node is stored (ends a kernel) when it is requested, when it is pinned to
 a device, when a reduce precedes it and it is broadcast by an expand (so a row max is not recomputed
 per element) or reduced again (so the inner reduce runs in parallel rather than inside the outer
-loop), and when a reduce precedes it and more than one kernel needs it. One exception keeps a row in
+loop), and when a reduce precedes it and more than one kernel needs it. Beyond zyx, a kernel holds one
+contraction (a matmul-shaped reduce), read at its own index, so that each is a GEMM (`_one_contraction`). One
+exception keeps a row in
 one kernel: a per-row reduce broadcast back along trailing dims (softmax's max and sum, layer norm's
 mean) is fused into its consumers, which the renderer runs one work-group per row; a matmul read by
 such a row kernel element by element is stored (else every pass over the row would recompute it). Requested nodes of
