@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine for what 2026-12-05's last commits changed without a GPU to measure it (run: `device`
 # tool, carry [".devbundle", ".oldzd"] with .oldzd/ holding the package of 43a31c1, `bash benchmarks/h200/unmeasured.sh`):
-# the GPU tier, then the training step at GPT-2 widths and the bf16 forwards against 43a31c1 (warp per row for score
+# the GPU tier, then the training step at GPT-2 widths (train_ab.sh) and the bf16 forwards (models_ab.sh) against 43a31c1 (warp per row for score
 # rows, softmax gradients from their result, dq/dk as two GEMMs, gathers as indexed loads, column sums in two stages).
 # Each step has its own deadline; the most important come first.
 source .devbundle/setup.sh
@@ -12,10 +12,4 @@ ZYX_DIST_GPU_SUITE=0 timeout -k 5 -s ABRT 200 python3 -m pytest -q -m gpu tests/
     -p no:cacheprovider > $OUT/gpu-tier.log 2>&1
 echo "gpu tier rc=$? in $(( $(date +%s) - t0 )) s"; tail -2 $OUT/gpu-tier.log
 OLD=1 LIMIT=110 bash benchmarks/h200/train_ab.sh 2>&1 | grep -v "^device setup\|^NVIDIA"
-for model in llama gpt2; do
-  for pkg in old new; do
-    pp=$PYTHONPATH; [ $pkg = old ] && pp=$PWD/.oldzd:$PYTHONPATH
-    PYTHONPATH=$pp XDG_CACHE_HOME=$(mktemp -d) CUPY_CACHE_DIR=$(mktemp -d) timeout -k 5 -s ABRT 60 \
-      python3 benchmarks/h200/model_ab.py $model bf16 10 2>&1 | grep -v -i warn | tail -1 | sed "s/^/$pkg: /"
-  done
-done | tee $OUT/ab.log
+bash benchmarks/h200/models_ab.sh 2>&1 | grep -v "^device setup\|^NVIDIA"

@@ -64,7 +64,7 @@ class Shape:
     attention: bool = False  # the fused attention kernel
     wgmma: bool = False  # GEMM or attention on tensor cores of a dialect with wgmma (compute capability 9.0)
     tma: bool = False  # a wgmma GEMM with an operand that tensor-map copies can load, an attention whose k and v they can
-    inner: bool = False  # reduce loops that read along memory (render._inner_loops): a row sum, not a column sum
+    inner: bool = False  # reduce loops that read along memory (loop_reads.py): a row sum, not a column sum
 
 
 def default(s: Shape) -> KernelOpts:

@@ -35,6 +35,7 @@ from .blocks import Block
 from .cexpr import all_nodes, binary_op, ctype, flat_index, limit, literal, preamble, render_conds, strides, unary
 from .dialects import CUDA, CUDA_SM90A, DIALECTS, OPENCL, Dialect  # noqa: F401 -- re-exported
 from .gather import OneHotGather
+from .loop_reads import reads_along_memory
 from .options import KernelOpts
 from .program import Program, kernel_key
 from .symbolic import tangled
@@ -575,40 +576,7 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
     r.elementwise_body(r.root, flat_index(kernel.shape, sym.Var("gid", 0, max(prod(kernel.shape) - 1, 0))))
     loops = [b.var.hi + 1 for b in r.root.lines if isinstance(b, Block)]
     shape = r.shape_facts(len(loops), min(loops, default=0), 0, gpu, max_lws)
-    return dataclasses.replace(shape, inner=bool(loops) and _inner_loops(kernel))
-
-
-def _inner_loops(kernel: Kernel) -> bool:
-    """Whether the kernel's reduces read their inputs along memory: each load that depends on a reduce's
-    innermost reduced axis steps one element per step of it (a row sum of a row-major tensor). A work-item per
-    output then reads, with its neighbours, one element of each of 32 rows per load (`options.candidates`)."""
-    pos = {n.id: i for i, n in enumerate(kernel.inputs)}
-    along = False
-    stack, seen = list(kernel.outputs), set()
-    while stack:
-        n = stack.pop()
-        if n.id in seen or n.id in pos:
-            continue
-        seen.add(n.id)
-        if n.op is not Op.REDUCE:
-            stack.extend(n.srcs)
-            continue
-        src = n.srcs[0]
-        idx = tuple(sym.Var(f"d{i}", 0, d - 1) if d > 1 else sym.ZERO for i, d in enumerate(src.shape))
-        walked = gemm._walk(src, idx, pos)
-        var = idx[max(n.arg[1])]
-        if walked is None or not isinstance(var, sym.Var):
-            return False
-        for _, offset in walked[1]:
-            e = gemm.tidy(offset)
-            if var.name not in sym.variables(e):
-                continue
-            terms = e.terms if isinstance(e, sym.Sum) else ((e, 1),)
-            if not any(t == var and c == 1 for t, c in terms) or \
-                    any(var.name in sym.variables(t) and t != var for t, _ in terms):
-                return False
-            along = True
-    return along
+    return dataclasses.replace(shape, inner=bool(loops) and reads_along_memory(kernel))
 
 
 def render_kernel(kernel: Kernel, dialect: Dialect | str = OPENCL, opts: KernelOpts | None = None,

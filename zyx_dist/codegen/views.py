@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..graph.ir import Node, Op
+from ..graph.ir import Node, Op, is_crop
 from . import symbolic as sym
 
 
@@ -33,10 +33,6 @@ def contiguous(shape: tuple[int, ...]) -> View:
         out.append(acc if d != 1 else 0)
         acc *= d
     return View(tuple(shape), tuple(reversed(out)), 0)
-
-
-def is_crop(n: Node) -> bool:
-    return n.op is Op.PAD and all(lo <= 0 and hi <= 0 for lo, hi in n.arg[0])
 
 
 def is_view_op(n: Node) -> bool:

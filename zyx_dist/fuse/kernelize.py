@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..graph.ir import Node, Op, ReduceOp, broadcast_product, prod, toposort
+from ..graph.ir import Node, Op, ReduceOp, broadcast_product, is_crop, prod, toposort
 from .attention import find as find_attention
 
 
@@ -358,8 +358,7 @@ SLICE_KEPT = 16  # a slice keeping less than 1/SLICE_KEPT of a product computes 
 def _small_slice(n: Node) -> bool:
     """Whether pad `n` only cuts its source down to less than 1/SLICE_KEPT of it (the last position's logits of an
     LM head): that part computed in the kernel that reads it costs less than the whole product as a GEMM."""
-    return n.op is Op.PAD and all(lo <= 0 and hi <= 0 for lo, hi in n.arg[0]) and \
-        prod(n.shape) * SLICE_KEPT < prod(n.srcs[0].shape)
+    return is_crop(n) and prod(n.shape) * SLICE_KEPT < prod(n.srcs[0].shape)
 
 
 def _store_base(n: Node, stored: set[int], has_reduce: dict[int, bool],

@@ -9,7 +9,6 @@ buffer, and the buffer is freed when the last tensor or node that uses it goes a
 
 from __future__ import annotations
 
-import enum
 import itertools
 import math
 import weakref
@@ -20,111 +19,19 @@ import numpy as np
 
 from ..dtypes import DType, bool_, float32
 from ..errors import DTypeError, ShapeError
-
-
-class Op(enum.Enum):
-    __hash__ = object.__hash__  # members are singletons: Enum's hashes the name in Python
-
-    LEAF = "leaf"
-    FLIP = "flip"  # reverse the given axes: index arithmetic like the others (zyx had no flip)
-    CONST = "const"
-    EXPAND = "expand"
-    PERMUTE = "permute"
-    RESHAPE = "reshape"
-    PAD = "pad"
-    REDUCE = "reduce"
-    CAST = "cast"
-    UNARY = "unary"
-    BINARY = "binary"
-    WHERE = "where"
-
-
-class UnaryOp(enum.Enum):
-    __hash__ = object.__hash__  # members are singletons: Enum's hashes the name in Python
-
-    NEG = "neg"
-    NOT = "not"  # logical not on bool, bitwise not on integers
-    ABS = "abs"
-    EXP = "exp"
-    EXP2 = "exp2"
-    LOG = "log"
-    LOG2 = "log2"
-    SQRT = "sqrt"
-    RSQRT = "rsqrt"
-    RECIP = "recip"
-    SIN = "sin"
-    COS = "cos"
-    TAN = "tan"
-    TANH = "tanh"
-    FLOOR = "floor"
-    CEIL = "ceil"
-    ROUND = "round"  # half to even, as NumPy
-    ISNAN = "isnan"
-    ISINF = "isinf"
-    # the array API standard's transcendental functions, each one C math function on both dialects
-    TRUNC = "trunc"
-    LOG1P = "log1p"
-    LOG10 = "log10"
-    EXPM1 = "expm1"
-    ASIN = "asin"
-    ACOS = "acos"
-    ATAN = "atan"
-    SINH = "sinh"
-    COSH = "cosh"
-    ASINH = "asinh"
-    ACOSH = "acosh"
-    ATANH = "atanh"
-
-
-class BinaryOp(enum.Enum):
-    __hash__ = object.__hash__  # members are singletons: Enum's hashes the name in Python
-
-    ADD = "add"
-    SUB = "sub"
-    MUL = "mul"
-    DIV = "div"  # true division (floats only)
-    FLOORDIV = "floordiv"
-    MOD = "mod"  # Python/NumPy remainder: the sign of the divisor
-    POW = "pow"
-    MAX = "max"  # NaN-propagating, as NumPy's maximum
-    MIN = "min"
-    EQ = "eq"
-    NE = "ne"
-    LT = "lt"
-    LE = "le"
-    GT = "gt"
-    GE = "ge"
-    AND = "and"  # logical on bool, bitwise on integers
-    OR = "or"
-    XOR = "xor"
-    ATAN2 = "atan2"  # floats only, as the C functions of the same names
-    HYPOT = "hypot"
-    COPYSIGN = "copysign"
-    NEXTAFTER = "nextafter"
-    SHL = "shl"  # integers only (bitwise); a count < 0 or >= the bit width gives 0 (SHR: the sign fill), as NumPy
-    SHR = "shr"
-
-
-class ReduceOp(enum.Enum):
-    __hash__ = object.__hash__  # members are singletons: Enum's hashes the name in Python
-
-    SUM = "sum"
-    PROD = "prod"
-    MAX = "max"
-    MIN = "min"
-
-
-MOVEMENT_OPS = (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.PAD, Op.FLIP)  # views: index arithmetic, no values computed
-FLOAT_ONLY_UNARY = {UnaryOp.EXP, UnaryOp.EXP2, UnaryOp.LOG, UnaryOp.LOG2, UnaryOp.SQRT, UnaryOp.RSQRT,
-                    UnaryOp.RECIP, UnaryOp.SIN, UnaryOp.COS, UnaryOp.TAN, UnaryOp.TANH, UnaryOp.TRUNC,
-                    UnaryOp.LOG1P, UnaryOp.LOG10, UnaryOp.EXPM1, UnaryOp.ASIN, UnaryOp.ACOS, UnaryOp.ATAN, UnaryOp.SINH,
-                    UnaryOp.COSH, UnaryOp.ASINH, UnaryOp.ACOSH, UnaryOp.ATANH}
-BOOL_UNARY = {UnaryOp.ISNAN, UnaryOp.ISINF}
-COMPARISONS = {BinaryOp.EQ, BinaryOp.NE, BinaryOp.LT, BinaryOp.LE, BinaryOp.GT, BinaryOp.GE}
-BITWISE = {BinaryOp.AND, BinaryOp.OR, BinaryOp.XOR, BinaryOp.SHL, BinaryOp.SHR}
-# float math that the front end only builds on floats; on integers (graph level only) it computes in float
-FLOAT_MATH_BINARY = {BinaryOp.ATAN2, BinaryOp.HYPOT, BinaryOp.COPYSIGN, BinaryOp.NEXTAFTER}
-INT_ONLY_BINARY = {BinaryOp.SHL, BinaryOp.SHR}
+from .opset import (  # noqa: F401 -- the opset, re-exported: the graph's users name it through this module
+    BITWISE,
+    BOOL_UNARY,
+    COMPARISONS,
+    FLOAT_MATH_BINARY,
+    FLOAT_ONLY_UNARY,
+    INT_ONLY_BINARY,
+    MOVEMENT_OPS,
+    BinaryOp,
+    Op,
+    ReduceOp,
+    UnaryOp,
+)
 
 Shape = tuple[int, ...]
 _ids = itertools.count()
@@ -354,6 +261,11 @@ def pad(x: Node, widths: tuple[tuple[int, int], ...], value: Any = 0) -> Node:
     return noted(Node(Op.PAD, (x,), (widths, value), shape, x.dtype))
 
 
+def is_crop(n: Node) -> bool:
+    """Whether `n` is a pad that only cuts (how slicing is expressed)."""
+    return n.op is Op.PAD and all(lo <= 0 and hi <= 0 for lo, hi in n.arg[0])
+
+
 def _same(a: Any, b: Any) -> bool:
     return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
 
@@ -466,10 +378,9 @@ def reduce(op: ReduceOp, x: Node, axes: tuple[int, ...]) -> Node:
         return const(0 if op is ReduceOp.SUM else 1, shape, x.dtype)
     if x.size // math.prod(shape) >= SPLIT_REDUCE_AT and math.prod(shape) <= 16:  # (x.size is not 0 here)
         return _split_reduce(op, x, axes, shape)
-    if SPLIT_K and x.op is not Op.WHERE and not broadcast_product(x):  # (a gather's one-hot, a contraction: not here)
-        parts = _column_parts(x.shape, axes)
-        if parts > 1:
-            return _split_columns(op, x, axes, parts, shape)
+    parts = _column_parts(x.shape, axes) if SPLIT_K else 1
+    if parts > 1 and x.op is not Op.WHERE and not broadcast_product(x):  # (a gather's one-hot, a contraction: not here)
+        return _split_columns(op, x, axes, parts, shape)
     # split-K, not for half types: their partials would be stored rounded to 8 or 11 bits (the GEMM's output
     # dtype), adding every part's rounding to the sum; float32 partials from tensor cores are not yet matched
     if (SPLIT_K and op is ReduceOp.SUM and len(axes) == 1 and x.op is Op.BINARY and x.arg is BinaryOp.MUL
