@@ -315,7 +315,8 @@ def _index_tensor(item: Any, axis: int, n: int) -> tuple[Tensor, IndexGuard | No
 
 def _gather(x: Tensor, p: int, idx: Tensor, guard: IndexGuard | None = None) -> Tensor:
     """x indexed on axis p by an integer tensor: where(one_hot(idx), x, 0) summed over the axis, which
-    depends on `guard` (an index out of range would read zeros)."""
+    depends on `guard` (an index out of range would read zeros). Codegen renders it as one load of x at the
+    index (codegen/gather.py: the arange below is an `ir.IOTA` leaf)."""
     n, k = x.shape[p], idx.ndim
     if np.iinfo(idx.dtype.np_dtype).max < n:  # (an index of a narrow dtype: n and n - 1 must not wrap)
         idx = idx.astype(dtypes.int32 if n < 2**31 else dtypes.int64)
