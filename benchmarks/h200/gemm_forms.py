@@ -4,6 +4,7 @@ matmul (cuBLAS) timed the same way in the same process. Each result is checked a
 also timed a warp-specialized form, since reverted: benchmarks/results/gemm-forms-h200-2026-12-04-*.txt.)
 
     python3 benchmarks/h200/gemm_forms.py [--sizes 8192x8192x8192,8192x3072x768] [--launches 20] [--forms "t256 s4,..."]
+        [--layouts nn,tn]  (tn: A stored k-major and read transposed, a weight's gradient x.T @ g)
     ncu -k regex:kc_ --section WarpStateStats python3 benchmarks/h200/gemm_forms.py --sizes 8192x8192x8192 \
         --launches 2 --dtypes bfloat16 --forms "t256 s4"
 """
@@ -40,31 +41,33 @@ def main() -> None:
     ap.add_argument("--launches", type=int, default=20)
     ap.add_argument("--forms", default="", help="only the forms whose names contain one of these (comma-separated)")
     ap.add_argument("--dtypes", default="bfloat16,float16")
+    ap.add_argument("--layouts", default="nn", help="nn: A (m, k) row-major; tn: A stored (k, m), read as its .T")
     args = ap.parse_args()
     forms = {f: o for f, o in FORMS.items() if not args.forms or any(x in f for x in args.forms.split(","))}
     import torch
 
     rng = np.random.default_rng(0)
     with Worker("cuda:0", profile=True) as worker:
-        for size in args.sizes.split(","):
+        for size, layout in ((s, t) for s in args.sizes.split(",") for t in args.layouts.split(",")):
             m, n, k = map(int, size.split("x"))
             flops = 2 * m * n * k
             for name, np_dtype, torch_dtype in (("bfloat16", ml_dtypes.bfloat16, torch.bfloat16),
                                                 ("float16", np.float16, torch.float16)):
                 if name not in args.dtypes.split(","):
                     continue
-                a = rng.standard_normal((m, k)).astype(np_dtype)
+                a = rng.standard_normal((m, k) if layout == "nn" else (k, m)).astype(np_dtype)
                 b = rng.standard_normal((k, n)).astype(np_dtype)
-                out = zd.tensor(a) @ zd.tensor(b)
+                out = (zd.tensor(a) if layout == "nn" else zd.tensor(a).T) @ zd.tensor(b)
                 (kernel,) = kernelize([out.node])
                 ta, tb = (torch.from_numpy(x.astype(np.float32)).to("cuda", torch_dtype) for x in (a, b))
+                ta = ta if layout == "nn" else ta.T
                 ref = (ta @ tb).float().cpu().numpy()
                 scale = np.abs(ref).max()
                 for form, opts in forms.items():
                     got = run_kernels(worker, out, lambda _k, o=opts: o, "cuda_sm90a").astype(np.float32)
                     secs = time_form(worker, kernel, opts, args.launches)
                     med = float(np.median(secs))
-                    print(f"{size} {name} {form:20s}: {spread(secs)}, {flops / med / 1e12:6.1f} TFLOP/s; "
+                    print(f"{size} {layout} {name} {form:20s}: {spread(secs)}, {flops / med / 1e12:6.1f} TFLOP/s; "
                           f"max |diff| against torch {np.abs(got - ref).max() / scale:.1e} of the largest", flush=True)
                 times = []
                 for _ in range(args.launches + 1):
@@ -75,7 +78,7 @@ def main() -> None:
                     end.synchronize()
                     times.append(start.elapsed_time(end) * 1e-3)
                 med = float(np.median(times[1:]))
-                print(f"{size} {name} {'torch (cuBLAS)':20s}: {spread(times[1:])}, {flops / med / 1e12:6.1f} TFLOP/s",
+                print(f"{size} {layout} {name} {'torch (cuBLAS)':20s}: {spread(times[1:])}, {flops / med / 1e12:6.1f} TFLOP/s",
                       flush=True)
 
 

@@ -13,8 +13,10 @@ from helpers import run_kernels
 from training import NpAdam
 
 import zyx_dist as zd
-from zyx_dist.codegen import gemm
+from zyx_dist.codegen import gemm, gemm_tc
+from zyx_dist.codegen.dialects import DIALECTS
 from zyx_dist.codegen.options import KernelOpts
+from zyx_dist.fuse.kernelize import kernelize
 from zyx_dist.runtime.worker import Worker
 
 BF = np.dtype(ml_dtypes.bfloat16)
@@ -176,6 +178,31 @@ def test_cuda_wgmma_tma_gemm_against_numpy(cuda_worker, dtype, case, tile, stage
     _check_wgmma(cuda_worker, dtype, case, KernelOpts(wgmma=2, tile=tile, stages=stages, prefetch=deep, cache=staged))
 
 
+@pytest.mark.parametrize("dtype", [np.float16, BF], ids=["float16", "bfloat16"])
+@pytest.mark.parametrize("opts", [KernelOpts(), KernelOpts(tile=1, stages=3), KernelOpts(wgmma=1, tile=1, stages=4),
+                                  KernelOpts(wgmma=2, tile=0, stages=4), KernelOpts(wgmma=2, tile=1, stages=3,
+                                                                                      cache=1)],
+                         ids=["mma", "mma-t1s3", "wgmma", "tma", "tma-staged"])
+def test_cuda_float32_products_of_widened_half_operands(cuda_worker, dtype, opts):
+    """`a.astype(float32) @ b.astype(float32)` (batched, k-major and MN-major operands, tails) on tensor cores
+    (mma.sync, wgmma, TMA where the GPU has them): float32 results equal to NumPy's float64 product of the same
+    half values to float32 accumulation accuracy, far tighter than a half-type result."""
+    if opts.wgmma and not compute_capability_9():
+        pytest.skip("wgmma needs compute capability 9.0")
+    a, b = (RNG.standard_normal(s).astype(dtype) for s in ((3, 130, 200), (200, 150)))
+    x, g = (RNG.standard_normal(s).astype(dtype) for s in ((1000, 72), (1000, 136)))
+    for t, exp in (
+            (zd.tensor(a).astype(zd.float32) @ zd.tensor(b).astype(zd.float32),
+             a.astype(np.float64) @ b.astype(np.float64)),
+            (zd.tensor(x).astype(zd.float32).T @ zd.tensor(g).astype(zd.float32),
+             x.astype(np.float64).T @ g.astype(np.float64))):
+        (k,) = kernelize([t.node])
+        assert gemm_tc.usable(gemm.match(k), k, DIALECTS["cuda"])
+        got = run_kernels(cuda_worker, t, lambda _k: opts, "cuda_sm90a")
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-4 * np.abs(exp).max())
+
+
 @pytest.mark.skipif(nvidia_opencl_index() is None, reason="no NVIDIA OpenCL device")
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_nvidia_opencl_gemm_against_numpy(case):
@@ -212,12 +239,13 @@ def _adam_on_cuda(shapes, dtype, steps: int, check_kernels) -> None:
 
 @pytest.mark.parametrize("dtype", [np.float32, BF], ids=["float32", "bfloat16"])
 def test_cuda_split_k_weight_gradient_with_adam(dtype):
-    """A weight's gradient over 2048 rows into 256 x 256 on CUDA, equal to NumPy's Adam: float32 is split-K (a
-    batched GEMM over 16 parts and the in-order sum carrying Adam's update); bfloat16 stays one tensor-core
-    GEMM (its partials would be rounded to bfloat16)."""
+    """A weight's gradient over 2048 rows into 256 x 256 on CUDA, equal to NumPy's Adam: split-K, a batched GEMM
+    over 16 parts (float32 partials, from tensor cores reading the bfloat16 views for bfloat16) and the in-order
+    sum carrying Adam's update."""
     def check(ks):
-        split = any(gemm.match(k) is not None and k.outputs[0].shape == (16, 256, 256, 1) for k in ks)
-        assert split == (dtype == np.float32)
+        parts = [k for k in ks if gemm.match(k) is not None and k.outputs[0].shape == (16, 256, 256, 1)]
+        assert len(parts) == 1 and parts[0].outputs[0].dtype is zd.float32
+        assert gemm_tc.usable(gemm.match(parts[0]), parts[0], DIALECTS["cuda"]) == (dtype != np.float32)
 
     _adam_on_cuda(((2048, 256), (2048, 256), (256, 256)), dtype, 2, check)
 

@@ -361,6 +361,54 @@ def test_a_long_contraction_into_few_tiles_is_split_into_a_batched_gemm_and_a_su
     assert len(kernels_of(zd.tensor(arr(1024, 64)).T @ zd.tensor(arr(1024, 64)))) == 1
 
 
+@pytest.mark.parametrize("half", [np.float16, "bfloat16"])
+def test_widened_half_operands_are_read_at_their_half_type(half):
+    """`a.astype(float32) @ b.astype(float32)` of half-type tensors, through permutes and a broadcast batch: the
+    GEMM reads the narrow views (tensor cores take them in the CUDA dialect), the result is float32 and equal
+    to NumPy's float64 product of the same values to float32 accuracy (the products are exact)."""
+    from zyx_dist.codegen import gemm_tc
+    from zyx_dist.codegen.dialects import DIALECTS
+
+    dtype = np.dtype(half) if half != "bfloat16" else __import__("ml_dtypes").bfloat16
+    a, b = arr(3, 40, 70).astype(dtype), arr(50, 40).astype(dtype)
+    t = zd.tensor(a).astype(zd.float32).mT @ zd.tensor(b).astype(zd.float32).T
+    assert t.dtype == zd.float32
+    (k,) = kernels_of(t)
+    spec = gemm.match(k)
+    assert spec.a.dtype.name == spec.b.dtype.name == np.dtype(dtype).name
+    assert spec.a_view is not None and spec.b_view is not None
+    assert gemm_tc.usable(spec, k, DIALECTS["cuda"])
+    want = a.astype(np.float64).transpose(0, 2, 1) @ b.astype(np.float64).T
+    check(t, want, rtol=1e-5, atol=1e-4)
+    # one factor truly float32: a float32 GEMM (not narrowed)
+    mixed = zd.tensor(a[0]).astype(zd.float32).T @ zd.tensor(arr(40, 30))
+    (k,) = kernels_of(mixed)
+    assert gemm.match(k).a.dtype is zd.float32
+
+
+@pytest.mark.parametrize("half", [np.float16, "bfloat16"])
+def test_half_type_split_k_sums_float32_partials(monkeypatch, half):
+    """x.T @ g of half types over 2048 rows into 256 x 256 with split-K on (a GPU session's rule): a batched GEMM
+    of the narrow views into float32 partials, then their in-order sum rounded once to the half type; equal to
+    the unsplit product's result within one rounding of the half type."""
+    monkeypatch.setattr(ir, "SPLIT_K", True)
+    dtype = np.dtype(half) if half != "bfloat16" else __import__("ml_dtypes").bfloat16
+    X, G = arr(2048, 256).astype(dtype), arr(2048, 256).astype(dtype)
+    t = zd.tensor(X).T @ zd.tensor(G)
+    ks = kernels_of(t)
+    assert [(k.outputs[0].shape, k.outputs[0].dtype.name) for k in ks] == [
+        ((16, 256, 256, 1), "float32"), ((256, 256), np.dtype(dtype).name)]
+    spec = gemm.match(ks[0])
+    assert spec.a.dtype.name == np.dtype(dtype).name and spec.a_view is not None and spec.b_view is not None
+    want = X.T.astype(np.float64) @ G.astype(np.float64)
+    with Worker("opencl:0") as w:
+        got = run_kernels(w, t, lambda k: options.default(facts(k, "opencl", True)))
+    eps = 2.0 ** (-8 if half == "bfloat16" else -11)
+    for res in (got, t.numpy()):
+        assert res.dtype == dtype
+        np.testing.assert_allclose(res.astype(np.float64), want, rtol=eps, atol=eps * np.abs(want).max() * 1e-2)
+
+
 def test_split_weight_gradient_with_adam_matches_numpy(monkeypatch):
     """The backward's weight gradient (the product's factor a computed value, broadcast) splits as well: the
     partials are a batched GEMM read through the broadcast, never a stored T x D x D product, and Adam's

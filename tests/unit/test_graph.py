@@ -320,16 +320,25 @@ def test_column_sums_split_in_sessions_with_a_gpu(monkeypatch):
         assert total.op is g.Op.RESHAPE or total.op is g.Op.REDUCE
     x = g.mul(g.expand(leaf(8192, 1, 300, dtype=dt.bfloat16), (8192, 300, 300)),
               g.expand(leaf(8192, 300, 1, dtype=dt.bfloat16), (8192, 300, 300)))
-    assert g.reduce(g.ReduceOp.SUM, x, (0,)).op is g.Op.REDUCE  # a contraction (a GEMM; split-K leaves half types)
+    part = g.reduce(g.ReduceOp.SUM, x, (0,)).srcs[0].srcs[0].srcs[0]  # a contraction: split-K, not a column split
+    assert part.op is g.Op.REDUCE and part.srcs[0].op is g.Op.BINARY
 
 
-def test_split_k_leaves_half_types_whole(monkeypatch):
-    """bfloat16/float16 contractions are not split: their partials would be stored rounded to the half type."""
+def test_split_k_of_half_types_sums_float32_partials(monkeypatch):
+    """bfloat16/float16 contractions split with their factors widened to float32 (exact products, what tensor
+    cores accumulate), so the partials are stored unrounded and the total is rounded to the half type once."""
     monkeypatch.setattr(g, "SPLIT_K", True)
     for d in (dt.bfloat16, dt.float16):
         x = g.mul(g.expand(leaf(2048, 256, 1, dtype=d), (2048, 256, 256)),
                   g.expand(leaf(2048, 1, 256, dtype=d), (2048, 256, 256)))
-        assert g.reduce(g.ReduceOp.SUM, x, (0,)).op is g.Op.REDUCE
+        r = g.reduce(g.ReduceOp.SUM, x, (0,))
+        assert r.op is g.Op.RESHAPE and r.dtype is d
+        back = r.srcs[0]
+        assert back.op is g.Op.CAST and back.srcs[0].op is g.Op.REDUCE and back.srcs[0].dtype is dt.float32
+        part = back.srcs[0].srcs[0]
+        assert part.shape[0] == 16 and part.dtype is dt.float32
+        product = part.srcs[0]
+        assert product.op is g.Op.BINARY and all(f.op is g.Op.CAST and f.srcs[0].dtype is d for f in product.srcs)
 
 
 def test_split_k_is_off_unless_the_session_has_a_gpu():

@@ -227,7 +227,11 @@ def match(kernel) -> GemmSpec | None:
     batch = tuple(d for d in dims if d not in rows and d not in cols)
     up = tuple((i, tuple(ps)) for i, ps in parents.items()) if permuted else ()
     outs = tuple(kernel.outputs) if up else ()
-    spec = GemmSpec(r, src.srcs[0], src.srcs[1], shape, k, batch, rows, cols, None, None, outs, up)
+    fa, fb = src.srcs
+    narrow = [_narrowed(f, pos) for f in (fa, fb)]
+    if narrow[0] is not None and narrow[1] is not None and narrow[0].dtype is narrow[1].dtype:
+        fa, fb = narrow  # type: ignore[assignment]
+    spec = GemmSpec(r, fa, fb, shape, k, batch, rows, cols, None, None, outs, up)
     if min(spec.M, spec.N) < MIN_SIDE:
         return None
     if up and _carry_up(r, spec.index(*spec.vars()[:3], sym.ZERO), outs, dict(up)) is None:
@@ -241,6 +245,24 @@ def match(kernel) -> GemmSpec | None:
         plain = not computes and len(loads) == 1
         views.append(View(loads[0][0], tidy(loads[0][1]), kernel.inputs[loads[0][0]].dtype.name) if plain else None)
     return GemmSpec(r, spec.a, spec.b, shape, k, batch, rows, cols, views[0], views[1], outs, up)
+
+
+def _narrowed(f: Node, pos: dict[int, int]) -> Node | None:
+    """Factor `f` read at its half type, when it is a half-type value widened to float32 under movement ops
+    only (`a.astype(float32) @ b.astype(float32)`, split-K's partials of a half-type product): products of two
+    such values are exact in float32, so the tensor cores' half-type products with float32 accumulators give
+    the float32 contraction, and the narrow operand is read (and copied to shared memory) at half the bytes.
+    The movement ops are rebuilt over the cast's source; None when `f` is not such a value."""
+    chain = []
+    while f.op in MOVEMENT and f.id not in pos:
+        chain.append(f)
+        f = f.srcs[0]
+    if f.op is not Op.CAST or f.id in pos or f.dtype.name != "float32" or not f.srcs[0].dtype.is_half:
+        return None
+    out = f.srcs[0]
+    for m in reversed(chain):
+        out = Node(m.op, (out,), m.arg, m.shape, out.dtype)
+    return out
 
 
 # ---- offsets: regrouped so that contiguity shows --------------------------------------------------------

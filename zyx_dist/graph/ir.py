@@ -381,10 +381,7 @@ def reduce(op: ReduceOp, x: Node, axes: tuple[int, ...]) -> Node:
     parts = _column_parts(x.shape, axes) if SPLIT_K else 1
     if parts > 1 and x.op is not Op.WHERE and not broadcast_product(x):  # (a gather's one-hot, a contraction: not here)
         return _split_columns(op, x, axes, parts, shape)
-    # split-K, not for half types: their partials would be stored rounded to 8 or 11 bits (the GEMM's output
-    # dtype), adding every part's rounding to the sum; float32 partials from tensor cores are not yet matched
-    if (SPLIT_K and op is ReduceOp.SUM and len(axes) == 1 and x.op is Op.BINARY and x.arg is BinaryOp.MUL
-            and not (x.dtype.is_float and x.dtype.itemsize < 4)):
+    if SPLIT_K and op is ReduceOp.SUM and len(axes) == 1 and x.op is Op.BINARY and x.arg is BinaryOp.MUL:
         parts = _split_k_parts(x.shape[axes[0]], prod(shape))
         if parts > 1 and not any(_softmax_like(f) for f in x.srcs):
             return _split_contraction(x, axes[0], parts, shape)
@@ -504,15 +501,22 @@ def _softmax_like(f: Node, limit: int = 32) -> bool:
 def _split_contraction(x: Node, axis: int, parts: int, shape: Shape) -> Node:
     """sum over `axis` of the product x = a * b as `parts` partial sums and their total. The split is applied to
     both factors (reshape the axis into (parts, chunk), parts first and chunk last), so the partials stay a
-    product of views that the GEMM matcher reads in place as a batched GEMM, never a stored product."""
+    product of views that the GEMM matcher reads in place as a batched GEMM, never a stored product. Half-type
+    factors are widened to float32 above their views: their products are exact in float32, so the partials are
+    what tensor cores accumulate (gemm.match reads the narrow views), stored unrounded, and the total is rounded
+    once, as the unsplit product would be."""
     a, b = x.srcs
     n = x.shape[axis]
     split = x.shape[:axis] + (parts, n // parts) + x.shape[axis + 1:]
     rest = tuple(i for i in range(len(split)) if i not in (axis, axis + 1))
     order = (axis, *rest, axis + 1)
     halves = [_split_axis(f, axis, split, order) for f in (a, b)]
+    narrow = x.dtype.is_float and x.dtype.itemsize < 4
+    if narrow:
+        halves = [cast(h, float32) for h in halves]
     part = reduce(ReduceOp.SUM, binary(BinaryOp.MUL, *halves), (len(split) - 1,))  # (parts, rest..., 1)
-    return reshape(reduce(ReduceOp.SUM, part, (0,)), shape)
+    total = reduce(ReduceOp.SUM, part, (0,))
+    return reshape(cast(total, x.dtype) if narrow else total, shape)
 
 
 def _split_axis(f: Node, axis: int, split: Shape, order: tuple[int, ...]) -> Node:
