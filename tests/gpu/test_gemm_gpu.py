@@ -258,3 +258,26 @@ def test_cuda_adam_update_of_a_weight_gradient_is_one_gemm(dtype):
         assert [gemm.match(k) is not None for k in ks if len(k.outputs) == 3] == [True]
 
     _adam_on_cuda(((300, 72), (300, 136), (72, 136)), dtype, 3, check)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, BF], ids=["float32", "bfloat16"])
+def test_cuda_embedding_gradient_is_a_gemm_against_numpy(dtype):
+    """The gradient of an embedding lookup on cuda:0 (a scatter-add of g's rows at the ids, repeats included): one
+    GEMM with the one-hot mask computed element by element (tensor cores for bfloat16), equal to NumPy's
+    `np.add.at` (exactly for float32 sums of few terms; to bfloat16's rounding of the result)."""
+    from zyx_dist.engine import session as zsession
+
+    rng = np.random.default_rng(5)
+    table, c = RNG.standard_normal((5000, 96)).astype(dtype), RNG.standard_normal((4, 300, 96)).astype(dtype)
+    ids = rng.integers(0, 5000, (4, 300))
+    ids[0, :50] = 7
+    want = np.zeros((5000, 96))
+    np.add.at(want, ids, c.astype(np.float64))
+    with zd.init(ray=False, devices=["cuda:0"]):
+        t = zd.tensor(table)
+        (g,) = zd.grad((t[zd.tensor(ids.astype(np.int32))] * zd.tensor(c)).astype(zd.float32).sum(), [t])
+        ks, _, _ = zsession.current().plan([g.node])
+        assert any(gemm.match(k) is not None and k.outputs[0].size == table.size for k in ks)
+        got = g.numpy().astype(np.float64)
+    tol = 1e-5 if dtype == np.float32 else 2 ** -8
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())

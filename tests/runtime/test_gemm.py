@@ -409,6 +409,56 @@ def test_half_type_split_k_sums_float32_partials(monkeypatch, half):
         np.testing.assert_allclose(res.astype(np.float64), want, rtol=eps, atol=eps * np.abs(want).max() * 1e-2)
 
 
+def test_gather_gradient_is_a_gemm_of_the_one_hot_mask():
+    """The gradient of an embedding lookup (`zd.grad` through `table[ids]`) is a scatter-add: the sum over the ids of
+    where(ids == arange(rows), g, 0). It is one GEMM whose mask operand is computed element by element (rows x
+    columns x ids multiply-adds, not a loop over every id per element), equal to NumPy's `np.add.at` with repeated and
+    negative ids; the lookup itself stays one indexed load, and a bfloat16 table's gradient takes tensor cores."""
+    from zyx_dist.codegen import gemm_tc
+    from zyx_dist.codegen.dialects import DIALECTS
+
+    rng = np.random.default_rng(11)
+    table, c = arr(300, 40), arr(6, 7, 40)
+    ids = rng.integers(-300, 300, (6, 7))
+    ids[0, :3] = 5  # repeats add up
+    t, ix = zd.tensor(table), zd.tensor(ids.astype(np.int32))
+    (g,) = zd.grad((t[ix] * zd.tensor(c)).sum(), [t])
+    (k,) = [k for k in kernels_of(g) if k.outputs[0].size == table.size]
+    assert gemm.match(k) is not None
+    want = np.zeros_like(table, dtype=np.float64)
+    np.add.at(want, ids % 300, c.astype(np.float64))
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-6, atol=1e-6)
+    (lookup,) = kernelize([t[ix].node])
+    assert gemm.match(lookup) is None and "for (" not in render_kernel(lookup, gpu=True).source
+    bf = __import__("ml_dtypes").bfloat16
+    tb = zd.tensor(table.astype(bf))
+    (gb,) = zd.grad((tb[ix] * zd.tensor(c.astype(bf))).astype(zd.float32).sum(), [tb])
+    (k,) = [k for k in kernels_of(gb) if k.outputs[0].size == table.size]
+    assert gemm_tc.usable(gemm.match(k), k, DIALECTS["cuda"])
+
+
+def test_tied_embedding_gradient_keeps_its_products_gemms(monkeypatch):
+    """A table used as embedding and as LM head (`table[ids] @ table.T`): its gradient adds the lookup's scatter and
+    the head's weight gradient. No kernel holds both reduces (either would run as a plain loop): each is a GEMM,
+    split-K on as on a GPU; equal to NumPy."""
+    monkeypatch.setattr(ir, "SPLIT_K", True)
+    rng = np.random.default_rng(12)
+    table, c = arr(512, 64) * 0.1, arr(96, 512)
+    ids = rng.integers(0, 512, 96)
+    t = zd.tensor(table)
+    (g,) = zd.grad(((t[zd.tensor(ids)] @ t.T) * zd.tensor(c)).sum(), [t])
+    ks = kernels_of(g)
+    for k in ks:
+        inputs = {x.id for x in k.inputs}
+        nodes = ir.toposort(k.outputs, stop=lambda x, inputs=inputs: x.id in inputs)
+        assert sum(n.op is ir.Op.REDUCE and n.id not in inputs for n in nodes) <= 1
+    assert sum(gemm.match(k) is not None for k in ks) >= 3  # the head's input and weight gradients, the scatter
+    h = table[ids].astype(np.float64)
+    want = c.T.astype(np.float64) @ h
+    np.add.at(want, ids, c.astype(np.float64) @ table.astype(np.float64))
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-4, atol=1e-4)
+
+
 def test_split_weight_gradient_with_adam_matches_numpy(monkeypatch):
     """The backward's weight gradient (the product's factor a computed value, broadcast) splits as well: the
     partials are a batched GEMM read through the broadcast, never a stored T x D x D product, and Adam's

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..graph.ir import Node, Op, ReduceOp, prod
+from ..graph.ir import IOTA, Node, Op, ReduceOp, prod
 from . import symbolic as sym
 from .cexpr import flat_index, move_index, strides
 
@@ -213,11 +213,17 @@ def match(kernel) -> GemmSpec | None:
     src = r.srcs[0]
     if rop is not ReduceOp.SUM or r.dtype.name not in FLOAT_DTYPES:
         return None
-    if src.op is not Op.BINARY or src.arg.value != "mul":
-        return None
     shape, k = src.shape, tuple(axes)
     idx = tuple(sym.Var(f"d{i}", 0, d - 1) if d > 1 else sym.ZERO for i, d in enumerate(shape))
-    walks = [_walk(s, idx, pos) for s in src.srcs]
+    if src.op is Op.WHERE:
+        factors = _masked(src, k, idx, pos, kernel)
+        if factors is None:
+            return None
+    elif src.op is Op.BINARY and src.arg.value == "mul":
+        factors = src.srcs
+    else:
+        return None
+    walks = [_walk(s, idx, pos) for s in factors]
     if any(w is None for w in walks):
         return None
     (ua, _, _), (ub, _, _) = walks  # type: ignore[misc]
@@ -227,7 +233,7 @@ def match(kernel) -> GemmSpec | None:
     batch = tuple(d for d in dims if d not in rows and d not in cols)
     up = tuple((i, tuple(ps)) for i, ps in parents.items()) if permuted else ()
     outs = tuple(kernel.outputs) if up else ()
-    fa, fb = src.srcs
+    fa, fb = factors
     narrow = [_narrowed(f, pos) for f in (fa, fb)]
     if narrow[0] is not None and narrow[1] is not None and narrow[0].dtype is narrow[1].dtype:
         fa, fb = narrow  # type: ignore[assignment]
@@ -245,6 +251,31 @@ def match(kernel) -> GemmSpec | None:
         plain = not computes and len(loads) == 1
         views.append(View(loads[0][0], tidy(loads[0][1]), kernel.inputs[loads[0][0]].dtype.name) if plain else None)
     return GemmSpec(r, spec.a, spec.b, shape, k, batch, rows, cols, views[0], views[1], outs, up)
+
+
+def _masked(src: Node, k: tuple[int, ...], idx: tuple, pos: dict[int, int], kernel) -> tuple[Node, Node] | None:
+    """where(c, x, 0) summed as the product of c (cast to x's dtype: 0 or 1) and x: a gather's gradient (the sum
+    over the ids of where(ids == arange(rows), g, 0), a scatter-add), or any masked product, is a GEMM whose
+    mask operand is computed element by element. Not a gather itself (frontend/movement.py `_gather`: the arange
+    runs along the reduced axis), which codegen/gather.py renders as one load; None there and for other wheres."""
+    c, x, zero = src.srcs
+    while zero.op in MOVEMENT and zero.id not in pos:
+        zero = zero.srcs[0]
+    if zero.op is not Op.CONST or zero.arg != 0 or not x.dtype.is_float:
+        return None
+    eq = c
+    while eq.op in MOVEMENT and eq.id not in pos:
+        idx = move_index(eq, idx)
+        eq = eq.srcs[0]
+    if eq.id not in pos and eq.op is Op.BINARY and eq.arg.value == "eq":
+        along_k = {f"d{d}" for d in k}
+        for side in eq.srcs:
+            walk = _walk(side, idx, pos)
+            if walk is not None and len(walk[1]) == 1 and not walk[2]:
+                leaf = kernel.inputs[walk[1][0][0]]
+                if leaf.op is Op.LEAF and leaf.arg == IOTA and walk[0] and walk[0] <= along_k:
+                    return None  # a gather's one-hot
+    return Node(Op.CAST, (c,), x.dtype, c.shape, x.dtype), x
 
 
 def _narrowed(f: Node, pos: dict[int, int]) -> Node | None:

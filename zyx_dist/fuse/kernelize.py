@@ -259,7 +259,9 @@ def _one_contraction(n: Node, stored: set[int], has_reduce: dict[int, bool], con
     concatenation, or a flip: rotary embeddings' halves, `concat([x @ wq, x @ wk])`), the node under the pad
     is stored; and where `n` combines two contractions (`silu(x @ w1) * (x @ w3)`, the gradient of a tensor
     used twice), every source carrying another than the first source's is stored: each is then a GEMM,
-    read by the next one's epilogue. Without this, such kernels run as plain reduce loops."""
+    read by the next one's epilogue. A source carrying another kind of reduce beside a contraction is stored
+    too (a tied embedding's gradient: the lookup's scatter plus the LM head's weight gradient). Without this,
+    such kernels run as plain reduce loops."""
     if n.op is Op.PAD or n.op is Op.FLIP:
         src = n.srcs[0]
         if src.id not in stored and contr.get(src.id) is not None and not _small_slice(n):
@@ -267,14 +269,19 @@ def _one_contraction(n: Node, stored: set[int], has_reduce: dict[int, bool], con
         return
     if n.op is not Op.BINARY and n.op is not Op.WHERE:
         return
-    first = None
+    first, others = None, []
     for s in n.srcs:
         c = contr.get(s.id) if s.id not in stored else None
         if c is None or c in stored:
+            if s.id not in stored and has_reduce.get(s.id):
+                others.append(s)
             continue
         if first is None:
             first = c
         elif c != first:
+            _store_base(s, stored, has_reduce, contr)
+    if first is not None:
+        for s in others:
             _store_base(s, stored, has_reduce, contr)
 
 
