@@ -295,6 +295,7 @@ def test_split_k_parts_only_for_long_contractions_into_few_tiles(monkeypatch):
     assert parts(2048, 4096 * 1024) == 1  # 256 tiles: enough work-groups already
     assert parts(512, 256 * 256) == 1  # too short
     assert parts(1024, 64 * 64) == 1  # too little work
+    assert parts(8192, 768 * 17) == 64  # little work, but a few work-groups in a row of 128 k-steps unsplit
     assert parts(3000, 512 * 512) == 8  # 3000 = 8 x 375 (16 parts would not divide it)
     assert parts(2049, 256 * 256) == 1  # odd: no even split
     x = g.mul(g.expand(leaf(2048, 300, 1), (2048, 300, 300)), g.expand(leaf(2048, 1, 300), (2048, 300, 300)))
