@@ -4,7 +4,8 @@ matmul (cuBLAS) timed the same way in the same process. Each result is checked a
 also timed a warp-specialized form, since reverted: benchmarks/results/gemm-forms-h200-2026-12-04-*.txt.)
 
     python3 benchmarks/h200/gemm_forms.py [--sizes 8192x8192x8192,8192x3072x768] [--launches 20] [--forms "t256 s4,..."]
-        [--layouts nn,tn]  (tn: A stored k-major and read transposed, a weight's gradient x.T @ g)
+        [--layouts nn,tn,nt]  (tn: A stored (k, m) and read as its .T, a weight's gradient x.T @ g; nt: B stored
+        (n, k), q @ k.mT)   sizes BxMxNxK: a batch of B products (attention's scores)
     ncu -k regex:kc_ --section WarpStateStats python3 benchmarks/h200/gemm_forms.py --sizes 8192x8192x8192 \
         --launches 2 --dtypes bfloat16 --forms "t256 s4"
 """
@@ -41,7 +42,7 @@ def main() -> None:
     ap.add_argument("--launches", type=int, default=20)
     ap.add_argument("--forms", default="", help="only the forms whose names contain one of these (comma-separated)")
     ap.add_argument("--dtypes", default="bfloat16,float16")
-    ap.add_argument("--layouts", default="nn", help="nn: A (m, k) row-major; tn: A stored (k, m), read as its .T")
+    ap.add_argument("--layouts", default="nn", help="nn: A (m, k) row-major; tn: A stored (k, m), read as its .T; nt: B stored (n, k)")
     args = ap.parse_args()
     forms = {f: o for f, o in FORMS.items() if not args.forms or any(x in f for x in args.forms.split(","))}
     import torch
@@ -49,18 +50,19 @@ def main() -> None:
     rng = np.random.default_rng(0)
     with Worker("cuda:0", profile=True) as worker:
         for size, layout in ((s, t) for s in args.sizes.split(",") for t in args.layouts.split(",")):
-            m, n, k = map(int, size.split("x"))
-            flops = 2 * m * n * k
+            *bat, m, n, k = map(int, size.split("x"))
+            flops = 2 * m * n * k * (bat[0] if bat else 1)
             for name, np_dtype, torch_dtype in (("bfloat16", ml_dtypes.bfloat16, torch.bfloat16),
                                                 ("float16", np.float16, torch.float16)):
                 if name not in args.dtypes.split(","):
                     continue
-                a = rng.standard_normal((m, k) if layout == "nn" else (k, m)).astype(np_dtype)
-                b = rng.standard_normal((k, n)).astype(np_dtype)
-                out = (zd.tensor(a) if layout == "nn" else zd.tensor(a).T) @ zd.tensor(b)
+                a = rng.standard_normal((*bat, *((k, m) if layout == "tn" else (m, k)))).astype(np_dtype)
+                b = rng.standard_normal((*bat, *((n, k) if layout == "nt" else (k, n)))).astype(np_dtype)
+                za, zb = zd.tensor(a), zd.tensor(b)
+                out = (za.mT if layout == "tn" else za) @ (zb.mT if layout == "nt" else zb)
                 (kernel,) = kernelize([out.node])
                 ta, tb = (torch.from_numpy(x.astype(np.float32)).to("cuda", torch_dtype) for x in (a, b))
-                ta = ta if layout == "nn" else ta.T
+                ta, tb = ta.mT if layout == "tn" else ta, tb.mT if layout == "nt" else tb
                 ref = (ta @ tb).float().cpu().numpy()
                 scale = np.abs(ref).max()
                 for form, opts in forms.items():

@@ -1,7 +1,7 @@
 """GPU machine: where a cached training step's time goes. Trains the GPT of examples/train_gpt.py (4 layers,
 4 heads) for a few steps, then prints the medians of building the step's graph (model, zd.grad, Adam) and
 of its realize, and, from a `zd.trace` of three steps, the device time per step and its largest kernels;
-the source and IR of those kernels go beside the trace as `top-NAME.cu`.
+the source and IR of those kernels go beside the trace, in `top-kernels.cu`.
 
     python3 benchmarks/h200/step_profile.py $OUT/p/trace.json 16 128 256     # trace path, batch, block, embed
     python3 benchmarks/h200/step_profile.py $OUT/p/trace.json 8 1024 768 12 bfloat16     # ..., heads, dtype
@@ -28,19 +28,19 @@ import zyx_dist as zd
 from zyx_dist.engine import session as zsession
 
 
-def kernel_times(path: str, runs: int) -> tuple[dict[str, float], int]:
-    """From a `zd.trace` file of `runs` equal runs: each kernel's device time per run (us), and launches per
+def kernel_times(path: str, runs: int) -> tuple[dict[str, float], dict[str, int]]:
+    """From a `zd.trace` file of `runs` equal runs: each kernel's device time per run (us) and its launches per
     run. A CUDA graph replay is traced as one graph event and as each of its kernels: the kernels count."""
     with open(path) as f:
         events = json.load(f)
     events = events["traceEvents"] if isinstance(events, dict) else events
     per: dict[str, float] = collections.defaultdict(float)
-    launches = 0
+    launches: dict[str, int] = collections.defaultdict(int)
     for e in events:
         if e.get("ph") == "X" and e.get("cat") == "kernel":
             per[e.get("name")] += e.get("dur", 0) / runs
-            launches += 1
-    return per, launches // runs
+            launches[e.get("name")] += 1
+    return per, {name: n // runs for name, n in launches.items()}
 
 
 def main() -> None:
@@ -72,16 +72,18 @@ def main() -> None:
             loss = gpt.loss_fn(params, x, y, mask, cfg)
             params = opt.step(zd.grad(loss, params))
             zd.realize(loss, *params)
-    per, _ = kernel_times(path, 3)
+    per, launches = kernel_times(path, 3)
     top = sorted(per.items(), key=lambda kv: -kv[1])
-    print(f"device time per step {sum(per.values()) / 1e3:.2f} ms; largest:")
+    print(f"device time per step {sum(per.values()) / 1e3:.2f} ms in {sum(launches.values())} launches; largest:")
     programs = {p.name: (key, p) for key, p in zsession.current().programs.items()}
-    for name, us in top[:12]:
-        print(f"  {us / 1e3:8.3f} ms  {name}")
-        if name in programs:
-            (rows, outs, row), p = programs[name][0][0], programs[name][1]
-            with open(os.path.join(os.path.dirname(path), f"top-{name}.cu"), "w") as f:
-                f.write(f"// {us / 1e3:.3f} ms per step, gws={p.gws} lws={p.lws}\n// IR outputs {outs} row {row}\n")
+    with open(os.path.join(os.path.dirname(path), "top-kernels.cu"), "w") as f:
+        for name, us in top[:12]:
+            n = max(launches[name], 1)
+            print(f"  {us / 1e3:8.3f} ms  {name}  ({n} launches, {us / n:7.1f} us each)")
+            if name in programs:
+                (rows, outs, row), p = programs[name][0][0], programs[name][1]
+                f.write(f"// ==== {name}: {us / 1e3:.3f} ms per step in {n} launches, gws={p.gws} lws={p.lws} "
+                        f"opts={p.opts}\n// IR outputs {outs} row {row}\n")
                 f.writelines(f"//  {i:3d} {r}\n" for i, r in enumerate(rows))
                 f.write(p.source)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..fuse.kernelize import Kernel
 from . import gemm_tma
 from . import symbolic as sym
-from .gemm import Epilogue, GemmSpec, Operand
+from .gemm import Epilogue, GemmSpec, Operand, contiguous
 from .gemm_tc import _HELPERS, PANEL, _mode, copy_loop, value_loop
 
 ARCH_MARK = "// zyx_dist: arch sm_90a"
@@ -230,11 +230,17 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
     body = (f"{decl}\n        const int zd_l = (int)(gi - bi) * {pitch} + (int)(gj - bj);\n"
             + "\n".join("        " + ln for ln in lines))
     flat = sym.render(spec.out_flat())
-    copies = "\n".join(f"        out{i}[gid] = reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off})"
-                        f"[r * {pitch} + c];" for i, (t, off) in enumerate(zip(ctypes, offsets)))
+    width = _store_width(spec, kernel)
+    vec = {2: "unsigned short", 4: "unsigned", 8: "uint2", 16: "uint4"}
+    copies = "\n".join(
+        f"        *reinterpret_cast<{vec[width * o.dtype.itemsize]}*>(out{i} + gid) = *reinterpret_cast<const "
+        f"{vec[width * o.dtype.itemsize]}*>(reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off})"
+        f" + r * {pitch} + c);" if width > 1 else
+        f"        out{i}[gid] = reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off})[r * {pitch} + c];"
+        for i, (o, t, off) in enumerate(zip(kernel.outputs, ctypes, offsets)))
     store = f"""  __syncthreads();  // the whole tile is in shared memory
-  for (int e = tid; e < {BM * tn}; e += {THREADS}) {{  // neighbouring threads, neighbouring columns
-    const int r = e / {tn}, c = e % {tn};
+  for (int e = tid; e < {BM * tn // width}; e += {THREADS}) {{  // neighbouring threads, neighbouring columns
+    const int r = e / {tn // width}, c = e % {tn // width} * {width};
     const {T} gi = bi + r, gj = bj + c;
     if (gi < {spec.M} && gj < {spec.N}) {{
       const {T} gid = {flat};
@@ -243,6 +249,19 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
   }}
 """
     return body, store
+
+
+def _store_width(spec: GemmSpec, kernel: Kernel) -> int:
+    """Columns each thread copies from the staged tile at once: up to 16 bytes of the widest output (8 columns
+    of a half type, 4 of float32), where every output's columns lie side by side in memory in aligned groups of
+    that many (`contiguous`: the tile's columns are a multiple of it, so a group is wholly inside or outside
+    the product); 1 otherwise. Shared-memory rows (pitch tn + 8) keep such groups aligned."""
+    size = max(o.dtype.itemsize for o in kernel.outputs)
+    width = min(16 // size, 8) if size <= 16 else 1
+    gj = spec.vars()[2]
+    while width > 1 and not contiguous(spec.out_flat(), gj, width):
+        width //= 2
+    return width
 
 
 _WGMMA_HELPERS = r"""#ifndef ZD_WGMMA_HELPERS

@@ -1,0 +1,55 @@
+"""GPU machine: every candidate of the tuner (codegen/options.py) for the row kernels of a training step's
+attention, on bfloat16 or float32 score rows (8, 12, 1024, 1024): softmax's forward (max, exp, sum, divide) and its
+backward from the probabilities (p * (dp - sum(p * dp))). Each candidate's kernel time from CUDA events (median
+and IQR of the launches) with the bandwidth its bytes give, so a slow row kernel can be told apart as a tuner's
+pick or a template's limit.
+
+    python3 benchmarks/h200/row_forms.py [--shape 8,12,1024,1024] [--dtypes bfloat16,float32] [--launches 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from attention_forms import spread, time_form
+
+import zyx_dist as zd
+from zyx_dist.codegen import options
+from zyx_dist.codegen.render import facts
+from zyx_dist.fuse.kernelize import kernelize
+from zyx_dist.runtime.worker import Worker
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", default="8,12,1024,1024")
+    ap.add_argument("--dtypes", default="bfloat16,float32")
+    ap.add_argument("--launches", type=int, default=20)
+    args = ap.parse_args()
+    shape = tuple(int(x) for x in args.shape.split(","))
+    rng = np.random.default_rng(0)
+    with Worker("cuda:0", profile=True) as worker:
+        for name in args.dtypes.split(","):
+            np_dtype = ml_dtypes.bfloat16 if name == "bfloat16" else np.dtype(name)
+            s, dp = (zd.tensor(rng.standard_normal(shape).astype(np_dtype)) for _ in range(2))
+            p = zd.softmax(s, axis=-1)
+            p_in = zd.tensor(rng.random(shape).astype(np_dtype))
+            forms = {"softmax": (p, 2), "softmax grad": (p_in * (dp - (p_in * dp).sum(-1, keepdims=True)), 3)}
+            for form, (t, tensors) in forms.items():
+                (kernel,) = kernelize([t.node])
+                nbytes = tensors * t.size * np.dtype(np_dtype).itemsize
+                for opts in options.candidates(facts(kernel, "cuda_sm90a")):
+                    secs = time_form(worker, kernel, opts, args.launches)
+                    med = float(np.median(secs))
+                    print(f"{name} {form:13s} {opts.tag():24s}: {spread(secs)}, {nbytes / med / 1e12:5.2f} TB/s",
+                          flush=True)
+
+
+if __name__ == "__main__":
+    main()
