@@ -427,6 +427,9 @@ def test_gather_gradient_is_a_gemm_of_the_one_hot_mask():
     assert gemm.match(k) is not None
     want = np.zeros_like(table, dtype=np.float64)
     np.add.at(want, ids % 300, c.astype(np.float64))
+    with Worker("opencl:0") as w:  # the tiled GPU template, run on the CPU
+        got = run_kernels(w, g, lambda k: options.default(facts(k, "opencl", True)))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(g.numpy(), want, rtol=1e-6, atol=1e-6)
     (lookup,) = kernelize([t[ix].node])
     assert gemm.match(lookup) is None and "for (" not in render_kernel(lookup, gpu=True).source

@@ -58,6 +58,10 @@ class Dialect:
     )
     fp64_preamble: tuple[str, ...] = ()
     half_preamble: tuple[str, ...] = ()
+    # four neighbouring half-type elements as one 8-byte access, a float4 in registers (loop-free kernels' vector
+    # form; the pointer is 8-byte aligned): (dtype name, C) pairs; a dtype not named stays scalar
+    load4_narrow: tuple[tuple[str, str], ...] = ()
+    store4_narrow: tuple[tuple[str, str], ...] = ()
     # Hopper's wgmma for half-type GEMMs (codegen/gemm_wgmma.py): a CUDA device of compute capability 9.0
     wgmma: bool = False
 
@@ -123,14 +127,34 @@ CUDA = Dialect(
     # NVRTC compiles without system headers: no <math.h> macros unless defined here
     preamble=("#ifndef INFINITY", "#define INFINITY __int_as_float(0x7f800000)", "#endif",
               "#ifndef NAN", "#define NAN __int_as_float(0x7fc00000)", "#endif"),
-    half_preamble=("#include <cuda_fp16.h>",),
+    half_preamble=(
+        "#include <cuda_fp16.h>",
+        ("__device__ inline float4 zd_f16x4_load(const __half* p) {\n"
+         "  const uint2 r = *reinterpret_cast<const uint2*>(p);\n"
+         "  const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&r.x));\n"
+         "  const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&r.y));\n"
+         "  return make_float4(a.x, a.y, b.x, b.y);\n}"),
+        ("__device__ inline void zd_f16x4_store(__half* p, float4 v) {\n"
+         "  const __half2 a = __floats2half2_rn(v.x, v.y), b = __floats2half2_rn(v.z, v.w);\n"
+         "  *reinterpret_cast<uint2*>(p) = make_uint2(*reinterpret_cast<const unsigned*>(&a),"
+         " *reinterpret_cast<const unsigned*>(&b));\n}"),
+    ),
     bf16_preamble=(
         "__device__ inline float zd_bf16_load(unsigned short h) { return __uint_as_float(((unsigned int)h) << 16); }",
         ("__device__ inline unsigned short zd_bf16_store(float f) {\n  unsigned int u = __float_as_uint(f);\n"
         "  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);\n"
         "  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}"),
         "__device__ inline float zd_bf16_round(float f) { return zd_bf16_load(zd_bf16_store(f)); }",
+        ("__device__ inline float4 zd_bf16x4_load(const unsigned short* p) {\n"
+         "  const uint2 r = *reinterpret_cast<const uint2*>(p);\n"
+         "  return make_float4(__uint_as_float(r.x << 16), __uint_as_float(r.x & 0xffff0000u),"
+         " __uint_as_float(r.y << 16), __uint_as_float(r.y & 0xffff0000u));\n}"),
+        ("__device__ inline void zd_bf16x4_store(unsigned short* p, float4 v) {\n"
+         "  *reinterpret_cast<uint2*>(p) = make_uint2(zd_bf16_store(v.x) | ((unsigned)zd_bf16_store(v.y) << 16),"
+         " zd_bf16_store(v.z) | ((unsigned)zd_bf16_store(v.w) << 16));\n}"),
     ),
+    load4_narrow=(("float16", "zd_f16x4_load({ptr})"), ("bfloat16", "zd_bf16x4_load({ptr})")),
+    store4_narrow=(("float16", "zd_f16x4_store({ptr}, {v});"), ("bfloat16", "zd_bf16x4_store({ptr}, {v});")),
 )
 
 # the CUDA dialect on compute capability 9.0 (H100, H200): the same C, plus wgmma GEMMs compiled for sm_90a

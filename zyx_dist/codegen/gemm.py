@@ -1,5 +1,6 @@
 """Driver side: register- and local-memory-tiled code for matmul-shaped kernels. Takes a kernel from
-the kernelizer; `match` recognises a sum over one axis of the product of two operands, each a value
+the kernelizer; `match` recognises a sum over one axis of the product of two operands (or of a masked
+operand, where(c, x, 0): a gather's gradient), each a value
 computed from the kernel's inputs through movement and elementwise ops (no reduce), and sorts the
 product's other dims by which operand depends on them: the rows (the left operand only), the columns
 (the right operand only) and the batch (both, or neither). So `A @ B`, `A @ B.T`, batched and

@@ -55,7 +55,7 @@ class Shape:
     shortest_loop: int  # length of the shortest top-level reduce loop
     row: int  # row kernels: elements per row (0: not a row kernel)
     gemm: bool
-    vectorisable: bool  # loop-free with float32 outputs only
+    vectorisable: bool  # loop-free with outputs the vector form writes four at a time (float32; CUDA: half types too)
     dialect: str
     gpu: bool
     max_lws: int = 1024

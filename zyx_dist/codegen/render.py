@@ -200,7 +200,7 @@ class _Renderer(OneHotGather):
             self.row_cache[pos] = self.typed_load(n, arg, sym.render(sym.add(sym.mul(row, cols),
                                                                              sym.Var("c", 0, cols - 1))))
             return f"rc{pos}[p]", at
-        if off in self.quad and not valid and n.dtype.name == "float32":  # one float4 load serves the quad
+        if off in self.quad and not valid and self.vector_io(n.dtype):  # one float4 load serves the quad
             pos = self.inputs[n.id]
             vec = self.vec_inputs.setdefault(pos, f"vin{pos}")
             return f"{vec}.{'xyzw'[self.quad.index(off)]}", self.root
@@ -403,7 +403,7 @@ class _Renderer(OneHotGather):
                 f"{acc} = {red}[0];"])
 
     def shape_facts(self, loops: int, shortest: int, row: int, gpu: bool, max_lws: int) -> options.Shape:
-        vectorisable = not loops and all(o.dtype.name == "float32" for o in self.k.outputs)
+        vectorisable = not loops and all(self.vector_io(o.dtype) for o in self.k.outputs)
         return options.Shape(prod(self.k.shape), loops, shortest, row, False, vectorisable, self.d.name, gpu, max_lws)
 
     def render(self) -> Program:
@@ -432,7 +432,7 @@ class _Renderer(OneHotGather):
             if threads != total:
                 head.append(f"if (gid >= {total}) return;")
             return self.program(threads, o.lws, head)
-        if o.vec == 1 or not all(out.dtype.name == "float32" for out in self.k.outputs):
+        if o.vec == 1 or not all(self.vector_io(out.dtype) for out in self.k.outputs):
             # `elems` elements per work-item, a grid apart: more loads in flight, still coalesced
             threads = -(-total // (o.lws * o.elems)) * o.lws
             body = [f"{self.index_type} base = {self.d.global_id[self.index]};",
@@ -441,10 +441,15 @@ class _Renderer(OneHotGather):
             return self.program(threads, o.lws, body, emit=False)
         return self.render_vector(total)
 
+    def vector_io(self, dtype) -> bool:
+        """Whether the vector form reads and writes `dtype` four elements at once: float32, and the half types
+        where the dialect packs them (CUDA: 8 bytes, widened to a float4)."""
+        return dtype.name == "float32" or dtype.name in dict(self.d.load4_narrow)
+
     def render_vector(self, total: int) -> Program:
         """Loop-free kernels, 4 adjacent elements per work-item (`elems` such quads, a grid apart): inputs
-        read at the output's own index come as one float4, outputs leave as one; a quad that runs past the
-        end falls back to the scalar code, element by element."""
+        read at the output's own index come as one float4 (half types as 8 bytes, widened), outputs leave as
+        one; a quad that runs past the end falls back to the scalar code, element by element."""
         o, T = self.opts, self.index_type
         quads = -(-total // 4)
         threads = -(-quads // (o.lws * o.elems)) * o.lws
@@ -453,9 +458,12 @@ class _Renderer(OneHotGather):
         values = [[quad.value(out, flat_index(self.k.shape, sym.Var(g, 0, total - 1)), frozenset(), quad.root)[0]
                    for g in quad.quad] for out in self.k.outputs]
         body = [f"{T} g{u} = first + {u};" for u in range(4)]
-        body += [f"const float4 {v} = {self.d.load4.format(ptr=f'in{pos} + first')};" for pos, v in quad.vec_inputs.items()]
+        loads, stores = dict(self.d.load4_narrow), dict(self.d.store4_narrow)
+        body += [f"const float4 {v} = {loads.get(self.k.inputs[pos].dtype.name, self.d.load4).format(ptr=f'in{pos} + first')};"
+                 for pos, v in quad.vec_inputs.items()]
         body += quad.root.emit(0, T)
-        body += [self.d.store4.format(ptr=f"out{i} + first", v=self.d.make4.format(*vs)) for i, vs in enumerate(values)]
+        body += [stores.get(out.dtype.name, self.d.store4).format(ptr=f"out{i} + first", v=self.d.make4.format(*vs))
+                 for i, (out, vs) in enumerate(zip(self.k.outputs, values))]
         scalar = self.root.emit(0, T)
         src = [f"{T} base = {self.d.global_id[self.index]};",
                f"for (int q = 0; q < {o.elems}; q++) {{",
