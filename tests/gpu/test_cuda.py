@@ -88,6 +88,28 @@ def test_float16_kernel_and_cuda_fp16(worker):
     np.testing.assert_array_equal(out, x * np.float16(2))
 
 
+@pytest.mark.parametrize("elems", [1, 2])
+def test_half_type_vector_form_against_numpy(worker, elems):
+    """Loop-free half-type kernels in the vector form (four neighbours per 8-byte load and store, widened to a
+    float4), forced by their options, with a tail past the last quad: bfloat16 and float16 inputs beside a float32
+    one, exp (CUDA's fast intrinsic for half types) and a cast, equal to NumPy within the half type's rounding."""
+    import ml_dtypes
+    from helpers import run_kernels
+
+    from zyx_dist.codegen.options import KernelOpts
+
+    rng = np.random.default_rng(4)
+    for dtype in (ml_dtypes.bfloat16, np.float16):
+        a = rng.uniform(-4, 4, (3001, 7)).astype(dtype)
+        b = rng.standard_normal((3001, 7)).astype(np.float32)
+        t = zd.exp(zd.tensor(a)) * 0.5 + zd.tensor(b).astype(a.dtype)
+        got = run_kernels(worker, t, lambda _k, e=elems: KernelOpts(vec=4, elems=e, lws=128), "cuda")
+        assert got.dtype == dtype
+        want = np.exp(a.astype(np.float64)) * 0.5 + b.astype(dtype).astype(np.float64)
+        tol = 2.0 ** (-8 if dtype is ml_dtypes.bfloat16 else -10)
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+
+
 def test_spill_reload_free_and_reuse(worker):
     x = np.arange(1 << 16, dtype=np.int64)
     ok(worker.run([Alloc(1, x.nbytes), CopyIn(1, x), Spill(1)]))
