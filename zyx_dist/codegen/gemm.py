@@ -258,7 +258,9 @@ def _masked(src: Node, k: tuple[int, ...], idx: tuple, pos: dict[int, int], kern
     """where(c, x, 0) summed as the product of c (cast to x's dtype: 0 or 1) and x: a gather's gradient (the sum
     over the ids of where(ids == arange(rows), g, 0), a scatter-add), or any masked product, is a GEMM whose
     mask operand is computed element by element. Not a gather itself (frontend/movement.py `_gather`: the arange
-    runs along the reduced axis), which codegen/gather.py renders as one load; None there and for other wheres."""
+    runs along the reduced axis), which codegen/gather.py renders as one load; None there and for other wheres.
+    One difference from the where: an infinite or NaN x spreads along its column (0 * inf is NaN), as in any
+    one-hot matmul; a scatter-add (`np.add.at`) keeps it in its row. Finite values give the same sums."""
     c, x, zero = src.srcs
     while zero.op in MOVEMENT and zero.id not in pos:
         zero = zero.srcs[0]
