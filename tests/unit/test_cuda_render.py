@@ -486,6 +486,35 @@ def test_wgmma_gemm_only_in_the_dialect_of_compute_capability_9():
     assert Target.dialect_of("cuda", "8.0") == ("cuda", False) and Target.dialect_of("opencl", "9.0") == ("opencl", False)
 
 
+def test_wgmma_staged_store_copies_sixteen_bytes_where_columns_are_contiguous():
+    """The staged tile leaves in 16-byte copies of the widest output (8 half columns, 4 float32) when every output's
+    columns lie side by side (a bfloat16 product; an update of a bfloat16 weight beside a float32 moment, which
+    copies 4 columns: 8 bytes of the weight, 16 of the moment), and element by element when they do not (a
+    product stored transposed); nvcc compiles each."""
+    from zyx_dist.codegen.options import KernelOpts
+    from zyx_dist.codegen.render import CUDA_SM90A
+
+    bf = dt.bfloat16
+    staged = KernelOpts(wgmma=1, tile=1, stages=4, cache=1)  # (4 stages of 128 x 128: room for both outputs' tiles)
+    prod = _matmul(leaf(256, 64, dtype=bf), leaf(64, 128, dtype=bf))
+    wide = g.cast(prod, f32)
+    update = one_kernel([g.cast(g.binary(g.BinaryOp.SUB, wide, leaf(256, 128)), bf),
+                         g.binary(g.BinaryOp.ADD, wide, leaf(256, 128))])
+    cases = {"plain": (one(prod), ["uint4"]), "update": (update, ["uint2", "uint4"]),
+             "transposed": (one(g.permute(prod, (1, 0))), [])}
+    sources = {}
+    for name, (k, copies) in cases.items():
+        src = render_kernel(k, CUDA_SM90A, staged).source
+        store = src[src.index("the whole tile is in shared memory"):]
+        assert [f"reinterpret_cast<{t}*>(out{i} + gid)" in store for i, t in enumerate(copies)] == [True] * len(copies)
+        assert ("out0[gid] = " in store) == (not copies), name
+        sources[name] = src
+    if NVCC is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            errors = _nvcc(sources, tmp, ["--ptx", "-arch=sm_90a", "-x", "cu"])
+        assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in errors.items())
+
+
 def test_wgmma_is_switched_off_by_the_environment(monkeypatch):
     from zyx_dist.codegen.autotune import Target
 
