@@ -6,6 +6,7 @@ kernel and that it is rendered by the GEMM template (its local tiles appear in t
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 from helpers import run_kernels
@@ -369,7 +370,7 @@ def test_widened_half_operands_are_read_at_their_half_type(half):
     from zyx_dist.codegen import gemm_tc
     from zyx_dist.codegen.dialects import DIALECTS
 
-    dtype = np.dtype(half) if half != "bfloat16" else __import__("ml_dtypes").bfloat16
+    dtype = np.dtype(half) if half != "bfloat16" else ml_dtypes.bfloat16
     a, b = arr(3, 40, 70).astype(dtype), arr(50, 40).astype(dtype)
     t = zd.tensor(a).astype(zd.float32).mT @ zd.tensor(b).astype(zd.float32).T
     assert t.dtype == zd.float32
@@ -392,7 +393,7 @@ def test_half_type_split_k_sums_float32_partials(monkeypatch, half):
     of the narrow views into float32 partials, then their in-order sum rounded once to the half type; equal to
     the unsplit product's result within one rounding of the half type."""
     monkeypatch.setattr(ir, "SPLIT_K", True)
-    dtype = np.dtype(half) if half != "bfloat16" else __import__("ml_dtypes").bfloat16
+    dtype = np.dtype(half) if half != "bfloat16" else ml_dtypes.bfloat16
     X, G = arr(2048, 256).astype(dtype), arr(2048, 256).astype(dtype)
     t = zd.tensor(X).T @ zd.tensor(G)
     ks = kernels_of(t)
@@ -433,9 +434,8 @@ def test_gather_gradient_is_a_gemm_of_the_one_hot_mask():
     np.testing.assert_allclose(g.numpy(), want, rtol=1e-6, atol=1e-6)
     (lookup,) = kernelize([t[ix].node])
     assert gemm.match(lookup) is None and "for (" not in render_kernel(lookup, gpu=True).source
-    bf = __import__("ml_dtypes").bfloat16
-    tb = zd.tensor(table.astype(bf))
-    (gb,) = zd.grad((tb[ix] * zd.tensor(c.astype(bf))).astype(zd.float32).sum(), [tb])
+    tb = zd.tensor(table.astype(ml_dtypes.bfloat16))
+    (gb,) = zd.grad((tb[ix] * zd.tensor(c.astype(ml_dtypes.bfloat16))).astype(zd.float32).sum(), [tb])
     (k,) = [k for k in kernels_of(gb) if k.outputs[0].size == table.size]
     assert gemm_tc.usable(gemm.match(k), k, DIALECTS["cuda"])
 
