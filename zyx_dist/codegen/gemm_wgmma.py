@@ -256,8 +256,7 @@ def _store_width(spec: GemmSpec, kernel: Kernel) -> int:
     of a half type, 4 of float32), where every output's columns lie side by side in memory in aligned groups of
     that many (`contiguous`: the tile's columns are a multiple of it, so a group is wholly inside or outside
     the product); 1 otherwise. Shared-memory rows (pitch tn + 8) keep such groups aligned."""
-    size = max(o.dtype.itemsize for o in kernel.outputs)
-    width = min(16 // size, 8) if size <= 16 else 1
+    width = min(16 // max(o.dtype.itemsize for o in kernel.outputs), 8)
     gj = spec.vars()[2]
     while width > 1 and not contiguous(spec.out_flat(), gj, width):
         width //= 2
