@@ -124,6 +124,12 @@ def shift(op: BinaryOp, a: str, b: str, dt: DType, t: str) -> str:
     return f"(({b} < 0 || {b} >= {bits}) ? {fill} : ({t})({a} >> {b}))"
 
 
+# CUDA's fast intrinsics for half types, computed in float32: a few float32 ulps off (exp: 2 + 1.16|x|), far
+# inside a half type's rounding (2^-9 or 2^-12); a softmax over bfloat16 rows ran at 1.8 TB/s with expf's range
+# reduction, bound by its instructions, against 2.9 for the gradient's row kernel
+HALF_FAST_FN = {UnaryOp.EXP: "__expf", UnaryOp.LOG: "__logf"}
+
+
 def unary(op: UnaryOp, x: str, dt: DType, dialect: Dialect = OPENCL) -> str:
     if op is UnaryOp.NEG:
         return f"(-{x})"
@@ -142,12 +148,6 @@ def unary(op: UnaryOp, x: str, dt: DType, dialect: Dialect = OPENCL) -> str:
     if dt.is_half and dialect.name == "cuda" and op in HALF_FAST_FN:
         return f"{HALF_FAST_FN[op]}({x})"
     return f"{FLOAT_FN[op]}({x})"
-
-
-# CUDA's fast intrinsics for half types, computed in float32: a few float32 ulps off (exp: 2 + 1.16|x|), far
-# inside a half type's rounding (2^-9 or 2^-12); a softmax over bfloat16 rows ran at 1.8 TB/s with expf's range
-# reduction, bound by its instructions, against 2.9 for the gradient's row kernel
-HALF_FAST_FN = {UnaryOp.EXP: "__expf", UnaryOp.LOG: "__logf"}
 
 
 def binary_op(op: BinaryOp, a: str, b: str, dt: DType, dialect: Dialect, temp: Callable[[DType, str], str]) -> str:

@@ -59,9 +59,9 @@ class Dialect:
     fp64_preamble: tuple[str, ...] = ()
     half_preamble: tuple[str, ...] = ()
     # four neighbouring half-type elements as one 8-byte access, a float4 in registers (loop-free kernels' vector
-    # form; the pointer is 8-byte aligned): (dtype name, C) pairs; a dtype not named stays scalar
-    load4_narrow: tuple[tuple[str, str], ...] = ()
-    store4_narrow: tuple[tuple[str, str], ...] = ()
+    # form; the pointer is 8-byte aligned): dtype name -> C; a dtype not named stays scalar
+    load4_narrow: dict = dataclasses.field(default_factory=dict)
+    store4_narrow: dict = dataclasses.field(default_factory=dict)
     # Hopper's wgmma for half-type GEMMs (codegen/gemm_wgmma.py): a CUDA device of compute capability 9.0
     wgmma: bool = False
 
@@ -153,8 +153,8 @@ CUDA = Dialect(
          "  *reinterpret_cast<uint2*>(p) = make_uint2(zd_bf16_store(v.x) | ((unsigned)zd_bf16_store(v.y) << 16),"
          " zd_bf16_store(v.z) | ((unsigned)zd_bf16_store(v.w) << 16));\n}"),
     ),
-    load4_narrow=(("float16", "zd_f16x4_load({ptr})"), ("bfloat16", "zd_bf16x4_load({ptr})")),
-    store4_narrow=(("float16", "zd_f16x4_store({ptr}, {v});"), ("bfloat16", "zd_bf16x4_store({ptr}, {v});")),
+    load4_narrow={"float16": "zd_f16x4_load({ptr})", "bfloat16": "zd_bf16x4_load({ptr})"},
+    store4_narrow={"float16": "zd_f16x4_store({ptr}, {v});", "bfloat16": "zd_bf16x4_store({ptr}, {v});"},
 )
 
 # the CUDA dialect on compute capability 9.0 (H100, H200): the same C, plus wgmma GEMMs compiled for sm_90a

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..graph.ir import IOTA, Node, Op, ReduceOp, prod
+from ..graph.ir import IOTA, Node, Op, ReduceOp, cast, prod
 from . import symbolic as sym
 from .cexpr import flat_index, move_index, strides
 
@@ -278,7 +278,7 @@ def _masked(src: Node, k: tuple[int, ...], idx: tuple, pos: dict[int, int], kern
                 leaf = kernel.inputs[walk[1][0][0]]
                 if leaf.op is Op.LEAF and leaf.arg == IOTA and walk[0] and walk[0] <= along_k:
                     return None  # a gather's one-hot
-    return Node(Op.CAST, (c,), x.dtype, c.shape, x.dtype), x
+    return cast(c, x.dtype), x
 
 
 def _narrowed(f: Node, pos: dict[int, int]) -> Node | None:

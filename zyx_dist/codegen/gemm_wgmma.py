@@ -229,15 +229,19 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
                       for t, a, off in zip(ctypes, arrays, offsets))
     body = (f"{decl}\n        const int zd_l = (int)(gi - bi) * {pitch} + (int)(gj - bj);\n"
             + "\n".join("        " + ln for ln in lines))
-    flat = sym.render(spec.out_flat())
-    width = _store_width(spec, kernel)
-    vec = {2: "unsigned short", 4: "unsigned", 8: "uint2", 16: "uint4"}
-    copies = "\n".join(
-        f"        *reinterpret_cast<{vec[width * o.dtype.itemsize]}*>(out{i} + gid) = *reinterpret_cast<const "
-        f"{vec[width * o.dtype.itemsize]}*>(reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off})"
-        f" + r * {pitch} + c);" if width > 1 else
-        f"        out{i}[gid] = reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off})[r * {pitch} + c];"
-        for i, (o, t, off) in enumerate(zip(kernel.outputs, ctypes, offsets)))
+    out_flat = spec.out_flat()
+    flat = sym.render(out_flat)
+    width = _store_width(out_flat, spec.vars()[2], kernel)
+
+    def copy(i: int, itemsize: int, t: str, off: int) -> str:
+        tile = f"reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off}) + r * {pitch} + c"
+        if width == 1:
+            return f"        out{i}[gid] = *({tile});"
+        v = _COPY_TYPES[width * itemsize]
+        return f"        *reinterpret_cast<{v}*>(out{i} + gid) = *reinterpret_cast<const {v}*>({tile});"
+
+    copies = "\n".join(copy(i, o.dtype.itemsize, t, off)
+                        for i, (o, t, off) in enumerate(zip(kernel.outputs, ctypes, offsets)))
     store = f"""  __syncthreads();  // the whole tile is in shared memory
   for (int e = tid; e < {BM * tn // width}; e += {THREADS}) {{  // neighbouring threads, neighbouring columns
     const int r = e / {tn // width}, c = e % {tn // width} * {width};
@@ -251,14 +255,17 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
     return body, store
 
 
-def _store_width(spec: GemmSpec, kernel: Kernel) -> int:
+_COPY_TYPES = {2: "unsigned short", 4: "unsigned", 8: "uint2", 16: "uint4"}  # by bytes copied at once
+
+
+def _store_width(out_flat: sym.Expr, gj: sym.Var, kernel: Kernel) -> int:
     """Columns each thread copies from the staged tile at once: up to 16 bytes of the widest output (8 columns
-    of a half type, 4 of float32), where every output's columns lie side by side in memory in aligned groups of
-    that many (`contiguous`: the tile's columns are a multiple of it, so a group is wholly inside or outside
-    the product); 1 otherwise. Shared-memory rows (pitch tn + 8) keep such groups aligned."""
+    of a half type, 4 of float32), where every output's columns (`out_flat` along `gj`) lie side by side in
+    memory in aligned groups of that many (`contiguous`: the tile's columns are a multiple of it, so a group is
+    wholly inside or outside the product); 1 otherwise. Shared-memory rows (pitch tn + 8) keep such groups
+    aligned."""
     width = min(16 // max(o.dtype.itemsize for o in kernel.outputs), 8)
-    gj = spec.vars()[2]
-    while width > 1 and not contiguous(spec.out_flat(), gj, width):
+    while width > 1 and not contiguous(out_flat, gj, width):
         width //= 2
     return width
 

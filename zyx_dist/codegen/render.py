@@ -444,7 +444,7 @@ class _Renderer(OneHotGather):
     def vector_io(self, dtype) -> bool:
         """Whether the vector form reads and writes `dtype` four elements at once: float32, and the half types
         where the dialect packs them (CUDA: 8 bytes, widened to a float4)."""
-        return dtype.name == "float32" or dtype.name in dict(self.d.load4_narrow)
+        return dtype.name == "float32" or dtype.name in self.d.load4_narrow
 
     def render_vector(self, total: int) -> Program:
         """Loop-free kernels, 4 adjacent elements per work-item (`elems` such quads, a grid apart): inputs
@@ -458,7 +458,7 @@ class _Renderer(OneHotGather):
         values = [[quad.value(out, flat_index(self.k.shape, sym.Var(g, 0, total - 1)), frozenset(), quad.root)[0]
                    for g in quad.quad] for out in self.k.outputs]
         body = [f"{T} g{u} = first + {u};" for u in range(4)]
-        loads, stores = dict(self.d.load4_narrow), dict(self.d.store4_narrow)
+        loads, stores = self.d.load4_narrow, self.d.store4_narrow
         body += [f"const float4 {v} = {loads.get(self.k.inputs[pos].dtype.name, self.d.load4).format(ptr=f'in{pos} + first')};"
                  for pos, v in quad.vec_inputs.items()]
         body += quad.root.emit(0, T)

@@ -450,7 +450,7 @@ def _split_columns(op: ReduceOp, x: Node, axes: tuple[int, ...], parts: int, sha
     add their rounding), then their reduce in a fixed order (deterministic)."""
     n = prod(x.shape[a] for a in axes)
     cols = x.size // n
-    wide = x.dtype.is_float and x.dtype.itemsize < 4
+    wide = x.dtype.is_half
     flat = reshape(cast(x, float32) if wide else x, (n, cols))
     chunk = -(-n // parts)
     if chunk * parts != n:  # pad with the identity so the extra rows change nothing
@@ -458,6 +458,8 @@ def _split_columns(op: ReduceOp, x: Node, axes: tuple[int, ...], parts: int, sha
     part = Node(Op.REDUCE, (reshape(flat, (parts, chunk, cols)),), (op, (1,)), (parts, 1, cols), flat.dtype)
     total = Node(Op.REDUCE, (part,), (op, (0,)), (1, 1, cols), flat.dtype)
     return reshape(cast(total, x.dtype) if wide else total, shape)
+
+
 SPLIT_K_AT = 1024  # a contraction this long into few GEMM tiles is split along its length (split-K)
 SPLIT_K_WORK = 1 << 23  # ... when it is this many multiply-adds or more (an LM head's gradient at a small vocabulary,
 # 768 x 17 over 8192 rows, took 396 us unsplit on an H100: six work-groups in a row of 128 k-steps)
@@ -512,7 +514,7 @@ def _split_contraction(x: Node, axis: int, parts: int, shape: Shape) -> Node:
     rest = tuple(i for i in range(len(split)) if i not in (axis, axis + 1))
     order = (axis, *rest, axis + 1)
     halves = [_split_axis(f, axis, split, order) for f in (a, b)]
-    narrow = x.dtype.is_float and x.dtype.itemsize < 4
+    narrow = x.dtype.is_half
     if narrow:
         halves = [cast(h, float32) for h in halves]
     part = reduce(ReduceOp.SUM, binary(BinaryOp.MUL, *halves), (len(split) - 1,))  # (parts, rest..., 1)
