@@ -1,10 +1,12 @@
 """GPU machine: every candidate of the tuner (codegen/options.py) for the row kernels of a training step's
 attention, on bfloat16 or float32 score rows (8, 12, 1024, 1024): softmax's forward (max, exp, sum, divide) and its
-backward from the probabilities (p * (dp - sum(p * dp))). Each candidate's kernel time from CUDA events (median
+backward from the probabilities (p * (dp - sum(p * dp))); and a layer norm with weight and bias over rows of the
+last axis of `--norm-shape` (issue 14's (8, 1024, 1024)). Each candidate's kernel time from CUDA events (median
 and IQR of the launches) with the bandwidth its bytes give, so a slow row kernel can be told apart as a tuner's
 pick or a template's limit.
 
-    python3 benchmarks/h200/row_forms.py [--shape 8,12,1024,1024] [--dtypes bfloat16,float32] [--launches 20]
+    python3 benchmarks/h200/row_forms.py [--shape 8,12,1024,1024] [--norm-shape 8,1024,1024] [--dtypes bfloat16,float32]
+        [--launches 20]
 """
 
 from __future__ import annotations
@@ -29,10 +31,12 @@ from zyx_dist.runtime.worker import Worker
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", default="8,12,1024,1024")
+    ap.add_argument("--norm-shape", default="8,1024,1024")
     ap.add_argument("--dtypes", default="bfloat16,float32")
     ap.add_argument("--launches", type=int, default=20)
     args = ap.parse_args()
     shape = tuple(int(x) for x in args.shape.split(","))
+    norm_shape = tuple(int(x) for x in args.norm_shape.split(","))
     rng = np.random.default_rng(0)
     with Worker("cuda:0", profile=True) as worker:
         for name in args.dtypes.split(","):
@@ -40,7 +44,12 @@ def main() -> None:
             s, dp = (zd.tensor(rng.standard_normal(shape).astype(np_dtype)) for _ in range(2))
             p = zd.softmax(s, axis=-1)
             p_in = zd.tensor(rng.random(shape).astype(np_dtype))
-            forms = {"softmax": (p, 2), "softmax grad": (p_in * (dp - (p_in * dp).sum(-1, keepdims=True)), 3)}
+            x = zd.tensor(rng.standard_normal(norm_shape).astype(np_dtype))
+            w, b = (zd.tensor(rng.standard_normal(norm_shape[-1:]).astype(np_dtype)) for _ in range(2))
+            mean = x.mean(-1, keepdims=True)
+            norm = (x - mean) / zd.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + 1e-5) * w + b
+            forms = {"softmax": (p, 2), "softmax grad": (p_in * (dp - (p_in * dp).sum(-1, keepdims=True)), 3),
+                     "layer norm": (norm, 2)}
             for form, (t, tensors) in forms.items():
                 (kernel,) = kernelize([t.node])
                 nbytes = tensors * t.size * np.dtype(np_dtype).itemsize

@@ -110,6 +110,44 @@ def test_half_type_vector_form_against_numpy(worker, elems):
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("group", [32, 64, 128, 256])
+def test_row_kernels_in_quads_against_numpy(worker, group):
+    """Row kernels in quads (the row in registers, four neighbours per 16-byte or 8-byte load and store; a warp
+    alone shuffles without a barrier): softmax behind an int mask with NaN, inf and all -inf rows, and a layer norm
+    with weights, in float32, bfloat16 and float16, rows of 1024 and of 96 (shorter than one pass), against NumPy."""
+    import ml_dtypes
+    from helpers import run_kernels
+
+    from zyx_dist.codegen.options import KernelOpts
+
+    rng = np.random.default_rng(9)
+    opts = lambda k: KernelOpts(group=group, cache=1, vec=4) if k.row else None
+    for dtype in (np.float32, ml_dtypes.bfloat16, np.float16):
+        tol = {np.float32: 1e-5, np.float16: 2.0 ** -10}.get(dtype, 2.0 ** -8)
+        for cols in (1024, 96):
+            x = (rng.standard_normal((41, cols)) * 3).astype(dtype)
+            x[3, 5], x[5, 7], x[4] = np.nan, np.inf, -np.inf
+            keep = (rng.random((41, cols)) > 0.2).astype(np.int32)
+            keep[:, 0] = 1
+            t = zd.softmax(zd.where(zd.tensor(keep) == 1, zd.tensor(x), -np.inf), axis=-1)
+            got = run_kernels(worker, t, opts, "cuda")
+            assert got.dtype == dtype
+            m = np.where(keep == 1, x.astype(np.float64), -np.inf)
+            with np.errstate(invalid="ignore"):
+                e = np.exp(m - m.max(-1, keepdims=True))
+                want = e / e.sum(-1, keepdims=True)
+            np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol * 1e-2)
+            w = rng.standard_normal(cols).astype(dtype)
+            tx = zd.tensor(np.nan_to_num(x, posinf=1.0, neginf=-1.0))
+            mean = tx.mean(-1, keepdims=True)
+            ln = (tx - mean) / zd.sqrt(((tx - mean) ** 2).mean(-1, keepdims=True) + 1e-5) * zd.tensor(w)
+            got = run_kernels(worker, ln, opts, "cuda").astype(np.float64)
+            xf = np.nan_to_num(x, posinf=1.0, neginf=-1.0).astype(np.float64)
+            mf = xf.mean(-1, keepdims=True)
+            want = (xf - mf) / np.sqrt(((xf - mf) ** 2).mean(-1, keepdims=True) + 1e-5) * w.astype(np.float64)
+            np.testing.assert_allclose(got, want, rtol=8 * tol, atol=8 * tol)
+
+
 def test_spill_reload_free_and_reuse(worker):
     x = np.arange(1 << 16, dtype=np.int64)
     ok(worker.run([Alloc(1, x.nbytes), CopyIn(1, x), Spill(1)]))

@@ -334,6 +334,35 @@ def test_nvcc_accepts_kernels_on_their_own():
     assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in errors.items())
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_nvcc_accepts_row_kernels_in_quads():
+    """Row kernels in quads (the row in registers, four neighbours per load and store: 16 bytes for float32,
+    8 for half types) at every group size, a warp alone without its barrier, with an int mask read element by
+    element beside them; the quad form is the GPU's first candidate."""
+    from zyx_dist.codegen import options
+    from zyx_dist.codegen.options import KernelOpts
+    from zyx_dist.codegen.render import facts
+
+    sources = {}
+    for d in (f32, dt.bfloat16, dt.float16):
+        x = zd.tensor(np.zeros((6, 1024), d.np_dtype))
+        keep = zd.tensor(np.ones((6, 1024), np.int32))
+        mean = x.mean(-1, keepdims=True)
+        graphs = {"softmax": zd.softmax(zd.where(keep == 1, x, -np.inf), axis=-1),
+                  "norm": (x - mean) / zd.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + 1e-5)}
+        for name, t in graphs.items():
+            (k,) = kernelize([t.node])
+            assert options.candidates(facts(k, CUDA))[0].vec == 4
+            for group in (32, 64, 128, 256):
+                src = render_kernel(k, CUDA, KernelOpts(group=group, cache=1, vec=4)).source
+                assert ("__syncthreads" in src) == (group > 32), (name, d, group)
+                assert ("float4" in src) and ("zd_bf16x4_store" in src) == (d is dt.bfloat16)
+                sources[f"{name}_{d.name}_g{group}"] = src
+    with tempfile.TemporaryDirectory() as tmp:
+        errors = _nvcc(sources, tmp)
+    assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in errors.items())
+
+
 def test_half_type_elementwise_kernels_move_four_elements_at_once():
     """Loop-free kernels with half-type inputs and outputs take the vector form first on CUDA: four neighbours as
     one 8-byte load, widened to a float4, and one 8-byte store (a bfloat16 rotary kernel moved one 2-byte element

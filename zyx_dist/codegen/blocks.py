@@ -22,6 +22,7 @@ class Block:
         self.reduce: tuple | None = None  # (accumulator, dtype, ReduceOp) of a reduce loop
         self.group: tuple[str, int, list[str]] | None = None  # in-group reduce: (local id, size, combine code)
         self.passes = 0  # a row loop over a row cached in registers: the work-group's passes over the row
+        self.slot = ""  # with passes: the column of register slot p (C; default: work-item lid's p-th stride)
 
     def emit(self, indent: int, index_type: str, unroll: int = 1) -> list[str]:
         out: list[str] = []
@@ -39,7 +40,7 @@ class Block:
                 elif item.passes:  # a cached row: pass p of the work-group over the row is register slot p
                     lid, size, _ = item.group
                     out += [f"{pad}#pragma unroll", f"{pad}for (int p = 0; p < {item.passes}; p++) {{",
-                            f"{pad}  const {index_type} {v.name} = {lid} + p * {size};",
+                            f"{pad}  const {index_type} {v.name} = {item.slot or f'{lid} + p * {size}'};",
                             f"{pad}  if ({v.name} < {v.hi + 1}) {{"]
                     close = "}}"
                 else:  # the work-group shares the loop, then combines its partial results in local memory

@@ -65,6 +65,7 @@ class Shape:
     wgmma: bool = False  # GEMM or attention on tensor cores of a dialect with wgmma (compute capability 9.0)
     tma: bool = False  # a wgmma GEMM with an operand that tensor-map copies can load, an attention whose k and v they can
     inner: bool = False  # reduce loops that read along memory (loop_reads.py): a row sum, not a column sum
+    quads: bool = False  # row kernels: rows of whole quads, every output stored four at a time (render.quads_fit)
 
 
 def default(s: Shape) -> KernelOpts:
@@ -85,7 +86,11 @@ def candidates(s: Shape) -> list[KernelOpts]:
         # registers for the row: at most 32 elements per work-item
         cached = [KernelOpts(group=g, cache=1) for g in sizes if s.row <= 32 * g]
         plain = [KernelOpts(group=g, unroll=u) for g in sizes for u in ((1, 4) if s.gpu else (1,))]
-        return cached + plain if s.gpu else plain + cached
+        # a row in quads: each work-item reads 4 neighbours at once, 4-32 elements in all (a warp alone, without a
+        # barrier, for rows up to 1024)
+        quads = [KernelOpts(group=g, cache=1, vec=4) for g in (64, 128, 32, 256, 512, 1024)
+                 if g <= s.max_lws and 4 * g <= s.row <= 32 * g] if s.quads else []
+        return quads + cached + plain if s.gpu else plain + cached + quads
     if s.loops:
         flat = [KernelOpts(lws=small(s.total, w)) for w in lws]
         if not s.gpu:  # vector loads of 8 adjacent elements per pass (AVX registers), for the tuner to try:

@@ -383,17 +383,18 @@ class _Renderer(OneHotGather):
             t, red = ctype(dt, self.d), f"red{i}"
             if self.d.name == "cuda" and size % 32 == 0 and t in SHUFFLED:
                 # warp shuffles, then one exchange of the warps' partials: 1 barrier, not log2(size)
-                loop.before_loop.insert(0, f"{shared} {t} {red}[{size // 32}];")
                 # Every lane must reach each __shfl_xor_sync (a full mask): combining with max/min repeats
                 # its operand in a ternary, so the shuffle is read into a variable first, never inside one.
                 # A shuffle in the ternary's untaken side left lanes waiting forever (the H200 hung).
                 mine = self.combine(rop, dt, acc, f"{acc}_sh")
                 rest = self.combine(rop, dt, acc, f"{red}[w]")
-                loop.group = ("lid", size, [
-                    (f"for (int o = 16; o > 0; o >>= 1) {{ {t} {acc}_sh = __shfl_xor_sync(0xffffffffu, {acc}, o); "
-                     f"{acc} = {mine}; }}"),
-                    f"if ((lid & 31) == 0) {red}[lid >> 5] = {acc};", barrier,
-                    f"{acc} = {red}[0];", f"for (int w = 1; w < {size // 32}; w++) {acc} = {rest};"])
+                lanes = [(f"for (int o = 16; o > 0; o >>= 1) {{ {t} {acc}_sh = __shfl_xor_sync(0xffffffffu, {acc}, o); "
+                          f"{acc} = {mine}; }}")]
+                if size > 32:  # a warp alone has its result in every lane already
+                    loop.before_loop.insert(0, f"{shared} {t} {red}[{size // 32}];")
+                    lanes += [f"if ((lid & 31) == 0) {red}[lid >> 5] = {acc};", barrier,
+                              f"{acc} = {red}[0];", f"for (int w = 1; w < {size // 32}; w++) {acc} = {rest};"]
+                loop.group = ("lid", size, lanes)
                 continue
             both = self.combine(rop, dt, f"{red}[lid]", f"{red}[lid + s]")
             loop.before_loop.insert(0, f"{shared} {t} {red}[{size}];")
@@ -446,6 +447,11 @@ class _Renderer(OneHotGather):
         where the dialect packs them (CUDA: 8 bytes, widened to a float4)."""
         return dtype.name == "float32" or dtype.name in self.d.load4_narrow
 
+    def quads_fit(self, cols: int) -> bool:
+        """Whether a row kernel's rows of `cols` can move in quads: whole quads per row, vector stores for every
+        output (inputs of other dtypes are still read element by element)."""
+        return cols % 4 == 0 and all(self.vector_io(o.dtype) for o in self.k.outputs)
+
     def render_vector(self, total: int) -> Program:
         """Loop-free kernels, 4 adjacent elements per work-item (`elems` such quads, a grid apart): inputs
         read at the output's own index come as one float4 (half types as 8 bytes, widened), outputs leave as
@@ -476,32 +482,60 @@ class _Renderer(OneHotGather):
     def render_rows(self, dims: int) -> Program:
         """One work-group per row: the per-row reduces run as in-group reductions (every work-item gets the
         result), then the work-items stride through the row's elements. The row is read once from memory
-        per pass, and the passes after the first find it in cache."""
+        per pass, and the passes after the first find it in cache. Cached in registers (`cache`), a row can
+        also move in quads (`vec` 4): each work-item's slots p are four neighbours per 16-byte (half types:
+        8-byte) load and store, so a row of half types is read in as few loads as one of float32."""
         shape, o = self.k.shape, self.opts
         cols = prod(shape[-dims:])
         rows = prod(shape) // cols
         size = o.group or 256
+        quads = bool(o.cache) and o.vec == 4 and self.quads_fit(cols)
+        slot = f"(lid + (p >> 2) * {size}) * 4 + (p & 3)" if quads else f"lid + p * {size}"  # register slot p's column
         r, j = sym.Var("row", 0, rows - 1), sym.Var("j", 0, cols - 1)
         idx = flat_index(shape[:-dims], r) + flat_index(shape[-dims:], j)
         col = Block(self.root, j)
         col.group = ("lid", size, [])
-        passes = -(-cols // size) if o.cache else 0
+        passes = (4 * -(-cols // (4 * size)) if quads else -(-cols // size)) if o.cache else 0
         if passes:  # loads of the row's own elements (at row * cols + the loop variable) come from registers
             self.row_of = (r, cols)
         col.lines.append(f"{self.index_type} gid = row * {cols} + j;")
-        col.lines += self.elementwise_body(col, idx)
+        if quads:  # the outputs wait in register slots for one vector store per quad
+            col.lines += [f"so{i}[p] = {self.value(out, idx, frozenset(), col)[0]};"
+                          for i, out in enumerate(self.k.outputs)]
+        else:
+            col.lines += self.elementwise_body(col, idx)
         loops = [b for b in self.root.lines if isinstance(b, Block)]
         self.group_loops(loops, size)
         self.root.lines.append(col)
         head = [f"{self.index_type} row = {self.d.group_id};", f"int lid = {self.d.local_id};"]
-        if self.row_cache:
+        if self.row_cache or quads:
             for b in [*loops, col]:
                 b.passes = passes if b.var.hi + 1 == cols else 0
+                b.slot = slot
             for pos, load in sorted(self.row_cache.items()):
-                t = ctype(self.k.inputs[pos].dtype, self.d)
-                head += [f"{t} rc{pos}[{passes}];", "#pragma unroll", f"for (int p = 0; p < {passes}; p++) {{",
-                         f"  const {self.index_type} c = lid + p * {size};",
-                         f"  rc{pos}[p] = c < {cols} ? {load} : {literal(0, self.k.inputs[pos].dtype, self.d)};", "}"]
+                n = self.k.inputs[pos]
+                t, zero = ctype(n.dtype, self.d), literal(0, n.dtype, self.d)
+                head += [f"{t} rc{pos}[{passes}];", "#pragma unroll"]
+                if quads and self.vector_io(n.dtype):
+                    q = f"rq{pos}"
+                    read = self.d.load4_narrow.get(n.dtype.name, self.d.load4).format(ptr=f"in{pos} + row * {cols} + c")
+                    head += [f"for (int p = 0; p < {passes}; p += 4) {{",
+                             f"  const {self.index_type} c = (lid + (p >> 2) * {size}) * 4;",
+                             f"  const float4 {q} = c < {cols} ? {read} : {self.d.make4.format(*['0.0f'] * 4)};",
+                             *[f"  rc{pos}[p + {u}] = {q}.{'xyzw'[u]};" for u in range(4)], "}"]
+                    continue
+                head += [f"for (int p = 0; p < {passes}; p++) {{", f"  const {self.index_type} c = {slot};",
+                         f"  rc{pos}[p] = c < {cols} ? {load} : {zero};", "}"]
+        if quads:
+            head += [f"{ctype(out.dtype, self.d)} so{i}[{passes}];" for i, out in enumerate(self.k.outputs)]
+            put = self.d.store4_narrow
+            for i, out in enumerate(self.k.outputs):
+                v = self.d.make4.format(*[f"so{i}[p + {u}]" for u in range(4)])
+                ptr = f"out{i} + row * {cols} + c"
+                self.root.lines += ["#pragma unroll", f"for (int p = 0; p < {passes}; p += 4) {{",
+                                    f"  const {self.index_type} c = (lid + (p >> 2) * {size}) * 4;",
+                                    f"  if (c < {cols}) {put.get(out.dtype.name, self.d.store4).format(ptr=ptr, v=v)}",
+                                    "}"]
         return self.program(rows * size, size, head)
 
     def program(self, threads: int, lws: int, head: list[str], emit: bool = True) -> Program:
@@ -580,7 +614,8 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
                              (spec.B, spec.M, spec.N, spec.K), tc, wgmma=d.wgmma and tc,
                              tma=d.wgmma and tc and gemm_wgmma.tma_usable(spec))
     if kernel.row:
-        return r.shape_facts(1, 0, prod(kernel.shape[-kernel.row:]), gpu, max_lws)
+        cols = prod(kernel.shape[-kernel.row:])
+        return dataclasses.replace(r.shape_facts(1, 0, cols, gpu, max_lws), quads=r.quads_fit(cols))
     r.elementwise_body(r.root, flat_index(kernel.shape, sym.Var("gid", 0, max(prod(kernel.shape) - 1, 0))))
     loops = [b.var.hi + 1 for b in r.root.lines if isinstance(b, Block)]
     shape = r.shape_facts(len(loops), min(loops, default=0), 0, gpu, max_lws)
