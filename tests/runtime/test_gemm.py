@@ -485,3 +485,41 @@ def test_split_weight_gradient_with_adam_matches_numpy(monkeypatch):
         w = new[0]
         (want,) = ref.step([grad])
         np.testing.assert_allclose(w.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_weight_gradients_are_computed_in_the_weights_layout(monkeypatch):
+    """matmul reads a weight transposed (a permuted view); its gradient is summed with the kept axes in the weight's
+    order, so the GEMM writes it as the weight is laid out and nothing reads it across rows: the split-K partials
+    of W (128, 320) are (parts, 128, 320, 1) and their total reads them along memory; unsplit, the gradient is
+    the GEMM's own output. Values equal NumPy's for a 2-D and a 3-D input, a weight used twice, and a batched
+    weight read through its own transpose."""
+    X, W = arr(2048, 128) * 0.1, arr(128, 320) * 0.1
+    monkeypatch.setattr(ir, "SPLIT_K", True)
+    x, w = zd.tensor(X), zd.tensor(W)
+    (dw,) = zd.grad(((x @ w) ** 2).sum(), [w])
+    ks = kernels_of(dw)
+    parts = [k for k in ks if gemm.match(k) is not None and k.outputs[0].shape[1:] == (128, 320, 1)]
+    assert len(parts) == 1, [k.outputs[0].shape for k in ks]
+    total = [k for k in ks if parts[0].outputs[0] in k.inputs]
+    assert total and "%" not in render_kernel(total[0], gpu=False).source.split("{", 1)[1]
+    np.testing.assert_allclose(dw.numpy(), 2 * X.T.astype(np.float64) @ (X @ W), rtol=1e-4, atol=1e-4)
+    monkeypatch.setattr(ir, "SPLIT_K", False)
+
+    X3, Y, G = arr(4, 64, 70), arr(30, 70), arr(4, 64, 50)
+    w = zd.tensor(arr(70, 50))
+    loss = ((zd.tensor(X3) @ w) * zd.tensor(G)).sum() + (zd.tensor(Y) @ w).sum()
+    (dw,) = zd.grad(loss, [w])
+    assert all(gemm.match(k) is None or k.outputs[0].size != 70 * 50 or k.outputs[0].shape[0] == 70
+               for k in kernels_of(dw))
+    want = X3.reshape(-1, 70).T.astype(np.float64) @ G.reshape(-1, 50) + Y.T.astype(np.float64) @ np.ones((30, 50))
+    np.testing.assert_allclose(dw.numpy(), want, rtol=1e-4, atol=1e-4)
+    (dw,) = zd.grad(((zd.tensor(X3[0]) @ w) * zd.tensor(G[0])).sum(), [w])
+    (k,) = kernels_of(dw)
+    assert gemm.match(k) is not None and [d for d in k.outputs[0].shape if d > 1] == [70, 50]
+    np.testing.assert_allclose(dw.numpy(), X3[0].T.astype(np.float64) @ G[0], rtol=1e-4, atol=1e-4)
+
+    W3, X3b, G3 = arr(3, 50, 70), arr(3, 40, 70), arr(3, 40, 50)
+    w3 = zd.tensor(W3)
+    (dw3,) = zd.grad(((zd.tensor(X3b) @ w3.mT) * zd.tensor(G3)).sum(), [w3])
+    want = np.einsum("bij,bik->bjk", G3.astype(np.float64), X3b)
+    np.testing.assert_allclose(dw3.numpy(), want, rtol=1e-4, atol=1e-4)

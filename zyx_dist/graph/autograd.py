@@ -163,7 +163,8 @@ def _vjp(op: Op, arg: Any, srcs: tuple[Node, ...], n: Node, g: Node, need: list[
         return [_composite(arg[0], arg[2], n, g)]
     x = srcs[0]
     if op is Op.EXPAND:
-        return [ir.reduce(ReduceOp.SUM, g, tuple(i for i, (a, b) in enumerate(zip(x.shape, n.shape)) if a != b))]
+        axes = tuple(i for i, (a, b) in enumerate(zip(x.shape, n.shape)) if a != b)
+        return [_contraction_in_source_layout(g, axes, x) or ir.reduce(ReduceOp.SUM, g, axes)]
     if op is Op.RESHAPE:
         return [ir.reshape(g, x.shape)]
     if op is Op.PERMUTE:
@@ -185,6 +186,45 @@ def _vjp(op: Op, arg: Any, srcs: tuple[Node, ...], n: Node, g: Node, need: list[
     if op is Op.REDUCE:
         return [_reduce(arg[0], arg[1], x, n, g)]
     raise NotImplementedError(f"no gradient for {op}")
+
+
+def _contraction_in_source_layout(g: Node, axes: tuple[int, ...], x: Node) -> Node | None:
+    """sum(g, axes) for an expanded x that is a permuted view of a value s (a weight read transposed by matmul):
+    where g is a product of broadcasts (a weight's gradient is a contraction), its kept axes are put in s's order
+    before the sum, so the GEMM writes the gradient in s's layout and the backward pass of x's views composes
+    away. Summed in x's order, the GEMM wrote it transposed, and whatever read it (an optimizer's update, the
+    split-K partials' total) read across rows, a sector per element. The same sums in the same order: the same
+    values. None where x is no such view or g no such product."""
+    if not ir.broadcast_product(g):
+        return None
+    chain, s = [], x  # x's views down to s: permutes, and reshapes that only add or drop size-1 axes
+    while s.op in (Op.PERMUTE, Op.RESHAPE) and len(chain) < 8:
+        if s.op is Op.RESHAPE and [d for d in s.shape if d > 1] != [d for d in s.srcs[0].shape if d > 1]:
+            break
+        chain.append(s)
+        s = s.srcs[0]
+    order = list(range(sum(d > 1 for d in x.shape)))  # x's axes longer than 1, as they come in s
+    for v in chain:
+        if v.op is Op.PERMUTE:  # its axis i is its source's axis v.arg[i]
+            longer = [i for i, d in enumerate(v.shape) if d > 1]
+            order = [order[longer.index(i)] for i in sorted(longer, key=lambda i: v.arg[i])]
+    kept = [i for i in range(len(g.shape)) if i not in axes and g.shape[i] > 1]  # x's axes longer than 1, in g
+    perm = tuple([kept[j] for j in order] + [i for i in range(len(g.shape)) if i not in kept])
+    if perm == tuple(range(len(perm))):
+        return None
+
+    def moved(f: Node) -> Node:  # f's axes in perm's order, the permute below any broadcast and cast
+        if f.op is Op.CAST:
+            return ir.cast(moved(f.srcs[0]), f.dtype)
+        if f.op is Op.EXPAND:
+            return ir.expand(ir.permute(f.srcs[0], perm), tuple(f.shape[i] for i in perm))
+        return ir.permute(f, perm)
+
+    total = ir.reduce(ReduceOp.SUM, ir.mul(*map(moved, g.srcs)), tuple(perm.index(a) for a in axes))
+    grad = ir.reshape(total, s.shape)
+    for v in reversed(chain):  # s's gradient seen through x's views again: their own gradients undo them
+        grad = ir.permute(grad, v.arg) if v.op is Op.PERMUTE else ir.reshape(grad, v.shape)
+    return grad
 
 
 def _composite(kind: str, axes: tuple[int, ...], n: Node, g: Node) -> Node:
