@@ -177,9 +177,46 @@ def test_attention_backward_products_are_gemms():
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_attention_backward_takes_its_row_sums_from_the_output(dtype):
+    """softmax's backward p * (g - sum(g * p)) in an attention, where g = do @ v.T: the row sums are those of
+    do * o over the head dim (flash attention's D), so no kernel reads the T x T gradient g row by row: the GEMM
+    that computes g applies p * (g - D) as its epilogue. Also with the probabilities used twice (their gradient a
+    sum: the plain rule) and with v broadcast over the heads (grouped-query). Equal to NumPy's."""
+    import ml_dtypes
+
+    np_dtype = np.float32 if dtype == "float32" else ml_dtypes.bfloat16
+    rng = np.random.default_rng(9)
+    B, H, T, D = 2, 3, 40, 16
+    Q, K, G, W = (rng.standard_normal(s).astype(np_dtype) for s in ((B, H, T, D),) * 3 + ((B, H, T, T),))
+    mask = np.triu(np.full((T, T), -1e9, np.float32), 1).astype(np_dtype)
+    tol = {"rtol": 1e-4, "atol": 1e-5} if dtype == "float32" else {"rtol": 0.05, "atol": 0.05}
+    for v_heads, twice in ((H, False), (H, True), (1, False)):
+        V = rng.standard_normal((B, v_heads, T, D)).astype(np_dtype)
+        q, k, v = zd.tensor(Q), zd.tensor(K), zd.tensor(V)
+        p = zd.softmax(q @ k.mT * 0.25 + zd.tensor(mask), axis=-1)
+        loss = ((p @ v) * zd.tensor(G)).sum() + ((p * zd.tensor(W)).sum() if twice else 0)
+        grads = zd.grad(loss, [q, k, v])
+        kernels, _, _ = zsession.current().plan([loss.node] + [g.node for g in grads])
+        if v_heads == H and not twice:  # g is never stored: no kernel reads two T x T tensors, and p * (g - D)
+            # is a GEMM's (reading p)
+            assert not [k for k in kernels if sum(x.size == B * H * T * T for x in k.inputs) >= 2]
+            assert any(gemm.match(k) is not None and k.outputs[0].size == B * H * T * T
+                       and any(x.size == B * H * T * T for x in k.inputs) for k in kernels)
+        f = [x.astype(np.float64) for x in (Q, K, V, G, W, mask)]
+        s = f[0] @ f[1].transpose(0, 1, 3, 2) * 0.25 + f[5]
+        pr = np.exp(s - s.max(-1, keepdims=True))
+        pr /= pr.sum(-1, keepdims=True)
+        dp = f[3] @ np.broadcast_to(f[2], (B, H, T, D)).transpose(0, 1, 3, 2) + (f[4] if twice else 0)
+        ds = pr * (dp - (pr * dp).sum(-1, keepdims=True)) * 0.25
+        dv = (pr.transpose(0, 1, 3, 2) @ f[3]).sum(1, keepdims=True) if v_heads == 1 else pr.transpose(0, 1, 3, 2) @ f[3]
+        for got, want in zip(grads, (ds @ f[1], ds.transpose(0, 1, 3, 2) @ f[0], dv)):
+            np.testing.assert_allclose(got.numpy().astype(np.float64), want, **tol)
+
+
 def test_forward_and_backward_of_a_layer():
     """The forward matmul, the loss, the output gradient (stored once), and the two backward matmuls,
-    each a tiled GEMM (dW is stored transposed: the GEMM writes through the permute)."""
+    each a tiled GEMM (dW in w's layout: graph/autograd.py sums it in w's order)."""
     x, w = _f32(64, 32), _f32(32, 16, seed=3)
     loss = ((x @ w).relu() ** 2).mean()
     gx, gw = zd.grad(loss, [x, w])

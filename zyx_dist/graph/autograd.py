@@ -84,6 +84,7 @@ def gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
                 break
     found: dict[int, Node] = {}
     fresh = next(ir._ids)  # nodes with larger ids are this pass's own
+    forward = _Products(order)
     pending: dict[int, list[Node]] = {y.id: [seed]} if y.id in live else {}
     for n in reversed(order):
         parts = pending.pop(n.id, None)
@@ -96,7 +97,8 @@ def gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
         if not srcs:
             continue
         need = [s.id in live for s in srcs]
-        for src, contribution, needed in zip(srcs, _vjp(op, arg, srcs, n, g, need), need):
+        contributions = [_composite(arg, n, g, forward)] if op is None else _vjp(op, arg, srcs, n, g, need)
+        for src, contribution, needed in zip(srcs, contributions, need):
             if needed and contribution is not None:
                 if n.guards is not None:  # (a gather: its gradient is wrong wherever its value would be)
                     contribution = _carrying(contribution, n.guards, fresh)
@@ -159,8 +161,6 @@ def _pick(mask: Node, g: Node) -> Node:
 def _vjp(op: Op, arg: Any, srcs: tuple[Node, ...], n: Node, g: Node, need: list[bool]) -> list[Node | None]:
     """The contribution of g (the gradient at n) to each source of n; None where there is none (or it is
     not needed)."""
-    if op is None:  # a composite's own rule (`composite`)
-        return [_composite(arg[0], arg[2], n, g)]
     x = srcs[0]
     if op is Op.EXPAND:
         axes = tuple(i for i, (a, b) in enumerate(zip(x.shape, n.shape)) if a != b)
@@ -208,10 +208,10 @@ def _contraction_in_source_layout(g: Node, axes: tuple[int, ...], x: Node) -> No
         if v.op is Op.PERMUTE:  # its axis i is its source's axis v.arg[i]
             longer = [i for i, d in enumerate(v.shape) if d > 1]
             order = [order[longer.index(i)] for i in sorted(longer, key=lambda i: v.arg[i])]
+    if order == sorted(order):  # s has x's order: nothing to move
+        return None
     kept = [i for i in range(len(g.shape)) if i not in axes and g.shape[i] > 1]  # x's axes longer than 1, in g
     perm = tuple([kept[j] for j in order] + [i for i in range(len(g.shape)) if i not in kept])
-    if perm == tuple(range(len(perm))):
-        return None
 
     def moved(f: Node) -> Node:  # f's axes in perm's order, the permute below any broadcast and cast
         if f.op is Op.CAST:
@@ -227,11 +227,82 @@ def _contraction_in_source_layout(g: Node, axes: tuple[int, ...], x: Node) -> No
     return grad
 
 
-def _composite(kind: str, axes: tuple[int, ...], n: Node, g: Node) -> Node:
+class _Products:
+    """The forward graph's products and the sums over them, by the nodes they read: built at the first question
+    (most walks meet no softmax)."""
+
+    def __init__(self, order: list[Node]):
+        self.order, self.readers = order, None
+
+    def sums_beside(self, f: Node) -> list[tuple[Node, Node, Node]]:
+        """(product, its other factor, a SUM reduce of it) for each forward product that has f as a factor."""
+        if self.readers is None:
+            self.readers = {}
+            for n in self.order:
+                if n.op is Op.REDUCE and n.arg[0] is ReduceOp.SUM and n.srcs[0].op is Op.BINARY \
+                        and n.srcs[0].arg is BinaryOp.MUL:
+                    a, b = n.srcs[0].srcs
+                    self.readers.setdefault(a.id, []).append((n.srcs[0], b, n))
+                    self.readers.setdefault(b.id, []).append((n.srcs[0], a, n))
+        return self.readers.get(f.id, [])
+
+
+def _composite(rule: tuple, n: Node, g: Node, forward: _Products) -> Node:
+    kind, _, axes = rule
     if kind == "softmax":  # p * (g - sum(g * p))
-        return ir.mul(n, ir.sub(g, ir.expand(ir.reduce(ReduceOp.SUM, ir.mul(g, n), axes), n.shape)))
+        rows = _attention_rows(n, g, axes, forward)
+        if rows is None:
+            return ir.mul(n, ir.sub(g, ir.expand(ir.reduce(ReduceOp.SUM, ir.mul(g, n), axes), n.shape)))
+        if not n.dtype.is_half:
+            return ir.mul(n, ir.sub(g, ir.expand(rows, n.shape)))
+        wide = [ir.cast(t, ir.float32) for t in (n, g)]  # the rows' sums are float32: p * (g - sum) in float32
+        return ir.cast(ir.mul(wide[0], ir.sub(wide[1], ir.expand(rows, n.shape))), n.dtype)
     # log_softmax: g - softmax * sum(g), the softmax being exp(y)
     return ir.sub(g, ir.mul(ir.unary(UnaryOp.EXP, n), ir.expand(ir.reduce(ReduceOp.SUM, g, axes), n.shape)))
+
+
+def _attention_rows(p: Node, g: Node, axes: tuple[int, ...], forward: _Products) -> Node | None:
+    """sum(g * p, axes) of an attention's probabilities p when g, their gradient, is all from o = p @ v: then
+    g = do @ v.T, and the sum over a row's keys is the sum over the head dim of do * o (flash attention's D),
+    which reads two (.., T, head dim) tensors instead of the T x T gradient. Its kernel then stores nothing T x T:
+    p * (g - D) is the epilogue of the GEMM that computes g. Half types: D in float32. None where g or p is not
+    of that form (g summed from several uses of p, p read through a permute, ...)."""
+    if len(axes) != 1 or p.shape[axes[0]] == 1:
+        return None
+    r = _squeezed(g)
+    if r is None or r.op is not Op.REDUCE or r.arg[0] is not ReduceOp.SUM or len(r.arg[1]) != 1:
+        return None
+    prod = r.srcs[0]
+    if prod.op is not Op.BINARY or prod.arg is not BinaryOp.MUL or prod.srcs[0].op is not Op.EXPAND:
+        return None
+    spread, f = prod.srcs  # (the gradient at o, broadcast over the keys; v's factor of the forward product)
+    c = r.arg[1][0]  # the head dim, summed by g
+    for fwd, other, o in forward.sums_beside(f):
+        if fwd.shape != prod.shape or o.shape != spread.srcs[0].shape or len(o.arg[1]) != 1:
+            continue
+        j = o.arg[1][0]  # the keys, summed by o
+        if other.op is not Op.EXPAND or _squeezed(other.srcs[0]) is not p or other.srcs[0].shape[c] != 1:
+            continue
+        # p's axes longer than 1 are the product's, less the head dim, in order: the keys must be p's softmax axis
+        kept = [i for i, d in enumerate(fwd.shape) if d > 1 and i != c]
+        mine = [i for i, d in enumerate(p.shape) if d > 1]
+        if j not in kept or len(kept) != len(mine) or kept.index(j) != mine.index(axes[0]):
+            continue
+        do, out = spread.srcs[0], o
+        if p.dtype.is_half:
+            do, out = ir.cast(do, ir.float32), ir.cast(out, ir.float32)
+        d = ir.reduce(ReduceOp.SUM, ir.mul(do, out), (c,))
+        return ir.reshape(d, tuple(1 if i == axes[0] else n for i, n in enumerate(p.shape)))
+    return None
+
+
+def _squeezed(n: Node) -> Node | None:
+    """n below reshapes that only add or drop size-1 axes; None where one does more."""
+    while n.op is Op.RESHAPE:
+        if [d for d in n.shape if d > 1] != [d for d in n.srcs[0].shape if d > 1]:
+            return None
+        n = n.srcs[0]
+    return n
 
 
 def _unary(op: UnaryOp, x: Node, n: Node, g: Node) -> Node | None:
