@@ -281,3 +281,40 @@ def test_cuda_embedding_gradient_is_a_gemm_against_numpy(dtype):
         got = g.numpy().astype(np.float64)
     tol = 1e-5 if dtype == np.float32 else 2 ** -8
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, BF], ids=["float32", "bfloat16"])
+def test_cuda_attention_backward_and_weight_gradients_against_numpy(dtype):
+    """A causal attention's backward on cuda:0, its row sums from the output (p * (g - D) the epilogue of the GEMM
+    of g = do @ v.T: no T x T gradient stored), with a projection weight's gradient summed in the weight's layout
+    (split-K on, as in any session with a GPU): q, k, v and weight gradients equal to NumPy's in float64 on the same
+    rounded operands (bfloat16: to its rounding)."""
+    from zyx_dist.engine import session as zsession
+
+    rng = np.random.default_rng(12)
+    B, H, T, D = 2, 4, 256, 64
+    X = (rng.standard_normal((B * T, H * D)) * 0.5).astype(dtype)
+    Wq = (rng.standard_normal((H * D, H * D)) * 0.05).astype(dtype)
+    K, V, G = (rng.standard_normal((B, H, T, D)).astype(dtype) for _ in range(3))
+    mask = np.triu(np.full((T, T), -1e9, np.float32), 1).astype(dtype)
+    with zd.init(ray=False, devices=["cuda:0"]):
+        x, w, k, v = (zd.tensor(a) for a in (X, Wq, K, V))
+        q = (x @ w).reshape(B, T, H, D).permute(0, 2, 1, 3)
+        p = zd.softmax(q @ k.mT * 0.125 + zd.tensor(mask), axis=-1)
+        loss = ((p @ v) * zd.tensor(G)).astype(zd.float32).sum()
+        grads = zd.grad(loss, [w, k, v])
+        ks, _, _ = zsession.current().plan([loss.node] + [g.node for g in grads])
+        assert not [k for k in ks if sum(t.size == B * H * T * T for t in k.inputs) >= 2]
+        got = [g.numpy().astype(np.float64) for g in grads]
+    f = [a.astype(np.float64) for a in (X, Wq, K, V, G, mask)]
+    qf = (f[0] @ f[1]).reshape(B, T, H, D).transpose(0, 2, 1, 3)
+    s = qf @ f[2].transpose(0, 1, 3, 2) * 0.125 + f[5]
+    pr = np.exp(s - s.max(-1, keepdims=True))
+    pr /= pr.sum(-1, keepdims=True)
+    dp = f[4] @ f[3].transpose(0, 1, 3, 2)
+    ds = pr * (dp - (pr * dp).sum(-1, keepdims=True)) * 0.125
+    dq = (ds @ f[2]).transpose(0, 2, 1, 3).reshape(B * T, H * D)
+    want = [f[0].T @ dq, ds.transpose(0, 1, 3, 2) @ qf, pr.transpose(0, 1, 3, 2) @ f[4]]
+    tol = 1e-4 if dtype == np.float32 else 0.03
+    for name, g, w_ in zip(("w", "k", "v"), got, want):
+        np.testing.assert_allclose(g, w_, rtol=tol, atol=tol * np.abs(w_).max(), err_msg=name)
