@@ -66,6 +66,7 @@ class Shape:
     tma: bool = False  # a wgmma GEMM with an operand that tensor-map copies can load, an attention whose k and v they can
     inner: bool = False  # reduce loops that read along memory (loop_reads.py): a row sum, not a column sum
     quads: bool = False  # row kernels: rows of whole quads, every output stored four at a time (render.quads_fit)
+    row_slots: int = 1  # row kernels: inputs and outputs of the row's shape (register slots per element in quads)
 
 
 def default(s: Shape) -> KernelOpts:
@@ -88,8 +89,11 @@ def candidates(s: Shape) -> list[KernelOpts]:
         plain = [KernelOpts(group=g, unroll=u) for g in sizes for u in ((1, 4) if s.gpu else (1,))]
         # a row in quads: each work-item reads 4 neighbours at once, 4-32 elements in all (a warp alone, without a
         # barrier, for rows up to 1024)
+        # (each element a register per input and output of the row's shape: with ~24 more, a work-group's must
+        # fit an SM's 65536, or the launch fails)
         quads = [KernelOpts(group=g, cache=1, vec=4) for g in (64, 128, 32, 256, 512, 1024)
-                 if g <= s.max_lws and 4 * g <= s.row <= 32 * g] if s.quads else []
+                 if g <= s.max_lws and 4 * g <= s.row <= 32 * g
+                 and -(-s.row // g) * s.row_slots + 24 <= min(255, 65536 // g)] if s.quads else []
         return quads + cached + plain if s.gpu else plain + cached + quads
     if s.loops:
         flat = [KernelOpts(lws=small(s.total, w)) for w in lws]

@@ -614,8 +614,9 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
                              (spec.B, spec.M, spec.N, spec.K), tc, wgmma=d.wgmma and tc,
                              tma=d.wgmma and tc and gemm_wgmma.tma_usable(spec))
     if kernel.row:
-        cols = prod(kernel.shape[-kernel.row:])
-        return dataclasses.replace(r.shape_facts(1, 0, cols, gpu, max_lws), quads=r.quads_fit(cols))
+        cols, size = prod(kernel.shape[-kernel.row:]), prod(kernel.shape)
+        slots = sum(n.size == size for n in kernel.inputs) + len(kernel.outputs)
+        return dataclasses.replace(r.shape_facts(1, 0, cols, gpu, max_lws), quads=r.quads_fit(cols), row_slots=slots)
     r.elementwise_body(r.root, flat_index(kernel.shape, sym.Var("gid", 0, max(prod(kernel.shape) - 1, 0))))
     loops = [b.var.hi + 1 for b in r.root.lines if isinstance(b, Block)]
     shape = r.shape_facts(len(loops), min(loops, default=0), 0, gpu, max_lws)
