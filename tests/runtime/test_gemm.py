@@ -289,7 +289,7 @@ def test_llama_block_every_product_is_a_gemm():
 
 def test_optimizer_update_of_a_weight_gradient_is_one_gemm_with_three_outputs():
     """Adam's update of W from its gradient x.T @ g: new weight, first and second moments are one GEMM kernel
-    (the gradient, stored transposed by the backward, is never written), equal to NumPy's Adam."""
+    (the gradient, summed in W's layout, is never written), equal to NumPy's Adam."""
     from zyx_dist.engine import session as zsession
 
     X, G, W = arr(300, 70), arr(300, 50), arr(70, 50)
