@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One call on the GPU machine for the row kernels in quads (run: `device` tool, carry [".devbundle", ".oldzd"] with
-# .oldzd/ holding the package to compare with, `bash benchmarks/h200/row_quads.sh`): the GPU tier, every row-kernel
-# candidate's kernel time (softmax, its gradient, layer norm; bfloat16 and float32), then the training step's device
-# time at GPT-2 widths (bf16) for both packages. Each step has its own deadline; the most important first.
+# .oldzd/ holding the package to compare with, `bash benchmarks/h200/row_quads.sh`): the GPU tier, the training step's
+# device time at GPT-2 widths (bf16) for both packages, then every row-kernel candidate's kernel time (softmax, its
+# gradient, layer norm; bfloat16 and float32). Each step has its own deadline; the most important first.
 source .devbundle/setup.sh
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -10,13 +10,6 @@ t0=$(date +%s)
 ZYX_DIST_GPU_SUITE=0 timeout -k 5 -s ABRT 200 python3 -m pytest -q -m gpu tests/gpu -n 8 --dist loadgroup \
     -p no:cacheprovider > $OUT/gpu-tier.log 2>&1
 echo "gpu tier rc=$? in $(( $(date +%s) - t0 )) s"; tail -1 $OUT/gpu-tier.log; grep -E "^FAILED|^ERROR" $OUT/gpu-tier.log | head -20
-timeout -k 5 -s ABRT 110 python3 benchmarks/h200/row_forms.py --launches 20 2>&1 | grep -v -i warn > $OUT/row-forms.txt
-echo "row forms rc=$?"  # the three fastest of each form
-for form in "bfloat16 softmax  " "bfloat16 softmax grad" "bfloat16 layer norm" "float32 softmax  " "float32 softmax grad" \
-    "float32 layer norm"; do
-  grep "^$form" $OUT/row-forms.txt | awk '{for (i = 1; i <= NF; i++) if ($i == "median") print $(i + 1), $0}' | sort -n \
-    | head -3 | cut -d' ' -f2-
-done
 for pkg in new old; do
   [ $pkg = old ] && [ ! -d .oldzd ] && continue
   pp=$PYTHONPATH; [ $pkg = old ] && pp=$PWD/.oldzd:$PYTHONPATH
@@ -26,4 +19,11 @@ for pkg in new old; do
     timeout -k 5 -s ABRT 110 python3 benchmarks/h200/step_profile.py $OUT/p/trace.json 8 1024 768 12 bfloat16 \
     2> $OUT/autotune-$pkg.log | grep -vi warn | tail -14 | sed "s/^/$pkg: /" | tee -a $OUT/step-profile.txt
   [ $pkg = new ] && mv $OUT/p/top-kernels.cu $OUT/ 2>/dev/null; rm -rf $OUT/p
+done
+timeout -k 5 -s ABRT 110 python3 benchmarks/h200/row_forms.py --launches 20 2>&1 | grep -v -i warn > $OUT/row-forms.txt
+echo "row forms rc=$?"  # the three fastest of each form
+for form in "bfloat16 softmax  " "bfloat16 softmax grad" "bfloat16 layer norm" "float32 softmax  " "float32 softmax grad" \
+    "float32 layer norm"; do
+  grep "^$form" $OUT/row-forms.txt | awk '{for (i = 1; i <= NF; i++) if ($i == "median") print $(i + 1), $0}' | sort -n \
+    | head -3 | cut -d' ' -f2-
 done
