@@ -213,12 +213,18 @@ def _contraction_in_source_layout(g: Node, axes: tuple[int, ...], x: Node) -> No
     kept = [i for i in range(len(g.shape)) if i not in axes and g.shape[i] > 1]  # x's axes longer than 1, in g
     perm = tuple([kept[j] for j in order] + [i for i in range(len(g.shape)) if i not in kept])
 
-    def moved(f: Node) -> Node:  # f's axes in perm's order, the permute below any broadcast and cast
-        if f.op is Op.CAST:
-            return ir.cast(moved(f.srcs[0]), f.dtype)
+    def moved(f: Node) -> Node:  # f's axes in perm's order, the permute below its casts and any broadcast
+        casts = []
+        while f.op is Op.CAST:
+            casts.append(f.dtype)
+            f = f.srcs[0]
         if f.op is Op.EXPAND:
-            return ir.expand(ir.permute(f.srcs[0], perm), tuple(f.shape[i] for i in perm))
-        return ir.permute(f, perm)
+            f = ir.expand(ir.permute(f.srcs[0], perm), tuple(f.shape[i] for i in perm))
+        else:
+            f = ir.permute(f, perm)
+        for dtype in reversed(casts):
+            f = ir.cast(f, dtype)
+        return f
 
     total = ir.reduce(ReduceOp.SUM, ir.mul(*map(moved, g.srcs)), tuple(perm.index(a) for a in axes))
     grad = ir.reshape(total, s.shape)
