@@ -172,9 +172,22 @@ def test_a_one_worker_replay_is_one_compact_message_each_way(ray3, monkeypatch):
     del y
     assert len(sent) == 6 and all(type(v) is bytes for v in (*sent, *got))
     timed, steps = pickle.loads(sent[-1])
-    (kind, _template, bufs, frees), = steps[0][dev]
-    assert not timed and kind == REPLAY_ONLY and len(frees) == 1 and frees[0] not in bufs
+    (kind, _template, bufs, frees, uploads), = steps[0][dev]
+    assert not timed and kind == REPLAY_ONLY and len(frees) == 1 and frees[0] not in bufs and uploads == ()
     assert True not in planned  # no replay went through command batches
+    # a scalar made each step (a learning rate) uploads within the same compact message
+    for i in range(6):
+        if i == 3:  # (planned, kept, its template given to the worker: replays alone from here)
+            sent.clear()
+            planned.clear()
+        y = (x * zd.tensor(np.float32(i + 0.5)) + 2).realize()
+        np.testing.assert_array_equal(y.numpy(), a * np.float32(i + 0.5) + 2)
+    del y
+    timed, steps = pickle.loads(sent[-1])
+    (kind, _template, bufs, frees, uploads), = steps[0][dev]
+    assert kind == REPLAY_ONLY and len(uploads) == 1 and uploads[0][0] in bufs
+    assert float(np.asarray(uploads[0][2]).reshape(-1)[0]) == 5.5
+    assert True not in planned
     monkeypatch.undo()
     assert in_use(dev) == base
 

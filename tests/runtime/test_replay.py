@@ -270,6 +270,52 @@ def test_host_leaves_made_each_step_are_uploaded_by_the_replay():
     assert in_use(dev) == base
 
 
+def test_small_uploads_go_with_the_direct_call_and_large_ones_as_commands():
+    """A replay whose host leaves come to at most `DIRECT_UPLOAD_BYTES` (an optimizer's step scalars) uploads
+    them within its one `run_replay` call; larger host data goes as command batches. Results equal NumPy's
+    either way and memory holds steady."""
+    from zyx_dist.engine.templates import DIRECT_UPLOAD_BYTES
+    from zyx_dist.runtime.worker import Worker
+
+    a = rng((DIRECT_UPLOAD_BYTES // 2,), seed=21)  # float32: twice the limit in bytes
+    x = zd.tensor(a).realize()
+    dev = x.device
+    seen: list = []
+    run, run_replay = Worker.run, Worker.run_replay
+
+    def spy_run(self, batch, *args, **kwargs):
+        seen.append(("run", tuple(type(c).__name__ for c in batch)))
+        return run(self, batch, *args, **kwargs)
+
+    def spy_replay(self, template, bufs, frees, before_sync=None, uploads=()):
+        seen.append(("run_replay", len(uploads)))
+        return run_replay(self, template, bufs, frees, before_sync, uploads)
+
+    for big in (False, True):
+        base = None
+        for i in range(6):
+            lr = np.float32(0.25 * (i + 1))
+            extra = np.full(a.size if big else 16, i, np.float32)
+            if i == 3:
+                seen.clear()
+                Worker.run, Worker.run_replay = spy_run, spy_replay
+            try:
+                y = (x[: extra.size] * zd.tensor(lr) + zd.tensor(extra)).realize()
+            finally:
+                Worker.run, Worker.run_replay = run, run_replay
+            np.testing.assert_array_equal(y.numpy(), a[: extra.size] * lr + np.float32(i))
+            del y
+            if i == 3:
+                replays = [u for kind, u in seen if kind == "run_replay"]
+                batches = [b for kind, b in seen if kind == "run" and "Replay" in b]
+                if big:
+                    assert not replays and batches and "CopyIn" in batches[0]
+                else:
+                    assert len(replays) == 1 and replays[0] >= 2 and not batches
+                base = in_use(dev)
+        assert in_use(dev) == base
+
+
 def test_a_failed_replay_with_uploads_frees_them_and_keeps_the_host_data():
     a = rng((4096,), seed=12)
     x = zd.tensor(a).realize()

@@ -133,14 +133,15 @@ class InProcessBackend:
         return out
 
     def run_replay(self, name: str, template: int, bufs: tuple[int, ...], frees: list[int],
-                   meanwhile: Callable[[], None] | None = None) -> tuple[Any, int, int]:
-        """Worker `name` frees `frees` and replays its batch template `template` with `bufs` bound, untimed,
-        without command objects: (None or the first Failed, CUDA graphs replayed, bytes in use). What a
-        one-worker plan template's replay sends (engine/templates.py); a trace (`time_replays`) takes the
-        commands' path instead. `meanwhile`: the driver's work that need not wait for the worker, run by
-        the worker (one thread here) when its last launch is queued, before it waits for the device."""
+                   meanwhile: Callable[[], None] | None = None, uploads: tuple = ()) -> tuple[Any, int, int]:
+        """Worker `name` frees `frees`, uploads `uploads` ((buffer id, bytes, host array) each) and replays its
+        batch template `template` with `bufs` bound, untimed, without command objects: (None or the first
+        Failed, CUDA graphs replayed, bytes in use). What a one-worker plan template's replay sends
+        (engine/templates.py); a trace (`time_replays`) takes the commands' path instead. `meanwhile`: the
+        driver's work that need not wait for the worker, run by the worker (one thread here) when its last
+        launch is queued, before it waits for the device."""
         w = self._replayed = self.workers[name]
-        failed, graphs, in_use = w.run_replay(template, bufs, frees, meanwhile)
+        failed, graphs, in_use = w.run_replay(template, bufs, frees, meanwhile, uploads)
         return failed, len(graphs), in_use
 
     def idle_at_sync(self) -> bool:

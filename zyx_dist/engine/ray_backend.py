@@ -19,7 +19,7 @@ import ray
 
 from .. import logs
 from ..errors import DeviceError, WorkerLostError
-from ..protocol import BatchResult, Command, Failed, Free, Replay, batch_result
+from ..protocol import Alloc, BatchResult, Command, CopyIn, Failed, Free, Replay, batch_result
 from ..runtime.actor import replay_only
 from .backends import LostWorkers, exports_of, substitute
 from .ray_compiled import GRAPH_ERRORS, CompiledSteps, compiled_graphs_enabled, frees_of, only_frees
@@ -159,16 +159,20 @@ class RayBackend:
         return results
 
     def run_replay(self, name: str, template: int, bufs: tuple[int, ...], frees: list[int],
-                   meanwhile: Callable[[], None] | None = None) -> tuple[Any, int, int]:
-        """Worker `name` frees `frees` and replays its batch template `template` with `bufs` bound, untimed:
-        (None or the first Failed, CUDA graphs replayed, bytes in use), as `InProcessBackend.run_replay`.
-        Through the compiled graph it is one compact tuple each way (runtime/actor.py `replay_only`);
-        without one, the same commands as a plain call. Raises LostWorkers as `run_steps` does."""
+                   meanwhile: Callable[[], None] | None = None, uploads: tuple = ()) -> tuple[Any, int, int]:
+        """Worker `name` frees `frees`, uploads `uploads` and replays its batch template `template` with `bufs`
+        bound, untimed: (None or the first Failed, CUDA graphs replayed, bytes in use), as
+        `InProcessBackend.run_replay`. Through the compiled graph it is one compact tuple each way
+        (runtime/actor.py `replay_only`; the uploads' arrays pickled in it); without one, the same commands as
+        a plain call. Raises LostWorkers as `run_steps` does."""
         graph = self._graph({name}, 1) if self.compiled else None
         if graph is not None:
-            res = self._run_compiled(graph, [{name: replay_only(template, bufs, frees)}], meanwhile, False)[0][name]
+            batch = replay_only(template, bufs, frees, uploads)
+            res = self._run_compiled(graph, [{name: batch}], meanwhile, False)[0][name]
         else:
-            batch = [*(Free(b) for b in frees), Replay(template, bufs)]
+            batch = [*(Free(b) for b in frees), *(c for buf, nbytes, data in uploads
+                                                   for c in (Alloc(buf, nbytes), CopyIn(buf, data))),
+                     Replay(template, bufs)]
             res = self.run_steps([{name: batch}], True, meanwhile)[0][name]
         failed = next((r for r in res.results if r.__class__ is Failed), None)
         return failed, len(res.graphs), res.bytes_in_use

@@ -26,6 +26,9 @@ from ..sched.template import PlanTemplate, leaf_positions, make_template
 from .backends import LostWorkers
 
 MAX_TEMPLATES_PER_STRUCTURE = 4  # input placements kept per graph structure
+# host data a replay may carry in its one direct call of a worker (through Ray pickled into the compiled graph's
+# input, whose channel is sized for commands, not tensors); more goes as commands with the data apart
+DIRECT_UPLOAD_BYTES = 1 << 16
 
 
 def enabled(policy: str) -> bool:
@@ -206,9 +209,9 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
                     wanted.append(check())
                 if ride:
                     meanwhile(t)
-        direct = _direct(s, t)
+        direct = _direct(s, t, uploads)
         if direct is not None:
-            graphs = _run_direct(s, t, ids, *direct, riding)
+            graphs = _run_direct(s, t, ids, *direct, riding, uploads, leaves)
         else:
             results, graphs = _run_commands(s, t, ids, uploads, leaves, riding)
         if ride:
@@ -254,14 +257,17 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
     return t, ids
 
 
-def _direct(s, t: PlanTemplate) -> tuple[str, Any] | None:
+def _direct(s, t: PlanTemplate, uploads: tuple) -> tuple[str, Any] | None:
     """(device, its batch) when this replay of `t` can be one direct call of its worker (`run_replay`: in
     process, or one compact message each way through Ray, untimed, so not while `time_replays` asks for
-    kernel times): a one-worker template the worker has, and nothing else queued for other workers (frees
-    elsewhere, templates to forget) that its batch would carry."""
+    kernel times): a one-worker template the worker has, uploading at most `DIRECT_UPLOAD_BYTES` (`uploads`,
+    as `run` made them), and nothing else queued for other workers (frees elsewhere, templates to forget)
+    that its batch would carry."""
     single = t.single
     if single is None or not t.defined or s.template_drops or s.plans.dropped or \
             getattr(s.backend, "run_replay", None) is None or s.backend.time_replays:
+        return None
+    if uploads and sum([u[3] for u in uploads]) > DIRECT_UPLOAD_BYTES:
         return None
     if s.pending_frees:
         s._take_frees()
@@ -272,20 +278,22 @@ def _direct(s, t: PlanTemplate) -> tuple[str, Any] | None:
     return single
 
 
-def _run_direct(s, t: PlanTemplate, ids: tuple, dev: str, wb: Any, meanwhile: Callable[[], None] | None) -> int:
-    """The replay of one-worker template `t` as one call of its worker, the queued frees with it (`_direct`
-    said it applies); the CUDA graphs it replayed. Raises the worker's error, or LostWorkers, after a
-    rollback."""
+def _run_direct(s, t: PlanTemplate, ids: tuple, dev: str, wb: Any, meanwhile: Callable[[], None] | None,
+                uploads: tuple, leaves: list[Node]) -> int:
+    """The replay of one-worker template `t` as one call of its worker, the queued frees and the uploads
+    (`run`'s) with it (`_direct` said it applies); the CUDA graphs it replayed. Raises the worker's error, or
+    LostWorkers, after a rollback."""
     frees = [buf for _dev, buf in s.free_queue]
     s.free_queue = []
+    data = tuple([(buf, nbytes, leaves[i].host) for i, _dev, buf, nbytes in uploads])
     try:
-        failed, graphs, in_use = s.backend.run_replay(dev, wb.template, wb.pick(ids), frees, meanwhile)
+        failed, graphs, in_use = s.backend.run_replay(dev, wb.template, wb.pick(ids), frees, meanwhile, data)
     except LostWorkers as e:
-        _rollback(s, t, ids, e.devices)
+        _rollback(s, t, ids, e.devices, uploads)
         raise
     s.bytes_in_use[dev] = in_use
     if failed is not None:
-        _rollback(s, t, ids, set())
+        _rollback(s, t, ids, set(), uploads)
         raise s.error_of(dev, failed)
     return graphs
 

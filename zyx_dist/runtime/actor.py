@@ -107,9 +107,9 @@ class WorkerActor:
             return pack_result(done, {})
         first = batch[0]
         if first.__class__ is tuple and first[0] == REPLAY_ONLY:  # frees and one replay, untimed
-            _q, template, bufs, frees = first
+            _q, template, bufs, frees, uploads = first
             with self.lock:
-                failed, graphs, in_use = self.worker.run_replay(template, bufs, frees)
+                failed, graphs, in_use = self.worker.run_replay(template, bufs, frees, None, uploads)
             res = BatchResult((failed,) if failed is not None else (), self.worker.incarnation, in_use, (), graphs)
             done.append(encode_result(res))
             return pack_result(done, {})
@@ -193,10 +193,11 @@ class WorkerActor:
 REPLAY_ONLY = "Q"  # the tag of `replay_only`'s command
 
 
-def replay_only(template: int, bufs: tuple[int, ...], frees: Sequence[int]) -> tuple:
-    """The compact batch of an untimed one-worker replay: the frees, then the template with `bufs` bound
-    (the actor runs it with `Worker.run_replay`, no command or result objects on either side)."""
-    return ((REPLAY_ONLY, template, bufs, tuple(frees)),)
+def replay_only(template: int, bufs: tuple[int, ...], frees: Sequence[int], uploads: tuple = ()) -> tuple:
+    """The compact batch of an untimed one-worker replay: the frees, the uploads ((buffer id, bytes, host
+    array) each), then the template with `bufs` bound (the actor runs it with `Worker.run_replay`, no
+    command or result objects on either side)."""
+    return ((REPLAY_ONLY, template, bufs, tuple(frees), uploads),)
 
 
 def encode(batch: list[Command]) -> tuple:

@@ -41,13 +41,16 @@ class EventTracker:
     def record(self, reads: tuple[int, ...], writes: tuple[int, ...], event: Any) -> None:
         """Note that `event` reads `reads` and writes `writes` (a buffer in both counts as written)."""
         last_writes, last_reads = self._writes, self._reads
+        alone = (event,)
         for b in writes:
             # The new write waited for the old write and reads, so it alone now stands for the buffer.
-            last_writes[b] = (event,)
+            last_writes[b] = alone
             if last_reads:
                 last_reads.pop(b, None)
+        if len(writes) > 8:  # (a captured graph's hundreds: a set; a kernel's few: the tuple's search is cheaper)
+            writes = set(writes)
         for b in reads:
-            if b not in writes:  # (a few ids: a tuple's search costs less than building a set)
+            if b not in writes:
                 last_reads.setdefault(b, []).append(event)
 
     def seed(self, buf: int, events: Iterable[Any]) -> None:

@@ -38,13 +38,18 @@ def cuda_graphs_enabled() -> bool:
 class Segment:
     """Consecutive launches of a template that may run as one captured CUDA graph."""
 
-    __slots__ = ("arg_slots", "broken", "graphs", "launches", "reads", "seen", "writes")
+    __slots__ = ("args", "broken", "graphs", "launches", "reads", "seen", "slots", "writes")
 
     def __init__(self, launches: list[tuple]) -> None:
         # per launch: (program, picker of its argument slots, gws, lws, argument slots, read slots, written
         # slots, picker of the read slots, picker of the written slots)
         self.launches = launches
-        self.arg_slots = picker(tuple(s for launch in launches for s in launch[4]))
+        # each slot the segment touches once (a training step's graph: ~300 buffers in ~700 arguments), and
+        # per launch where its arguments are among them: a replay looks up and keys the buffers once each
+        slots = tuple(dict.fromkeys(s for launch in launches for s in launch[4]))
+        self.slots = picker(slots)
+        at = {s: i for i, s in enumerate(slots)}
+        self.args = [tuple([at[s] for s in launch[4]]) for launch in launches]
         reads = {s for launch in launches for s in launch[5]}
         writes = {s for launch in launches for s in launch[6]}
         # what the graph as a whole reads and writes, for the event tracker (a slot both read and written
@@ -213,7 +218,7 @@ def run_template(worker: Any, t: WorkerTemplate, template: int, ids: tuple[int, 
 def _segment(worker: Any, seg: Segment, ids: tuple, launches: list) -> None:
     """Run a segment's launches: as a captured graph when these addresses were seen before."""
     bufs, events, backend = worker._bufs, worker.events, worker.backend
-    handles = list(map(_handle, map(bufs.__getitem__, seg.arg_slots(ids))))
+    handles = list(map(_handle, map(bufs.__getitem__, seg.slots(ids))))
     graph = None
     if not seg.broken:
         key = backend.graph_key(handles)
@@ -243,21 +248,14 @@ def _segment(worker: Any, seg: Segment, ids: tuple, launches: list) -> None:
         launches.extend([event] * len(seg.launches))
         return
     profile = worker.profile
-    at = 0
-    for prog, _args, gws, lws, slots, _rs, _ws, pick_reads, pick_writes in seg.launches:
-        n = len(slots)
+    for (prog, _args, gws, lws, _slots, _rs, _ws, pick_reads, pick_writes), args in zip(seg.launches, seg.args):
         reads, writes = pick_reads(ids), pick_writes(ids)
-        event = backend.launch(prog, handles[at:at + n], gws, lws, events.wait_list(reads, writes), profile)
-        at += n
+        event = backend.launch(prog, [handles[i] for i in args], gws, lws, events.wait_list(reads, writes), profile)
         events.record(reads, writes, event)
         launches.append(event)
 
 
 def _launch_args(seg: Segment, handles: list) -> list[tuple]:
-    """(program, handles, gws, lws) of every launch of a segment, for a capture."""
-    out, at = [], 0
-    for prog, _args, gws, lws, slots, _rs, _ws, _pr, _pw in seg.launches:
-        n = len(slots)
-        out.append((prog, handles[at:at + n], gws, lws))
-        at += n
-    return out
+    """(program, handles, gws, lws) of every launch of a segment (`handles`: of `seg.slots`), for a capture."""
+    return [(launch[0], [handles[i] for i in args], launch[2], launch[3])
+            for launch, args in zip(seg.launches, seg.args)]

@@ -201,16 +201,18 @@ class Worker:
         return tuple([(first, n, 0.0) for first, n in spans]) if spans else ()
 
     def run_replay(self, template: int, bufs: tuple[int, ...], frees: Sequence[int],
-                   before_sync: Callable[[], None] | None = None
+                   before_sync: Callable[[], None] | None = None, uploads: Sequence[tuple] = ()
                    ) -> tuple[Failed | None, tuple[tuple[int, int, float], ...], int]:
-        """What `run([Free(b) for b in frees] + [Replay(template, bufs)])` does, untimed, without the command
-        and result objects (the driver's path for a one-worker plan template, engine/templates.py, in
-        process or through the actor): (None, or the Failed of the first command that failed; the CUDA
-        graphs replayed, as `BatchResult.graphs`; bytes in use). As in `run`, every Free runs, and a
-        failure before the Replay skips it. `before_sync()` (in process: the driver's work that may run
-        beside the device's) is called once: when the template reaches its synchronize, before waiting
-        (an error it raises there fails the replay, as a command's would), or else at the end, also when
-        the replay failed or was skipped (an error then propagates)."""
+        """What `run([Free(b) for b in frees] + [Alloc(b, n), CopyIn(b, a) for (b, n, a) in uploads] +
+        [Replay(template, bufs)])` does, untimed, without the command and result objects (the driver's path
+        for a one-worker plan template, engine/templates.py, in process or through the actor; `uploads` are
+        the host data a template takes anew on each replay, an optimizer's step scalars): (None, or the
+        Failed of the first command that failed, numbered as in that batch; the CUDA graphs replayed, as
+        `BatchResult.graphs`; bytes in use). As in `run`, every Free runs, and a failure before the Replay
+        skips the rest. `before_sync()` (in process: the driver's work that may run beside the device's) is
+        called once: when the template reaches its synchronize, before waiting (an error it raises there
+        fails the replay, as a command's would), or else at the end, also when the replay failed or was
+        skipped (an error then propagates)."""
         self._begin()
         failed: Failed | None = None
         for i, buf in enumerate(frees):
@@ -220,13 +222,24 @@ class Worker:
                 self._free_id(buf)
             except Exception as e:  # noqa: BLE001 -- a value, as in `run`
                 failed = failed or _failure(i, e)
+        at = len(frees)
+        if failed is None and uploads:
+            self._resolve = None
+            try:
+                for buf, nbytes, data in uploads:
+                    self._alloc(Alloc(buf, nbytes), None)
+                    at += 1
+                    self._copy_in(CopyIn(buf, data))
+                    at += 1
+            except Exception as e:  # noqa: BLE001 -- a value, as in `run`
+                failed = _failure(at, e)
         hook = [before_sync] if before_sync is not None else None
         if failed is None:
             profile, self.profile = self.profile, False
             try:
                 self._replay_ids(template, bufs, (), [], hook)
             except Exception as e:  # noqa: BLE001 -- a value, as in `run`
-                failed = _failure(len(frees), e)
+                failed = _failure(at, e)
             finally:
                 self.profile = profile
         if hook:  # not reached in the template (no synchronize, or it failed first)

@@ -62,13 +62,16 @@ class PlanTemplate:
 
     @cached_property
     def single(self) -> tuple[str, WorkerBatch] | None:
-        """(device, batch) of a template that is one batch on one worker, uploading, importing and exporting
-        nothing (most are: a training step on one device); None for any other. Such a replay is one call of
-        the worker's template with the bound ids, which an in-process backend can make without commands."""
-        if len(self.steps) != 1 or self.uploads or len(self.steps[0]) != 1:
+        """(device, batch) of a template that is one batch on one worker, importing and exporting nothing, whose
+        uploads (if any) go to that worker (most are: a training step on one device, its optimizer's step
+        scalars uploaded); None for any other. Such a replay is one call of the worker's template with the
+        bound ids (and the uploads' data), which a backend can make without commands."""
+        if len(self.steps) != 1 or len(self.steps[0]) != 1:
             return None
         ((dev, wb),) = self.steps[0].items()
-        return None if wb.imports or wb.exports else (dev, wb)
+        if wb.imports or wb.exports or any(d != dev for _i, d in self.uploads):
+            return None
+        return dev, wb
 
     def bind(self, ids: tuple[int, ...]) -> list[dict[str, list]]:
         """The steps to send for buffer ids `ids` (one per slot): a Replay per worker per step, preceded
