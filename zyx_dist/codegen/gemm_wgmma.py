@@ -52,7 +52,8 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
     (no wgmma in flight across steps), for tiles small enough that two work-groups share an SM and fill each
     other's gaps; else `stages - 2` ahead with one wgmma group in flight. `staged`: the epilogue writes the
     outputs' tile into shared memory, which is then stored row by row, neighbours by neighbours (an
-    accumulator's own layout writes 8 rows a few bytes each per warp), where the tiles fit. `tma`: the operands
+    accumulator's own layout writes 8 rows a few bytes each per warp), where the tiles fit; inputs the epilogue
+    reads at the output's own index are then copied in as tiles first, the same way (`_staged_loads`). `tma`: the operands
     the tensor memory accelerator can read (gemm_tma.py) arrive by one thread's tensor-map copies, which signal
     the stage's mbarrier, instead of every thread's 16-byte copies."""
     TN = TILES[tile if tile < len(TILES) else 0]
@@ -132,12 +133,12 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
     shared = pool + ATOM
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
     store = _staged_store(spec, kernel, params, epilogue, TN, pool, index_type) if staged else None
+    loads = store_out = ""
     if store is not None:
-        body, store_out = store
-    else:
-        store_out = ""
+        body, loads, store_out = store
     reuse = (('  asm volatile("cp.async.wait_all;" ::: "memory");\n' if cp else "")
-             + "  __syncthreads();  // every warpgroup is done with the stages the tile is staged in\n") if store_out else ""
+             + "  __syncthreads();  // every warpgroup is done with the stages the tile is staged in\n"
+             + loads) if store_out else ""
     src = f"""{ARCH_MARK}
 {_HELPERS}
 {_WGMMA_HELPERS}
@@ -203,9 +204,10 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
 
 
 def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: Epilogue, tn: int, pool: int,
-                  index_type: str) -> tuple[str, str] | None:
-    """(the epilogue into shared memory, the code that stores the tile) or None when the outputs' tiles do
-    not fit in the stages' memory. Rows are padded by 16 bytes against bank conflicts."""
+                  index_type: str) -> tuple[str, str, str] | None:
+    """(the epilogue into shared memory, the code that copies the tiles of the inputs it reads at the output's
+    index into shared memory before it (`_staged_loads`), the code that stores the tile) or None when the
+    outputs' tiles do not fit in the stages' memory. Rows are padded by 16 bytes against bank conflicts."""
     pitch = tn + 8
     offsets, at = [], 0
     for o in kernel.outputs:
@@ -225,13 +227,14 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
         return None  # a store the staging does not know how to redirect
     lines = lines[:-n] + stores
     T = index_type
+    out_flat = spec.out_flat()
+    flat = sym.render(out_flat)
+    width = _store_width(out_flat, spec.vars()[2], kernel)
+    lines, loads, at = _staged_loads(kernel, params, lines, flat, width, pitch, at, pool, tn, spec.M, spec.N, T)
     decl = "\n".join(f"        {t}* {a} = reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off});"
                       for t, a, off in zip(ctypes, arrays, offsets))
     body = (f"{decl}\n        const int zd_l = (int)(gi - bi) * {pitch} + (int)(gj - bj);\n"
             + "\n".join("        " + ln for ln in lines))
-    out_flat = spec.out_flat()
-    flat = sym.render(out_flat)
-    width = _store_width(out_flat, spec.vars()[2], kernel)
 
     def copy(i: int, itemsize: int, t: str, off: int) -> str:
         tile = f"reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off}) + r * {pitch} + c"
@@ -252,7 +255,45 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
     }}
   }}
 """
-    return body, store
+    return body, loads, store
+
+
+def _staged_loads(kernel: Kernel, params: list[str], lines: list[str], flat: str, width: int, pitch: int, at: int,
+                  pool: int, tn: int, M: int, N: int, T: str) -> tuple[list[str], str, int]:
+    """The epilogue `lines` with each read of an input at the output's own index (`flat`: an operand of the
+    output's shape and layout, such as the softmax rows an attention gradient's GEMM multiplies by, or a residual)
+    redirected to a copy of its tile in shared memory after the outputs' tiles (from byte `at`, while `pool`
+    holds it), the code that makes those copies (neighbouring threads, neighbouring columns, up to 16 bytes
+    each: an accumulator's own layout reads a few bytes of 8 rows per warp), and the bytes used then."""
+    code = []
+    for k, inp in enumerate(kernel.inputs):
+        read = f"in{k}[{flat}]"
+        if not any(read in ln for ln in lines):
+            continue
+        size = -(-BM * pitch * inp.dtype.itemsize // 16) * 16
+        if at + size > pool:
+            break
+        param = next(p for p in params if p.endswith(f" in{k}"))
+        t = param[:param.index("*")].replace("const", "").strip()
+        w = width
+        while w > 1 and w * inp.dtype.itemsize > 16:
+            w //= 2
+        tile = f"reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {at})"
+        lines = [ln.replace(read, f"{tile}[zd_l]") for ln in lines]
+        v = _COPY_TYPES[w * inp.dtype.itemsize] if w > 1 else t
+        code.append(f"""  for (int e = tid; e < {BM * tn // w}; e += {THREADS}) {{  // input {k}'s tile, read where the outputs are
+    const int r = e / {tn // w}, c = e % {tn // w} * {w};
+    const {T} gi = bi + r, gj = bj + c;
+    if (gi < {M} && gj < {N}) {{
+      const {T} gid = {flat};
+      *reinterpret_cast<{v}*>({tile} + r * {pitch} + c) = *reinterpret_cast<const {v}*>(in{k} + gid);
+    }}
+  }}
+""")
+        at += size
+    if code:
+        code.append("  __syncthreads();  // the inputs' tiles are in shared memory\n")
+    return lines, "".join(code), at
 
 
 _COPY_TYPES = {2: "unsigned short", 4: "unsigned", 8: "uint2", 16: "uint4"}  # by bytes copied at once

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# One call on the GPU machine for the wgmma GEMM's epilogue inputs staged through shared memory (run: `device`
+# tool, carry [".devbundle", ".oldzd"] with .oldzd/ holding the package to compare with, `bash
+# benchmarks/h200/staged_loads.sh`): the GEMM and attention-gradient GPU tests, the training step's device time at
+# GPT-2 widths (bf16) for both packages, then the training benchmark beside torch. Each step has its own deadline.
+source .devbundle/setup.sh
+export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
+nvidia-smi --query-gpu=name --format=csv,noheader
+t0=$(date +%s)
+ZYX_DIST_GPU_SUITE=0 timeout -k 5 -s ABRT 150 python3 -m pytest -q -m gpu tests/gpu/test_gemm_gpu.py -n 8 \
+    --dist loadgroup -p no:cacheprovider > $OUT/gpu-gemm-tests.log 2>&1
+echo "gemm tests rc=$? in $(( $(date +%s) - t0 )) s"; tail -1 $OUT/gpu-gemm-tests.log
+grep -E "^FAILED|^ERROR" $OUT/gpu-gemm-tests.log | head -10
+for pkg in new old; do
+  pp=$PYTHONPATH; [ $pkg = old ] && pp=$PWD/.oldzd:$PYTHONPATH
+  mkdir -p $OUT/p
+  PYTHONPATH=$pp XDG_CACHE_HOME=$(mktemp -d) CUPY_CACHE_DIR=$(mktemp -d) ZYX_DIST_DEBUG=$([ $pkg = new ] && echo 32 || echo 0) \
+    timeout -k 5 -s ABRT 100 python3 benchmarks/h200/step_profile.py $OUT/p/trace.json 8 1024 768 12 bfloat16 \
+    2> $OUT/autotune-$pkg.log | grep -vi warn | tail -14 | sed "s/^/$pkg: /" | tee -a $OUT/step-profile.txt
+  [ $pkg = new ] && mv $OUT/p/top-kernels.cu $OUT/ 2>/dev/null; rm -rf $OUT/p
+done
+T="--embed 768 --layers 4 --heads 12 --block 1024 --batch 8 --rounds 5 --steps 5 --warmup 3 --depths="
+XDG_CACHE_HOME=$(mktemp -d) CUPY_CACHE_DIR=$(mktemp -d) timeout -k 5 -s ABRT 150 \
+  python3 benchmarks/train_bench.py $T --dtype bfloat16 --json $OUT/train-gpt2w-bf16.json > $OUT/train.log 2>&1
+echo "train rc=$?"; grep -v -i "warn\|warm-up" $OUT/train.log | tail -6
