@@ -48,6 +48,10 @@ def _cases():
         ("tile_epilogue", [a, b, RNG.standard_normal((200, 136)).astype(np.float32)],
          lambda t: t[2] * zd.sigmoid(t[2]) * (t[0] @ t[1]) + t[2],
          lambda n: n[2] / (1 + np.exp(-n[2])) * (n[0] @ n[1]) + n[2]),
+        # a mask broadcast over the batch, added to a batched product (attention's scores): staged as a tile too
+        ("batch_mask", [RNG.standard_normal((3, 80, 64)).astype(np.float32), RNG.standard_normal((3, 64, 136)).astype(np.float32),
+                        RNG.standard_normal((80, 136)).astype(np.float32)],
+         lambda t: t[0] @ t[1] + t[2], lambda n: n[0] @ n[1] + n[2]),
         # a 3-D input's weight gradient: K is the batch times the sequence; then two reduced axes not adjacent
         ("k_over_two_axes", [x3, x3[..., :48] * 0.5], lambda t: zd.sum(t[0][..., None] * t[1][..., None, :], axis=(0, 1)),
          lambda n: np.einsum("btk,btn->kn", n[0], n[1])),

@@ -545,11 +545,11 @@ def test_wgmma_staged_store_copies_sixteen_bytes_where_columns_are_contiguous():
 
 
 def test_wgmma_staged_epilogue_reads_output_shaped_inputs_from_shared_memory():
-    """An input the epilogue reads at the output's own index (the softmax rows an attention gradient's GEMM
-    multiplies by, a residual) is copied into shared memory as a tile first, neighbouring threads copying
-    neighbouring columns up to 16 bytes at a time, and the epilogue reads that tile instead of a few bytes of
-    8 rows per warp; a per-row input (the gradient's row sums) stays a global read, and the direct form keeps
-    every read global. nvcc compiles each."""
+    """An input the epilogue reads along both rows and columns (the softmax rows an attention gradient's GEMM
+    multiplies by, a residual, a mask broadcast over the batch) is copied into shared memory as a tile first,
+    neighbouring threads copying neighbouring columns up to 16 bytes at a time, and the epilogue reads that tile
+    instead of a few bytes of 8 rows per warp; a per-row input (the gradient's row sums) and a bias along the
+    columns stay global reads, and the direct form keeps every read global. nvcc compiles each."""
     from zyx_dist.codegen.options import KernelOpts
     from zyx_dist.codegen.render import CUDA_SM90A
 
@@ -560,19 +560,25 @@ def test_wgmma_staged_epilogue_reads_output_shaped_inputs_from_shared_memory():
     p = leaf(4, 256, 256, dtype=bf)
     grad = g.cast(g.binary(g.BinaryOp.MUL, g.cast(p, f32), g.binary(g.BinaryOp.SUB, g.cast(dp, f32), rows)), bf)
     residual = leaf(200, 136, dtype=bf)
+    scores = g.reshape(_bmm(leaf(4, 256, 64, dtype=bf), g.permute(leaf(4, 256, 64, dtype=bf), (0, 2, 1))), (4, 256, 256))
+    masked = g.binary(g.BinaryOp.ADD, scores, g.expand(g.reshape(leaf(256, 256, dtype=bf), (1, 256, 256)), (4, 256, 256)))
+    biased = g.binary(g.BinaryOp.ADD, _matmul(leaf(200, 72, dtype=bf), leaf(72, 136, dtype=bf)),
+                      g.expand(g.reshape(leaf(136, dtype=bf), (1, 136)), (200, 136)))
     cases = {"attention_grad": (one(grad), 1), "residual": (one(g.binary(g.BinaryOp.ADD, _matmul(
-        leaf(200, 72, dtype=bf), leaf(72, 136, dtype=bf)), residual)), 1)}
+        leaf(200, 72, dtype=bf), leaf(72, 136, dtype=bf)), residual)), 1),
+        "mask_over_the_batch": (one(masked), 1), "bias": (one(biased), 0)}
     sources = {}
     for name, (k, tiles) in cases.items():
         src = render_kernel(k, CUDA_SM90A, staged).source
-        assert src.count("read where the outputs are") == tiles, name
+        assert src.count("as the epilogue reads it") == tiles, name
+        sources[name] = src
+        if not tiles:  # a bias along the columns: read where it is
+            continue
         epilogue = src[src.index("the inputs' tiles are in shared memory"):src.index("the whole tile is in shared memory")]
-        flat = re.search(r"const int gid = (\(.*?\));", epilogue).group(1)
-        assert f"[{flat}]" not in epilogue.replace("const int gid", ""), name  # no output-shaped global read left
+        assert not re.search(r"in\d\[\([^]]*gj[^]]*\)\]", epilogue), name  # no global read along the columns left
         assert "*reinterpret_cast<const uint4*>(in" in src, name  # 16 bytes per copy
         direct = render_kernel(k, CUDA_SM90A, KernelOpts(wgmma=1, tile=1, stages=3, cache=0)).source
-        assert "read where the outputs are" not in direct, name
-        sources[name] = src
+        assert "as the epilogue reads it" not in direct, name
     assert re.search(r"= in\d\[\(bz\*256\+gi\)\];", sources["attention_grad"])  # the row sums: a global read
     if NVCC is not None:
         with tempfile.TemporaryDirectory() as tmp:

@@ -47,13 +47,14 @@ def tma_usable(spec: GemmSpec) -> bool:
 
 def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand: Operand, epilogue: Epilogue,
            index_type: str, tile: int = 0, stages: int = 0, deep: bool = False,
-           staged: bool = False, tma: bool = False) -> tuple[str, tuple, tuple]:
+           staged: bool = False, tma: bool = False, reads: list | None = None) -> tuple[str, tuple, tuple]:
     """`deep`: copies `stages - 1` k-steps ahead and each step's wgmma waited for before the next step's copies
     (no wgmma in flight across steps), for tiles small enough that two work-groups share an SM and fill each
     other's gaps; else `stages - 2` ahead with one wgmma group in flight. `staged`: the epilogue writes the
     outputs' tile into shared memory, which is then stored row by row, neighbours by neighbours (an
     accumulator's own layout writes 8 rows a few bytes each per warp), where the tiles fit; inputs the epilogue
-    reads at the output's own index are then copied in as tiles first, the same way (`_staged_loads`). `tma`: the operands
+    reads along the columns (`reads`: (input, offset) of its plain loads, filled by `epilogue`) are then copied in
+    as tiles first, the same way (`_staged_loads`). `tma`: the operands
     the tensor memory accelerator can read (gemm_tma.py) arrive by one thread's tensor-map copies, which signal
     the stage's mbarrier, instead of every thread's 16-byte copies."""
     TN = TILES[tile if tile < len(TILES) else 0]
@@ -132,7 +133,7 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
     pool = S * stage_bytes(TN)
     shared = pool + ATOM
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
-    store = _staged_store(spec, kernel, params, epilogue, TN, pool, index_type) if staged else None
+    store = _staged_store(spec, kernel, params, epilogue, TN, pool, index_type, reads) if staged else None
     loads = store_out = ""
     if store is not None:
         body, loads, store_out = store
@@ -204,10 +205,10 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
 
 
 def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: Epilogue, tn: int, pool: int,
-                  index_type: str) -> tuple[str, str, str] | None:
-    """(the epilogue into shared memory, the code that copies the tiles of the inputs it reads at the output's
-    index into shared memory before it (`_staged_loads`), the code that stores the tile) or None when the
-    outputs' tiles do not fit in the stages' memory. Rows are padded by 16 bytes against bank conflicts."""
+                  index_type: str, reads: list | None = None) -> tuple[str, str, str] | None:
+    """(the epilogue into shared memory, the code that copies the tiles of the inputs it reads along the columns
+    into shared memory before it (`_staged_loads`), the code that stores the tile) or None when the outputs'
+    tiles do not fit in the stages' memory. Rows are padded by 16 bytes against bank conflicts."""
     pitch = tn + 8
     offsets, at = [], 0
     for o in kernel.outputs:
@@ -230,7 +231,7 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
     out_flat = spec.out_flat()
     flat = sym.render(out_flat)
     width = _store_width(out_flat, spec.vars()[2], kernel)
-    lines, loads, at = _staged_loads(kernel, params, lines, flat, width, pitch, at, pool, tn, spec.M, spec.N, T)
+    lines, loads, at = _staged_loads(spec, kernel, params, lines, reads or [], pitch, at, pool, tn, T)
     decl = "\n".join(f"        {t}* {a} = reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off});"
                       for t, a, off in zip(ctypes, arrays, offsets))
     body = (f"{decl}\n        const int zd_l = (int)(gi - bi) * {pitch} + (int)(gj - bj);\n"
@@ -258,35 +259,44 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
     return body, loads, store
 
 
-def _staged_loads(kernel: Kernel, params: list[str], lines: list[str], flat: str, width: int, pitch: int, at: int,
-                  pool: int, tn: int, M: int, N: int, T: str) -> tuple[list[str], str, int]:
-    """The epilogue `lines` with each read of an input at the output's own index (`flat`: an operand of the
-    output's shape and layout, such as the softmax rows an attention gradient's GEMM multiplies by, or a residual)
-    redirected to a copy of its tile in shared memory after the outputs' tiles (from byte `at`, while `pool`
-    holds it), the code that makes those copies (neighbouring threads, neighbouring columns, up to 16 bytes
-    each: an accumulator's own layout reads a few bytes of 8 rows per warp), and the bytes used then."""
+def _staged_loads(spec: GemmSpec, kernel: Kernel, params: list[str], lines: list[str], reads: list, pitch: int,
+                  at: int, pool: int, tn: int, T: str) -> tuple[list[str], str, int]:
+    """The epilogue `lines` with each plain read of an input that moves along the tile's columns (`reads`: input
+    and offset of each; an operand of the output's shape, such as the softmax rows an attention gradient's GEMM
+    multiplies by, a residual, a mask broadcast over the batch) redirected to a copy of its tile in shared memory
+    after the outputs' tiles (from byte `at`, while `pool` holds it); the code that makes those copies, neighbouring
+    threads copying neighbouring columns, up to 16 bytes each where the columns lie side by side (an accumulator's
+    own layout reads a few bytes of 8 rows per warp); and the bytes used then. Reads that do not move along both
+    rows and columns stay where they are."""
+    bz, gi, gj, _gk = spec.vars()
+    mine = {bz.name, gi.name, gj.name}
     code = []
-    for k, inp in enumerate(kernel.inputs):
-        read = f"in{k}[{flat}]"
-        if not any(read in ln for ln in lines):
-            continue
+    for k, offset in dict.fromkeys(reads):
+        names = sym.variables(offset)
+        if gi.name not in names or gj.name not in names or not names <= mine:
+            continue  # (a bias along the columns, a value per row: each a few distinct values per warp, from L1)
+        inp = kernel.inputs[k]
         size = -(-BM * pitch * inp.dtype.itemsize // 16) * 16
         if at + size > pool:
             break
+        read = f"in{k}[{sym.render(offset)}]"
         param = next(p for p in params if p.endswith(f" in{k}"))
         t = param[:param.index("*")].replace("const", "").strip()
-        w = width
-        while w > 1 and w * inp.dtype.itemsize > 16:
-            w //= 2
         tile = f"reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {at})"
-        lines = [ln.replace(read, f"{tile}[zd_l]") for ln in lines]
+        redirected = [ln.replace(read, f"{tile}[zd_l]") for ln in lines]
+        if redirected == lines:  # (a load this dialect words otherwise: left as it is)
+            continue
+        lines = redirected
+        w = min(16 // inp.dtype.itemsize, 8)
+        while w > 1 and (tn % w or not contiguous(offset, gj, w)):
+            w //= 2
         v = _COPY_TYPES[w * inp.dtype.itemsize] if w > 1 else t
-        code.append(f"""  for (int e = tid; e < {BM * tn // w}; e += {THREADS}) {{  // input {k}'s tile, read where the outputs are
+        code.append(f"""  for (int e = tid; e < {BM * tn // w}; e += {THREADS}) {{  // input {k}'s tile, as the epilogue reads it
     const int r = e / {tn // w}, c = e % {tn // w} * {w};
     const {T} gi = bi + r, gj = bj + c;
-    if (gi < {M} && gj < {N}) {{
-      const {T} gid = {flat};
-      *reinterpret_cast<{v}*>({tile} + r * {pitch} + c) = *reinterpret_cast<const {v}*>(in{k} + gid);
+    if (gi < {spec.M} && gj < {spec.N}) {{
+      const {T} src = {sym.render(offset)};
+      *reinterpret_cast<{v}*>({tile} + r * {pitch} + c) = *reinterpret_cast<const {v}*>(in{k} + src);
     }}
   }}
 """)

@@ -72,6 +72,7 @@ class _Renderer(RowKernels):
         self.lane_loads: list[tuple] = []  # (input position, lane, offset, variable, block) of lane loads
         self.row_of: tuple[sym.Var, int] | None = None  # cached row form: the row variable and the row's length
         self.row_cache: dict[int, str] = {}  # cached row form: input position -> the load of its element at `c`
+        self.plain_loads: list[tuple[int, sym.Expr]] = []  # (input position, offset) of each unguarded scalar load
 
     def var(self, block: Block, dt: DType, expr: str, prefix: str = "v") -> str:
         name = f"{prefix}{self.count}"
@@ -206,6 +207,8 @@ class _Renderer(RowKernels):
         expr = self.typed_load(n, arg, off)
         if valid:
             expr = f"({render_conds(valid)} ? {expr} : {literal(0, n.dtype, self.d)})"
+        else:
+            self.plain_loads.append((self.inputs[n.id], offset))
         name = self.var(at, n.dtype, expr, "ld")
         if self.lane is not None and not valid:  # a candidate for one vector load with the other lanes
             self.lane_loads.append((self.inputs[n.id], self.lane, offset, name, at))
@@ -469,11 +472,14 @@ class _Renderer(RowKernels):
             v, _ = sub.value(node, idx, frozenset(), sub.root)
             return sub.root.emit(0, T), v
 
+        reads: list[tuple[int, sym.Expr]] = []  # the epilogue's plain loads, as its last rendering made them
+
         def epilogue(flat: sym.Expr) -> list[str]:  # every output at `flat`: their shared work once
             sub = _Renderer(self.k, self.d, self.name, self.opts)
             sub.overrides[spec.reduce.id] = "acc"
             idx = flat_index(out.shape, flat)
             values = [sub.value(o, idx, frozenset(), sub.root)[0] for o in self.k.outputs]
+            reads[:] = sub.plain_loads
             return [f"const {T} gid = {sym.render(flat)};", *sub.root.emit(0, T),
                     *(sub.store(i, o, v) for i, (o, v) in enumerate(zip(self.k.outputs, values)))]
 
@@ -489,7 +495,7 @@ class _Renderer(RowKernels):
                                              o.cpu_rows)
         elif gemm_tc.usable(spec, self.k, self.d) and o.wgmma and self.d.wgmma:
             body, gws, lws = gemm_wgmma.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile,
-                                               o.stages, bool(o.prefetch), bool(o.cache), o.wgmma == 2)
+                                               o.stages, bool(o.prefetch), bool(o.cache), o.wgmma == 2, reads)
         elif gemm_tc.usable(spec, self.k, self.d):
             body, gws, lws = gemm_tc.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile,
                                             o.stages)
