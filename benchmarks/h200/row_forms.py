@@ -6,7 +6,7 @@ and IQR of the launches) with the bandwidth its bytes give, so a slow row kernel
 pick or a template's limit.
 
     python3 benchmarks/h200/row_forms.py [--shape 8,12,1024,1024] [--norm-shape 8,1024,1024] [--dtypes bfloat16,float32]
-        [--launches 20]
+        [--launches 20] [--causal] [--forms softmax,softmax grad,layer norm]
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ def main() -> None:
     ap.add_argument("--norm-shape", default="8,1024,1024")
     ap.add_argument("--dtypes", default="bfloat16,float32")
     ap.add_argument("--launches", type=int, default=20)
+    ap.add_argument("--causal", action="store_true", help="score rows as a causal step has them: -1e9 above the "
+                    "diagonal (is a kernel's time in the step, slower than alone, the data's?)")
+    ap.add_argument("--forms", default="softmax,softmax grad,layer norm")
     args = ap.parse_args()
     shape = tuple(int(x) for x in args.shape.split(","))
     norm_shape = tuple(int(x) for x in args.norm_shape.split(","))
@@ -41,7 +44,10 @@ def main() -> None:
     with Worker("cuda:0", profile=True) as worker:
         for name in args.dtypes.split(","):
             np_dtype = ml_dtypes.bfloat16 if name == "bfloat16" else np.dtype(name)
-            s, dp = (zd.tensor(rng.standard_normal(shape).astype(np_dtype)) for _ in range(2))
+            scores = rng.standard_normal(shape)
+            if args.causal:
+                scores = scores + np.triu(np.full(shape[-2:], -1e9), 1)
+            s, dp = zd.tensor(scores.astype(np_dtype)), zd.tensor(rng.standard_normal(shape).astype(np_dtype))
             p = zd.softmax(s, axis=-1)
             p_in = zd.tensor(rng.random(shape).astype(np_dtype))
             x = zd.tensor(rng.standard_normal(norm_shape).astype(np_dtype))
@@ -51,6 +57,8 @@ def main() -> None:
             forms = {"softmax": (p, 2), "softmax grad": (p_in * (dp - (p_in * dp).sum(-1, keepdims=True)), 3),
                      "layer norm": (norm, 2)}
             for form, (t, tensors) in forms.items():
+                if form not in args.forms.split(","):
+                    continue
                 (kernel,) = kernelize([t.node])
                 nbytes = tensors * t.size * np.dtype(np_dtype).itemsize
                 for opts in options.candidates(facts(kernel, "cuda_sm90a")):

@@ -23,3 +23,8 @@ T="--embed 768 --layers 4 --heads 12 --block 1024 --batch 8 --rounds 5 --steps 5
 XDG_CACHE_HOME=$(mktemp -d) CUPY_CACHE_DIR=$(mktemp -d) timeout -k 5 -s ABRT 150 \
   python3 benchmarks/train_bench.py $T --dtype bfloat16 --json $OUT/train-gpt2w-bf16.json > $OUT/train.log 2>&1
 echo "train rc=$?"; grep -v -i "warn\|warm-up" $OUT/train.log | tail -6
+# the score rows' softmax alone on causal rows (-1e9 above the diagonal) against random ones: is its in-step time the data's?
+for c in "" --causal; do
+  timeout -k 5 -s ABRT 60 python3 benchmarks/h200/row_forms.py --dtypes bfloat16 --forms softmax --launches 20 $c 2>&1 \
+    | grep -v -i warn | sort -k5 -n | head -4 | sed "s/^/row forms${c}: /" | tee -a $OUT/row-forms-causal.txt
+done
