@@ -2,7 +2,8 @@
 # One call on the GPU machine for the wgmma GEMM's epilogue inputs staged through shared memory (run: `device`
 # tool, carry [".devbundle", ".oldzd"] with .oldzd/ holding the package to compare with, `bash
 # benchmarks/h200/staged_loads.sh`): the GEMM and attention-gradient GPU tests, the training step's device time at
-# GPT-2 widths (bf16) for both packages, then the training benchmark beside torch. Each step has its own deadline.
+# GPT-2 widths (bf16; the old package's too with OLD=1), then the training benchmark beside torch. Each step has its
+# own deadline.
 source .devbundle/setup.sh
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -11,7 +12,7 @@ ZYX_DIST_GPU_SUITE=0 timeout -k 5 -s ABRT 150 python3 -m pytest -q -m gpu tests/
     --dist loadgroup -p no:cacheprovider > $OUT/gpu-gemm-tests.log 2>&1
 echo "gemm tests rc=$? in $(( $(date +%s) - t0 )) s"; tail -1 $OUT/gpu-gemm-tests.log
 grep -E "^FAILED|^ERROR" $OUT/gpu-gemm-tests.log | head -10
-for pkg in new old; do
+for pkg in new ${OLD:+old}; do  # (OLD=1: the old package's profile too)
   pp=$PYTHONPATH; [ $pkg = old ] && pp=$PWD/.oldzd:$PYTHONPATH
   mkdir -p $OUT/p
   PYTHONPATH=$pp XDG_CACHE_HOME=$(mktemp -d) CUPY_CACHE_DIR=$(mktemp -d) ZYX_DIST_DEBUG=$([ $pkg = new ] && echo 32 || echo 0) \
