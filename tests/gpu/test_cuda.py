@@ -218,6 +218,36 @@ def test_ops(cuda_session, case):
     check(case)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_type_division_against_numpy(cuda_session, dtype):
+    """Half types divide as a product with the divisor's reciprocal on CUDA (codegen/cexpr.py HALF_DIVISION): the
+    quotients of zeros, infinities, NaNs and large and small values agree with NumPy's float32 division rounded to
+    the half type (within one unit of its last place), and a softmax over causal score rows (masked entries: 0
+    divided by the row's sum) with NumPy's."""
+    import ml_dtypes
+
+    np_dt = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.float16
+    big = 3e38 if dtype == "bfloat16" else 6e4
+    a = np.array([0.0, -0.0, 1.0, -3.0, np.inf, -np.inf, np.nan, 7.0, 0.0, np.inf, 1e-3, big, 2.5, 1.0], np.float32)
+    b = np.array([5.0, 5.0, 0.0, 0.0, 2.0, np.inf, 1.0, np.nan, 0.0, np.inf, 3e-3, big, -1e-2, 3.0], np.float32)
+    x, y = (zd.tensor(v.astype(np_dt)) for v in (a, b))
+    got = (x / y).numpy().astype(np.float32)
+    with np.errstate(all="ignore"):
+        want = (a.astype(np_dt).astype(np.float32) / b.astype(np_dt).astype(np.float32)).astype(np_dt).astype(np.float32)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+    ulp = np.abs(want[finite]) * (2.0 ** -7 if dtype == "bfloat16" else 2.0 ** -10) + 1e-30
+    assert np.all(np.abs(got[finite] - want[finite]) <= ulp), (got, want)
+    rng = np.random.default_rng(3)
+    scores = (rng.standard_normal((2, 3, 64, 64)) + np.triu(np.full((64, 64), -1e9), 1)).astype(np_dt)
+    p = zd.softmax(zd.tensor(scores), axis=-1).numpy().astype(np.float32)
+    s32 = scores.astype(np.float32)
+    e = np.exp(s32 - s32.max(-1, keepdims=True))
+    np.testing.assert_allclose(p, e / e.sum(-1, keepdims=True), rtol=1e-2, atol=1e-3)
+    assert np.all(p[..., np.triu_indices(64, 1)[0], np.triu_indices(64, 1)[1]] == 0)
+
+
 def test_programs_are_cuda(cuda_session):
     x = zd.tensor(np.ones((4, 4), np.float32))
     _, programs, _ = cuda_session.plan([(x * 2).node])

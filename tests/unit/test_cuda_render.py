@@ -586,6 +586,21 @@ def test_wgmma_staged_epilogue_reads_output_shaped_inputs_from_shared_memory():
         assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in errors.items())
 
 
+def test_half_types_divide_by_the_reciprocal_on_cuda_only():
+    """CUDA divides half types as a product with the divisor's correctly rounded reciprocal (IEEE division's slow
+    path took zero dividends, the masked entries of a causal softmax); float32 keeps IEEE division, and OpenCL
+    its own `/`."""
+    from zyx_dist.codegen.options import KernelOpts
+
+    for dtype in (dt.bfloat16, dt.float16):
+        k = one(g.binary(g.BinaryOp.DIV, leaf(64, dtype=dtype), leaf(64, dtype=dtype)))
+        assert "__frcp_rn(" in render_kernel(k, CUDA, KernelOpts()).source
+        assert "__frcp_rn(" not in render_kernel(k, OPENCL, KernelOpts()).source
+    k = one(g.binary(g.BinaryOp.DIV, leaf(64), leaf(64)))
+    src = render_kernel(k, CUDA, KernelOpts()).source
+    assert "__frcp_rn(" not in src and " / " in src
+
+
 def test_wgmma_is_switched_off_by_the_environment(monkeypatch):
     from zyx_dist.codegen.autotune import Target
 
