@@ -131,8 +131,14 @@ HALF_FAST_FN = {UnaryOp.EXP: "__expf", UnaryOp.LOG: "__logf"}
 # (HALF_DIVISION) CUDA divides half types, in float32, as a product with the divisor's correctly rounded reciprocal:
 # at most 1.5 float32 ulps off, inside a half type's rounding, where `/` (IEEE division) takes a slow subroutine
 # for operands outside its fast path's range, zero dividends among them: the causal score rows' softmax, whose
-# masked entries divide 0 by the row's sum, took 257 us on an H100 against 165 us on random rows. Zeros,
-# infinities and NaNs come out as IEEE division gives them (0 * 1/b, x * 1/0 = inf, inf * 1/inf = NaN).
+# masked entries divide 0 by the row's sum, took 257 us on an H100 against 165 us on random rows. Both operands
+# are scaled by a power of two where the reciprocal would leave the normal range (a divisor beyond 2^126, or
+# below 2^-126), which a flushed reciprocal would turn into 0 or inf; zeros, infinities and NaNs come out as IEEE
+# division gives them (0 * 1/b, x * 1/0 = inf, inf * 1/inf = NaN).
+HALF_DIVISION = (
+    "__device__ inline float zd_hdiv(float a, float b) {\n"
+    "  const float m = fabsf(b), s = m > 0x1p126f ? 0.25f : m < 0x1p-126f ? 0x1p24f : 1.0f;\n"
+    "  return (a * s) * __frcp_rn(b * s);\n}")
 
 
 def unary(op: UnaryOp, x: str, dt: DType, dialect: Dialect = OPENCL) -> str:
@@ -167,7 +173,7 @@ def binary_op(op: BinaryOp, a: str, b: str, dt: DType, dialect: Dialect, temp: C
               BinaryOp.NE: "!=", BinaryOp.LT: "<", BinaryOp.LE: "<=", BinaryOp.GT: ">", BinaryOp.GE: ">=",
               BinaryOp.AND: "&", BinaryOp.OR: "|", BinaryOp.XOR: "!=" if dt is bool_ else "^"}
     if op is BinaryOp.DIV and dt.is_half and dialect.name == "cuda":
-        return f"({a} * __frcp_rn({b}))"  # (HALF_DIVISION)
+        return f"zd_hdiv({a}, {b})"  # (HALF_DIVISION)
     if op in simple:
         return f"({a} {simple[op]} {b})"
     if op in FLOAT_BINARY_FN:
@@ -218,7 +224,10 @@ def preamble(kernel: Kernel, d: Dialect, uses_fp64: bool) -> list[str]:
         lines += d.bf16_preamble
     if uses_fp64:
         lines += d.fp64_preamble
-    used = {o.dtype for o in all_nodes(kernel) if o.op is Op.BINARY and o.arg is BinaryOp.POW}
+    nodes = all_nodes(kernel)
+    if d.name == "cuda" and any(n.op is Op.BINARY and n.arg is BinaryOp.DIV and n.dtype.is_half for n in nodes):
+        lines.append(HALF_DIVISION)
+    used = {o.dtype for o in nodes if o.op is Op.BINARY and o.arg is BinaryOp.POW}
     for dt in sorted(used, key=lambda x: x.name):
         src_dt = dt
         if src_dt.is_float:
