@@ -278,7 +278,7 @@ def _staged_loads(spec: GemmSpec, kernel: Kernel, params: list[str], lines: list
         inp = kernel.inputs[k]
         size = -(-BM * pitch * inp.dtype.itemsize // 16) * 16
         if at + size > pool:
-            break
+            continue  # (no room for this one's tile; a narrower input's may still fit)
         read = f"in{k}[{sym.render(offset)}]"
         param = next(p for p in params if p.endswith(f" in{k}"))
         t = param[:param.index("*")].replace("const", "").strip()
