@@ -224,7 +224,7 @@ class Worker:
                 failed = failed or _failure(i, e)
         at = len(frees)
         if failed is None and uploads:
-            self._resolve = None
+            self._resolve = None  # (arrays, not transport references: the last `run`'s resolver does not apply)
             try:
                 for buf, nbytes, data in uploads:
                     self._alloc(Alloc(buf, nbytes), None)
