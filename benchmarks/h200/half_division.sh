@@ -3,6 +3,7 @@
 # `bash benchmarks/h200/half_division.sh`): the score-row softmax's forms on causal rows (-1e9 above the diagonal),
 # the GPU tier, the training step's device time at GPT-2 widths (bf16), then the training benchmark beside torch.
 source .devbundle/setup.sh
+source benchmarks/h200/step_profiles.sh
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
 nvidia-smi --query-gpu=name --format=csv,noheader
 timeout -k 5 -s ABRT 60 python3 benchmarks/h200/row_forms.py --dtypes bfloat16 --forms softmax --launches 20 --causal 2>&1 \
@@ -11,10 +12,7 @@ t0=$(date +%s)
 ZYX_DIST_GPU_SUITE=0 timeout -k 5 -s ABRT 150 python3 -m pytest -q -m gpu tests/gpu -n 8 --dist loadgroup \
     -p no:cacheprovider > $OUT/gpu-tier.log 2>&1
 echo "gpu tier rc=$? in $(( $(date +%s) - t0 )) s"; tail -1 $OUT/gpu-tier.log; grep -E "^FAILED|^ERROR" $OUT/gpu-tier.log | head -10
-mkdir -p $OUT/p
-XDG_CACHE_HOME=$(mktemp -d) CUPY_CACHE_DIR=$(mktemp -d) timeout -k 5 -s ABRT 100 python3 benchmarks/h200/step_profile.py \
-  $OUT/p/trace.json 8 1024 768 12 bfloat16 2>/dev/null | grep -vi warn | tail -14 | tee $OUT/step-profile.txt
-rm -rf $OUT/p
+step_profiles new
 T="--embed 768 --layers 4 --heads 12 --block 1024 --batch 8 --rounds 5 --steps 5 --warmup 3 --depths="
 XDG_CACHE_HOME=$(mktemp -d) CUPY_CACHE_DIR=$(mktemp -d) timeout -k 5 -s ABRT 150 \
   python3 benchmarks/train_bench.py $T --dtype bfloat16 --json $OUT/train-gpt2w-bf16.json > $OUT/train.log 2>&1

@@ -4,22 +4,14 @@
 # device time at GPT-2 widths (bf16) for both packages, then every row-kernel candidate's kernel time (softmax, its
 # gradient, layer norm; bfloat16 and float32). Each step has its own deadline; the most important first.
 source .devbundle/setup.sh
+source benchmarks/h200/step_profiles.sh
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
 nvidia-smi --query-gpu=name --format=csv,noheader
 t0=$(date +%s)
 ZYX_DIST_GPU_SUITE=0 timeout -k 5 -s ABRT 160 python3 -m pytest -q -m gpu tests/gpu -n 8 --dist loadgroup \
     -p no:cacheprovider > $OUT/gpu-tier.log 2>&1
 echo "gpu tier rc=$? in $(( $(date +%s) - t0 )) s"; tail -1 $OUT/gpu-tier.log; grep -E "^FAILED|^ERROR" $OUT/gpu-tier.log | head -20
-for pkg in new old; do
-  [ $pkg = old ] && [ ! -d .oldzd ] && continue
-  pp=$PYTHONPATH; [ $pkg = old ] && pp=$PWD/.oldzd:$PYTHONPATH
-  mkdir -p $OUT/p
-  # (the new package's autotune trials, ZYX_DIST_DEBUG=32, go to autotune-new.log: which candidate each kernel got)
-  PYTHONPATH=$pp XDG_CACHE_HOME=$(mktemp -d) CUPY_CACHE_DIR=$(mktemp -d) ZYX_DIST_DEBUG=$([ $pkg = new ] && echo 32 || echo 0) \
-    timeout -k 5 -s ABRT 100 python3 benchmarks/h200/step_profile.py $OUT/p/trace.json 8 1024 768 12 bfloat16 \
-    2> $OUT/autotune-$pkg.log | grep -vi warn | tail -14 | sed "s/^/$pkg: /" | tee -a $OUT/step-profile.txt
-  [ $pkg = new ] && mv $OUT/p/top-kernels.cu $OUT/ 2>/dev/null; rm -rf $OUT/p
-done
+step_profiles new old
 timeout -k 5 -s ABRT 110 python3 benchmarks/h200/row_forms.py --launches 20 2>&1 | grep -v -i warn > $OUT/row-forms.txt
 echo "row forms rc=$?"  # the three fastest of each form
 for form in "bfloat16 softmax  " "bfloat16 softmax grad" "bfloat16 layer norm" "float32 softmax  " "float32 softmax grad" \

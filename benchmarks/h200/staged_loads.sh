@@ -5,6 +5,7 @@
 # GPT-2 widths (bf16; the old package's too with OLD=1), then the training benchmark beside torch. Each step has its
 # own deadline.
 source .devbundle/setup.sh
+source benchmarks/h200/step_profiles.sh
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
 nvidia-smi --query-gpu=name --format=csv,noheader
 t0=$(date +%s)
@@ -12,14 +13,7 @@ ZYX_DIST_GPU_SUITE=0 timeout -k 5 -s ABRT 150 python3 -m pytest -q -m gpu tests/
     --dist loadgroup -p no:cacheprovider > $OUT/gpu-gemm-tests.log 2>&1
 echo "gemm tests rc=$? in $(( $(date +%s) - t0 )) s"; tail -1 $OUT/gpu-gemm-tests.log
 grep -E "^FAILED|^ERROR" $OUT/gpu-gemm-tests.log | head -10
-for pkg in new ${OLD:+old}; do  # (OLD=1: the old package's profile too)
-  pp=$PYTHONPATH; [ $pkg = old ] && pp=$PWD/.oldzd:$PYTHONPATH
-  mkdir -p $OUT/p
-  PYTHONPATH=$pp XDG_CACHE_HOME=$(mktemp -d) CUPY_CACHE_DIR=$(mktemp -d) ZYX_DIST_DEBUG=$([ $pkg = new ] && echo 32 || echo 0) \
-    timeout -k 5 -s ABRT 100 python3 benchmarks/h200/step_profile.py $OUT/p/trace.json 8 1024 768 12 bfloat16 \
-    2> $OUT/autotune-$pkg.log | grep -vi warn | tail -14 | sed "s/^/$pkg: /" | tee -a $OUT/step-profile.txt
-  [ $pkg = new ] && mv $OUT/p/top-kernels.cu $OUT/ 2>/dev/null; rm -rf $OUT/p
-done
+step_profiles new ${OLD:+old}  # (OLD=1: the old package's profile too)
 T="--embed 768 --layers 4 --heads 12 --block 1024 --batch 8 --rounds 5 --steps 5 --warmup 3 --depths="
 XDG_CACHE_HOME=$(mktemp -d) CUPY_CACHE_DIR=$(mktemp -d) timeout -k 5 -s ABRT 150 \
   python3 benchmarks/train_bench.py $T --dtype bfloat16 --json $OUT/train-gpt2w-bf16.json > $OUT/train.log 2>&1

@@ -216,15 +216,15 @@ def preamble(kernel: Kernel, d: Dialect, uses_fp64: bool) -> list[str]:
     """The lines a kernel's source starts with: the dialect's preamble, half/bfloat16/fp64 support where the
     kernel needs it, and an integer power function per integer dtype it raises to a power."""
     lines: list[str] = []
+    nodes = all_nodes(kernel)
     if any(n.dtype is float16 for n in kernel.inputs + kernel.outputs) or any(
-            n.op is Op.CAST and n.dtype is float16 for n in all_nodes(kernel)):
+            n.op is Op.CAST and n.dtype is float16 for n in nodes):
         lines += d.half_preamble
     lines += d.preamble
-    if any(n.dtype is bfloat16 for n in kernel.inputs + all_nodes(kernel)):
+    if any(n.dtype is bfloat16 for n in kernel.inputs + nodes):
         lines += d.bf16_preamble
     if uses_fp64:
         lines += d.fp64_preamble
-    nodes = all_nodes(kernel)
     if d.name == "cuda" and any(n.op is Op.BINARY and n.arg is BinaryOp.DIV and n.dtype.is_half for n in nodes):
         lines.append(HALF_DIVISION)
     used = {o.dtype for o in nodes if o.op is Op.BINARY and o.arg is BinaryOp.POW}

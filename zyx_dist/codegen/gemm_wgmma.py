@@ -216,10 +216,7 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
         at += -(-BM * pitch * o.dtype.itemsize // 16) * 16
     if at > pool:
         return None
-    ctypes = []
-    for i in range(len(kernel.outputs)):
-        param = next(p for p in params if p.endswith(f" out{i}"))
-        ctypes.append(param[:param.index("*")].strip())
+    ctypes = [_param_type(params, f"out{i}") for i in range(len(kernel.outputs))]
     arrays = [f"zd_st{i}" for i in range(len(kernel.outputs))]
     lines = epilogue(spec.out_flat())
     n = len(arrays)  # the epilogue ends with the outputs' stores, `out{i}[gid] = ...`: redirected to the tile
@@ -232,31 +229,47 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
     flat = sym.render(out_flat)
     width = _store_width(out_flat, spec.vars()[2], kernel)
     lines, loads, at = _staged_loads(spec, kernel, params, lines, reads or [], pitch, at, pool, tn, T)
-    decl = "\n".join(f"        {t}* {a} = reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off});"
-                      for t, a, off in zip(ctypes, arrays, offsets))
+    decl = "\n".join(f"        {t}* {a} = {_tile(t, off)};" for t, a, off in zip(ctypes, arrays, offsets))
     body = (f"{decl}\n        const int zd_l = (int)(gi - bi) * {pitch} + (int)(gj - bj);\n"
             + "\n".join("        " + ln for ln in lines))
 
     def copy(i: int, itemsize: int, t: str, off: int) -> str:
-        tile = f"reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off}) + r * {pitch} + c"
+        tile = f"{_tile(t, off)} + r * {pitch} + c"
         if width == 1:
-            return f"        out{i}[gid] = *({tile});"
+            return f"      out{i}[gid] = *({tile});"
         v = _COPY_TYPES[width * itemsize]
-        return f"        *reinterpret_cast<{v}*>(out{i} + gid) = *reinterpret_cast<const {v}*>({tile});"
+        return f"      *reinterpret_cast<{v}*>(out{i} + gid) = *reinterpret_cast<const {v}*>({tile});"
 
     copies = "\n".join(copy(i, o.dtype.itemsize, t, off)
                         for i, (o, t, off) in enumerate(zip(kernel.outputs, ctypes, offsets)))
-    store = f"""  __syncthreads();  // the whole tile is in shared memory
-  for (int e = tid; e < {BM * tn // width}; e += {THREADS}) {{  // neighbouring threads, neighbouring columns
+    store = "  __syncthreads();  // the whole tile is in shared memory\n" + _tile_loop(
+        spec, tn, width, T, "gid", flat, copies, "neighbouring threads, neighbouring columns")
+    return body, loads, store
+
+
+def _param_type(params: list[str], name: str) -> str:
+    """The element type of kernel parameter `name` (`in3`, `out0`), without its const."""
+    param = next(p for p in params if p.endswith(f" {name}"))
+    return param[:param.index("*")].replace("const", "").strip()
+
+
+def _tile(t: str, off: int) -> str:
+    """A `t*` to the shared-memory tile `off` bytes into the stages' pool."""
+    return f"reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off})"
+
+
+def _tile_loop(spec: GemmSpec, tn: int, width: int, T: str, name: str, index: str, body: str, why: str) -> str:
+    """A loop of the work-group over its output tile, `width` columns a thread (neighbouring threads,
+    neighbouring columns), with `name` = `index` at each (gi, gj) inside the product and `body` run there."""
+    return f"""  for (int e = tid; e < {BM * tn // width}; e += {THREADS}) {{  // {why}
     const int r = e / {tn // width}, c = e % {tn // width} * {width};
     const {T} gi = bi + r, gj = bj + c;
     if (gi < {spec.M} && gj < {spec.N}) {{
-      const {T} gid = {flat};
-{copies}
+      const {T} {name} = {index};
+{body}
     }}
   }}
 """
-    return body, loads, store
 
 
 def _staged_loads(spec: GemmSpec, kernel: Kernel, params: list[str], lines: list[str], reads: list, pitch: int,
@@ -280,9 +293,8 @@ def _staged_loads(spec: GemmSpec, kernel: Kernel, params: list[str], lines: list
         if at + size > pool:
             continue  # (no room for this one's tile; a narrower input's may still fit)
         read = f"in{k}[{sym.render(offset)}]"
-        param = next(p for p in params if p.endswith(f" in{k}"))
-        t = param[:param.index("*")].replace("const", "").strip()
-        tile = f"reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {at})"
+        t = _param_type(params, f"in{k}")
+        tile = _tile(t, at)
         redirected = [ln.replace(read, f"{tile}[zd_l]") for ln in lines]
         if redirected == lines:  # (a load this dialect words otherwise: left as it is)
             continue
@@ -291,15 +303,9 @@ def _staged_loads(spec: GemmSpec, kernel: Kernel, params: list[str], lines: list
         while w > 1 and (tn % w or not contiguous(offset, gj, w)):
             w //= 2
         v = _COPY_TYPES[w * inp.dtype.itemsize] if w > 1 else t
-        code.append(f"""  for (int e = tid; e < {BM * tn // w}; e += {THREADS}) {{  // input {k}'s tile, as the epilogue reads it
-    const int r = e / {tn // w}, c = e % {tn // w} * {w};
-    const {T} gi = bi + r, gj = bj + c;
-    if (gi < {spec.M} && gj < {spec.N}) {{
-      const {T} src = {sym.render(offset)};
-      *reinterpret_cast<{v}*>({tile} + r * {pitch} + c) = *reinterpret_cast<const {v}*>(in{k} + src);
-    }}
-  }}
-""")
+        code.append(_tile_loop(spec, tn, w, T, "src", sym.render(offset),
+                               f"      *reinterpret_cast<{v}*>({tile} + r * {pitch} + c) = "
+                               f"*reinterpret_cast<const {v}*>(in{k} + src);", f"input {k}'s tile, as the epilogue reads it"))
         at += size
     if code:
         code.append("  __syncthreads();  // the inputs' tiles are in shared memory\n")
