@@ -175,12 +175,19 @@ def option_graphs(rng):
     ]
 
 
-def run_kernels(worker, t, pick=lambda k: None, dialect: str = "opencl", with_ops: bool = False) -> np.ndarray:
-    """Run the graph of `t` (a tensor or a node) kernel by kernel on a `Worker`, each kernel rendered in
-    `dialect` with `pick(kernel)` options (None: the default), each Compile carrying the kernel's op list
-    when `with_ops` (what a reference device interprets); gives the value of `t`."""
-    node = getattr(t, "node", t)
-    kernels = kernelize([node])
+def run_kernels(worker, t, pick=lambda k: None, dialect: str = "opencl", with_ops: bool = False):
+    """Run the graph of `t` (a tensor or a node, or a tuple of them) kernel by kernel on a `Worker`, each kernel
+    rendered in `dialect` with `pick(kernel)` options (None: the default), each Compile carrying the kernel's op
+    list when `with_ops` (what a reference device interprets); gives the value of `t` (a tuple of values for a
+    tuple)."""
+    if isinstance(t, tuple):
+        nodes = [getattr(x, "node", x) for x in t]
+        return tuple(_run_kernels(worker, nodes, pick, dialect, with_ops))
+    return _run_kernels(worker, [getattr(t, "node", t)], pick, dialect, with_ops)[0]
+
+
+def _run_kernels(worker, nodes, pick, dialect: str, with_ops: bool) -> list[np.ndarray]:
+    kernels = kernelize(nodes)
     ids, cmds = iter(range(1, 10**6)), []  # fresh ids: every run frees what it made
     bufs: dict[int, int] = {}
     for k in kernels:
@@ -196,11 +203,12 @@ def run_kernels(worker, t, pick=lambda k: None, dialect: str = "opencl", with_op
         args = tuple(bufs[x.id] for x in k.inputs + k.outputs)
         cmds += [Compile(pid, p.source, p.name, kernel_ops(k) if with_ops else None), Launch(pid, args, p.gws, p.lws, args[: len(k.inputs)],
                                                        args[len(k.inputs):])]
-    cmds.append(CopyOut(bufs[node.id], node.dtype.name, node.shape))
+    cmds += [CopyOut(bufs[n.id], n.dtype.name, n.shape) for n in nodes]
     cmds += [Free(b) for b in bufs.values()]
     res = worker.run(cmds)
     assert all(type(r).__name__ == "Done" for r in res.results), [r for r in res.results if type(r).__name__ != "Done"]
-    return res.results[-1 - len(bufs)].value
+    first = len(res.results) - len(bufs) - len(nodes)
+    return [r.value for r in res.results[first:first + len(nodes)]]
 
 
 def deep_chain(x, n: int, row_max_every: int = 0):

@@ -25,15 +25,17 @@ from attention_forms import spread, time_form
 from helpers import run_kernels
 
 import zyx_dist as zd
+from zyx_dist.codegen.gemm_wgmma import TILES
 from zyx_dist.codegen.options import KernelOpts
 from zyx_dist.fuse.kernelize import kernelize
 from zyx_dist.runtime.worker import Worker
 
-FORMS = {f"{'tma ' if w == 2 else ''}t{256 if t == 0 else 128} s{st}{' deep' if p else ''}{' staged' if c else ''}":
+FORMS = {f"{'tma ' if w == 2 else ''}t{TILES[t]} s{st}{' deep' if p else ''}{' staged' if c else ''}":
          KernelOpts(wgmma=w, tile=t, stages=st, prefetch=p, cache=c)
          for w, t, st, p, c in ((1, 0, 4, 0, 0), (1, 1, 4, 0, 0), (1, 0, 3, 0, 0), (1, 1, 5, 0, 0), (1, 0, 4, 0, 1),
                                 (2, 0, 4, 0, 0), (2, 1, 4, 0, 0), (2, 1, 3, 1, 0), (2, 0, 4, 0, 1),
-                                (2, 1, 3, 0, 0), (2, 1, 3, 0, 1))}  # the tuner's (and two tried beside them)
+                                (2, 1, 3, 0, 0), (2, 1, 3, 0, 1), (2, 2, 3, 0, 0), (2, 2, 3, 0, 1),
+                                (2, 3, 4, 0, 0), (2, 3, 4, 0, 1))}  # the tuner's (and two tried beside them)
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from gpu_util import compute_capability_9, cuda_devices, nvidia_opencl_index
 from helpers import run_kernels
-from training import NpAdam
+from training import NpAdam, adam_of_a_weight_gradient
 
 import zyx_dist as zd
 from zyx_dist.codegen import gemm, gemm_tc
@@ -161,8 +161,9 @@ _OWN_REFERENCE = {"deep_k", "deep_k_bt", "many_tiles"}  # cases checked against 
 @pytest.mark.parametrize("dtype", [np.float16, BF], ids=["float16", "bfloat16"])
 @pytest.mark.parametrize("case", WGMMA_CASES, ids=[c[0] for c in WGMMA_CASES])
 @pytest.mark.parametrize("staged", [0, 1], ids=["direct", "staged"])
-@pytest.mark.parametrize("tile,stages,deep", [(0, 4, 0), (1, 4, 0), (0, 3, 0), (1, 3, 0), (1, 3, 1), (1, 5, 0)],
-                         ids=["t256s4", "t128s4", "t256s3", "t128s3", "t128s3deep", "t128s5"])
+@pytest.mark.parametrize("tile,stages,deep", [(0, 4, 0), (1, 4, 0), (0, 3, 0), (1, 3, 0), (1, 3, 1), (1, 5, 0),
+                                               (2, 3, 0), (3, 4, 0)],
+                         ids=["t256s4", "t128s4", "t256s3", "t128s3", "t128s3deep", "t128s5", "t64s3", "t192s4"])
 def test_cuda_wgmma_gemm_against_numpy(cuda_worker, dtype, case, tile, stages, deep, staged):
     """Hopper's wgmma GEMM (codegen/gemm_wgmma.py, the dialect of compute capability 9.0) at every shape class,
     each tile and stage option the tuner may pick."""
@@ -173,8 +174,8 @@ def test_cuda_wgmma_gemm_against_numpy(cuda_worker, dtype, case, tile, stages, d
 @pytest.mark.parametrize("dtype", [np.float16, BF], ids=["float16", "bfloat16"])
 @pytest.mark.parametrize("case", WGMMA_CASES, ids=[c[0] for c in WGMMA_CASES])
 @pytest.mark.parametrize("staged", [0, 1], ids=["direct", "staged"])
-@pytest.mark.parametrize("tile,stages,deep", [(0, 4, 0), (1, 4, 0), (1, 3, 1), (1, 3, 0)],
-                         ids=["t256s4", "t128s4", "t128s3deep", "t128s3"])
+@pytest.mark.parametrize("tile,stages,deep", [(0, 4, 0), (1, 4, 0), (1, 3, 1), (1, 3, 0), (2, 3, 0), (3, 4, 0)],
+                         ids=["t256s4", "t128s4", "t128s3deep", "t128s3", "t64s3", "t192s4"])
 def test_cuda_wgmma_tma_gemm_against_numpy(cuda_worker, dtype, case, tile, stages, deep, staged):
     """The wgmma GEMM with its operands loaded by tensor-map copies where TMA can express them (`wgmma=2`): batch
     digits of a permuted qkv view, broadcast batch, flattened 3-D rows, MN-major (transposed) operands, tails past
@@ -262,6 +263,23 @@ def test_cuda_adam_update_of_a_weight_gradient_is_one_gemm(dtype):
         assert [gemm.match(k) is not None for k in ks if len(k.outputs) == 3] == [True]
 
     _adam_on_cuda(((300, 72), (300, 136), (72, 136)), dtype, 3, check)
+
+
+@pytest.mark.skipif(not compute_capability_9(), reason="wgmma needs compute capability 9.0")
+@pytest.mark.parametrize("layout", ["x.T @ g", "(g.T @ x).T"])
+@pytest.mark.parametrize("opts", [KernelOpts(wgmma=2, tile=1, stages=3, cache=1), KernelOpts(wgmma=2, tile=3, stages=4, cache=1),
+                                  KernelOpts(wgmma=1, tile=0, stages=4, cache=1), KernelOpts(wgmma=2, tile=2, stages=3, cache=1),
+                                  KernelOpts(wgmma=2, tile=3, stages=4)],
+                         ids=["tma-t128s3", "tma-t192s4", "t256s4", "tma-t64s3", "tma-t192s4-direct"])
+def test_cuda_wgmma_adam_update_from_staged_accumulators(cuda_worker, layout, opts):
+    """Adam's update fused into a weight gradient's wgmma GEMM (three outputs: the bfloat16 weight and two float32
+    moments, too much for the staged output tiles): the staged forms put the float32 accumulators in shared
+    memory and run the update over the tile, neighbours by neighbours in memory (along the rows where the
+    weight's layout puts them there, the second layout); each against NumPy, beside the direct form."""
+    outs, (w_new, m1, v1) = adam_of_a_weight_gradient(layout)
+    w1, m, v = run_kernels(cuda_worker, outs, lambda k: opts if gemm.match(k) is not None else None, "cuda_sm90a")
+    for got, want, tol in ((m, m1, 1e-5), (v, v1, 1e-5), (w1.astype(np.float64), w_new, 2 ** -7)):
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
 
 
 @pytest.mark.parametrize("dtype", [np.float32, BF], ids=["float32", "bfloat16"])

@@ -549,7 +549,9 @@ def test_wgmma_staged_epilogue_reads_output_shaped_inputs_from_shared_memory():
     multiplies by, a residual, a mask broadcast over the batch) is copied into shared memory as a tile first,
     neighbouring threads copying neighbouring columns up to 16 bytes at a time, and the epilogue reads that tile
     instead of a few bytes of 8 rows per warp; a per-row input (the gradient's row sums) and a bias along the
-    columns stay global reads, and the direct form keeps every read global. nvcc compiles each."""
+    columns stay global reads, and the direct form keeps every read global. Where K is one k-step (the attention's
+    products) the copies are cp.async ones issued before the main loop, past the one stage it fills; where the
+    tiles would not fit there (K = 72 fills two stages), plain copies after it. nvcc compiles each."""
     from zyx_dist.codegen.options import KernelOpts
     from zyx_dist.codegen.render import CUDA_SM90A
 
@@ -574,15 +576,92 @@ def test_wgmma_staged_epilogue_reads_output_shaped_inputs_from_shared_memory():
         sources[name] = src
         if not tiles:  # a bias along the columns: read where it is
             continue
-        epilogue = src[src.index("the inputs' tiles are in shared memory"):src.index("the whole tile is in shared memory")]
+        epilogue = src[src.index("every warpgroup is done with the stages"):src.index("the whole tile is in shared memory")]
         assert not re.search(r"in\d\[\([^]]*gj[^]]*\)\]", epilogue), name  # no global read along the columns left
-        assert "*reinterpret_cast<const uint4*>(in" in src, name  # 16 bytes per copy
+        early = name != "residual"
+        copies = src.index("as the epilogue reads it")
+        assert (copies < src.index("float d[")) == early, name  # before the main loop, or after it
+        if early:  # 16 bytes per copy, asynchronous, waited for before the epilogue
+            assert "zd_cp_async(reinterpret_cast<unsigned short*>(zd_pool" in src, name
+            assert 'cp.async.wait_all;" ::: "memory");\n  __syncthreads();  // every warpgroup' in src, name
+            assert "the inputs' tiles are in shared memory" not in src, name
+        else:
+            assert "*reinterpret_cast<const uint4*>(in" in src, name  # 16 bytes per copy
         direct = render_kernel(k, CUDA_SM90A, KernelOpts(wgmma=1, tile=1, stages=3, cache=0)).source
         assert "as the epilogue reads it" not in direct, name
     assert re.search(r"= in\d\[\(bz\*256\+gi\)\];", sources["attention_grad"])  # the row sums: a global read
     if NVCC is not None:
         with tempfile.TemporaryDirectory() as tmp:
             errors = _nvcc(sources, tmp, ["--ptx", "-arch=sm_90a", "-x", "cu"])
+        assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in errors.items())
+
+
+def test_wgmma_narrow_and_192_wide_tiles_for_short_k_and_whole_waves():
+    """The wgmma GEMM's 128 x 64 tile (four work-groups an SM, 64 registers a thread by its launch bounds) is a
+    candidate where K is two k-steps or fewer, the 128 x 192 tile where whole waves of it over 132 SMs do less work
+    per SM than either wide tile's; a short K's kernel asks for the shared memory of the stages it fills, not of
+    all the tuner's stages; nvcc compiles both tiles, with and without TMA and staging, with no spills."""
+    from zyx_dist.codegen.options import KernelOpts, candidates
+    from zyx_dist.codegen.render import CUDA_SM90A, facts
+
+    bf = dt.bfloat16
+    scores = g.reshape(_bmm(leaf(8, 256, 64, dtype=bf), g.permute(leaf(8, 256, 64, dtype=bf), (0, 2, 1))), (8, 256, 256))
+    masked = one(g.binary(g.BinaryOp.ADD, scores, g.expand(g.reshape(leaf(256, 256, dtype=bf), (1, 256, 256)), (8, 256, 256))))
+    weight_grad = one(_matmul(g.permute(leaf(8192, 768, dtype=bf), (1, 0)), leaf(8192, 3072, dtype=bf)))
+    layer = one(_matmul(leaf(8192, 768, dtype=bf), leaf(768, 3072, dtype=bf)))
+
+    def tiles(k) -> set:
+        return {(o.wgmma, o.tile, o.stages) for o in candidates(facts(k, "cuda_sm90a")) if o.tile >= 2 and o.wgmma}
+
+    assert tiles(masked) == {(1, 2, 3), (2, 2, 3)}  # K = 64
+    assert tiles(weight_grad) == {(1, 3, 4), (2, 3, 4)}  # 768 x 3072: 144 tiles of 128 x 128, 96 of 128 x 192
+    assert tiles(layer) == set()  # 8192 x 3072, K = 768: whole waves of every tile, K long
+    sources = {}
+    for name, k, tile, stages in (("narrow", masked, 2, 3), ("wide192", weight_grad, 3, 4)):
+        for form in (1, 2):
+            for cache in (0, 1):
+                src = render_kernel(k, CUDA_SM90A, KernelOpts(wgmma=form, tile=tile, stages=stages, cache=cache)).source
+                n = 64 if tile == 2 else 192
+                assert f"wgmma.mma_async.sync.aligned.m64n{n}k16" in src
+                assert ("__launch_bounds__(256, 4)" in src) == (tile == 2)
+                sources[f"{name}_w{form}_c{cache}"] = src
+    # K = 64 fills one of the three stages (24 KiB; the output's staged tile reuses it), then the mask's tile (18 KiB),
+    # copied while the stage fills
+    shared = re.search(r"dynamic shared bytes (\d+)", sources["narrow_w2_c1"]).group(1)
+    assert int(shared) == 24576 + 128 * 72 * 2 + 1024
+    assert re.search(r"dynamic shared bytes (\d+)", sources["narrow_w2_c0"]).group(1) == str(24576 + 1024)
+    if NVCC is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            errors = _nvcc(sources, tmp, ["-cubin", "-arch=sm_90a", "-x", "cu", "-Xptxas", "--warn-on-spills,--warning-as-error"])
+        assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in errors.items())
+
+
+def test_wgmma_staged_form_stages_the_accumulators_where_the_outputs_tiles_do_not_fit():
+    """Adam's update fused into a weight gradient writes three outputs (bfloat16 weight, float32 moments): their
+    tiles do not fit in the stages' memory, so the staged form puts the float32 accumulators there and runs the
+    update in the loop over the tile, along the rows where the weight's layout puts neighbours there ((g.T @ x).T)
+    and along the columns where it does not; nvcc compiles each."""
+    from training import adam_of_a_weight_gradient
+
+    from zyx_dist.codegen import gemm
+    from zyx_dist.codegen.options import KernelOpts
+    from zyx_dist.codegen.render import CUDA_SM90A
+    from zyx_dist.fuse.kernelize import kernelize
+
+    sources = {}
+    for layout, rows_first in (("x.T @ g", False), ("(g.T @ x).T", True)):
+        outs, _ = adam_of_a_weight_gradient(layout)
+        (k,) = [k for k in kernelize([t.node for t in outs]) if gemm.match(k) is not None]
+        assert len(k.outputs) == 3
+        for tile, stages in ((1, 3), (3, 4)):
+            src = render_kernel(k, CUDA_SM90A, KernelOpts(wgmma=2, tile=tile, stages=stages, cache=1)).source
+            loop = src[src.index("the accumulators are in shared memory"):]
+            assert ("const int r = e % 128, c = e / 128;" in loop) == rows_first, layout
+            assert "out0[gid] = " in loop and "out2[gid] = " in loop and "d[i]" not in loop
+            sources[f"{'rows' if rows_first else 'columns'}_t{tile}"] = src
+    if NVCC is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            errors = _nvcc(sources, tmp, ["-cubin", "-arch=sm_90a", "-x", "cu", "-Xptxas", "--warn-on-spills,--warning-as-error"])
         assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in errors.items())
 
 

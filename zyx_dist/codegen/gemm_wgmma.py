@@ -4,7 +4,7 @@ bfloat16 operands. Takes a `gemm.GemmSpec` as gemm_tc.py does and gives CUDA C w
 columns, reading both operands straight from shared memory through matrix descriptors, so no fragment
 passes through registers (gemm_tc.py's `mma.sync` loads every fragment with `ldmatrix` first, which caps
 it near a third of the tensor cores' rate). A work-group of two warpgroups owns a 128 x TN tile of one
-batch's output (TN = 256 or 128) in k-steps of 64. Operand tiles go to shared memory by `cp.async`
+batch's output (TN = 256, 128, 64 or 192) in k-steps of 64. Operand tiles go to shared memory by `cp.async`
 16-byte copies (zero-filled past the edges) in `stages` buffers, k-steps ahead, laid out as
 wgmma's 128-byte-swizzled canonical layouts: an operand contiguous along k as rows of 64 k (K-major),
 one contiguous along its rows or columns as 64-wide blocks of k rows (MN-major, which wgmma reads
@@ -25,8 +25,12 @@ from .gemm_tc import _HELPERS, PANEL, _mode, copy_loop, value_loop
 ARCH_MARK = "// zyx_dist: arch sm_90a"
 THREADS = 256  # two warpgroups, 64 rows of the tile each
 BM, BK = 128, 64  # tile rows; k per step (64 halves: one 128-byte swizzle row)
-TILES = (256, 128)  # the tile's columns, by the `tile` option
+TILES = (256, 128, 64, 192)  # the tile's columns, by the `tile` option
 SHARED_LIMIT = 227 * 1024  # an sm_90 work-group's shared memory
+SM_SHARED = 228 * 1024  # an SM's shared memory; each resident work-group also takes 1 KiB of it for the system
+# work-groups of a 128 x 64 tile that may share an SM, by launch bounds (64 registers a thread: its 32 accumulators
+# leave room; a 128-wide tile's wgmma needs ~90, so those keep the compiler's choice, two an SM at most)
+NARROW_BLOCKS = 4
 ATOM = 1024  # bytes of one swizzle atom (8 rows of 128 bytes); its tiles start 1024-aligned
 
 
@@ -130,22 +134,29 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
     mma = (f'asm volatile("{{ .reg .pred p; setp.ne.b32 p, %{regs + 2}, 0; '
            f'wgmma.mma_async.sync.aligned.m64n{TN}k16.f32.{kind}.{kind} {{{outs}}}, %{regs}, %{regs + 1}, p, 1, 1, '
            f'{trans[True]}, {trans[False]}; }}" : {cons} : "l"(da), "l"(db), "r"(1) : "memory");')
-    pool = S * stage_bytes(TN)
-    shared = pool + ATOM
+    steps = -(-K // BK)
+    pool = S * stage_bytes(TN)  # the stages' memory by the tuner's option: the staged tiles may use all of it
+    busy = min(S, steps) * stage_bytes(TN)  # the stages the k-steps fill (a short K fills fewer than S)
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
-    store = _staged_store(spec, kernel, params, epilogue, TN, pool, index_type, reads) if staged else None
-    loads = store_out = ""
+    store = _staged_store(spec, kernel, params, epilogue, TN, pool, busy, index_type, reads) if staged else None
+    early = loads = store_out = ""
+    end = busy
     if store is not None:
-        body, loads, store_out = store
-    reuse = (('  asm volatile("cp.async.wait_all;" ::: "memory");\n' if cp else "")
+        body, early, loads, store_out, used = store
+        end = max(busy, used)
+    shared = end + ATOM
+    reuse = (('  asm volatile("cp.async.wait_all;" ::: "memory");\n' if cp or early else "")
              + "  __syncthreads();  // every warpgroup is done with the stages the tile is staged in\n"
              + loads) if store_out else ""
+    # a narrow tile's work-groups are small enough to share an SM four ways, each's chain of loads, products and
+    # stores hiding the others' (a short K's tile is mostly latency); the bound caps registers to fit them
+    blocks = min(NARROW_BLOCKS, SM_SHARED // (shared + 1024)) if TN == 64 else 1
     src = f"""{ARCH_MARK}
 {_HELPERS}
 {_WGMMA_HELPERS}
 {gemm_tma.HELPERS if maps else ""}
 // zyx_dist: dynamic shared bytes {shared}
-{map_marks}extern "C" __global__ void __launch_bounds__({THREADS}, 1) {name}({', '.join(params + map_params)}) {{
+{map_marks}extern "C" __global__ void __launch_bounds__({THREADS}, {blocks}) {name}({', '.join(params + map_params)}) {{
   extern __shared__ __align__(16) unsigned char zd_pool[];
   const unsigned base = (zd_smem(zd_pool) + {ATOM - 1}u) & ~{ATOM - 1}u;  // swizzle atoms are 1024-aligned
   const int tid = threadIdx.x, wg = tid >> 7, w = (tid >> 5) & 3, l = tid & 31;
@@ -154,10 +165,10 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
   const int panel = tile / {PANEL * nbx}, inpanel = tile % {PANEL * nbx};
   const int prows = min({PANEL}, {nby} - panel * {PANEL});
   const {T} bi = ({T})(panel * {PANEL} + inpanel % prows) * {BM}, bj = ({T})(inpanel / prows) * {TN};
-{coords}{barriers}  float d[{regs}];
+{coords}{barriers}{early}  float d[{regs}];
   #pragma unroll
   for (int i = 0; i < {regs}; i++) d[i] = 0.0f;
-  const int steps = {-(-K // BK)};
+  const int steps = {steps};
   #pragma unroll
   for (int f = 0; f < {ahead}; f++) {{  // the first {ahead} k-steps in flight
     if (f < steps) {{
@@ -205,30 +216,36 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
 
 
 def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: Epilogue, tn: int, pool: int,
-                  index_type: str, reads: list | None = None) -> tuple[str, str, str] | None:
-    """(the epilogue into shared memory, the code that copies the tiles of the inputs it reads along the columns
-    into shared memory before it (`_staged_loads`), the code that stores the tile) or None when the outputs'
-    tiles do not fit in the stages' memory. Rows are padded by 16 bytes against bank conflicts."""
+                  busy: int, index_type: str, reads: list | None = None) -> tuple[str, str, str, str, int] | None:
+    """(the epilogue into shared memory, the copies of the tiles of the inputs it reads along the columns into
+    shared memory (`_staged_loads`) issued before the main loop, or else those made after it, the code that
+    stores the tile, the bytes of shared memory used) or None when the outputs' tiles do not fit in the stages'
+    memory `pool`, of which the k-steps fill `busy`. Rows are padded by 16 bytes against bank conflicts."""
     pitch = tn + 8
     offsets, at = [], 0
     for o in kernel.outputs:
         offsets.append(at)
         at += -(-BM * pitch * o.dtype.itemsize // 16) * 16
+    _bz, gi, gj, _gk = spec.vars()
+    out_flat = spec.out_flat()
+    # outputs laid out along the tile's rows (a weight's gradient summed in the weight's layout): stored by
+    # neighbouring threads at neighbouring rows, one element each
+    rows_first = not contiguous(out_flat, gj, 2) and contiguous(out_flat, gi, 2)
     if at > pool:
-        return None
+        return _staged_accumulators(spec, epilogue, tn, pool, index_type, rows_first)
     ctypes = [_param_type(params, f"out{i}") for i in range(len(kernel.outputs))]
     arrays = [f"zd_st{i}" for i in range(len(kernel.outputs))]
     lines = epilogue(spec.out_flat())
     n = len(arrays)  # the epilogue ends with the outputs' stores, `out{i}[gid] = ...`: redirected to the tile
     stores = [ln.replace(f"out{i}[gid]", f"{a}[zd_l]", 1) for i, (a, ln) in enumerate(zip(arrays, lines[-n:]))]
-    if not all(f"{a}[zd_l]" in ln for a, ln in zip(arrays, stores)):
-        return None  # a store the staging does not know how to redirect
+    if not all(f"{a}[zd_l]" in ln for a, ln in zip(arrays, stores)):  # a store the staging cannot redirect
+        return _staged_accumulators(spec, epilogue, tn, pool, index_type, rows_first)
     lines = lines[:-n] + stores
     T = index_type
-    out_flat = spec.out_flat()
     flat = sym.render(out_flat)
-    width = _store_width(out_flat, spec.vars()[2], kernel)
-    lines, loads, at = _staged_loads(spec, kernel, params, lines, reads or [], pitch, at, pool, tn, T)
+    width = _store_width(out_flat, gj, kernel)
+    rows_first = rows_first and width == 1
+    lines, early, loads, at = _staged_loads(spec, kernel, params, lines, reads or [], pitch, at, pool, busy, tn, T)
     decl = "\n".join(f"        {t}* {a} = {_tile(t, off)};" for t, a, off in zip(ctypes, arrays, offsets))
     body = (f"{decl}\n        const int zd_l = (int)(gi - bi) * {pitch} + (int)(gj - bj);\n"
             + "\n".join("        " + ln for ln in lines))
@@ -243,8 +260,29 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
     copies = "\n".join(copy(i, o.dtype.itemsize, t, off)
                         for i, (o, t, off) in enumerate(zip(kernel.outputs, ctypes, offsets)))
     store = "  __syncthreads();  // the whole tile is in shared memory\n" + _tile_loop(
-        spec, tn, width, T, "gid", flat, copies, "neighbouring threads, neighbouring columns")
-    return body, loads, store
+        spec, tn, width, T, "gid", flat, copies, "neighbours by neighbours in memory", rows_first)
+    return body, early, loads, store, at
+
+
+def _staged_accumulators(spec: GemmSpec, epilogue: Epilogue, tn: int, pool: int, T: str,
+                         rows_first: bool) -> tuple[str, str, str, str, int] | None:
+    """The staged form where the outputs' tiles do not fit (an optimizer's update fused into a weight gradient
+    writes the weight and two float32 moments) or their stores cannot be redirected: the float32 accumulators go
+    to shared memory, and the whole epilogue runs in the loop over the tile, neighbouring threads at neighbours
+    in memory, so its reads and writes of every input and output of the tile's shape are coalesced (in the
+    accumulators' layout a warp touches 8 rows a few bytes each). None where the accumulators do not fit either.
+    Returns what `_staged_store` does. The pitch keeps a warp's reads of the tile on distinct banks."""
+    pitch = tn + 1 if rows_first else tn + 4
+    size = -(-BM * pitch * 4 // 16) * 16
+    if size > pool:
+        return None
+    tile = _tile("float", 0)
+    body = f"        {tile}[(int)(gi - bi) * {pitch} + (int)(gj - bj)] = acc;"
+    lines = "\n".join("      " + ln for ln in epilogue(spec.out_flat()))
+    run = f"      const float acc = {tile}[r * {pitch} + c];\n{lines}"
+    store = "  __syncthreads();  // the accumulators are in shared memory\n" + _tile_loop(
+        spec, tn, 1, T, "", "", run, "the epilogue, neighbours by neighbours in memory", rows_first)
+    return body, "", "", store, size
 
 
 def _param_type(params: list[str], name: str) -> str:
@@ -258,58 +296,71 @@ def _tile(t: str, off: int) -> str:
     return f"reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off})"
 
 
-def _tile_loop(spec: GemmSpec, tn: int, width: int, T: str, name: str, index: str, body: str, why: str) -> str:
+def _tile_loop(spec: GemmSpec, tn: int, width: int, T: str, name: str, index: str, body: str, why: str,
+               rows_first: bool = False) -> str:
     """A loop of the work-group over its output tile, `width` columns a thread (neighbouring threads,
-    neighbouring columns), with `name` = `index` at each (gi, gj) inside the product and `body` run there."""
+    neighbouring columns; or, `rows_first`, one element a thread, neighbouring threads at neighbouring rows), with
+    `name` = `index` at each (gi, gj) inside the product (no such line where `name` is empty) and `body` run there."""
+    at = (f"const int r = e % {BM}, c = e / {BM};" if rows_first else
+          f"const int r = e / {tn // width}, c = e % {tn // width} * {width};")
+    named = f"      const {T} {name} = {index};\n" if name else ""
     return f"""  for (int e = tid; e < {BM * tn // width}; e += {THREADS}) {{  // {why}
-    const int r = e / {tn // width}, c = e % {tn // width} * {width};
+    {at}
     const {T} gi = bi + r, gj = bj + c;
     if (gi < {spec.M} && gj < {spec.N}) {{
-      const {T} {name} = {index};
-{body}
+{named}{body}
     }}
   }}
 """
 
 
 def _staged_loads(spec: GemmSpec, kernel: Kernel, params: list[str], lines: list[str], reads: list, pitch: int,
-                  at: int, pool: int, tn: int, T: str) -> tuple[list[str], str, int]:
+                  at: int, pool: int, busy: int, tn: int, T: str) -> tuple[list[str], str, str, int]:
     """The epilogue `lines` with each plain read of an input that moves along the tile's columns (`reads`: input
     and offset of each; an operand of the output's shape, such as the softmax rows an attention gradient's GEMM
     multiplies by, a residual, a mask broadcast over the batch) redirected to a copy of its tile in shared memory
     after the outputs' tiles (from byte `at`, while `pool` holds it); the code that makes those copies, neighbouring
     threads copying neighbouring columns, up to 16 bytes each where the columns lie side by side (an accumulator's
-    own layout reads a few bytes of 8 rows per warp); and the bytes used then. Reads that do not move along both
-    rows and columns stay where they are."""
+    own layout reads a few bytes of 8 rows per warp): as `cp.async` copies issued before the main loop where every
+    copy moves 16 bytes and the tiles fit past the `busy` bytes the k-steps fill (their latency then hides behind
+    the main loop's, which is most of a short K's tile), else plain copies after it; and the bytes used then. Reads
+    that do not move along both rows and columns stay where they are."""
     bz, gi, gj, _gk = spec.vars()
     mine = {bz.name, gi.name, gj.name}
-    code = []
+    picked = []  # (input, offset, its read in the epilogue, element type, columns a copy moves, tile bytes)
     for k, offset in dict.fromkeys(reads):
         names = sym.variables(offset)
         if gi.name not in names or gj.name not in names or not names <= mine:
             continue  # (a bias along the columns, a value per row: each a few distinct values per warp, from L1)
-        inp = kernel.inputs[k]
-        size = -(-BM * pitch * inp.dtype.itemsize // 16) * 16
-        if at + size > pool:
-            continue  # (no room for this one's tile; a narrower input's may still fit)
         read = f"in{k}[{sym.render(offset)}]"
-        t = _param_type(params, f"in{k}")
-        tile = _tile(t, at)
-        redirected = [ln.replace(read, f"{tile}[zd_l]") for ln in lines]
-        if redirected == lines:  # (a load this dialect words otherwise: left as it is)
+        if not any(read in ln for ln in lines):  # (a load this dialect words otherwise: left as it is)
             continue
-        lines = redirected
+        inp = kernel.inputs[k]
         w = min(16 // inp.dtype.itemsize, 8)
         while w > 1 and (tn % w or not contiguous(offset, gj, w)):
             w //= 2
-        v = _COPY_TYPES[w * inp.dtype.itemsize] if w > 1 else t
-        code.append(_tile_loop(spec, tn, w, T, "src", sym.render(offset),
-                               f"      *reinterpret_cast<{v}*>({tile} + r * {pitch} + c) = "
-                               f"*reinterpret_cast<const {v}*>(in{k} + src);", f"input {k}'s tile, as the epilogue reads it"))
+        size = -(-BM * pitch * inp.dtype.itemsize // 16) * 16
+        picked.append((k, offset, read, _param_type(params, f"in{k}"), w, w * inp.dtype.itemsize, size))
+    early = bool(picked) and all(b == 16 for *_, b, _ in picked) and max(at, busy) + sum(p[-1] for p in picked) <= pool
+    if early:
+        at = max(at, busy)
+    code = []
+    for k, offset, read, t, w, nbytes, size in picked:
+        if at + size > pool:
+            continue  # (no room for this one's tile; a narrower input's may still fit)
+        tile = _tile(t, at)
+        lines = [ln.replace(read, f"{tile}[zd_l]") for ln in lines]
+        v = _COPY_TYPES[nbytes] if w > 1 else t
+        copy = (f"      zd_cp_async({tile} + r * {pitch} + c, in{k} + src, true);" if early else
+                f"      *reinterpret_cast<{v}*>({tile} + r * {pitch} + c) = *reinterpret_cast<const {v}*>(in{k} + src);")
+        code.append(_tile_loop(spec, tn, w, T, "src", sym.render(offset), copy,
+                               f"input {k}'s tile, as the epilogue reads it"))
         at += size
+    if early:
+        return lines, "".join(code) + "  zd_cp_commit();  // (waited for before the epilogue)\n", "", at
     if code:
         code.append("  __syncthreads();  // the inputs' tiles are in shared memory\n")
-    return lines, "".join(code), at
+    return lines, "", "".join(code), at
 
 
 _COPY_TYPES = {2: "unsigned short", 4: "unsigned", 8: "uint2", 16: "uint4"}  # by bytes copied at once

@@ -162,14 +162,17 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
     if s.tensor_cores:  # two static stages first (they need no launch attribute), deeper pipelines next
         out = [KernelOpts(tile=t, stages=st) for st in (0, 3, 4) for t in tiles[:2]]
         if s.wgmma:  # wgmma first: 128 x 256 and 128 x 128 tiles (gemm_wgmma.TILES; 128 x 128 in 3 stages fits
-            # twice per SM)
+            # twice per SM), then the narrow and the 192-wide tiles where they may pay (`wgmma_extra_tiles`)
+            extra = wgmma_extra_tiles(b, m, n, k)
             out = [KernelOpts(wgmma=1, tile=t, stages=st, prefetch=p, cache=c) for c in (0, 1)
-                   for t, st, p in ((0, 4, 0), (1, 4, 0), (0, 3, 0), (1, 3, 0), (1, 3, 1), (1, 5, 0))] + out
+                   for t, st, p in ((0, 4, 0), (1, 4, 0), (0, 3, 0), (1, 3, 0), (1, 3, 1), (1, 5, 0))] + \
+                [KernelOpts(wgmma=1, tile=t, stages=st, cache=c) for c in (1, 0) for t, st in extra] + out
             if s.tma:  # the 128 x 128 tile in 3 stages fits twice an SM, without waiting for each step's wgmma
                 # (its deep form measured no faster; staged it took 17-33% off the K = 768 GEMMs of GPT-2 on an
                 # H100: benchmarks/results/gemm-forms-t128s3-h100-2026-12-05-*.log)
                 out = [KernelOpts(wgmma=2, tile=t, stages=st, prefetch=p, cache=c) for c in (1, 0)
-                       for t, st, p in ((0, 4, 0), (1, 3, 0), (1, 4, 0))] + out
+                       for t, st, p in ((0, 4, 0), (1, 3, 0), (1, 4, 0))] + \
+                    [KernelOpts(wgmma=2, tile=t, stages=st, cache=c) for c in (1, 0) for t, st in extra] + out
     elif not s.gpu and s.dialect == "opencl":  # CPUs: SIMD lanes over columns, no local memory (gemm_cpu)
         out = [KernelOpts(cpu_rows=r) for r in (8, 4)] + [KernelOpts(tile=tiles[0])]
     elif s.gpu and groups(3) < 2 * FILL:
@@ -199,4 +202,21 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
             out += [KernelOpts(tile=t, tile_k=d, prefetch=p, cache=1) for t in staged for p in order for d in depths]
     if k <= 32 or min(m, n) < 64:
         out.insert(1, plain)
+    return out
+
+
+def wgmma_extra_tiles(b: int, m: int, n: int, k: int) -> list[tuple[int, int]]:
+    """(tile, stages) of the wgmma GEMM's narrow and 192-wide tiles (gemm_wgmma.TILES 2 and 3) worth timing for a
+    (b, m, n, k) product. The 128 x 64 tile where K is two k-steps or fewer: such a tile is a short chain of
+    latencies (its operands' copies, one or two wgmma groups, its epilogue's reads and stores) and four of its
+    work-groups share an SM where two 128 x 128 ones do, hiding each other's. The 128 x 192 tile where its work
+    per SM, whole waves of tiles over FILL SMs, is below both wide tiles': a weight gradient of 768 x 3072 is 144
+    tiles of 128 x 128 on 132 SMs (12 SMs doing two), and 96 of 128 x 192 (one each)."""
+    out = [(2, 3)] if k <= 128 else []
+
+    def per_sm(tn: int) -> int:
+        return -(-b * -(-m // 128) * -(-n // tn) // FILL) * 128 * tn
+
+    if per_sm(192) < min(per_sm(128), per_sm(256)):
+        out.append((3, 4))
     return out
