@@ -598,8 +598,8 @@ def test_wgmma_staged_epilogue_reads_output_shaped_inputs_from_shared_memory():
 
 def test_wgmma_narrow_and_192_wide_tiles_for_short_k_and_whole_waves():
     """The wgmma GEMM's 128 x 64 tile (four work-groups an SM, 64 registers a thread by its launch bounds) is a
-    candidate where K is two k-steps or fewer, the 128 x 192 tile where whole waves of it over 132 SMs do less work
-    per SM than either wide tile's; a short K's kernel asks for the shared memory of the stages it fills, not of
+    candidate where K is two k-steps or fewer or N is 64, the 128 x 192 tile where whole waves of it over 132 SMs
+    do no more work per SM than either wide tile's; a short K's kernel asks for the shared memory of the stages it fills, not of
     all the tuner's stages; nvcc compiles both tiles, with and without TMA and staging, with no spills."""
     from zyx_dist.codegen.options import KernelOpts, candidates
     from zyx_dist.codegen.render import CUDA_SM90A, facts
@@ -608,14 +608,16 @@ def test_wgmma_narrow_and_192_wide_tiles_for_short_k_and_whole_waves():
     scores = g.reshape(_bmm(leaf(8, 256, 64, dtype=bf), g.permute(leaf(8, 256, 64, dtype=bf), (0, 2, 1))), (8, 256, 256))
     masked = one(g.binary(g.BinaryOp.ADD, scores, g.expand(g.reshape(leaf(256, 256, dtype=bf), (1, 256, 256)), (8, 256, 256))))
     weight_grad = one(_matmul(g.permute(leaf(8192, 768, dtype=bf), (1, 0)), leaf(8192, 3072, dtype=bf)))
-    layer = one(_matmul(leaf(8192, 768, dtype=bf), leaf(768, 3072, dtype=bf)))
+    qkv_grad = one(_matmul(g.permute(leaf(8192, 768, dtype=bf), (1, 0)), leaf(8192, 2304, dtype=bf)))
+    pv = one(_bmm(leaf(8, 256, 256, dtype=bf), leaf(8, 256, 64, dtype=bf)))
 
     def tiles(k) -> set:
         return {(o.wgmma, o.tile, o.stages) for o in candidates(facts(k, "cuda_sm90a")) if o.tile >= 2 and o.wgmma}
 
     assert tiles(masked) == {(1, 2, 3), (2, 2, 3)}  # K = 64
+    assert tiles(pv) == {(1, 2, 3), (2, 2, 3)}  # N = 64
     assert tiles(weight_grad) == {(1, 3, 4), (2, 3, 4)}  # 768 x 3072: 144 tiles of 128 x 128, 96 of 128 x 192
-    assert tiles(layer) == set()  # 8192 x 3072, K = 768: whole waves of every tile, K long
+    assert tiles(qkv_grad) == set()  # 768 x 2304, K = 8192: 108 tiles of 128 x 128 (one wave), 72 bigger ones
     sources = {}
     for name, k, tile, stages in (("narrow", masked, 2, 3), ("wide192", weight_grad, 3, 4)):
         for form in (1, 2):

@@ -207,16 +207,19 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
 
 def wgmma_extra_tiles(b: int, m: int, n: int, k: int) -> list[tuple[int, int]]:
     """(tile, stages) of the wgmma GEMM's narrow and 192-wide tiles (gemm_wgmma.TILES 2 and 3) worth timing for a
-    (b, m, n, k) product. The 128 x 64 tile where K is two k-steps or fewer: such a tile is a short chain of
-    latencies (its operands' copies, one or two wgmma groups, its epilogue's reads and stores) and four of its
-    work-groups share an SM where two 128 x 128 ones do, hiding each other's. The 128 x 192 tile where its work
-    per SM, whole waves of tiles over FILL SMs, is below both wide tiles': a weight gradient of 768 x 3072 is 144
-    tiles of 128 x 128 on 132 SMs (12 SMs doing two), and 96 of 128 x 192 (one each)."""
-    out = [(2, 3)] if k <= 128 else []
+    (b, m, n, k) product. The 128 x 64 tile where K is two k-steps or fewer, or N is 64 or less: such a tile is a
+    short chain of latencies (its operands' copies, one or two wgmma groups, its epilogue's reads and stores), or
+    a product that reads more than it computes (attention's p @ v reads T x T for 64 columns, half of a 128-wide
+    tile wasted), and four of its work-groups share an SM where two 128 x 128 ones do, hiding each other's. The
+    128 x 192 tile where its work per SM, whole waves of tiles over FILL SMs, is no more than either wide tile's:
+    a weight gradient of 768 x 3072 is 144 tiles of 128 x 128 on 132 SMs (12 SMs doing two) and 96 of 128 x 192
+    (one each); where the waves tie, its fewer tiles may still win (8192 x 768 x 3072 on an H100: 61 us against 75
+    for 128 x 128, benchmarks/results/gemm-forms-h100-2026-12-06-a67c52b.txt)."""
+    out = [(2, 3)] if k <= 128 or n <= 64 else []
 
     def per_sm(tn: int) -> int:
         return -(-b * -(-m // 128) * -(-n // tn) // FILL) * 128 * tn
 
-    if per_sm(192) < min(per_sm(128), per_sm(256)):
+    if per_sm(192) <= min(per_sm(128), per_sm(256)):
         out.append((3, 4))
     return out
