@@ -667,34 +667,6 @@ def test_wgmma_staged_form_stages_the_accumulators_where_the_outputs_tiles_do_no
         assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in errors.items())
 
 
-def test_wgmma_long_k_prefetches_the_epilogue_inputs_into_l2():
-    """Where the main loop is long (8 k-steps or more), the tiles of the inputs the epilogue reads along rows and
-    columns are asked into L2 before it, a 128-byte line a thread (along the columns for a residual, along the rows
-    for one stored transposed); a short K does not, nor a staged form that copies them with cp.async early."""
-    from zyx_dist.codegen.options import KernelOpts
-    from zyx_dist.codegen.render import CUDA_SM90A
-
-    bf = dt.bfloat16
-
-    def residual(k: int, transposed: bool = False):
-        prod = _matmul(leaf(256, k, dtype=bf), leaf(k, 384, dtype=bf))
-        other = g.permute(leaf(384, 256, dtype=bf), (1, 0)) if transposed else leaf(256, 384, dtype=bf)
-        return one(g.binary(g.BinaryOp.ADD, prod, other))
-
-    direct, staged = KernelOpts(wgmma=2, tile=1, stages=4), KernelOpts(wgmma=2, tile=1, stages=3, cache=1)
-    long_k = render_kernel(residual(1024), CUDA_SM90A, direct).source
-    assert long_k.count("lines into L2") == 1 and "const int r = e / 2, c = e % 2 * 64;" in long_k
-    assert long_k.index("lines into L2") < long_k.index("for (int s = 0; s < steps; s++)")
-    rows = render_kernel(residual(1024, True), CUDA_SM90A, direct).source
-    assert "lines into L2" in rows and "const int r = e % 2 * 64, c = e / 2;" in rows
-    assert "lines into L2" not in render_kernel(residual(256), CUDA_SM90A, direct).source  # 4 k-steps
-    assert "lines into L2" not in render_kernel(residual(64), CUDA_SM90A, staged).source  # one k-step, copied early
-    if NVCC is not None:
-        with tempfile.TemporaryDirectory() as tmp:
-            errors = _nvcc({"columns": long_k, "rows": rows}, tmp, ["--ptx", "-arch=sm_90a", "-x", "cu"])
-        assert not errors, errors
-
-
 def test_half_types_divide_by_the_reciprocal_on_cuda_only():
     """CUDA divides half types as a product with the divisor's correctly rounded reciprocal (IEEE division's slow
     path took zero dividends, the masked entries of a causal softmax); float32 keeps IEEE division, and OpenCL

@@ -31,7 +31,6 @@ SM_SHARED = 228 * 1024  # an SM's shared memory; each resident work-group also t
 # work-groups of a 128 x 64 tile that may share an SM, by launch bounds (64 registers a thread: its 32 accumulators
 # leave room; a 128-wide tile's wgmma needs ~90, so those keep the compiler's choice, two an SM at most)
 NARROW_BLOCKS = 4
-PREFETCH_STEPS = 8  # k-steps from which the epilogue's inputs are fetched into L2 before the main loop
 ATOM = 1024  # bytes of one swizzle atom (8 rows of 128 bytes); its tiles start 1024-aligned
 
 
@@ -146,9 +145,6 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
         body, early, loads, store_out, used = store
         end = max(busy, used)
     shared = end + ATOM
-    # a long main loop hides the epilogue inputs' trip to L2: what the epilogue reads from global memory is there
-    # when it runs (one wave of big tiles otherwise waits on DRAM at the end, all SMs at once)
-    warm = _l2_prefetches(spec, kernel, reads or [], TN, index_type) if steps >= PREFETCH_STEPS and not early else ""
     reuse = (('  asm volatile("cp.async.wait_all;" ::: "memory");\n' if cp or early else "")
              + "  __syncthreads();  // every warpgroup is done with the stages the tile is staged in\n"
              + loads) if store_out else ""
@@ -182,7 +178,7 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
     }}
     {commit}
   }}
-{warm}  for (int s = 0; s < steps; s++) {{
+  for (int s = 0; s < steps; s++) {{
 {landed}    __syncthreads();  // for every thread; and every wgmma but the last one's is done with its stage
     {{
       const int f = s + {ahead};
@@ -305,10 +301,9 @@ def _tile(t: str, off: int) -> str:
 def _tile_loop(spec: GemmSpec, tn: int, width: int, T: str, name: str, index: str, body: str, why: str,
                rows_first: bool = False) -> str:
     """A loop of the work-group over its output tile, `width` columns a thread (neighbouring threads,
-    neighbouring columns; or, `rows_first`, `width` rows a thread, neighbouring threads at neighbouring rows), with
+    neighbouring columns; or, `rows_first`, one element a thread, neighbouring threads at neighbouring rows), with
     `name` = `index` at each (gi, gj) inside the product (no such line where `name` is empty) and `body` run there."""
-    rows = f" * {width}" if width > 1 else ""
-    at = (f"const int r = e % {BM // width}{rows}, c = e / {BM // width};" if rows_first else
+    at = (f"const int r = e % {BM}, c = e / {BM};" if rows_first else
           f"const int r = e / {tn // width}, c = e % {tn // width} * {width};")
     named = f"      const {T} {name} = {index};\n" if name else ""
     return f"""  for (int e = tid; e < {BM * tn // width}; e += {THREADS}) {{  // {why}
@@ -368,29 +363,6 @@ def _staged_loads(spec: GemmSpec, kernel: Kernel, params: list[str], lines: list
     if code:
         code.append("  __syncthreads();  // the inputs' tiles are in shared memory\n")
     return lines, "", "".join(code), at
-
-
-def _l2_prefetches(spec: GemmSpec, kernel: Kernel, reads: list, tn: int, T: str) -> str:
-    """Code that asks L2 for every 128-byte line of the tile of each input the epilogue reads along both rows and
-    columns (`reads`, as `_staged_loads` takes them) that lies along one of them in memory, marked to be evicted
-    last (the main loop's operands stream past it); one line a thread at a time."""
-    bz, gi, gj, _gk = spec.vars()
-    mine = {bz.name, gi.name, gj.name}
-    code = []
-    for k, offset in dict.fromkeys(reads):
-        if not {gi.name, gj.name} <= sym.variables(offset) <= mine:
-            continue
-        line = 128 // kernel.inputs[k].dtype.itemsize
-        for rows_first, var, extent in ((False, gj, tn), (True, gi, BM)):
-            w = line
-            while w > 1 and (extent % w or not contiguous(offset, var, w)):
-                w //= 2
-            if w > 1:
-                code.append(_tile_loop(spec, tn, w, T, "src", sym.render(offset),
-                                       f'      asm volatile("prefetch.global.L2::evict_last [%0];" :: "l"(in{k} + src));',
-                                       f"input {k}'s lines into L2, for the epilogue", rows_first))
-                break
-    return "".join(code)
 
 
 _COPY_TYPES = {2: "unsigned short", 4: "unsigned", 8: "uint2", 16: "uint4"}  # by bytes copied at once

@@ -214,7 +214,7 @@ def wgmma_extra_tiles(b: int, m: int, n: int, k: int) -> list[tuple[int, int]]:
     128 x 192 tile where its work per SM, whole waves of tiles over FILL SMs, is no more than either wide tile's:
     a weight gradient of 768 x 3072 is 144 tiles of 128 x 128 on 132 SMs (12 SMs doing two) and 96 of 128 x 192
     (one each); where the waves tie, its fewer tiles may still win (8192 x 768 x 3072 on an H100: 61 us against 75
-    for 128 x 128, benchmarks/results/gemm-forms-h100-2026-12-06-a67c52b.txt)."""
+    for 128 x 128, benchmarks/results/gemm-forms-h100-2026-12-06-5b37a94.txt)."""
     out = [(2, 3)] if k <= 128 or n <= 64 else []
 
     def per_sm(tn: int) -> int:
