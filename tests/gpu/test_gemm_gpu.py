@@ -52,6 +52,9 @@ def _cases():
         ("batch_mask", [RNG.standard_normal((3, 80, 64)).astype(np.float32), RNG.standard_normal((3, 64, 136)).astype(np.float32),
                         RNG.standard_normal((80, 136)).astype(np.float32)],
          lambda t: t[0] @ t[1] + t[2], lambda n: n[0] @ n[1] + n[2]),
+        # the product stored transposed (a weight's gradient in the weight's layout): the staged form stores its tile
+        # along the rows, where memory has neighbours
+        ("stored_transposed", [a, b], lambda t: (t[0] @ t[1]).T * 2.0, lambda n: (n[0] @ n[1]).T * 2.0),
         # a 3-D input's weight gradient: K is the batch times the sequence; then two reduced axes not adjacent
         ("k_over_two_axes", [x3, x3[..., :48] * 0.5], lambda t: zd.sum(t[0][..., None] * t[1][..., None, :], axis=(0, 1)),
          lambda n: np.einsum("btk,btn->kn", n[0], n[1])),
@@ -267,15 +270,13 @@ def test_cuda_adam_update_of_a_weight_gradient_is_one_gemm(dtype):
 
 @pytest.mark.skipif(not compute_capability_9(), reason="wgmma needs compute capability 9.0")
 @pytest.mark.parametrize("layout", ["x.T @ g", "(g.T @ x).T"])
-@pytest.mark.parametrize("opts", [KernelOpts(wgmma=2, tile=1, stages=3, cache=1), KernelOpts(wgmma=2, tile=3, stages=4, cache=1),
-                                  KernelOpts(wgmma=1, tile=0, stages=4, cache=1), KernelOpts(wgmma=2, tile=2, stages=3, cache=1),
-                                  KernelOpts(wgmma=2, tile=3, stages=4)],
-                         ids=["tma-t128s3", "tma-t192s4", "t256s4", "tma-t64s3", "tma-t192s4-direct"])
-def test_cuda_wgmma_adam_update_from_staged_accumulators(cuda_worker, layout, opts):
+@pytest.mark.parametrize("opts", [KernelOpts(wgmma=2, tile=1, stages=3), KernelOpts(wgmma=2, tile=3, stages=4),
+                                  KernelOpts(wgmma=1, tile=0, stages=4), KernelOpts(wgmma=2, tile=2, stages=3)],
+                         ids=["tma-t128s3", "tma-t192s4", "t256s4", "tma-t64s3"])
+def test_cuda_wgmma_adam_update_of_a_weight_gradient_against_numpy(cuda_worker, layout, opts):
     """Adam's update fused into a weight gradient's wgmma GEMM (three outputs: the bfloat16 weight and two float32
-    moments, too much for the staged output tiles): the staged forms put the float32 accumulators in shared
-    memory and run the update over the tile, neighbours by neighbours in memory (along the rows where the
-    weight's layout puts them there, the second layout); each against NumPy, beside the direct form."""
+    moments, too much for the staged output tiles, so every form runs the update in the accumulators' layout) in
+    each tile form, the weight's gradient in either layout, against NumPy."""
     outs, (w_new, m1, v1) = adam_of_a_weight_gradient(layout)
     w1, m, v = run_kernels(cuda_worker, outs, lambda k: opts if gemm.match(k) is not None else None, "cuda_sm90a")
     for got, want, tol in ((m, m1, 1e-5), (v, v1, 1e-5), (w1.astype(np.float64), w_new, 2 ** -7)):

@@ -638,35 +638,6 @@ def test_wgmma_narrow_and_192_wide_tiles_for_short_k_and_whole_waves():
         assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in errors.items())
 
 
-def test_wgmma_staged_form_stages_the_accumulators_where_the_outputs_tiles_do_not_fit():
-    """Adam's update fused into a weight gradient writes three outputs (bfloat16 weight, float32 moments): their
-    tiles do not fit in the stages' memory, so the staged form puts the float32 accumulators there and runs the
-    update in the loop over the tile, along the rows where the weight's layout puts neighbours there ((g.T @ x).T)
-    and along the columns where it does not; nvcc compiles each."""
-    from training import adam_of_a_weight_gradient
-
-    from zyx_dist.codegen import gemm
-    from zyx_dist.codegen.options import KernelOpts
-    from zyx_dist.codegen.render import CUDA_SM90A
-    from zyx_dist.fuse.kernelize import kernelize
-
-    sources = {}
-    for layout, rows_first in (("x.T @ g", False), ("(g.T @ x).T", True)):
-        outs, _ = adam_of_a_weight_gradient(layout)
-        (k,) = [k for k in kernelize([t.node for t in outs]) if gemm.match(k) is not None]
-        assert len(k.outputs) == 3
-        for tile, stages in ((1, 3), (3, 4)):
-            src = render_kernel(k, CUDA_SM90A, KernelOpts(wgmma=2, tile=tile, stages=stages, cache=1)).source
-            loop = src[src.index("the accumulators are in shared memory"):]
-            assert ("const int r = e % 128, c = e / 128;" in loop) == rows_first, layout
-            assert "out0[gid] = " in loop and "out2[gid] = " in loop and "d[i]" not in loop
-            sources[f"{'rows' if rows_first else 'columns'}_t{tile}"] = src
-    if NVCC is not None:
-        with tempfile.TemporaryDirectory() as tmp:
-            errors = _nvcc(sources, tmp, ["-cubin", "-arch=sm_90a", "-x", "cu", "-Xptxas", "--warn-on-spills,--warning-as-error"])
-        assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in errors.items())
-
-
 def test_half_types_divide_by_the_reciprocal_on_cuda_only():
     """CUDA divides half types as a product with the divisor's correctly rounded reciprocal (IEEE division's slow
     path took zero dividends, the masked entries of a causal softmax); float32 keeps IEEE division, and OpenCL

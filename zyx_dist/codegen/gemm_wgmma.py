@@ -232,14 +232,14 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
     # neighbouring threads at neighbouring rows, one element each
     rows_first = not contiguous(out_flat, gj, 2) and contiguous(out_flat, gi, 2)
     if at > pool:
-        return _staged_accumulators(spec, epilogue, tn, pool, index_type, rows_first)
+        return None
     ctypes = [_param_type(params, f"out{i}") for i in range(len(kernel.outputs))]
     arrays = [f"zd_st{i}" for i in range(len(kernel.outputs))]
     lines = epilogue(spec.out_flat())
     n = len(arrays)  # the epilogue ends with the outputs' stores, `out{i}[gid] = ...`: redirected to the tile
     stores = [ln.replace(f"out{i}[gid]", f"{a}[zd_l]", 1) for i, (a, ln) in enumerate(zip(arrays, lines[-n:]))]
-    if not all(f"{a}[zd_l]" in ln for a, ln in zip(arrays, stores)):  # a store the staging cannot redirect
-        return _staged_accumulators(spec, epilogue, tn, pool, index_type, rows_first)
+    if not all(f"{a}[zd_l]" in ln for a, ln in zip(arrays, stores)):
+        return None  # a store the staging does not know how to redirect
     lines = lines[:-n] + stores
     T = index_type
     flat = sym.render(out_flat)
@@ -264,29 +264,6 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
     return body, early, loads, store, at
 
 
-def _staged_accumulators(spec: GemmSpec, epilogue: Epilogue, tn: int, pool: int, T: str,
-                         rows_first: bool) -> tuple[str, str, str, str, int] | None:
-    """The staged form where the outputs' tiles do not fit (an optimizer's update fused into a weight gradient
-    writes the weight and two float32 moments) or their stores cannot be redirected: the float32 accumulators go
-    to shared memory, and the whole epilogue runs in the loop over the tile, neighbouring threads at neighbours
-    in memory, so its reads and writes of every input and output of the tile's shape are coalesced (in the
-    accumulators' layout a warp touches 8 rows a few bytes each). None where the accumulators do not fit either.
-    Returns what `_staged_store` does. The pitch keeps a warp's reads of the tile on distinct banks; the loop is
-    unrolled so that each thread has several elements' reads in flight at once (without it, one work-group of 256
-    threads an SM waiting on each element's reads in turn took longer than the direct form's unrolled epilogue)."""
-    pitch = tn + 1 if rows_first else tn + 4
-    size = -(-BM * pitch * 4 // 16) * 16
-    if size > pool:
-        return None
-    tile = _tile("float", 0)
-    body = f"        {tile}[(int)(gi - bi) * {pitch} + (int)(gj - bj)] = acc;"
-    lines = "\n".join("      " + ln for ln in epilogue(spec.out_flat()))
-    run = f"      const float acc = {tile}[r * {pitch} + c];\n{lines}"
-    store = "  __syncthreads();  // the accumulators are in shared memory\n  #pragma unroll 4\n" + _tile_loop(
-        spec, tn, 1, T, "", "", run, "the epilogue, neighbours by neighbours in memory", rows_first)
-    return body, "", "", store, size
-
-
 def _param_type(params: list[str], name: str) -> str:
     """The element type of kernel parameter `name` (`in3`, `out0`), without its const."""
     param = next(p for p in params if p.endswith(f" {name}"))
@@ -302,15 +279,15 @@ def _tile_loop(spec: GemmSpec, tn: int, width: int, T: str, name: str, index: st
                rows_first: bool = False) -> str:
     """A loop of the work-group over its output tile, `width` columns a thread (neighbouring threads,
     neighbouring columns; or, `rows_first`, one element a thread, neighbouring threads at neighbouring rows), with
-    `name` = `index` at each (gi, gj) inside the product (no such line where `name` is empty) and `body` run there."""
+    `name` = `index` at each (gi, gj) inside the product and `body` run there."""
     at = (f"const int r = e % {BM}, c = e / {BM};" if rows_first else
           f"const int r = e / {tn // width}, c = e % {tn // width} * {width};")
-    named = f"      const {T} {name} = {index};\n" if name else ""
     return f"""  for (int e = tid; e < {BM * tn // width}; e += {THREADS}) {{  // {why}
     {at}
     const {T} gi = bi + r, gj = bj + c;
     if (gi < {spec.M} && gj < {spec.N}) {{
-{named}{body}
+      const {T} {name} = {index};
+{body}
     }}
   }}
 """
