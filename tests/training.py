@@ -1,12 +1,10 @@
 """A small MLP classifier, its loss and gradient written out in NumPy, NumPy reimplementations of torch's SGD and
 Adam, and the same training loop on zyx_dist tensors (zd.grad + zd.optim, the batch optionally sharded over
-devices): shared by tests/runtime/test_training.py and tests/cluster/test_training_ray.py; and one Adam step fused
-into a weight gradient's GEMM with its NumPy result (the GEMM tests of the unit and GPU tiers).
+devices): shared by tests/runtime/test_training.py and tests/cluster/test_training_ray.py.
 """
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 import zyx_dist as zd
@@ -110,20 +108,3 @@ def train_np(opt, steps):
         params = opt.step(grads)
         losses.append(loss)
     return params, losses
-
-
-def adam_of_a_weight_gradient(layout: str):
-    """(the new weight, m and v of one Adam step on a bfloat16 W from x.T @ g, written as `layout`, with float32
-    moments given; the same in float64 NumPy on the rounded operands)."""
-    rng, bf = np.random.default_rng(3), np.dtype(ml_dtypes.bfloat16)
-    x, g, w = (rng.standard_normal(s).astype(bf) for s in ((300, 72), (300, 136), (72, 136)))
-    m0, v0 = rng.standard_normal((72, 136)).astype(np.float32), rng.random((72, 136)).astype(np.float32)
-    zx, zg = zd.tensor(x), zd.tensor(g)
-    grad = (zx.T @ zg if layout == "x.T @ g" else (zg.T @ zx).T).astype(zd.float32)
-    opt = zd.optim.Adam([zd.tensor(w)], lr=0.01)
-    opt.m, opt.v = [zd.tensor(m0)], [zd.tensor(v0)]
-    (w1,) = opt.step([grad])
-    G = x.astype(np.float64).T @ g.astype(np.float64)
-    m1, v1 = 0.9 * m0 + 0.1 * G, 0.999 * v0 + 0.001 * G * G
-    w_new = w.astype(np.float64) - 0.01 / (1 - 0.9) * m1 / (np.sqrt(v1) / np.sqrt(1 - 0.999) + 1e-8)
-    return (w1, opt.m[0], opt.v[0]), (w_new, m1, v1)

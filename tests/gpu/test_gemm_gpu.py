@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from gpu_util import compute_capability_9, cuda_devices, nvidia_opencl_index
 from helpers import run_kernels
-from training import NpAdam, adam_of_a_weight_gradient
+from training import NpAdam
 
 import zyx_dist as zd
 from zyx_dist.codegen import gemm, gemm_tc
@@ -266,6 +266,23 @@ def test_cuda_adam_update_of_a_weight_gradient_is_one_gemm(dtype):
         assert [gemm.match(k) is not None for k in ks if len(k.outputs) == 3] == [True]
 
     _adam_on_cuda(((300, 72), (300, 136), (72, 136)), dtype, 3, check)
+
+
+def adam_of_a_weight_gradient(layout: str):
+    """(the new weight, m and v of one Adam step on a bfloat16 W from x.T @ g, written as `layout`, with float32
+    moments given; the same in float64 NumPy on the rounded operands)."""
+    rng = np.random.default_rng(3)
+    x, g, w = (rng.standard_normal(s).astype(BF) for s in ((300, 72), (300, 136), (72, 136)))
+    m0, v0 = rng.standard_normal((72, 136)).astype(np.float32), rng.random((72, 136)).astype(np.float32)
+    zx, zg = zd.tensor(x), zd.tensor(g)
+    grad = (zx.T @ zg if layout == "x.T @ g" else (zg.T @ zx).T).astype(zd.float32)
+    opt = zd.optim.Adam([zd.tensor(w)], lr=0.01)
+    opt.m, opt.v = [zd.tensor(m0)], [zd.tensor(v0)]
+    (w1,) = opt.step([grad])
+    G = x.astype(np.float64).T @ g.astype(np.float64)
+    m1, v1 = 0.9 * m0 + 0.1 * G, 0.999 * v0 + 0.001 * G * G
+    w_new = w.astype(np.float64) - 0.01 / (1 - 0.9) * m1 / (np.sqrt(v1) / np.sqrt(1 - 0.999) + 1e-8)
+    return (w1, opt.m[0], opt.v[0]), (w_new, m1, v1)
 
 
 @pytest.mark.skipif(not compute_capability_9(), reason="wgmma needs compute capability 9.0")
