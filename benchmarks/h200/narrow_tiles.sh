@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# One call on the GPU machine for the wgmma GEMM's 128 x 64 and 128 x 192 tiles, a short K's epilogue inputs
-# copied before the main loop and the accumulators staged where the outputs' tiles do not fit (run: `device` tool,
-# carry [".devbundle", ".oldzd"] with .oldzd/ holding the package to compare with, `bash
-# benchmarks/h200/narrow_tiles.sh`): the GEMM GPU tests, the training step's device time at GPT-2 widths (bf16) in
-# both packages, the forms of the step's GEMMs beside cuBLAS (attention scores q @ k.mT with K = 64, p @ v with
-# N = 64, weight gradients x.T @ g with K = 8192, the layers' products with K = 768 and 3072), then the training benchmark beside
-# torch, and the old package's without torch. Each step has its own deadline.
+# One call on the GPU machine for the wgmma GEMM's 128 x 64 and 128 x 192 tiles and a short K's epilogue inputs
+# copied before the main loop (run: `device` tool, carry [".devbundle", ".oldzd"] with .oldzd/ holding the package
+# to compare with, `bash benchmarks/h200/narrow_tiles.sh`): the GEMM GPU tests, the training step's device time at
+# GPT-2 widths (bf16) in both packages, the forms of the step's GEMMs beside cuBLAS (attention scores q @ k.mT with
+# K = 64, p @ v with N = 64, weight gradients x.T @ g with K = 8192, the layers' products with K = 768 and 3072),
+# then the training benchmark beside torch, and the old package's without torch. Each step has its own deadline.
 source .devbundle/setup.sh
 source benchmarks/h200/step_profiles.sh
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
