@@ -3,14 +3,8 @@
 # .oldzd/ holding the package to compare with, `bash benchmarks/h200/row_quads.sh`): the GPU tier, the training step's
 # device time at GPT-2 widths (bf16) for both packages, then every row-kernel candidate's kernel time (softmax, its
 # gradient, layer norm; bfloat16 and float32). Each step has its own deadline; the most important first.
-source .devbundle/setup.sh
-source benchmarks/h200/step_profiles.sh
-export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
-nvidia-smi --query-gpu=name --format=csv,noheader
-t0=$(date +%s)
-ZYX_DIST_GPU_SUITE=0 timeout -k 5 -s ABRT 160 python3 -m pytest -q -m gpu tests/gpu -n 8 --dist loadgroup \
-    -p no:cacheprovider > $OUT/gpu-tier.log 2>&1
-echo "gpu tier rc=$? in $(( $(date +%s) - t0 )) s"; tail -1 $OUT/gpu-tier.log; grep -E "^FAILED|^ERROR" $OUT/gpu-tier.log | head -20
+source benchmarks/h200/call_steps.sh
+gpu_tests gpu-tier.log 160 tests/gpu
 step_profiles new old
 timeout -k 5 -s ABRT 110 python3 benchmarks/h200/row_forms.py --launches 20 2>&1 | grep -v -i warn > $OUT/row-forms.txt
 echo "row forms rc=$?"  # the three fastest of each form

@@ -5,12 +5,10 @@
 # a weight's gradient along K only while tiles x parts x 2 <= SPLIT_K_GROUPS (256), so these stay whole. This profiles
 # the bf16 step at GPT-2 widths with that cap at 256 (as shipped) and 512 (split in two, Adam in the sum over the
 # parts), alternating, each process with caches of its own.
-source .devbundle/setup.sh
-export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
-nvidia-smi --query-gpu=name --format=csv,noheader
+source benchmarks/h200/call_steps.sh
 for groups in 256 512 256 512; do
   mkdir -p $OUT/p
-  XDG_CACHE_HOME=$(mktemp -d) CUPY_CACHE_DIR=$(mktemp -d) timeout -k 5 -s ABRT 100 python3 -c '
+  in_package new timeout -k 5 -s ABRT 100 python3 -c '
 import runpy, sys
 import zyx_dist.graph.ir as ir
 ir.SPLIT_K_GROUPS = int(sys.argv[1])

@@ -226,11 +226,6 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
     for o in kernel.outputs:
         offsets.append(at)
         at += -(-BM * pitch * o.dtype.itemsize // 16) * 16
-    _bz, gi, gj, _gk = spec.vars()
-    out_flat = spec.out_flat()
-    # outputs laid out along the tile's rows (a weight's gradient summed in the weight's layout): stored by
-    # neighbouring threads at neighbouring rows, one element each
-    rows_first = not contiguous(out_flat, gj, 2) and contiguous(out_flat, gi, 2)
     if at > pool:
         return None
     ctypes = [_param_type(params, f"out{i}") for i in range(len(kernel.outputs))]
@@ -242,9 +237,13 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
         return None  # a store the staging does not know how to redirect
     lines = lines[:-n] + stores
     T = index_type
+    _bz, gi, gj, _gk = spec.vars()
+    out_flat = spec.out_flat()
     flat = sym.render(out_flat)
     width = _store_width(out_flat, gj, kernel)
-    rows_first = rows_first and width == 1
+    # outputs laid out along the tile's rows (a weight's gradient summed in the weight's layout): stored by
+    # neighbouring threads at neighbouring rows, one element each
+    rows_first = width == 1 and contiguous(out_flat, gi, 2)
     lines, early, loads, at = _staged_loads(spec, kernel, params, lines, reads or [], pitch, at, pool, busy, tn, T)
     decl = "\n".join(f"        {t}* {a} = {_tile(t, off)};" for t, a, off in zip(ctypes, arrays, offsets))
     body = (f"{decl}\n        const int zd_l = (int)(gi - bi) * {pitch} + (int)(gj - bj);\n"

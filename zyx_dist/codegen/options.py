@@ -164,15 +164,17 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
         if s.wgmma:  # wgmma first: 128 x 256 and 128 x 128 tiles (gemm_wgmma.TILES; 128 x 128 in 3 stages fits
             # twice per SM), then the narrow and the 192-wide tiles where they may pay (`wgmma_extra_tiles`)
             extra = wgmma_extra_tiles(b, m, n, k)
+
+            def extras(form: int) -> list[KernelOpts]:
+                return [KernelOpts(wgmma=form, tile=t, stages=st, cache=c) for c in (1, 0) for t, st in extra]
+
             out = [KernelOpts(wgmma=1, tile=t, stages=st, prefetch=p, cache=c) for c in (0, 1)
-                   for t, st, p in ((0, 4, 0), (1, 4, 0), (0, 3, 0), (1, 3, 0), (1, 3, 1), (1, 5, 0))] + \
-                [KernelOpts(wgmma=1, tile=t, stages=st, cache=c) for c in (1, 0) for t, st in extra] + out
+                   for t, st, p in ((0, 4, 0), (1, 4, 0), (0, 3, 0), (1, 3, 0), (1, 3, 1), (1, 5, 0))] + extras(1) + out
             if s.tma:  # the 128 x 128 tile in 3 stages fits twice an SM, without waiting for each step's wgmma
                 # (its deep form measured no faster; staged it took 17-33% off the K = 768 GEMMs of GPT-2 on an
                 # H100: benchmarks/results/gemm-forms-t128s3-h100-2026-12-05-*.log)
                 out = [KernelOpts(wgmma=2, tile=t, stages=st, prefetch=p, cache=c) for c in (1, 0)
-                       for t, st, p in ((0, 4, 0), (1, 3, 0), (1, 4, 0))] + \
-                    [KernelOpts(wgmma=2, tile=t, stages=st, cache=c) for c in (1, 0) for t, st in extra] + out
+                       for t, st, p in ((0, 4, 0), (1, 3, 0), (1, 4, 0))] + extras(2) + out
     elif not s.gpu and s.dialect == "opencl":  # CPUs: SIMD lanes over columns, no local memory (gemm_cpu)
         out = [KernelOpts(cpu_rows=r) for r in (8, 4)] + [KernelOpts(tile=tiles[0])]
     elif s.gpu and groups(3) < 2 * FILL:
