@@ -143,6 +143,20 @@ def ref_attention(q, k, v, scale, mask=None):
     return (e / e.sum(-1, keepdims=True)) @ v
 
 
+def ref_attention_grads(q, k, v, scale, mask, g):
+    """The gradients (dq, dk, dv) of sum(g * softmax(q @ k^T * scale + mask) @ v) in NumPy float64 (v may be
+    broadcast over the heads: its gradient is summed back)."""
+    q, k, v, g = (np.asarray(x, np.float64) for x in (q, k, v, g))
+    s = (q @ np.swapaxes(k, -1, -2)) * scale + (0 if mask is None else np.asarray(mask, np.float64))
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    dp = g @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - (p * dp).sum(-1, keepdims=True)) * scale
+    dv = np.swapaxes(p, -1, -2) @ g
+    return ds @ k, np.swapaxes(ds, -1, -2) @ q, dv.sum(axis=tuple(i for i, n in enumerate(v.shape) if n == 1),
+                                                      keepdims=True)
+
+
 def option_graphs(rng):
     """(label, build, expected) graphs whose kernels between them have a candidate for every option of
     `codegen.options.KernelOpts` away from its default (the candidate tests check that)."""

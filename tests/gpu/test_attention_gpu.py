@@ -2,7 +2,7 @@
 mask, no mask; lengths that are not multiples of the key block; a permuted qkv view; the half types'
 tensor-core kernel and the register-tiled float32 one at several head dims, cross-attention lengths and
 a computed q, and head dims that leave half types on float32 arithmetic; on Hopper every tensor-core form,
-the TMA one over launches that change the mask) and on NVIDIA OpenCL (float32), through an in-process
+the TMA one over launches that change the mask, and each form's row statistics for a backward pass) and on NVIDIA OpenCL (float32), through an in-process
 session on each device."""
 
 from __future__ import annotations
@@ -272,6 +272,50 @@ def test_cuda_attention_every_tensor_core_form_against_numpy(cuda_worker, case, 
     nan = np.isnan(exp)
     assert (np.isnan(got) == nan).all(), (label, np.isnan(got).sum(), nan.sum())
     np.testing.assert_allclose(got[~nan], exp[~nan], rtol=tol, atol=tol, err_msg=label)
+
+
+FORMS = {"tma": (2, 2), "wgmma": (1, 0), "mma_sync": (0, 0)}
+ROW_STATS_CASES = [(dtype, label, form) for dtype in (np.float16, BF) for label in ("causal", "per_batch", "where", "none")
+                   for form in FORMS] + [(np.float32, label, "mma_sync") for label in ("causal", "where")]
+
+
+@pytest.mark.skipif(not compute_capability_9(), reason="wgmma needs compute capability 9.0")
+@pytest.mark.parametrize("dtype,label,form", ROW_STATS_CASES,
+                         ids=[f"{lb}_{np.dtype(dt).name}_{f}" for dt, lb, f in ROW_STATS_CASES])
+def test_cuda_attention_backward_from_each_forms_row_statistics(cuda_worker, dtype, label, form):
+    """Training through a fused attention (graph/recompute.py): the forward kernel also stores each row's
+    log-sum-exp, and the backward recomputes p from it. With the forward in each tensor-core form (float32:
+    the register-tiled kernel), rows and keys not multiples of the blocks, and each kind of mask, the gradients
+    of q, k and v match NumPy's."""
+    from helpers import ref_attention_grads, run_kernels
+
+    from zyx_dist.codegen.options import KernelOpts
+
+    B, H, T, D = 2, 3, 200, 64
+    q, k, v, g = (RNG.standard_normal((B, H, T, D)).astype(dtype) for _ in range(4))
+    f32 = [x.astype(np.float32) for x in (q, k, v, g)]
+    causal = np.triu(np.full((T, T), -np.inf, np.float32), 1)
+    mask = {"causal": causal, "per_batch": RNG.standard_normal((B, 1, T, T)).astype(np.float32),
+            "where": causal, "none": None}[label]
+    ts = [zd.tensor(x) for x in (q, k, v)]
+    s = (ts[0] @ ts[1].mT) * 0.125
+    if label == "where":
+        s = zd.where(zd.tensor(np.isfinite(causal)), s, -math.inf)
+    elif mask is not None:
+        mask = mask.astype(dtype).astype(np.float32)
+        s = s + zd.tensor(mask.astype(dtype))
+    out = zd.softmax(s, axis=-1) @ ts[2]
+    grads = zd.grad((out * zd.tensor(g)).sum(), ts)
+    kernels = kernelize([x.node for x in grads])
+    fused = [kern for kern in kernels if attention.match(kern) is not None]
+    assert len(fused) == 1 and len(fused[0].outputs) == 2, label  # the output and the row statistics
+    assert not any(o.size == B * H * T * T for o in fused[0].outputs + fused[0].inputs)
+    wgmma, stages = FORMS[form]
+    opts = KernelOpts(wgmma=wgmma, stages=stages)
+    got = run_kernels(cuda_worker, tuple(grads), lambda kern: opts if attention.match(kern) else None, "cuda_sm90a")
+    tol = 5e-3 if dtype == np.float32 else 0.05
+    for name, x, want in zip("qkv", got, ref_attention_grads(*f32[:3], 0.125, mask, f32[3])):
+        np.testing.assert_allclose(x.astype(np.float64), want, rtol=tol, atol=tol, err_msg=f"d{name} {label}")
 
 
 @pytest.mark.skipif(not compute_capability_9(), reason="wgmma needs compute capability 9.0")

@@ -9,6 +9,7 @@ each one's variants would cost more than the checks.
 
 from __future__ import annotations
 
+import math
 import os
 
 import gradcheck
@@ -149,7 +150,9 @@ def test_softmax_gradient_skips_its_row_max():
 
 def test_attention_backward_products_are_gemms():
     """The backward of softmax(q @ k.mT * c) @ v: dv, dp, dq and dk are each a GEMM (dq and dk read the same
-    score gradient, and as one kernel of two products they were plain reduce loops), equal to NumPy's."""
+    score gradient, and as one kernel of two products they were plain reduce loops), as is the recomputed p; the
+    forward is one attention kernel, which also stores each row's log-sum-exp. Equal to NumPy's."""
+    from zyx_dist.codegen import attention
     from zyx_dist.fuse.kernelize import _contraction, kernelize
     from zyx_dist.graph.ir import Op
 
@@ -167,7 +170,7 @@ def test_attention_backward_products_are_gemms():
                 seen.add(n.id)
                 products += n.op is Op.REDUCE and _contraction(n)
                 stack.extend(n.srcs)
-        assert products == 0 or gemm.match(kern) is not None, kern.shape
+        assert products == 0 or gemm.match(kern) is not None or attention.match(kern) is not None, kern.shape
     s = Q @ K.transpose(0, 1, 3, 2) * 0.25
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
@@ -212,6 +215,50 @@ def test_attention_backward_takes_its_row_sums_from_the_output(dtype):
         dv = (pr.transpose(0, 1, 3, 2) @ f[3]).sum(1, keepdims=True) if v_heads == 1 else pr.transpose(0, 1, 3, 2) @ f[3]
         for got, want in zip(grads, (ds @ f[1], ds.transpose(0, 1, 3, 2) @ f[0], dv)):
             np.testing.assert_allclose(got.numpy().astype(np.float64), want, **tol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("mask", ["causal", "where", "per_batch"])
+def test_attention_backward_recomputes_its_probabilities_from_row_statistics(dtype, mask, monkeypatch):
+    """Training through softmax(q @ k.mT * c + mask) @ v (graph/recompute.py): the forward is one fused attention
+    kernel that also stores each row's log-sum-exp (float32), nothing T x T is stored before the backward, whose
+    GEMM of q @ k.mT recomputes p from it. Gradients equal NumPy's, also where the attention kernel cannot take
+    the kernel (its outputs then computed apart, each over its own indices, `render_apart`)."""
+    import ml_dtypes
+    from helpers import ref_attention_grads
+
+    from zyx_dist.codegen import attention
+    from zyx_dist.codegen.render import render_kernel
+
+    np_dtype = np.float32 if dtype == "float32" else ml_dtypes.bfloat16
+    rng = np.random.default_rng(12)
+    B, H, T, D = 2, 3, 70, 16
+    Q, K, V, G = (rng.standard_normal((B, H, T, D)).astype(np_dtype) for _ in range(4))
+    keep = np.tril(np.ones((T, T), bool))
+    M = {"causal": np.where(keep, 0, -1e9), "where": np.where(keep, 0, -np.inf),
+         "per_batch": rng.standard_normal((B, 1, T, T))}[mask].astype(np.float32).astype(np_dtype)
+    tol = {"rtol": 1e-4, "atol": 1e-5} if dtype == "float32" else {"rtol": 0.05, "atol": 0.05}
+    for apart, scale in ((False, 0.25), (True, 0.3)):  # (another scale: no kernel of the first run is reused)
+        if apart:
+            monkeypatch.setattr(attention, "match", lambda kernel: None)
+        want = ref_attention_grads(Q, K, V, scale, M, G)
+        q, k, v = (zd.tensor(x) for x in (Q, K, V))
+        s = q @ k.mT * scale
+        s = zd.where(zd.tensor(keep), s, -math.inf) if mask == "where" else s + zd.tensor(M)
+        o = zd.softmax(s, axis=-1) @ v
+        loss = (o * zd.tensor(G)).sum()
+        grads = zd.grad(loss, [q, k, v])
+        kernels, _, _ = zsession.current().plan([loss.node] + [g.node for g in grads])
+        first = kernels[0]  # the forward: the attention's output and its rows' log-sum-exp
+        assert [o.shape for o in first.outputs] == [(B, H, T, D, 1), (B, H, T, 1)], first.outputs
+        assert first.outputs[1].dtype.name == "float32"
+        stored = [x for kern in kernels for x in kern.outputs if x.size == B * H * T * T]
+        assert len(stored) == 2, stored  # the recomputed p and the score gradient, both in the backward
+        source = render_kernel(first).source
+        assert ("if (gid < " in source) == apart and ("__local" in source) != apart
+        zd.realize(loss, *grads)
+        for got, exp in zip(grads, want):
+            np.testing.assert_allclose(got.numpy().astype(np.float64), exp, **tol, err_msg=f"apart={apart}")
 
 
 def test_forward_and_backward_of_a_layer():

@@ -1,5 +1,5 @@
 """Driver side: one flash-attention style kernel for a kernel that holds `softmax(q @ k^T * s + mask) @ v`
-(recognised by fuse/attention.py, kept in one kernel by the kernelizer). Takes the kernel; `match` works
+(recognised by graph/attention.py, kept in one kernel by the kernelizer). Takes the kernel; `match` works
 out the index arithmetic (which dims are the batch, the query rows, the keys, the head dims of q/k and
 of v, and where each operand, the scoring and the output are read and written), `render` gives OpenCL C
 (the CUDA dialect takes attention_tc.py or attention_tiled.py instead) in which each work-item owns one
@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..fuse.attention import MAX_HEAD, MOVES, Attention
-from ..fuse.attention import find as find_attention
 from ..fuse.kernelize import Kernel
+from ..graph.attention import MAX_HEAD, MOVES, Attention
+from ..graph.attention import find as find_attention
 from ..graph.ir import Node, Op
 from . import symbolic as sym
-from .cexpr import move_index
+from .cexpr import flat_index, move_index, strides
 from .gemm import ELEMENTWISE, Epilogue, GemmSpec, _walk, tidy
 
 ROWS = 64  # query rows (work-items) per work-group
@@ -37,6 +37,21 @@ class AttentionSpec:
     scores_idx: tuple  # the scores' index at the template's (bz, gi, gk)
     qk_idx: tuple  # q @ k^T's product index at (bz, gi, gk, dd)
     head: int  # head dim of q and k
+    stats: tuple[Node, ...] = ()  # the kernel's other outputs: functions of each row's max and sum (row statistics)
+    stats_flat: sym.Expr = sym.ZERO  # ... their flat index at the template's (bz, gi)
+
+    def row_stats(self, m: str, l: str, evaluate: Evaluate, store: Callable[[int, Node, str], str],
+                  index_type: str) -> list[str]:
+        """C storing the row statistics of the row at (bz, gi), from its max `m` and its sum `l` (of exp(s - m)
+        over its keys), both float: what a backward pass recomputes the probabilities from. Nothing without."""
+        if not self.stats:
+            return []
+        over = {self.pattern.row_max.id: m, self.pattern.row_sum.id: l}
+        lines = [f"const {index_type} gid = {sym.render(self.stats_flat)};"]
+        for i, node in enumerate(self.stats, 1):
+            pre, value = evaluate(node, flat_index(node.shape, self.stats_flat), over)
+            lines += ["{", *pre, store(i, node, value), "}"]
+        return lines
 
 
 def _top_reduce(kernel: Kernel) -> Node | None:
@@ -92,14 +107,30 @@ def _qk_index(scores: Node, qk: Node, idx: tuple, inputs: set[int]) -> tuple | N
     return found.pop() if len(found) == 1 else None
 
 
+def _of_row_stats(n: Node, stats: set[int], inputs: dict[int, int]) -> bool:
+    """Whether `n` is computed from the row statistics `stats` (and constants) by elementwise ops alone."""
+    stack, seen = [n], set()
+    while stack:
+        x = stack.pop()
+        if x.id in seen or x.id in stats or x.op is Op.CONST:
+            continue
+        seen.add(x.id)
+        if x.id in inputs or x.op not in (Op.UNARY, Op.BINARY, Op.CAST, *MOVES):
+            return False
+        stack.extend(x.srcs)
+    return True
+
+
 def match(kernel: Kernel) -> AttentionSpec | None:
-    if len(kernel.outputs) != 1:
-        return None
     out = _top_reduce(kernel)
     pattern = find_attention(out) if out is not None else None
     if pattern is None:
         return None
     pos = {n.id: i for i, n in enumerate(kernel.inputs)}
+    stats = tuple(kernel.outputs[1:])  # row statistics (fuse/kernelize.py `_row_statistics`), of the row max's shape
+    marks = {pattern.row_max.id, pattern.row_sum.id}
+    if any(x.shape != pattern.row_max.shape or not _of_row_stats(x, marks, pos) for x in stats):
+        return None
     if any(n.id in pos for n in (pattern.probs, pattern.scores, pattern.qk, pattern.row_max, pattern.row_sum)):
         return None
     mul = out.srcs[0]
@@ -148,14 +179,22 @@ def match(kernel: Kernel) -> AttentionSpec | None:
     wv = _walk(vside, spec.index(bz, sym.ZERO, gj, gk), pos)
     if q is None or k is None or wv is None or "gi" in wv[0] or head > MAX_HEAD:
         return None
-    return AttentionSpec(pattern, spec, q, k, vside, scores_idx, qk_idx, head)
+    axis = pattern.row_max.arg[1][0]
+    row = tuple(sym.ZERO if a == axis else e for a, e in enumerate(scores_idx))
+    flat = sym.add(*[sym.mul(e, st) for e, st in zip(row, strides(pattern.row_max.shape)) if st])
+    if any("gk" in sym.variables(e) or "gj" in sym.variables(e) for e in row):
+        return None
+    return AttentionSpec(pattern, spec, q, k, vside, scores_idx, qk_idx, head, stats, flat)
 
 
 Evaluate = Callable[[Node, tuple, dict], tuple[list[str], str]]  # (node, index, overrides) -> (C lines, value)
 
 
+RowStats = Callable[[str, str], list[str]]  # (row max, row sum) -> C storing the row statistics (`row_stats`)
+
+
 def render(a: AttentionSpec, name: str, dialect, params: list[str], evaluate: Evaluate, epilogue: Epilogue,
-           index_type: str) -> tuple[str, tuple, tuple]:
+           index_type: str, row_stats: RowStats) -> tuple[str, tuple, tuple]:
     spec, T = a.spec, index_type
     M, N, K, D = spec.M, spec.N, spec.K, a.head
     cols = 32 if max(D, N) <= 64 else 16  # keys per block: their scores stay in registers
@@ -166,6 +205,7 @@ def render(a: AttentionSpec, name: str, dialect, params: list[str], evaluate: Ev
     v_lines, v_val = evaluate(a.v, spec.index(bz, sym.ZERO, gj, gk), {})
     s_lines, s_val = evaluate(a.pattern.scores, a.scores_idx, {a.pattern.qk.id: "acc"})
     body = "\n".join("      " + ln for ln in epilogue(spec.out_flat()))
+    stats = "\n    ".join(["{", *row_stats("m", "l"), "}"])
     shared, barrier, align = dialect.shared, dialect.barrier, dialect.align16
     vec = D % 4 == 0 and N % 4 == 0
 
@@ -249,6 +289,7 @@ def render(a: AttentionSpec, name: str, dialect, params: list[str], evaluate: Ev
     }}
   }}
   if (live) {{
+    {stats}
     #pragma unroll
     for (int x = 0; x < {N}; x++) {{
       const {T} gj = x;

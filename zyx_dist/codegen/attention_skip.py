@@ -23,8 +23,8 @@ import ml_dtypes
 import numpy as np
 
 from ..dtypes import dtype as dtype_named
-from ..fuse.attention import MOVES
 from ..fuse.kernelize import Kernel
+from ..graph.attention import MOVES
 from ..graph.ir import BinaryOp, Node, Op, UnaryOp
 from . import symbolic as sym
 from .attention import AttentionSpec, Evaluate

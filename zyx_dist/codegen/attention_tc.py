@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from functools import partial
 
 from ..dtypes import dtype as dtype_named
-from ..fuse.attention import MOVES
 from ..fuse.kernelize import Kernel
+from ..graph.attention import MOVES
 from ..graph.ir import Node, Op
 from . import symbolic as sym
-from .attention import AttentionSpec, Evaluate
+from .attention import AttentionSpec, Evaluate, RowStats
 from .attention_skip import Skips
 from .cexpr import move_index
 from .gemm import ELEMENTWISE, Epilogue, _walk, contiguous, tidy
@@ -423,12 +423,26 @@ def softmax(kind: str, N: int) -> str:
     }}"""
 
 
-def finish(T: str, M: int, N: int, body: str) -> str:
-    """C that divides each output row by its sum and runs the epilogue `body` on every element."""
+def finish(T: str, M: int, N: int, body: str, row_stats: RowStats) -> str:
+    """C that stores the row statistics (`row_stats`, where the kernel has them), divides each output row by its
+    sum and runs the epilogue `body` on every element."""
+    stats = ""
+    if lines := row_stats("zd_m", "zd_l"):
+        stats = f"""
+  if ((lane & 3) == 0) {{  // the row statistics, from one lane of the quad that shares a row
+    #pragma unroll
+    for (int h = 0; h < 2; h++) {{
+      const {T} gi = q0 + warp * 16 + (lane >> 2) + (h << 3);
+      const float zd_m = h ? m1 : m0, zd_l = h ? l1 : l0;
+      if (gi < {M}) {{
+        {chr(10).join("        " + ln for ln in lines).lstrip()}
+      }}
+    }}
+  }}"""
     return f"""  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
   l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);{stats}
   // one division a row: o * (1 / l) is NaN or inf where o / l is (l is 0 only in a row masked at every key, and
   // at least 1 otherwise: exp(0) for its max), within an ulp of it elsewhere
   const float r0 = 1.0f / l0, r1 = 1.0f / l1;
@@ -447,7 +461,7 @@ def finish(T: str, M: int, N: int, body: str) -> str:
 
 
 def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate,
-           epilogue: Epilogue, index_type: str, wgmma: bool = False) -> tuple[str, tuple, tuple]:
+           epilogue: Epilogue, index_type: str, row_stats: RowStats, wgmma: bool = False) -> tuple[str, tuple, tuple]:
     """`wgmma` (where `wgmma_usable`): both products are Hopper's `wgmma.mma_async`, the work-group's 4 warps
     one warpgroup. q and the probabilities stay the A operand in registers (an m64k16 A fragment is, per warp,
     the m16k16 one of `mma.sync`, and the accumulators have mma.sync's m16n8 layout), k and v are read by the
@@ -584,7 +598,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
 {v_ready}
     s = next;
   }}
-{finish(T, M, N, body)}
+{finish(T, M, N, body, row_stats)}
 }}
 """
     return src, (spec.B * groups * THREADS,), (THREADS,)

@@ -22,7 +22,7 @@ from functools import partial
 from ..fuse.kernelize import Kernel
 from . import attention_tc, attention_tma
 from . import symbolic as sym
-from .attention import AttentionSpec, Evaluate
+from .attention import AttentionSpec, Evaluate, RowStats
 from .attention_skip import Skips
 from .attention_tc import _HELPERS, Tile, copyable, fill, filled_check
 from .dialects import CUDA
@@ -36,19 +36,20 @@ KEYS = 4  # keys per thread and block
 
 
 def render_cuda(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate,
-                epilogue: Epilogue, index_type: str, wgmma: int = 0, stages: int = 0) -> tuple[str, tuple, tuple]:
+                epilogue: Epilogue, index_type: str, row_stats: RowStats, wgmma: int = 0,
+                stages: int = 0) -> tuple[str, tuple, tuple]:
     """The CUDA dialect's fused attention: attention_tc.py's tensor cores where it takes the kernel (`wgmma` 1:
     its wgmma form; 2: attention_tma.py's, in `stages` stages, where TMA reads k and v, else the wgmma form),
     else this module's float32 one."""
     if attention_tc.usable(a, CUDA):
         if wgmma == 2 and attention_tma.plan(a, kernel, stages) is not None:
-            return attention_tma.render(a, name, kernel, params, evaluate, epilogue, index_type, stages)
-        return attention_tc.render(a, name, kernel, params, evaluate, epilogue, index_type, bool(wgmma))
-    return render(a, name, kernel, params, evaluate, epilogue, index_type)
+            return attention_tma.render(a, name, kernel, params, evaluate, epilogue, index_type, row_stats, stages)
+        return attention_tc.render(a, name, kernel, params, evaluate, epilogue, index_type, row_stats, bool(wgmma))
+    return render(a, name, kernel, params, evaluate, epilogue, index_type, row_stats)
 
 
 def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate, epilogue: Epilogue,
-           index_type: str) -> tuple[str, tuple, tuple]:
+           index_type: str, row_stats: RowStats) -> tuple[str, tuple, tuple]:
     spec, T = a.spec, index_type
     M, N, K, D = spec.M, spec.N, spec.K, a.head
     NC = -(-N // 16)  # output columns per thread
@@ -56,6 +57,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     bz, _, gj, gk = spec.vars()
     q_lines, q_val = evaluate(a.q, a.qk_idx, {})
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
+    stats = "\n      ".join(row_stats("m[i]", "sum"))
     vec_k, vec_v = D % 4 == 0, N % 64 == 0  # k read 4 head dims at a time, v 4 columns at a time
     # row pitches (floats): aligned float4 reads of q and p; k's pitch 4 (or 1) banks apart, so the 8 lanes of
     # a quarter-warp (or 32 of a warp) reading 8 keys (32) at one head dim hit distinct banks
@@ -238,6 +240,9 @@ extern "C" __global__ void __launch_bounds__({attention_tc.launch_bounds(a)}) {n
     float sum = l[i];
     {" ".join(f"sum += __shfl_xor_sync(0xffffffffu, sum, {w});" for w in (1, 2, 4, 8))}
     const {T} gi = q0 + tr * {ROWS} + i;
+    if (tc == 0 && gi < {M}) {{  // the row's statistics, from one of the 16 lanes that share it
+      {stats}
+    }}
     #pragma unroll
     for (int c = 0; c < {NC}; c++) {{
       const {T} gj = {col('c')};

@@ -23,7 +23,7 @@ from functools import partial
 from ..fuse.kernelize import Kernel
 from . import gemm_tma
 from . import symbolic as sym
-from .attention import AttentionSpec, Evaluate
+from .attention import AttentionSpec, Evaluate, RowStats
 from .attention_flags import InlineSkips
 from .attention_tc import (
     BM,
@@ -152,7 +152,7 @@ def _copies(t: Staged, dst: str, inner0: str, outer0: str, bar: str) -> list[str
 
 
 def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate,
-           epilogue: Epilogue, index_type: str, stages: int = 2) -> tuple[str, tuple, tuple]:
+           epilogue: Epilogue, index_type: str, row_stats: RowStats, stages: int = 2) -> tuple[str, tuple, tuple]:
     """The kernel (`usable` must hold). `stages`: the ring's depth (2 or more, as the shared memory allows):
     the copies of the next stages - 1 key blocks are in flight while one is computed."""
     spec, T = a.spec, index_type
@@ -273,7 +273,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     {WAIT}
     __syncthreads();  // every warp is done with this stage: the next block's copies may come in
   }}
-{finish(T, M, N, body)}
+{finish(T, M, N, body, row_stats)}
 {skip.finish}}}
 """
     return src, (spec.B * groups * THREADS,), (THREADS,)

@@ -383,6 +383,8 @@ class _Renderer(RowKernels):
         fused = attention.match(self.k)
         if fused is not None:
             return self.render_gemm(fused.spec, fused)
+        if apart(self.k):
+            return self.render_apart()
         spec = gemm.match(self.k) if self.opts.tile != gemm.PLAIN else None
         if spec is not None:
             return self.render_gemm(spec)
@@ -413,6 +415,20 @@ class _Renderer(RowKernels):
                     f"  if (gid < {total}) {{", *["    " + ln for ln in self.root.emit(0, self.index_type)], "  }", "}"]
             return self.program(threads, o.lws, body, emit=False)
         return self.render_vector(total)
+
+    def render_apart(self) -> Program:
+        """A kernel whose outputs differ in shape (an attention's output and its row statistics, where the fused
+        attention kernel does not take the kernel): plain loops, each output over its own indices, in one launch."""
+        T, lws = self.index_type, self.opts.lws
+        total = max(o.size for o in self.k.outputs)
+        lines = [f"{T} gid = {self.d.global_id[self.index]};"]
+        for i, o in enumerate(self.k.outputs):
+            sub = _Renderer(self.k, self.d, self.name, self.opts)
+            v, _ = sub.value(o, flat_index(o.shape, sym.Var("gid", 0, o.size - 1)), frozenset(), sub.root)
+            lines += [f"if (gid < {o.size}) {{", *["  " + ln for ln in sub.root.emit(0, T, self.opts.unroll)],
+                      "  " + sub.store(i, o, v), "}"]
+            self.flops += sub.flops * o.size // max(prod(self.k.shape), 1)
+        return self.program(-(-total // lws) * lws, lws, lines, emit=False)
 
     def vector_io(self, dtype) -> bool:
         """Whether the vector form reads and writes `dtype` four elements at once: float32, and the half types
@@ -474,22 +490,30 @@ class _Renderer(RowKernels):
 
         reads: list[tuple[int, sym.Expr]] = []  # the epilogue's plain loads, as its last rendering made them
 
+        # the outputs of the kernel's shape (an attention's row statistics, last, are stored by `row_stats`)
+        outputs = self.k.outputs[:len(self.k.outputs) - len(fused.stats)] if fused is not None else self.k.outputs
+
         def epilogue(flat: sym.Expr) -> list[str]:  # every output at `flat`: their shared work once
             sub = _Renderer(self.k, self.d, self.name, self.opts)
             sub.overrides[spec.reduce.id] = "acc"
             idx = flat_index(out.shape, flat)
-            values = [sub.value(o, idx, frozenset(), sub.root)[0] for o in self.k.outputs]
+            values = [sub.value(o, idx, frozenset(), sub.root)[0] for o in outputs]
             reads[:] = sub.plain_loads
             return [f"const {T} gid = {sym.render(flat)};", *sub.root.emit(0, T),
-                    *(sub.store(i, o, v) for i, (o, v) in enumerate(zip(self.k.outputs, values)))]
+                    *(sub.store(i, o, v) for i, (o, v) in enumerate(zip(outputs, values)))]
+
+        def row_stats(m: str, l: str) -> list[str]:
+            return fused.row_stats(m, l, operand, self.store, T)
 
         o = self.opts
         if fused is not None and self.d.name == "cuda":
             body, gws, lws = attention_tiled.render_cuda(fused, self.name, self.k, self.params(), operand, epilogue, T,
+                                                         row_stats,
                                                          o.wgmma if attention_tc.wgmma_usable(fused, self.d) else 0,
                                                          o.stages)
         elif fused is not None:
-            body, gws, lws = attention.render(fused, self.name, self.d, self.params(), operand, epilogue, T)
+            body, gws, lws = attention.render(fused, self.name, self.d, self.params(), operand, epilogue, T,
+                                              row_stats)
         elif o.cpu_rows and self.d.name == "opencl":
             body, gws, lws = gemm_cpu.render(spec, self.name, self.d, self.params(), operand, epilogue, T,
                                              o.cpu_rows)
@@ -508,6 +532,11 @@ class _Renderer(RowKernels):
         return Program(self.name, "\n".join(src), gws, lws, self.uses_fp64, int(flops), nbytes, self.d.name, self.opts)
 
 
+def apart(kernel: Kernel) -> bool:
+    """Whether the kernel's outputs differ in shape (`_Renderer.render_apart`)."""
+    return any(o.shape != kernel.shape for o in kernel.outputs)
+
+
 def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = None,
           max_lws: int = 1024) -> options.Shape:
     """What the kernel's candidate options depend on (`gpu` defaults to whether the dialect is CUDA)."""
@@ -518,6 +547,8 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
     if fused is not None:  # one form, or more where wgmma (and TMA) can run it
         return options.Shape(prod(kernel.shape), 1, 0, 0, False, False, d.name, gpu, max_lws, attention=True,
                              wgmma=attention_tc.wgmma_usable(fused, d), tma=attention_tma.usable(fused, kernel, d))
+    if apart(kernel):
+        return options.Shape(prod(kernel.shape), 1, 0, 0, False, False, d.name, gpu, max_lws)
     spec = gemm.match(kernel)
     if spec is not None:
         tc = gemm_tc.usable(spec, kernel, d)

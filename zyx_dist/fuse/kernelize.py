@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..graph.attention import find as find_attention
 from ..graph.ir import Node, Op, ReduceOp, broadcast_product, is_crop, prod, toposort
-from .attention import find as find_attention
 
 
 @dataclass
@@ -118,6 +118,12 @@ def kernelize(targets: list[Node], limits: Limits = DEFAULT_LIMITS,
     stored: set[int] = {t.id for t in targets}
     stored |= {n.id for n in order if n.device is not None and not is_input(n)}
     users = _users(order)
+    # attention in one kernel (its scores, row max and sum not stored), with its row statistics as extra outputs:
+    # stored from the start, so that what reads them (a backward pass's recomputed probabilities) is decided
+    # around a stored row vector
+    fused, side = _attention(order, {t.id for t in targets}, users)
+    extras = {o.id for outs in side.values() for o in outs}
+    stored |= extras
     _reduce_stores(order, stored, decide=True, users=users)
     _fit(order, stored, limits)
     # A reduce-bearing node needed by several kernels is stored once; repeat until no new store appears.
@@ -135,12 +141,15 @@ def kernelize(targets: list[Node], limits: Limits = DEFAULT_LIMITS,
         if not extra:
             break
         stored |= extra
-    fused = _attention(order, stored, {t.id for t in targets})
-    if fused:  # attention in one kernel: its scores, row max and sum are not stored
-        stored -= fused
+    if fused:
+        stored -= fused - extras
         groups = _group(order, stored, affinity)
+        for out_id, outs in side.items():  # row statistics: extra outputs of the kernel that computes the pattern
+            owner = _owner(by_id[out_id], stored, users)
+            for o in outs:
+                groups[o.id] = groups[owner.id]
     _, rows = _reduce_stores(order, stored, decide=False)
-    return _kernels(order, stored, groups, {t.id for t in targets}, rows, limits, affinity or {})
+    return _kernels(order, stored, groups, {t.id for t in targets}, rows, limits, affinity or {}, extras)
 
 
 EPILOGUE_OPS = (Op.UNARY, Op.BINARY, Op.CAST, Op.WHERE, Op.RESHAPE)  # ops a stored reduce's kernel may end with
@@ -195,7 +204,7 @@ def _reduce_stores(order: list[Node], stored: set[int], decide: bool,
             has_reduce[n.id], passes[n.id] = False, 0
             continue
         if decide:
-            _one_contraction(n, stored, has_reduce, contr)
+            _one_contraction(n, stored, has_reduce, contr, users or {})
         live = [s for s in n.srcs if s.id not in stored]
         rows = {row[s.id] for s in live} - {None}
         passes[n.id] = max([passes[s.id] for s in live], default=0)
@@ -253,13 +262,16 @@ def _contraction(n: Node) -> bool:
     return n.op is Op.REDUCE and n.arg[0] is ReduceOp.SUM and broadcast_product(n.srcs[0])
 
 
-def _one_contraction(n: Node, stored: set[int], has_reduce: dict[int, bool], contr: dict[int, int | None]) -> None:
+def _one_contraction(n: Node, stored: set[int], has_reduce: dict[int, bool], contr: dict[int, int | None],
+                     users: dict[int, list[Node]]) -> None:
     """A GEMM (codegen/gemm.py) evaluates its epilogue at its own output index, one contraction per kernel.
     So where a contraction that `n` would compute is read at another index (through a pad, a slice or a
     concatenation, or a flip: rotary embeddings' halves, `concat([x @ wq, x @ wk])`), the node under the pad
     is stored; and where `n` combines two contractions (`silu(x @ w1) * (x @ w3)`, the gradient of a tensor
     used twice), every source carrying another than the first source's is stored: each is then a GEMM,
-    read by the next one's epilogue. A source carrying another kind of reduce beside a contraction is stored
+    read by the next one's epilogue. The contraction kept is that of the first source that `n` alone reads
+    (`_read_elsewhere`), where there is one: a source with other readers is stored anyway (an attention's recomputed probabilities, read by
+    p * (dp - D) and by the gradient of v). A source carrying another kind of reduce beside a contraction is stored
     too (a tied embedding's gradient: the lookup's scatter plus the LM head's weight gradient). Without this,
     such kernels run as plain reduce loops."""
     if n.op is Op.PAD or n.op is Op.FLIP:
@@ -270,6 +282,9 @@ def _one_contraction(n: Node, stored: set[int], has_reduce: dict[int, bool], con
     if n.op is not Op.BINARY and n.op is not Op.WHERE:
         return
     first, others = None, []
+    carrying = [s for s in n.srcs if s.id not in stored and contr.get(s.id) is not None and contr[s.id] not in stored]
+    if len({contr[s.id] for s in carrying}) > 1:
+        first = next((contr[s.id] for s in carrying if _read_elsewhere(s, users) is None), None)
     for s in n.srcs:
         c = contr.get(s.id) if s.id not in stored else None
         if c is None or c in stored:
@@ -278,11 +293,21 @@ def _one_contraction(n: Node, stored: set[int], has_reduce: dict[int, bool], con
             continue
         if first is None:
             first = c
-        elif c != first:
-            _store_base(s, stored, has_reduce, contr)
+        elif c != first:  # what has other readers is stored, not a conversion of it
+            _store_base(_read_elsewhere(s, users) or s, stored, has_reduce, contr)
     if first is not None:
         for s in others:
             _store_base(s, stored, has_reduce, contr)
+
+
+def _read_elsewhere(s: Node, users: dict[int, list[Node]]) -> Node | None:
+    """`s`, or the value it only converts or views (through casts, unary ops and movements), where that has
+    more than one reader; else None."""
+    while len(users.get(s.id, ())) <= 1:
+        if s.op is not Op.CAST and s.op is not Op.UNARY and s.op not in VIEWS:
+            return None
+        s = s.srcs[0]
+    return s
 
 
 def _fit(order: list[Node], stored: set[int], limits: Limits) -> None:
@@ -336,15 +361,15 @@ class _Union:
         return out
 
 
-def _attention(order: list[Node], stored: set[int], targets: set[int]) -> set[int]:
-    """Nodes of attention patterns (see fuse/attention.py) that one kernel computes: each pattern whose
-    inner nodes are neither requested nor pinned nor read by anything outside the pattern."""
-    consumers: dict[int, set[int]] = {}
-    for n in order:
-        for x in n.srcs:
-            consumers.setdefault(x.id, set()).add(n.id)
+def _attention(order: list[Node], targets: set[int],
+               users: dict[int, list[Node]]) -> tuple[set[int], dict[int, list[Node]]]:
+    """Nodes of attention patterns (see graph/attention.py) that one kernel computes: each pattern whose
+    inner nodes are neither requested nor pinned nor read by anything outside the pattern, except its row max
+    and row sum, which the kernel may also hand out through row statistics (`_row_statistics`). Gives those
+    nodes and, per pattern that has them, its statistics' outputs, keyed by the pattern's final reduce."""
     by_id = {n.id: n for n in order}
     fused: set[int] = set()
+    side: dict[int, list[Node]] = {}
     for n in order:
         if n.op is not Op.REDUCE:
             continue
@@ -352,11 +377,76 @@ def _attention(order: list[Node], stored: set[int], targets: set[int]) -> set[in
         if pattern is None:
             continue
         inner = pattern.internal() - {n.id}
-        if any(i in targets or by_id[i].device is not None or not consumers.get(i, set()) <= inner | {n.id}
-               for i in inner if i in by_id):
+        if any(i in targets or by_id[i].device is not None for i in inner if i in by_id):
             continue
-        fused |= inner
-    return fused
+        stats = _row_statistics(pattern, inner | {n.id}, users, targets)
+        if stats is None:
+            continue
+        around, outputs = stats
+        # a view of what the pattern reads (v broadcast over the rows) may have readers of its own: it computes
+        # nothing
+        if any(not {u.id for u in users.get(i, ())} <= inner | {n.id} | around for i in inner
+               if i in by_id and _view_base(by_id[i]).id in inner):
+            continue
+        fused |= inner | around
+        if outputs:
+            side[n.id] = outputs
+    return fused, side
+
+
+STAT_OPS = (Op.UNARY, Op.BINARY, Op.CAST)
+
+
+def _row_statistics(pattern, inner: set[int], users: dict[int, list[Node]],
+                    targets: set[int]) -> tuple[set[int], list[Node]] | None:
+    """What reads an attention's row max and row sum from outside it: elementwise functions of those two and
+    of constants, of their shape (a backward pass's log-sum-exp, m + log(l), from which it recomputes the
+    probabilities), which the attention kernel computes from its own running max and sum and stores beside its
+    output. Gives the ids of those nodes and the ones among them read further on (the extra outputs), or
+    None where something else reads the max or the sum (then the pattern is not fused)."""
+    stats = (pattern.row_max, pattern.row_sum)
+    shape = pattern.row_max.shape
+    found: dict[int, Node] = {}
+    queue = list(stats)
+    while queue:
+        x = queue.pop()
+        for u in users.get(x.id, ()):
+            if u.id not in inner and u.id not in found and u.op in STAT_OPS and u.shape == shape and u.device is None:
+                found[u.id] = u
+                queue.append(u)
+    side: set[int] = set()
+    known = {s.id for s in stats}
+    for u in sorted(found.values(), key=lambda x: x.id):  # ids follow creation: sources first
+        if all(s.id in known or s.id in side or _constant(s) for s in u.srcs):
+            side.add(u.id)
+    for x in stats:
+        if any(u.id not in inner and u.id not in side for u in users.get(x.id, ())):
+            return None
+    outputs = [found[i] for i in sorted(side)
+               if i in targets or any(u.id not in side for u in users.get(i, ()))]
+    return side, outputs
+
+
+def _constant(n: Node) -> bool:
+    while n.op in VIEWS:
+        n = n.srcs[0]
+    return n.op is Op.CONST
+
+
+def _owner(n: Node, stored: set[int], users: dict[int, list[Node]]) -> Node:
+    """The first stored node (by id) whose kernel computes `n`: n itself, or one above it through unstored
+    consumers (an attention's output has some: the backward pass reads it)."""
+    if n.id in stored:
+        return n
+    found: list[Node] = []
+    seen, stack = {n.id}, [n]
+    while stack:
+        for u in users.get(stack.pop().id, ()):
+            if u.id in seen:
+                continue
+            seen.add(u.id)
+            (found if u.id in stored else stack).append(u)
+    return min(found, key=lambda x: x.id)
 
 
 SLICE_KEPT = 16  # a slice keeping less than 1/SLICE_KEPT of a product computes its part in place (`_small_slice`)
@@ -504,11 +594,16 @@ def _reaching_groups(order: list[Node], stored: set[int], groups: dict[int, int]
 
 
 def _kernels(order: list[Node], stored: set[int], groups: dict[int, int], targets: set[int], rows: dict,
-             limits: Limits, affinity: dict[int, str]) -> list[Kernel]:
+             limits: Limits, affinity: dict[int, str], extras: set[int]) -> list[Kernel]:
+    """The kernels of the groups, in launch order, each with the point after which its inputs can be freed.
+    `extras` (an attention's row statistics) come after a kernel's other outputs: the first output's shape is
+    the kernel's."""
     by_group: dict[int, list[Node]] = {}
     for n in order:
         if n.id in stored:
             by_group.setdefault(groups[n.id], []).append(n)
+    for outs in by_group.values():
+        outs.sort(key=lambda o: o.id in extras)
     kernels: list[Kernel] = []
     for outs in by_group.values():  # insertion order follows `order`, so producers come first
         inputs = _inputs(outs, stored)
@@ -519,7 +614,7 @@ def _kernels(order: list[Node], stored: set[int], groups: dict[int, int], target
         device = outs[0].device if outs[0].device is not None else affinity.get(outs[0].id)
         for part in parts:
             inputs = _inputs(part, stored) if len(parts) > 1 else inputs
-            row = max(len(rows[o.id] or ()) for o in part)
+            row = max((len(rows[o.id] or ()) for o in part if o.id not in extras), default=0)
             kernels.append(Kernel(part, sorted(inputs.values(), key=lambda x: x.id), device, row=row))
     kernels = _launch_order(kernels)
     last_use: dict[int, int] = {}

@@ -25,6 +25,7 @@ import numpy as np
 from ..dtypes import int32
 from . import ir
 from .ir import BinaryOp, Node, Op, ReduceOp, UnaryOp
+from .recompute import attention_stand_ins
 
 # row maxima that only shift a result which does not depend on them (logsumexp's):
 # their gradient is zero by construction, so the walk takes them as constants, rather than computing that zero
@@ -85,6 +86,8 @@ def gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
     found: dict[int, Node] = {}
     fresh = next(ir._ids)  # nodes with larger ids are this pass's own
     forward = _Products(order)
+    # an attention's probabilities and their views, recomputed rather than read back (graph/recompute.py)
+    stand_in = attention_stand_ins(order, _RULES)
     pending: dict[int, list[Node]] = {y.id: [seed]} if y.id in live else {}
     for n in reversed(order):
         parts = pending.pop(n.id, None)
@@ -97,7 +100,11 @@ def gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
         if not srcs:
             continue
         need = [s.id in live for s in srcs]
-        contributions = [_composite(arg, n, g, forward)] if op is None else _vjp(op, arg, srcs, n, g, need)
+        if op is None:
+            contributions = [_composite(arg, n, g, forward, stand_in.get(n.id, n))]
+        else:
+            read = tuple(stand_in.get(s.id, s) for s in srcs) if stand_in else srcs
+            contributions = _vjp(op, arg, read, n, g, need)
         for src, contribution, needed in zip(srcs, contributions, need):
             if needed and contribution is not None:
                 if n.guards is not None:  # (a gather: its gradient is wrong wherever its value would be)
@@ -253,15 +260,17 @@ class _Products:
         return self.readers.get(f.id, [])
 
 
-def _composite(rule: tuple, n: Node, g: Node, forward: _Products) -> Node:
+def _composite(rule: tuple, n: Node, g: Node, forward: _Products, value: Node) -> Node:
+    """The gradient at the input of the composite `n` (its result's value read as `value`: n, or its stand-in)."""
     kind, _, axes = rule
     if kind == "softmax":  # p * (g - sum(g * p))
         rows = _attention_rows(n, g, axes, forward)
+        p = value
         if rows is None:
-            return ir.mul(n, ir.sub(g, ir.expand(ir.reduce(ReduceOp.SUM, ir.mul(g, n), axes), n.shape)))
+            return ir.mul(p, ir.sub(g, ir.expand(ir.reduce(ReduceOp.SUM, ir.mul(g, p), axes), n.shape)))
         if not n.dtype.is_half:
-            return ir.mul(n, ir.sub(g, ir.expand(rows, n.shape)))
-        wide = [ir.cast(t, ir.float32) for t in (n, g)]  # the rows' sums are float32: p * (g - sum) in float32
+            return ir.mul(p, ir.sub(g, ir.expand(rows, n.shape)))
+        wide = [ir.cast(t, ir.float32) for t in (p, g)]  # the rows' sums are float32: p * (g - sum) in float32
         return ir.cast(ir.mul(wide[0], ir.sub(wide[1], ir.expand(rows, n.shape))), n.dtype)
     # log_softmax: g - softmax * sum(g), the softmax being exp(y)
     return ir.sub(g, ir.mul(ir.unary(UnaryOp.EXP, n), ir.expand(ir.reduce(ReduceOp.SUM, g, axes), n.shape)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..graph.ir import BinaryOp, Node, Op, ReduceOp, UnaryOp, prod
+from .ir import BinaryOp, Node, Op, ReduceOp, UnaryOp, prod
 
 MAX_HEAD = 128  # head dims (of q and k, and of v) a work-item keeps in registers
 MOVES = (Op.RESHAPE, Op.PERMUTE, Op.EXPAND)
