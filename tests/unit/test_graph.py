@@ -303,6 +303,32 @@ def test_split_k_parts_only_for_long_contractions_into_few_tiles(monkeypatch):
     assert r.shape == (1, 300, 300) and r.op is g.Op.RESHAPE  # the sum of the parts, reshaped back
 
 
+def test_split_k_keeps_probabilities_whole_but_splits_a_cross_entropys_head_gradient(monkeypatch):
+    """A factor that divides exponentials by their sum (softmax's probabilities, p @ v: one fused attention
+    kernel) keeps its contraction whole; the weight gradient of an LM head over a small vocabulary, whose factor
+    is the cross-entropy's exp(y) * sum(g) (an exp, no division), is split (it took 324 us unsplit on an H100)."""
+    monkeypatch.setattr(g, "SPLIT_K", True)
+    from zyx_dist.graph import autograd
+
+    x = g.reduce(g.ReduceOp.MAX, leaf(1, 2048, 2048), (2,))
+    e = g.unary(g.UnaryOp.EXP, g.sub(leaf(1, 2048, 2048), g.expand(x, (1, 2048, 2048))))
+    p = g.div(e, g.expand(g.reduce(g.ReduceOp.SUM, e, (2,)), e.shape))
+    pv = g.mul(g.expand(g.reshape(p, (1, 2048, 1, 2048)), (1, 2048, 64, 2048)),
+               g.expand(g.reshape(leaf(1, 2048, 64), (1, 1, 64, 2048)), (1, 2048, 64, 2048)))
+    assert g.reduce(g.ReduceOp.SUM, pv, (3,)).op is g.Op.REDUCE  # whole
+    h, w = leaf(8192, 768), leaf(768, 17)
+    logits = g.reduce(g.ReduceOp.SUM, g.mul(g.expand(g.reshape(h, (8192, 768, 1)), (8192, 768, 17)),
+                                            g.expand(g.reshape(w, (1, 768, 17)), (8192, 768, 17))), (1,))
+    m = g.reduce(g.ReduceOp.MAX, logits, (2,))
+    y = g.sub(g.sub(logits, g.expand(m, logits.shape)),
+              g.unary(g.UnaryOp.LOG, g.expand(g.reduce(g.ReduceOp.SUM, g.unary(g.UnaryOp.EXP, g.sub(
+                  logits, g.expand(m, logits.shape))), (2,)), logits.shape)))
+    autograd.composite(y, "log_softmax", logits, (2,))
+    (gw,) = autograd.gradients(y, [w], leaf(8192, 1, 17))
+    sums = [n for n in g.toposort([gw]) if n.op is g.Op.REDUCE and n.arg[0] is g.ReduceOp.SUM]
+    assert any(n.shape[0] == 64 for n in sums), [n.shape for n in sums]  # 64 parts of 128 rows
+
+
 def test_column_sums_split_in_sessions_with_a_gpu(monkeypatch):
     """A sum over leading axes into columns (a bias's gradient) is split into partials over row chunks, at least
     2^16 of them (a work-item each on a GPU), then their sum; half types sum their partials in float32. Not for

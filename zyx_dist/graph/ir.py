@@ -483,22 +483,33 @@ def _split_k_parts(n: int, outputs: int) -> int:
 
 
 def _softmax_like(f: Node, limit: int = 32) -> bool:
-    """Whether factor `f` computes an exp near its top, through elementwise and movement ops (not below a
-    reduce): the probabilities of `softmax(q @ k.mT) @ v`, which the kernelizer fuses into one attention kernel
-    when the contraction over the keys is left whole. Breadth first over at most `limit` nodes, since the exp of
-    a softmax is a few nodes down while a gradient's factor can be a long chain (walked for every candidate
-    contraction of a backward pass, so bounded); past the limit, not softmax-like."""
+    """Whether factor `f` computes probabilities near its top, through elementwise and movement ops (not below a
+    reduce): exponentials divided by their sum, those of `softmax(q @ k.mT) @ v`, which the kernelizer fuses into
+    one attention kernel when the contraction over the keys is left whole. An exp without that division is no
+    softmax (the gradient of a cross-entropy's logits, exp(y) * sum(g), which an LM head's weight gradient
+    reads: that one is split). Breadth first over at most `limit` nodes, since the division is a few nodes down
+    while a gradient's factor can be a long chain (walked for every candidate contraction of a backward pass,
+    so bounded); past the limit, not softmax-like."""
     queue, seen = deque([f]), {f.id}
     while queue and len(seen) <= limit:
         n = queue.popleft()
-        if n.op is Op.UNARY and n.arg in (UnaryOp.EXP, UnaryOp.EXP2):
-            return True
+        if n.op is Op.BINARY and n.arg is BinaryOp.DIV:
+            e, den = (_under_moves(x) for x in n.srcs)
+            if (e.op is Op.UNARY and e.arg in (UnaryOp.EXP, UnaryOp.EXP2) and den.op is Op.REDUCE
+                    and den.arg[0] is ReduceOp.SUM):
+                return True
         if n.op is not Op.REDUCE:
             for src in n.srcs:
                 if src.id not in seen:
                     seen.add(src.id)
                     queue.append(src)
     return False
+
+
+def _under_moves(n: Node) -> Node:
+    while n.op in MOVEMENT_OPS:
+        n = n.srcs[0]
+    return n
 
 
 def _split_contraction(x: Node, axis: int, parts: int, shape: Shape) -> Node:
