@@ -7,8 +7,8 @@
 #                                          device time per step, the largest kernels) for each package named, `old`
 #                                          being the one in .oldzd/ (skipped where there is none), appended to
 #                                          $OUT/step-profile.txt; the new package's autotune trials
-#                                          (ZYX_DIST_DEBUG=32) go to $OUT/autotune-new.log and its top kernels'
-#                                          source to $OUT/top-kernels.cu
+#                                          (ZYX_DIST_DEBUG=32) go to $OUT/autotune-new.log, its top kernels'
+#                                          source to $OUT/top-kernels.cu, every kernel's time to $OUT/kernels.txt
 #   train_gpt2w PKG NAME [ARGS...]         benchmarks/train_bench.py at GPT-2 widths (4 layers, bf16) in package PKG
 #                                          (new or old), beside torch unless ARGS say --no-torch, into $OUT/NAME.log
 #                                          and $OUT/NAME.json; prints its summary
@@ -40,7 +40,7 @@ step_profiles() {
     ZYX_DIST_DEBUG=$([ "$pkg" = new ] && echo 32 || echo 0) in_package $pkg \
       timeout -k 5 -s ABRT 100 python3 benchmarks/h200/step_profile.py $OUT/p/trace.json 8 1024 768 12 bfloat16 \
       2> $OUT/autotune-$pkg.log | grep -vi warn | tail -14 | sed "s/^/$pkg: /" | tee -a $OUT/step-profile.txt
-    [ "$pkg" = new ] && mv $OUT/p/top-kernels.cu $OUT/ 2>/dev/null
+    [ "$pkg" = new ] && mv $OUT/p/top-kernels.cu $OUT/p/kernels.txt $OUT/ 2>/dev/null
     rm -rf $OUT/p
   done
 }

@@ -1,7 +1,8 @@
 """GPU machine: where a cached training step's time goes. Trains the GPT of examples/train_gpt.py (4 layers,
 4 heads) for a few steps, then prints the medians of building the step's graph (model, zd.grad, Adam) and
 of its realize, and, from a `zd.trace` of three steps, the device time per step and its largest kernels;
-the source and IR of those kernels go beside the trace, in `top-kernels.cu`.
+the source and IR of those kernels go beside the trace, in `top-kernels.cu`, and every kernel's time and
+outputs in `kernels.txt`.
 
     python3 benchmarks/h200/step_profile.py $OUT/p/trace.json 16 128 256     # trace path, batch, block, embed
     python3 benchmarks/h200/step_profile.py $OUT/p/trace.json 8 1024 768 12 bfloat16     # ..., heads, dtype
@@ -86,6 +87,14 @@ def main() -> None:
                         f"opts={p.opts}\n// IR outputs {outs} row {row}\n")
                 f.writelines(f"//  {i:3d} {r}\n" for i, r in enumerate(rows))
                 f.write(p.source)
+    with open(os.path.join(os.path.dirname(path), "kernels.txt"), "w") as f:  # every kernel, its outputs' IR rows
+        for name, us in top:
+            n = max(launches[name], 1)
+            outs = ""
+            if name in programs:
+                rows, ids, _ = programs[name][0][0]
+                outs = "; ".join(str(rows[i][:4]) for i in ids)
+            f.write(f"{us / 1e3:8.3f} ms {n:3d} x {us / n:7.1f} us  {name}  {outs}\n")
 
 
 if __name__ == "__main__":

@@ -141,9 +141,16 @@ CUDA = Dialect(
     ),
     bf16_preamble=(
         "__device__ inline float zd_bf16_load(unsigned short h) { return __uint_as_float(((unsigned int)h) << 16); }",
+        # round to nearest even, NaNs quieted with their payload's top bits (as ml_dtypes converts): from compute
+        # capability 8.0 one cvt instruction rounds (the bit trick's seven made bfloat16 GEMM epilogues over every
+        # score issue-bound), and a select keeps the NaNs' bits
         ("__device__ inline unsigned short zd_bf16_store(float f) {\n  unsigned int u = __float_as_uint(f);\n"
-        "  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);\n"
-        "  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n}"),
+         "  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);\n"
+         "#if __CUDA_ARCH__ >= 800\n"
+         "  unsigned short r;\n  asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(r) : \"f\"(f));\n  return r;\n"
+         "#else\n"
+         "  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+         "#endif\n}"),
         "__device__ inline float zd_bf16_round(float f) { return zd_bf16_load(zd_bf16_store(f)); }",
         ("__device__ inline float4 zd_bf16x4_load(const unsigned short* p) {\n"
          "  const uint2 r = *reinterpret_cast<const uint2*>(p);\n"
