@@ -1,6 +1,6 @@
 """GPU tier: in-group reductions (warp shuffles, then one exchange of the warps' partials) on CUDA against
 NumPy, for every combine (sum, max, min; max/min with NaN rows: NaN wins, as NumPy) and every group size the
-tuner may pick. A shuffle that some lanes skip hangs the GPU instead of failing, so each case runs in a
+tuner may pick (8 and 16: lane groups inside a warp, several rows per work-group, the last one partly past the end). A shuffle that some lanes skip hangs the GPU instead of failing, so each case runs in a
 subprocess with a deadline."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ x = (rng.standard_normal((300, 200)) * 100).astype(dtype)
 if dtype.kind == "f":
     x[7, 13] = np.nan
 with Worker("cuda:0") as w:
-    for group in (32, 64, 128, 256):
+    for group in (8, 16, 32, 64, 128, 256):  # (8, 16: lane groups, 32 and 16 rows per work-group of 256)
         got = run_kernels(w, getattr(zd.tensor(x), op)(1), lambda k, g=group: KernelOpts(group=g), "cuda")
         want = getattr(x, op)(1)
         # a sum's rounding depends on its order: bound it by the magnitudes summed, not by the (maybe tiny) sum

@@ -395,6 +395,8 @@ class _Renderer(RowKernels):
         stores = self.elementwise_body(self.root, flat_index(self.k.shape, gid))
         loops = [item for item in self.root.lines if isinstance(item, Block)]
         o = self.opts
+        if loops and o.group and o.group < 32 and self.d.name == "cuda":
+            return self.render_lane_groups(loops, stores, total)
         if loops and o.group:  # one work-group per output element, work-item 0 stores
             self.group_loops(loops, o.group)
             self.root.lines += ["if (lid == 0) {", *["  " + ln for ln in stores], "}"]
@@ -415,6 +417,20 @@ class _Renderer(RowKernels):
                     f"  if (gid < {total}) {{", *["    " + ln for ln in self.root.emit(0, self.index_type)], "  }", "}"]
             return self.program(threads, o.lws, body, emit=False)
         return self.render_vector(total)
+
+    def render_lane_groups(self, loops: list, stores: list[str], total: int) -> Program:
+        """CUDA: `group` lanes of a warp per output element, `lws / group` elements per work-group (many short
+        rows summed along memory: an attention's D, 98304 rows of 64; a 32-lane work-group each held half an
+        SM's threads at most and read 64 us where the bytes take ~10). The lanes of an element past the end
+        recompute the last one, so that every lane reaches the shuffles; only the first lane of a real one stores."""
+        o, T = self.opts, self.index_type
+        size = o.group
+        per = o.lws // size
+        self.group_loops(loops, size)
+        self.root.lines += [f"if (lid == 0 && row < {total}) {{", *["  " + ln for ln in stores], "}"]
+        head = [f"const {T} row = ({T}){self.d.group_id} * {per} + {self.d.local_id} / {size};",
+                f"const {T} gid = row < {total} ? row : {total - 1};", f"int lid = {self.d.local_id} % {size};"]
+        return self.program(-(-total // per) * o.lws, o.lws, head)
 
     def render_apart(self) -> Program:
         """A kernel whose outputs differ in shape (an attention's output and its row statistics, where the fused

@@ -26,6 +26,12 @@ class RowKernels(OneHotGather):
         for i, loop in enumerate(loops):
             acc, dt, rop = loop.reduce
             t, red = ctype(dt, self.d), f"red{i}"
+            if self.d.name == "cuda" and size < 32 and t in SHUFFLED:
+                # a lane group inside a warp (`_Renderer.render_lane_groups`): shuffles across its `size` lanes only
+                mine = self.combine(rop, dt, acc, f"{acc}_sh")
+                shuffle = f"{t} {acc}_sh = __shfl_xor_sync(0xffffffffu, {acc}, o); {acc} = {mine};"
+                loop.group = ("lid", size, [f"for (int o = {size // 2}; o > 0; o >>= 1) {{ {shuffle} }}"])
+                continue
             if self.d.name == "cuda" and size % 32 == 0 and t in SHUFFLED:
                 # warp shuffles, then one exchange of the warps' partials: 1 barrier, not log2(size)
                 # Every lane must reach each __shfl_xor_sync (a full mask): combining with max/min repeats
