@@ -53,8 +53,9 @@ def test_cuda_warp_shuffles_are_reached_by_every_lane(op, dtype):
 
 def test_gpu_choice_for_many_rows_along_memory_is_a_warp_per_row():
     """A row reduce of a row-major tensor with many rows: a work-item per row would read one element of 32 rows per
-    load, so a GPU's first choice is a warp per row; a column sum (neighbouring outputs, neighbouring addresses) and
-    a sum over a transposed view keep their choice (not a warp each); CPUs are not changed."""
+    load, so a GPU's first choice is a warp per row, and for short rows (up to 128) in CUDA 8 lanes of a warp per
+    row, 32 rows per work-group; a column sum (neighbouring outputs, neighbouring addresses) and a sum over a
+    transposed view keep their choice (not a warp each); CPUs are not changed."""
     from zyx_dist.codegen import options
     from zyx_dist.codegen.render import facts
 
@@ -64,9 +65,13 @@ def test_gpu_choice_for_many_rows_along_memory_is_a_warp_per_row():
         (k,) = kernelize([t.node])
         return options.candidates(facts(k, dialect, gpu))[0]
 
-    assert first(x.sum(axis=-1)).group == 32 and first(zd.exp(x).max(axis=-1)).group == 32
-    assert first(x.sum(axis=0)).group != 32  # columns: neighbours read neighbours
-    assert first(zd.permute_dims(x, (2, 0, 1)).sum(axis=-1)).group != 32  # summed 64 elements apart
+    long = zd.tensor(np.ones((65536, 160), np.float32))  # rows of 160: a warp each first
+    assert first(long.sum(axis=-1)).group == 32 and first(zd.exp(long).max(axis=-1)).group == 32
+    assert first(x.sum(axis=-1)).group == 8 and first(zd.exp(x).max(axis=-1)).group == 8  # rows of 64
+    assert first(x.sum(axis=-1), "opencl", True).group == 32  # lane groups: CUDA's shuffles only
+    assert first(x.sum(axis=0)).group not in (8, 32)  # columns: neighbours read neighbours
+    assert first(zd.permute_dims(x, (2, 0, 1)).sum(axis=-1)).group not in (8, 32)  # summed 64 elements apart
     assert first(x.sum(axis=-1), "opencl", False).group == 0  # CPUs read whole rows from cache
-    src = render_kernel(kernelize([x.sum(axis=-1).node])[0], CUDA, first(x.sum(axis=-1))).source
-    assert "__shfl_xor_sync" in src
+    for t in (x, long):
+        src = render_kernel(kernelize([t.sum(axis=-1).node])[0], CUDA, first(t.sum(axis=-1))).source
+        assert "__shfl_xor_sync" in src

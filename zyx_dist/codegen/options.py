@@ -107,9 +107,13 @@ def candidates(s: Shape) -> list[KernelOpts]:
             # many rows read along memory: a warp per row reads whole lines, where a work-item per row reads a
             # line per element (an attention's score rows in training: 1.6 ms against ~0.1 at bandwidth); one
             # warp's shuffles combine it, with no barrier (the estimate at bandwidth is too short to time)
-            # (rows of up to 256: also 8 or 16 lanes of a warp per row, a work-group of several rows, CUDA only)
+            # rows of up to 256 on CUDA: also 8 or 16 lanes of a warp per row, several rows per work-group of 256,
+            # first for rows of up to 128, where a warp per row leaves its lanes idle and makes work-groups so small
+            # that an SM holds half the threads it could (an attention's D, 98304 rows of 64: 64 us for ~10 us of
+            # bytes; too short to be timed, it takes the default)
             lanes = [KernelOpts(group=g) for g in (8, 16) if s.dialect == "cuda" and s.shortest_loop <= 32 * g]
-            return [KernelOpts(group=32, unroll=u) for u in (4, 1)] + lanes + groups + flat
+            warp = [KernelOpts(group=32, unroll=u) for u in (4, 1)]
+            return (lanes + warp if s.shortest_loop <= 128 else warp + lanes) + groups + flat
         # GPUs: few outputs with long loops want a work-group each; CPUs read whole rows from cache
         return groups + flat if s.gpu and s.total < 1 << 16 else flat + groups
     out: list[KernelOpts] = []
