@@ -1,7 +1,8 @@
 """Driver side: the kernelizer, a port of zyx's fusion decisions (seed/kernelize.rs) onto our graph.
 Takes the nodes to realize; gives kernels in launch order, each a set of same-shape output nodes
 computed from input nodes (realized or host leaves, or the outputs of earlier kernels), and the point
-after which each intermediate can be freed.
+after which each intermediate can be freed. (One exception to the shape: a fused attention kernel also
+stores its rows' statistics where a backward pass reads them, after its output.)
 
 The decisions, as in zyx: everything fuses by default; elementwise producers shared by several
 consumers are recomputed; a node is stored (ends a kernel) when it is requested, when it is pinned to
@@ -270,10 +271,10 @@ def _one_contraction(n: Node, stored: set[int], has_reduce: dict[int, bool], con
     is stored; and where `n` combines two contractions (`silu(x @ w1) * (x @ w3)`, the gradient of a tensor
     used twice), every source carrying another than the first source's is stored: each is then a GEMM,
     read by the next one's epilogue. The contraction kept is that of the first source that `n` alone reads
-    (`_read_elsewhere`), where there is one: a source with other readers is stored anyway (an attention's recomputed probabilities, read by
-    p * (dp - D) and by the gradient of v). A source carrying another kind of reduce beside a contraction is stored
-    too (a tied embedding's gradient: the lookup's scatter plus the LM head's weight gradient). Without this,
-    such kernels run as plain reduce loops."""
+    (`_read_elsewhere`), where there is one: a source with other readers is stored anyway (an attention's
+    recomputed probabilities, read by p * (dp - D) and by the gradient of v). A source carrying another kind of
+    reduce beside a contraction is stored too (a tied embedding's gradient: the lookup's scatter plus the LM
+    head's weight gradient). Without this, such kernels run as plain reduce loops."""
     if n.op is Op.PAD or n.op is Op.FLIP:
         src = n.srcs[0]
         if src.id not in stored and contr.get(src.id) is not None and not _small_slice(n):

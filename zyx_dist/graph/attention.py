@@ -3,8 +3,9 @@
 between), in the graph. Takes a node; gives an `Attention` naming the nodes of the pattern when the node
 is the final sum over keys of the softmax's probabilities times v, else None. The kernelizer then keeps
 the whole pattern in one kernel (the scores, their row max and sum are never stored), which
-codegen/attention.py renders as one flash-attention style kernel. Only structure is checked here; the
-renderer checks the index arithmetic and, where that fails, the kernel still renders as plain loops.
+codegen/attention.py renders as one flash-attention style kernel, and a gradient recomputes the
+probabilities rather than reading them (graph/recompute.py). Only structure is checked here; the renderer
+checks the index arithmetic and, where that fails, the kernel still renders as plain loops.
 """
 
 from __future__ import annotations
