@@ -261,6 +261,36 @@ def test_attention_backward_recomputes_its_probabilities_from_row_statistics(dty
             np.testing.assert_allclose(got.numpy().astype(np.float64), exp, **tol, err_msg=f"apart={apart}")
 
 
+def test_attention_whose_scores_are_read_elsewhere_is_not_fused_and_stays_right():
+    """An attention whose scores something else reads (their row max, summed into the loss) cannot be one kernel:
+    the scores are stored, so the backward reads p back rather than recomputing it (graph/recompute.py), and no
+    kernel hands out row statistics. The loss and the gradients equal NumPy's."""
+    from helpers import ref_attention_grads
+
+    from zyx_dist.codegen import attention
+
+    rng = np.random.default_rng(13)
+    B, H, T, D = 1, 2, 24, 8
+    Q, K, V, G = (rng.standard_normal((B, H, T, D)).astype(np.float32) for _ in range(4))
+    q, k, v = (zd.tensor(x) for x in (Q, K, V))
+    s = q @ k.mT * 0.5
+    o = zd.softmax(s, axis=-1) @ v
+    loss = (o * zd.tensor(G)).sum() + zd.max(s, axis=-1).sum() * 0.0
+    grads = zd.grad(loss, [q, k, v])
+    kernels, _, _ = zsession.current().plan([loss.node] + [g.node for g in grads])
+    assert all(len({o.shape for o in kern.outputs}) == 1 for kern in kernels)  # no row statistics handed out
+    assert not any(attention.match(kern) for kern in kernels)
+    # s, p, the max's gradient (where the max is) and dS; p is not computed again
+    assert sum(o.size == B * H * T * T for kern in kernels for o in kern.outputs) == 4
+    zd.realize(loss, *grads)
+    sn = Q @ K.transpose(0, 1, 3, 2) * 0.5
+    p = np.exp(sn - sn.max(-1, keepdims=True))
+    np.testing.assert_allclose(loss.numpy(), ((p / p.sum(-1, keepdims=True)) @ V * G).sum(), rtol=1e-4)
+    # the max's gradient is 0 * 1 at each row's largest score: the same as without it
+    for got, want in zip(grads, ref_attention_grads(Q, K, V, 0.5, None, G)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
 def test_forward_and_backward_of_a_layer():
     """The forward matmul, the loss, the output gradient (stored once), and the two backward matmuls,
     each a tiled GEMM (dW in w's layout: graph/autograd.py sums it in w's order)."""

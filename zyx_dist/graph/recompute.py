@@ -21,24 +21,27 @@ from .ir import Node, Op
 def attention_stand_ins(order: list[Node], rules: dict) -> dict[int, Node]:
     """Node id -> its stand-in, for each softmax result in `order` that has a gradient rule (`rules`: node ->
     (kind, input, axes), autograd's composite rules) and is an attention's probabilities that nothing else
-    reads, and for the views between it and p @ v's product."""
+    reads, of scores that nothing else reads, and for the views between it and p @ v's product. (`order` is the
+    gradient's walk, in which a softmax result's only source is its input.)"""
     users: dict[int, list[Node]] | None = None
     out: dict[int, Node] = {}
     for p in order:
         rule = rules.get(p)
         if rule is None or rule[0] != "softmax":
             continue
-        if users is None:
+        if users is None:  # readers as the walk sees them: a softmax result reads its input only
             users = {}
             for n in order:
-                for s in dict.fromkeys(n.srcs):
+                rule_n = rules.get(n)
+                for s in dict.fromkeys((rule_n[1],) if rule_n is not None else n.srcs):
                     users.setdefault(s.id, []).append(n)
         found = _only_product(p, users)
         if found is None:
             continue
         chain, o = found
         pattern = find_attention(o)
-        if pattern is None or pattern.probs is not p:
+        # (scores that something else reads are stored: the forward is no one kernel, and p is read back)
+        if pattern is None or pattern.probs is not p or len(users.get(pattern.scores.id, ())) != 1:
             continue
         cur = _recomputed(pattern)
         out[p.id] = cur
