@@ -87,7 +87,7 @@ def gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
     fresh = next(ir._ids)  # nodes with larger ids are this pass's own
     forward = _Products(order)
     # an attention's probabilities and their views, recomputed rather than read back (graph/recompute.py)
-    stand_in = attention_stand_ins(order, _RULES)
+    stand_in = attention_stand_ins(order, views)
     pending: dict[int, list[Node]] = {y.id: [seed]} if y.id in live else {}
     for n in reversed(order):
         parts = pending.pop(n.id, None)

@@ -18,22 +18,21 @@ from .attention import find as find_attention
 from .ir import Node, Op
 
 
-def attention_stand_ins(order: list[Node], rules: dict) -> dict[int, Node]:
-    """Node id -> its stand-in, for each softmax result in `order` that has a gradient rule (`rules`: node ->
-    (kind, input, axes), autograd's composite rules) and is an attention's probabilities that nothing else
-    reads, of scores that nothing else reads, and for the views between it and p @ v's product. (`order` is the
-    gradient's walk, in which a softmax result's only source is its input.)"""
+def attention_stand_ins(order: list[Node], views: dict[Node, tuple]) -> dict[int, Node]:
+    """Node id -> its stand-in, for each softmax result in `order` that is an attention's probabilities that
+    nothing else reads, of scores that nothing else reads, and for the views between it and p @ v's product.
+    `order` and `views` are the gradient's walk: each node's (op, arg, sources) as it sees them, (None, (kind,
+    input, axes), (input,)) for a composite with a rule of its own, whose only source is its input."""
     users: dict[int, list[Node]] | None = None
     out: dict[int, Node] = {}
     for p in order:
-        rule = rules.get(p)
-        if rule is None or rule[0] != "softmax":
+        op, rule, _ = views[p]
+        if op is not None or rule[0] != "softmax":
             continue
-        if users is None:  # readers as the walk sees them: a softmax result reads its input only
+        if users is None:  # readers as the walk sees them
             users = {}
             for n in order:
-                rule_n = rules.get(n)
-                for s in dict.fromkeys((rule_n[1],) if rule_n is not None else n.srcs):
+                for s in dict.fromkeys(views[n][2]):
                     users.setdefault(s.id, []).append(n)
         found = _only_product(p, users)
         if found is None:
