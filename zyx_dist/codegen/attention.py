@@ -205,7 +205,7 @@ def render(a: AttentionSpec, name: str, dialect, params: list[str], evaluate: Ev
     v_lines, v_val = evaluate(a.v, spec.index(bz, sym.ZERO, gj, gk), {})
     s_lines, s_val = evaluate(a.pattern.scores, a.scores_idx, {a.pattern.qk.id: "acc"})
     body = "\n".join("      " + ln for ln in epilogue(spec.out_flat()))
-    stats = "\n    ".join(["{", *row_stats("m", "l"), "}"])
+    stats = "\n    ".join(["", "{", *lines, "}"]) if (lines := row_stats("m", "l")) else ""
     shared, barrier, align = dialect.shared, dialect.barrier, dialect.align16
     vec = D % 4 == 0 and N % 4 == 0
 
@@ -288,8 +288,7 @@ def render(a: AttentionSpec, name: str, dialect, params: list[str], evaluate: Ev
       m = mb;
     }}
   }}
-  if (live) {{
-    {stats}
+  if (live) {{{stats}
     #pragma unroll
     for (int x = 0; x < {N}; x++) {{
       const {T} gj = x;

@@ -58,6 +58,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     q_lines, q_val = evaluate(a.q, a.qk_idx, {})
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
     stats = "\n      ".join(row_stats("m[i]", "sum"))
+    if stats:  # the row's statistics, from one of the 16 lanes that share it
+        stats = f"\n    if (tc == 0 && gi < {M}) {{\n      {stats}\n    }}"
     vec_k, vec_v = D % 4 == 0, N % 64 == 0  # k read 4 head dims at a time, v 4 columns at a time
     # row pitches (floats): aligned float4 reads of q and p; k's pitch 4 (or 1) banks apart, so the 8 lanes of
     # a quarter-warp (or 32 of a warp) reading 8 keys (32) at one head dim hit distinct banks
@@ -239,10 +241,7 @@ extern "C" __global__ void __launch_bounds__({attention_tc.launch_bounds(a)}) {n
   for (int i = 0; i < {ROWS}; i++) {{
     float sum = l[i];
     {" ".join(f"sum += __shfl_xor_sync(0xffffffffu, sum, {w});" for w in (1, 2, 4, 8))}
-    const {T} gi = q0 + tr * {ROWS} + i;
-    if (tc == 0 && gi < {M}) {{  // the row's statistics, from one of the 16 lanes that share it
-      {stats}
-    }}
+    const {T} gi = q0 + tr * {ROWS} + i;{stats}
     #pragma unroll
     for (int c = 0; c < {NC}; c++) {{
       const {T} gj = {col('c')};
