@@ -772,3 +772,49 @@ def test_nvcc_accepts_wgmma_forms():
     with tempfile.TemporaryDirectory() as tmp:
         errors = _nvcc(sources, tmp, ["--ptx", "-arch=sm_90a", "-x", "cu"])
     assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in list(errors.items())[:2])
+
+
+def test_attention_row_statistics_in_every_cuda_form_and_apart():
+    """The forward of an attention that a gradient recomputes from (graph/recompute.py) is one kernel with two
+    outputs, its rows' log-sum-exp after the output: each CUDA form (TMA, wgmma and mma.sync for bfloat16, the
+    register-tiled float32 one) stores it once per row from one lane, and with the attention kernel out of the
+    way (`render_apart`) every output runs over its own indices; nvcc compiles each (ptxas for sm_90a). The same
+    attention without a gradient stores no statistics."""
+    import ml_dtypes
+    import numpy as np
+
+    import zyx_dist as zd
+    from zyx_dist.codegen import attention
+    from zyx_dist.codegen.options import KernelOpts
+    from zyx_dist.codegen.render import CUDA_SM90A
+    from zyx_dist.fuse.kernelize import kernelize
+
+    rng = np.random.default_rng(4)
+    sources = {}
+    for dtype, forms in ((ml_dtypes.bfloat16, {"tma": (2, 2), "wgmma": (1, 0), "mma_sync": (0, 0)}),
+                         (np.float32, {"tiled": (0, 0)})):
+        q, k, v, gr = (zd.tensor(rng.standard_normal((2, 3, 200, 64)).astype(dtype)) for _ in range(4))
+        mask = zd.tensor(np.triu(np.full((200, 200), -np.inf, np.float32), 1).astype(dtype))
+        out = zd.softmax(q @ k.mT * 0.125 + mask, axis=-1) @ v
+        (alone,) = kernelize([out.node])
+        grads = zd.grad((out * gr).sum(), [q, k, v])
+        (kern,) = [kk for kk in kernelize([x.node for x in grads]) if attention.match(kk) is not None]
+        assert [o.shape for o in kern.outputs] == [(2, 3, 200, 64, 1), (2, 3, 200, 1)]
+        for name, (wgmma, stages) in forms.items():
+            opts = KernelOpts(wgmma=wgmma, stages=stages)
+            src = render_kernel(kern, CUDA_SM90A, opts).source
+            assert src.count("out1[gid] = ") == 1 and "log(" in src, name
+            assert "out1" not in render_kernel(alone, CUDA_SM90A, opts).source, name
+            sources[f"{name}_{np.dtype(dtype).name}"] = src
+        apart = attention.match
+        try:
+            attention.match = lambda kernel: None
+            src = render_kernel(kern, CUDA_SM90A).source
+        finally:
+            attention.match = apart
+        assert "if (gid < 1200) {" in src and "if (gid < 76800) {" in src
+        sources[f"apart_{np.dtype(dtype).name}"] = src
+    if NVCC is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            errors = _nvcc(sources, tmp, ["-cubin", "-arch=sm_90a", "-x", "cu"])
+        assert not errors, "\n\n".join(f"--- {n} ---\n{e}" for n, e in errors.items())
