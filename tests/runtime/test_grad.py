@@ -261,6 +261,35 @@ def test_attention_backward_recomputes_its_probabilities_from_row_statistics(dty
             np.testing.assert_allclose(got.numpy().astype(np.float64), exp, **tol, err_msg=f"apart={apart}")
 
 
+def test_attention_backward_recomputes_for_cross_attention_with_shared_keys_and_values():
+    """Queries and keys of different lengths, k and v broadcast over the heads (grouped-query) and a mask per batch
+    entry: still one forward kernel with its rows' log-sum-exp, and gradients (k's and v's summed back over the
+    heads) equal NumPy's."""
+    rng = np.random.default_rng(5)
+    B, H, Tq, Tk, D = 2, 4, 24, 40, 8
+    Q, G = (rng.standard_normal((B, H, Tq, D)).astype(np.float32) for _ in range(2))
+    K, V = (rng.standard_normal((B, 1, Tk, D)).astype(np.float32) for _ in range(2))
+    M = rng.standard_normal((B, 1, Tq, Tk)).astype(np.float32)
+    q, k, v = (zd.tensor(x) for x in (Q, K, V))
+    o = zd.softmax(q @ k.mT * 0.35 + zd.tensor(M), axis=-1) @ v
+    loss = (o * zd.tensor(G)).sum()
+    grads = zd.grad(loss, [q, k, v])
+    kernels, _, _ = zsession.current().plan([loss.node] + [g.node for g in grads])
+    assert [o.shape for o in kernels[0].outputs] == [(B, H, Tq, D, 1), (B, H, Tq, 1)]
+    zd.realize(loss, *grads)
+    f = [x.astype(np.float64) for x in (Q, K, V, G, M)]
+    kb, vb = (np.broadcast_to(x, (B, H, Tk, D)) for x in f[1:3])
+    s = f[0] @ kb.transpose(0, 1, 3, 2) * 0.35 + f[4]
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    dp = f[3] @ vb.transpose(0, 1, 3, 2)
+    ds = p * (dp - (p * dp).sum(-1, keepdims=True)) * 0.35
+    want = (ds @ kb, (ds.transpose(0, 1, 3, 2) @ f[0]).sum(1, keepdims=True),
+            (p.transpose(0, 1, 3, 2) @ f[3]).sum(1, keepdims=True))
+    for got, exp in zip(grads, want):
+        np.testing.assert_allclose(got.numpy(), exp, rtol=1e-4, atol=1e-5)
+
+
 def test_attention_whose_scores_are_read_elsewhere_is_not_fused_and_stays_right():
     """An attention whose scores something else reads (their row max, summed into the loss) cannot be one kernel:
     the scores are stored, so the backward reads p back rather than recomputing it (graph/recompute.py), and no
