@@ -127,7 +127,7 @@ def match(kernel: Kernel) -> AttentionSpec | None:
     if pattern is None:
         return None
     pos = {n.id: i for i, n in enumerate(kernel.inputs)}
-    stats = tuple(kernel.outputs[1:])  # row statistics (fuse/kernelize.py `_row_statistics`), of the row max's shape
+    stats = tuple(kernel.outputs[1:])  # row statistics (fuse/attention_fusion.py), of the row max's shape
     marks = {pattern.row_max.id, pattern.row_sum.id}
     if any(x.shape != pattern.row_max.shape or not _of_row_stats(x, marks, pos) for x in stats):
         return None

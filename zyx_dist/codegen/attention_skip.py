@@ -339,7 +339,7 @@ def prologue(a: AttentionSpec, r: SkipRule, lay: Layout, name: str, kernel: Kern
     if there is one, for k's largest |x| and v's finiteness, and mask tile (mask batch, query block, key
     block) b, if there is one, for the mask test. `as_used` turns a computed float into the value the
     attention kernel uses (its rounding to the tiles' `dtype`); `views` are the tile code's `copyable` results
-    for k and v in that dtype, `view_of` the same test for the mask (attention_tc.copyable, bound to the kernel)."""
+    for k and v in that dtype, `view_of` the same test for the mask (attention_tiles.copyable, bound to the kernel)."""
     kv = lay.batches * lay.key_blocks
     return f"""{PROLOGUE_MARK}{name} {lay.groups} {THREADS} {lay.nbytes}
 extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params)}) {{

@@ -24,7 +24,8 @@ from . import attention_tc, attention_tma
 from . import symbolic as sym
 from .attention import AttentionSpec, Evaluate, RowStats
 from .attention_skip import Skips
-from .attention_tc import _HELPERS, Tile, copyable, fill, filled_check
+from .attention_tc import _HELPERS
+from .attention_tiles import Tile, copyable, fill, filled_check
 from .dialects import CUDA
 from .gemm import Epilogue
 

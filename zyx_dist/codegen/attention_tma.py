@@ -30,13 +30,9 @@ from .attention_tc import (
     BN,
     PAD,
     ROW_MAX,
-    SIDE_TYPES,
     THREADS,
     WAIT,
     ZERO_S,
-    Tile,
-    copyable,
-    fill,
     finish,
     launch_bounds,
     o_init,
@@ -50,6 +46,7 @@ from .attention_tc import (
     wgmma_usable,
     work_order,
 )
+from .attention_tiles import SIDE_TYPES, Tile, copyable, fill
 from .gemm import Epilogue
 from .gemm_tc import _HELPERS
 from .gemm_wgmma import _WGMMA_HELPERS, ARCH_MARK, ATOM, SHARED_LIMIT

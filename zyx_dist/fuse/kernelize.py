@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..graph.attention import find as find_attention
-from ..graph.ir import Node, Op, ReduceOp, broadcast_product, is_crop, prod, toposort
+from ..graph.ir import Node, Op, ReduceOp, broadcast_product, is_crop, prod, toposort, view_base
+from .attention_fusion import computing_kernel, fused_attention
 
 
 @dataclass
@@ -95,14 +95,6 @@ def row_suffix(n: Node) -> tuple[int, ...] | None:
 VIEWS = (Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.FLIP, Op.PAD)  # index arithmetic only
 
 
-def _view_base(n: Node) -> Node:
-    """The node under a chain of movement ops: storing it serves every view of it, read in place (so
-    `q @ k.mT` on a permuted, sliced qkv stores qkv once, not a copy per view)."""
-    while n.op in VIEWS:
-        n = n.srcs[0]
-    return n
-
-
 def _suffix_axes(shape: tuple[int, ...], suffix: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(range(len(shape) - len(suffix), len(shape)))
 
@@ -122,7 +114,7 @@ def kernelize(targets: list[Node], limits: Limits = DEFAULT_LIMITS,
     # attention in one kernel (its scores, row max and sum not stored), with its row statistics as extra outputs:
     # stored from the start, so that what reads them (a backward pass's recomputed probabilities) is decided
     # around a stored row vector
-    fused, side = _attention(order, {t.id for t in targets}, users)
+    fused, side = fused_attention(order, {t.id for t in targets}, users)
     extras = {o.id for outs in side.values() for o in outs}
     stored |= extras
     _reduce_stores(order, stored, decide=True, users=users)
@@ -137,7 +129,9 @@ def kernelize(targets: list[Node], limits: Limits = DEFAULT_LIMITS,
         reach = _reaching_groups(order, stored, groups)
         bearing = _reduce_bearing(order, stored)
         wanted = {n.id for n in order if n.id not in stored and bearing[n.id] and len(reach.get(n.id, ())) > 1}
-        extra = {_view_base(_chain_top(by_id[i], users, stored, bearing)).id
+        # (the node under the views is stored: it serves every view, read in place, so `q @ k.mT` on a permuted,
+        # sliced qkv stores qkv once, not a copy per view)
+        extra = {view_base(_chain_top(by_id[i], users, stored, bearing)).id
                  for i in wanted if not any(s.id in wanted for s in by_id[i].srcs)} - stored
         if not extra:
             break
@@ -146,7 +140,7 @@ def kernelize(targets: list[Node], limits: Limits = DEFAULT_LIMITS,
         stored -= fused - extras
         groups = _group(order, stored, affinity)
         for out_id, outs in side.items():  # row statistics: extra outputs of the kernel that computes the pattern
-            owner = _owner(by_id[out_id], stored, users)
+            owner = computing_kernel(by_id[out_id], stored, users)
             for o in outs:
                 groups[o.id] = groups[owner.id]
     _, rows = _reduce_stores(order, stored, decide=False)
@@ -360,94 +354,6 @@ class _Union:
         out = self.big if id(self.big) in owned else set(self.big)
         out |= self.rest
         return out
-
-
-def _attention(order: list[Node], targets: set[int],
-               users: dict[int, list[Node]]) -> tuple[set[int], dict[int, list[Node]]]:
-    """Nodes of attention patterns (see graph/attention.py) that one kernel computes: each pattern whose
-    inner nodes are neither requested nor pinned nor read by anything outside the pattern, except its row max
-    and row sum, which the kernel may also hand out through row statistics (`_row_statistics`). Gives those
-    nodes and, per pattern that has them, its statistics' outputs, keyed by the pattern's final reduce."""
-    by_id = {n.id: n for n in order}
-    fused: set[int] = set()
-    side: dict[int, list[Node]] = {}
-    for n in order:
-        if n.op is not Op.REDUCE:
-            continue
-        pattern = find_attention(n)
-        if pattern is None:
-            continue
-        inner = pattern.internal() - {n.id}
-        if any(i in targets or by_id[i].device is not None for i in inner if i in by_id):
-            continue
-        stats = _row_statistics(pattern, inner | {n.id}, users, targets)
-        if stats is None:
-            continue
-        around, outputs = stats
-        # a view of what the pattern reads (v broadcast over the rows) may have readers of its own: it computes
-        # nothing
-        if any(not {u.id for u in users.get(i, ())} <= inner | {n.id} | around for i in inner
-               if i in by_id and _view_base(by_id[i]).id in inner):
-            continue
-        fused |= inner | around
-        if outputs:
-            side[n.id] = outputs
-    return fused, side
-
-
-STAT_OPS = (Op.UNARY, Op.BINARY, Op.CAST)
-
-
-def _row_statistics(pattern, inner: set[int], users: dict[int, list[Node]],
-                    targets: set[int]) -> tuple[set[int], list[Node]] | None:
-    """What reads an attention's row max and row sum from outside it: elementwise functions of those two and
-    of constants, of their shape (a backward pass's log-sum-exp, m + log(l), from which it recomputes the
-    probabilities), which the attention kernel computes from its own running max and sum and stores beside its
-    output. Gives the ids of those nodes and the ones among them read further on (the extra outputs), or
-    None where something else reads the max or the sum (then the pattern is not fused)."""
-    stats = (pattern.row_max, pattern.row_sum)
-    shape = pattern.row_max.shape
-    found: dict[int, Node] = {}
-    queue = list(stats)
-    while queue:
-        x = queue.pop()
-        for u in users.get(x.id, ()):
-            if u.id not in inner and u.id not in found and u.op in STAT_OPS and u.shape == shape and u.device is None:
-                found[u.id] = u
-                queue.append(u)
-    side: set[int] = set()
-    known = {s.id for s in stats}
-    for u in sorted(found.values(), key=lambda x: x.id):  # ids follow creation: sources first
-        if all(s.id in known or s.id in side or _constant(s) for s in u.srcs):
-            side.add(u.id)
-    for x in stats:
-        if any(u.id not in inner and u.id not in side for u in users.get(x.id, ())):
-            return None
-    outputs = [found[i] for i in sorted(side)
-               if i in targets or any(u.id not in side for u in users.get(i, ()))]
-    return side, outputs
-
-
-def _constant(n: Node) -> bool:
-    while n.op in VIEWS:
-        n = n.srcs[0]
-    return n.op is Op.CONST
-
-
-def _owner(n: Node, stored: set[int], users: dict[int, list[Node]]) -> Node:
-    """The first stored node (by id) whose kernel computes `n`: n itself, or one above it through unstored
-    consumers (an attention's output has some: the backward pass reads it)."""
-    if n.id in stored:
-        return n
-    found: list[Node] = []
-    seen, stack = {n.id}, [n]
-    while stack:
-        for u in users.get(stack.pop().id, ()):
-            if u.id in seen:
-                continue
-            seen.add(u.id)
-            (found if u.id in stored else stack).append(u)
-    return min(found, key=lambda x: x.id)
 
 
 SLICE_KEPT = 16  # a slice keeping less than 1/SLICE_KEPT of a product computes its part in place (`_small_slice`)

@@ -494,7 +494,7 @@ def _softmax_like(f: Node, limit: int = 32) -> bool:
     while queue and len(seen) <= limit:
         n = queue.popleft()
         if n.op is Op.BINARY and n.arg is BinaryOp.DIV:
-            e, den = (_under_moves(x) for x in n.srcs)
+            e, den = (view_base(x) for x in n.srcs)
             if (e.op is Op.UNARY and e.arg in (UnaryOp.EXP, UnaryOp.EXP2) and den.op is Op.REDUCE
                     and den.arg[0] is ReduceOp.SUM):
                 return True
@@ -506,7 +506,8 @@ def _softmax_like(f: Node, limit: int = 32) -> bool:
     return False
 
 
-def _under_moves(n: Node) -> Node:
+def view_base(n: Node) -> Node:
+    """The node under a chain of movement ops (views: index arithmetic, no values computed)."""
     while n.op in MOVEMENT_OPS:
         n = n.srcs[0]
     return n

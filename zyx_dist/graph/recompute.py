@@ -4,7 +4,7 @@ gives, per attention whose probabilities p = softmax(scores) only `p @ v` reads 
 recognises it), nodes that stand in for p and for its views in the gradient: exp(scores' - lse) (in base 2), where
 scores' is a copy of the scores down to and including q @ k^T (so no kernel shares it with the forward's)
 and lse = row max + log(row sum), the forward's own row statistics. The kernelizer then keeps the forward in
-one attention kernel, which also stores lse (a float32 per row: fuse/kernelize.py `_row_statistics`), and the
+one attention kernel, which also stores lse (a float32 per row: fuse/attention_fusion.py), and the
 backward's GEMM of q @ k^T computes p from it in its epilogue. Without this, the backward reads p, so the
 forward stores the T x T scores and probabilities and runs the scores, the softmax and p @ v as three
 kernels.
@@ -112,5 +112,5 @@ def _copy_to_product(top: Node, qk: Node) -> Node:
     copies = {product.id: Node(product.op, product.srcs, product.arg, product.shape, product.dtype)}
     copies[qk.id] = Node(qk.op, (copies[product.id],), qk.arg, qk.shape, qk.dtype)
     for n in sorted((n for n in nodes.values() if reaches[n.id]), key=lambda n: n.id):
-        copies[n.id] = Node(n.op, tuple(copies.get(s.id, s) for s in n.srcs), n.arg, n.shape, n.dtype)
+        copies[n.id] = ir.noted(Node(n.op, tuple(copies.get(s.id, s) for s in n.srcs), n.arg, n.shape, n.dtype))
     return copies[top.id]
