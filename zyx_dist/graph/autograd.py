@@ -260,12 +260,12 @@ class _Products:
         return self.readers.get(f.id, [])
 
 
-def _composite(rule: tuple, n: Node, g: Node, forward: _Products, value: Node) -> Node:
-    """The gradient at the input of the composite `n` (its result's value read as `value`: n, or its stand-in)."""
+def _composite(rule: tuple, n: Node, g: Node, forward: _Products, p: Node) -> Node:
+    """The gradient at the input of the composite `n`, whose result the softmax rule reads as `p`: n itself, or
+    its recomputed stand-in (graph/recompute.py)."""
     kind, _, axes = rule
     if kind == "softmax":  # p * (g - sum(g * p))
         rows = _attention_rows(n, g, axes, forward)
-        p = value
         if rows is None:
             return ir.mul(p, ir.sub(g, ir.expand(ir.reduce(ReduceOp.SUM, ir.mul(g, p), axes), n.shape)))
         if not n.dtype.is_half:
