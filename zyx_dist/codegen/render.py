@@ -29,7 +29,18 @@ from collections.abc import Generator
 from ..dtypes import DType, bfloat16, bool_, float16, float64
 from ..fuse.kernelize import Kernel
 from ..graph.ir import IOTA, BinaryOp, Node, Op, ReduceOp, prod
-from . import attention, attention_tc, attention_tiled, attention_tma, gemm, gemm_cpu, gemm_tc, gemm_wgmma, options
+from . import (
+    attention,
+    attention_grad,
+    attention_tc,
+    attention_tiled,
+    attention_tma,
+    gemm,
+    gemm_cpu,
+    gemm_tc,
+    gemm_wgmma,
+    options,
+)
 from . import symbolic as sym
 from .blocks import Block
 from .cexpr import all_nodes, binary_op, ctype, flat_index, limit, literal, preamble, render_conds, strides, unary
@@ -383,6 +394,9 @@ class _Renderer(RowKernels):
         fused = attention.match(self.k)
         if fused is not None:
             return self.render_gemm(fused.spec, fused)
+        grad = attention_grad.match(self.k) if self.d.name == "cuda" else None
+        if grad is not None:
+            return self.render_gemm(grad.spec, grad=grad)
         if apart(self.k):
             return self.render_apart()
         spec = gemm.match(self.k) if self.opts.tile != gemm.PLAIN else None
@@ -490,8 +504,10 @@ class _Renderer(RowKernels):
         return Program(self.name, "\n".join(src) + "\n", (threads,), (lws,), self.uses_fp64,
                        self.flops * prod(self.k.shape), nbytes, self.d.name, self.opts)
 
-    def render_gemm(self, spec: gemm.GemmSpec, fused: attention.AttentionSpec | None = None) -> Program:
-        """The GEMM template (or, with `fused`, the attention kernel) around this kernel: its operands and
+    def render_gemm(self, spec: gemm.GemmSpec, fused: attention.AttentionSpec | None = None,
+                    grad: attention_grad.GradSpec | None = None) -> Program:
+        """The GEMM template (or, with `fused`, the attention kernel; with `grad`, an attention's backward
+        product) around this kernel: its operands and
         its epilogue evaluated by renderers of their own (each in its own C scope), the reduce standing
         for the accumulator `acc`."""
         out = self.k.outputs[0]
@@ -522,7 +538,9 @@ class _Renderer(RowKernels):
             return fused.row_stats(m, l, operand, self.store, T)
 
         o = self.opts
-        if fused is not None and self.d.name == "cuda":
+        if grad is not None:
+            body, gws, lws = attention_grad.render(grad, self.name, self.k, self.params(), operand, epilogue, T)
+        elif fused is not None and self.d.name == "cuda":
             body, gws, lws = attention_tiled.render_cuda(fused, self.name, self.k, self.params(), operand, epilogue, T,
                                                          row_stats,
                                                          o.wgmma if attention_tc.wgmma_usable(fused, self.d) else 0,
@@ -544,7 +562,7 @@ class _Renderer(RowKernels):
                                          bool(o.prefetch), o.tile, bool(o.cache))
         src = preamble(self.k, self.d, self.uses_fp64) + [body]
         nbytes = sum(n.size * n.dtype.itemsize for n in self.k.inputs + self.k.outputs)
-        flops = 2 * spec.B * spec.M * spec.N * spec.K * (1 + (fused.head / spec.N if fused else 0))
+        flops = grad.flops if grad else 2 * spec.B * spec.M * spec.N * spec.K * (1 + (fused.head / spec.N if fused else 0))
         return Program(self.name, "\n".join(src), gws, lws, self.uses_fp64, int(flops), nbytes, self.d.name, self.opts)
 
 
@@ -563,6 +581,8 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
     if fused is not None:  # one form, or more where wgmma (and TMA) can run it
         return options.Shape(prod(kernel.shape), 1, 0, 0, False, False, d.name, gpu, max_lws, attention=True,
                              wgmma=attention_tc.wgmma_usable(fused, d), tma=attention_tma.usable(fused, kernel, d))
+    if d.name == "cuda" and attention_grad.match(kernel) is not None:  # one form
+        return options.Shape(prod(kernel.shape), 1, 0, 0, False, False, d.name, gpu, max_lws, attention=True)
     if apart(kernel):
         return options.Shape(prod(kernel.shape), 1, 0, 0, False, False, d.name, gpu, max_lws)
     spec = gemm.match(kernel)

@@ -137,7 +137,8 @@ class Session(Recovery, Exchange, Readback):
         self.guess_plans = templates.guesses_enabled(self.split_k or self.backend.round_trip_seconds > 0)
         # graph structure -> kernels and their programs; every kernel must fit every device's argument space
         self.plans = PlanCache(Limits(param_bytes=min(int(i.get("max_parameter_bytes") or 1024)
-                                                      for i in self.infos.values())))
+                                                      for i in self.infos.values()),
+                                      tensor_cores=all(_tensor_cores(i) for i in self.infos.values())))
         self.peaks = {}
         # (kernel, device) -> the least device time any run measured: a bound on how long its replays wait for
         # it (the cost model's moving average keeps half of a first, cold launch: templates.hidden_seconds)
@@ -495,6 +496,12 @@ class Session(Recovery, Exchange, Readback):
         out: dict[str, Any] = dict(self.counters)
         out["bytes_in_use"] = dict(self.bytes_in_use)
         return out
+
+
+def _tensor_cores(info: dict) -> bool:
+    """Whether a device runs CUDA's mma.sync on half types (compute capability 8.0 and up)."""
+    cc = str(info.get("compute_capability", "")).split(".")[0]
+    return info.get("backend") == "cuda" and cc.isdigit() and int(cc) >= 8
 
 
 def _variant_key(info: dict) -> str:

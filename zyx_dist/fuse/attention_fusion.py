@@ -2,13 +2,15 @@
 topological order, the requested ones and each node's readers; gives the nodes of each attention pattern
 (graph/attention.py) that one fused kernel computes, never stored, and the extra outputs that kernel stores beside
 its own: elementwise functions of the pattern's row max and row sum that other kernels read (a backward pass's
-log-sum-exp, graph/recompute.py), and, per pattern, which stored node's kernel computes it.
+log-sum-exp, graph/recompute.py), and, per pattern, which stored node's kernel computes it; and the nodes that
+the kernels of the attention's backward products (graph/attention_grad.py) recompute rather than read.
 """
 
 from __future__ import annotations
 
 from ..graph.attention import Attention
 from ..graph.attention import find as find_attention
+from ..graph.attention_grad import find as find_attention_grad
 from ..graph.ir import Node, Op, view_base
 
 
@@ -96,3 +98,45 @@ def computing_kernel(n: Node, stored: set[int], users: dict[int, list[Node]]) ->
             seen.add(u.id)
             (found if u.id in stored else stack).append(u)
     return min(found, key=lambda x: x.id)
+
+
+def fused_attention_grads(order: list[Node], targets: set[int], users: dict[int, list[Node]],
+                          stored: set[int]) -> set[int]:
+    """Nodes that the kernels of an attention's backward products (graph/attention_grad.py: dV, dQ, dK) compute
+    themselves rather than read, with `stored` as the kernelizer decided it otherwise: each product's weights
+    (the recomputed scores and probabilities, dO @ V^T, dS) down to the contractions. A product is kept only
+    where nothing else reads those nodes (nor requests or pins them), and what its contractions and its operand
+    read is stored, an input, or computed without a reduce (else each kernel would run that reduce per
+    element)."""
+    found = [g for n in order if n.op is Op.REDUCE and (g := find_attention_grad(n)) is not None]
+    by_id = {n.id: n for n in order}
+    while True:  # dropping a product can leave another's nodes with an outside reader
+        inner = set().union(*(g.nodes for g in found))
+        keep = [g for g in found if _self_contained(g, inner, targets, users, stored, by_id)]
+        if len(keep) == len(found):
+            return inner
+        found = keep
+
+
+def _self_contained(g, inner: set[int], targets: set[int], users: dict[int, list[Node]], stored: set[int],
+                    by_id: dict[int, Node]) -> bool:
+    for i in g.nodes:
+        if (i in targets or by_id[i].device is not None
+                or any(u.id not in inner and u is not g.out for u in users.get(i, ()))):
+            return False
+    reads = [g.operand, *(x for c in g.contractions for x in c.srcs[0].srcs)]
+    return all(_cheap(x, stored, inner) for x in reads)
+
+
+def _cheap(n: Node, stored: set[int], inner: set[int]) -> bool:
+    """Whether `n` is stored, an input, or computed (where not stored) without a reduce."""
+    stack, seen = [n], set()
+    while stack:
+        x = stack.pop()
+        if x.id in seen or x.id in stored or x.op in (Op.LEAF, Op.CONST):
+            continue
+        seen.add(x.id)
+        if x.op is Op.REDUCE or x.id in inner or x.device is not None:
+            return False
+        stack.extend(x.srcs)
+    return True

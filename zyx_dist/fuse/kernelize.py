@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..graph.ir import Node, Op, ReduceOp, broadcast_product, is_crop, prod, toposort, view_base
-from .attention_fusion import computing_kernel, fused_attention
+from .attention_fusion import computing_kernel, fused_attention, fused_attention_grads
 
 
 @dataclass
@@ -50,11 +50,14 @@ class Limits:
     """What one kernel may hold. `param_bytes`: the device's kernel argument space (OpenCL's
     CL_DEVICE_MAX_PARAMETER_SIZE, at least 1024 on every full-profile device; CUDA's 4 KiB), spent at
     `pointer_bytes` per buffer argument; `nodes`: the computed nodes of one kernel, which bounds its
-    source (and its compile time) whatever the graph."""
+    source (and its compile time) whatever the graph; `tensor_cores`: every device runs CUDA's mma.sync on
+    half types (sm_80 and up), so an attention's backward products may recompute their weights in one
+    kernel each (codegen/attention_grad.py), which elsewhere would run as plain loops."""
 
     param_bytes: int = 1024
     pointer_bytes: int = 8
     nodes: int = 512
+    tensor_cores: bool = False
 
     @property
     def buffers(self) -> int:
@@ -136,6 +139,10 @@ def kernelize(targets: list[Node], limits: Limits = DEFAULT_LIMITS,
         if not extra:
             break
         stored |= extra
+    # an attention's backward products recompute their weights: nothing T x T is stored
+    if limits.tensor_cores and (recomputed := fused_attention_grads(order, {t.id for t in targets}, users, stored)):
+        stored -= recomputed
+        groups = _group(order, stored, affinity)
     if fused:
         stored -= fused - extras
         groups = _group(order, stored, affinity)

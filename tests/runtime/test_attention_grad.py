@@ -1,0 +1,119 @@
+"""The backward products of an attention that recompute their weights (graph/attention_grad.py): with the limits
+of a session whose devices all have tensor cores, dQ, dK and dV are each one kernel that recomputes the scores,
+the probabilities and dS from q, k, v, dO and the row vectors, and nothing T x T is stored. Here on the OpenCL
+CPU device those kernels run as plain loops (the tensor-core renderer is CUDA's: tests/gpu/test_attention_gpu.py
+runs it), which checks the kernelizer's decision: the gradients equal NumPy's for each mask, tails past the
+blocks, cross-attention and both half types. Without tensor cores the plan is as before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+
+import ml_dtypes
+import numpy as np
+import pytest
+from helpers import ref_attention_grads
+
+import zyx_dist as zd
+from zyx_dist.codegen import attention_grad
+from zyx_dist.codegen.render import render_kernel
+from zyx_dist.engine import session as zsession
+from zyx_dist.fuse.kernelize import Limits, kernelize
+
+pytestmark = pytest.mark.usefixtures("tuning_off")
+
+CASES = [("bfloat16", "where", 70, 70, 16), ("bfloat16", "causal", 64, 64, 32), ("float16", "per_batch", 40, 72, 16),
+         ("bfloat16", "none", 33, 50, 16)]
+
+
+def _graph(dtype, mask: str, Tq: int, Tk: int, D: int, seed: int = 3):
+    rng = np.random.default_rng(seed)
+    np_dtype = np.dtype(getattr(ml_dtypes, dtype) if dtype == "bfloat16" else dtype)
+    B, H = 2, 3
+    Q, G = (rng.standard_normal((B, H, Tq, D)).astype(np_dtype) for _ in range(2))
+    K, V = (rng.standard_normal((B, H, Tk, D)).astype(np_dtype) for _ in range(2))
+    keep = np.tril(np.ones((Tq, Tk), bool))
+    M = {"causal": np.where(keep, 0, -1e9), "where": np.where(keep, 0, -np.inf), "none": None,
+         "per_batch": rng.standard_normal((B, 1, Tq, Tk))}[mask]
+    M = None if M is None else M.astype(np.float32).astype(np_dtype)
+    q, k, v = (zd.tensor(x) for x in (Q, K, V))
+    s = q @ k.mT * 0.25
+    if mask == "where":
+        s = zd.where(zd.tensor(keep), s, -math.inf)
+    elif M is not None:
+        s = s + zd.tensor(M)
+    loss = (zd.softmax(s, axis=-1) @ v * zd.tensor(G)).sum()
+    grads = zd.grad(loss, [q, k, v])
+    return grads, ref_attention_grads(Q, K, V, 0.25, M, G), B * H * Tq * Tk
+
+
+@pytest.mark.parametrize("dtype,mask,Tq,Tk,D", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}x{c[3]}-d{c[4]}" for c in CASES])
+def test_attention_backward_products_recompute_their_weights(dtype, mask, Tq, Tk, D, monkeypatch):
+    plans = zsession.current().plans
+    monkeypatch.setattr(plans, "limits", dataclasses.replace(plans.limits, tensor_cores=True))
+    grads, want, square = _graph(dtype, mask, Tq, Tk, D)
+    kernels, _, _ = zsession.current().plan([g.node for g in grads])
+    assert not any(x.size == square for kern in kernels for x in kern.outputs), "nothing T x T is stored"
+    products = [kern for kern in kernels if attention_grad.match(kern) is not None]
+    assert len(products) == 3
+    for kern in products:  # the tensor-core kernel in CUDA (compiled by tests/unit/test_cuda_render.py)
+        assert "mma.sync" in render_kernel(kern, "cuda").source
+    zd.realize(*grads)
+    for name, got, exp in zip("qkv", grads, want):
+        np.testing.assert_allclose(got.numpy().astype(np.float64), exp, rtol=0.05, atol=0.05, err_msg=f"d{name}")
+
+
+def test_without_tensor_cores_the_backward_stores_its_probabilities():
+    """Elsewhere (plain loops would recompute each weight once per output column) the plan stores p and dS."""
+    grads, _, square = _graph("bfloat16", "causal", 64, 64, 16)
+    nodes = [g.node for g in grads]
+    assert sum(x.size == square for kern in kernelize(nodes) for x in kern.outputs) == 2
+    assert not any(x.size == square for kern in kernelize(nodes, Limits(tensor_cores=True)) for x in kern.outputs)
+
+
+def test_weights_requested_too_are_stored_and_nothing_recomputes_them():
+    """dS requested beside the gradients is stored: the products that read it, and dV, whose p dS also reads, keep
+    the plan of old (their weights have a reader outside them)."""
+    from zyx_dist.graph.attention_grad import find
+    from zyx_dist.graph.ir import toposort
+
+    grads, _, _ = _graph("bfloat16", "none", 32, 32, 16)
+    found = [g for n in toposort([g.node for g in grads]) if (g := find(n)) is not None]
+    assert len(found) == 3
+    ds = next(g.weights for g in found if len(g.contractions) == 2)
+    kernels = kernelize([g.node for g in grads] + [ds], Limits(tensor_cores=True))
+    assert any(x is ds for kern in kernels for x in kern.outputs)
+    assert not any(attention_grad.match(kern) for kern in kernels)
+
+
+NVCC = shutil.which("nvcc")
+COMPILED = [("bfloat16", "causal", 200, 200, 64), ("float16", "where", 64, 130, 128), ("bfloat16", "none", 96, 64, 32)]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_nvcc_accepts_the_backward_products():
+    """The tensor-core kernels of dQ, dK and dV, for head dims 32 to 128 (the loop's block halves past 64), tails,
+    cross-attention lengths and both half types, compile for sm_80 and sm_90a without spilling."""
+    sources = {}
+    for dtype, mask, Tq, Tk, D in COMPILED:
+        grads, _, _ = _graph(dtype, mask, Tq, Tk, D)
+        for kern in kernelize([g.node for g in grads], Limits(param_bytes=4096, tensor_cores=True)):
+            if attention_grad.match(kern) is not None:
+                sources[f"{dtype}_{mask}_{Tq}x{Tk}_d{D}_{len(sources)}"] = render_kernel(kern, "cuda").source
+    assert len(sources) == 3 * len(COMPILED)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in sources.items():
+            path = os.path.join(tmp, f"{name}.cu")
+            with open(path, "w") as f:
+                f.write(text)
+            for arch in ("sm_80", "sm_90a"):
+                r = subprocess.run([NVCC, "-cubin", f"-arch={arch}", "-Xptxas", "-v", path, "-o", path + ".cubin"],
+                                   capture_output=True, text=True, check=False, timeout=600)
+                assert r.returncode == 0, f"{name}\n{r.stderr[:3000]}"
+                assert " 0 bytes spill stores" in r.stderr, f"{name} {arch} spills:\n{r.stderr}"

@@ -1,0 +1,299 @@
+"""Driver side: the kernels of an attention's backward products on tensor cores, the way flash attention's
+backward computes them, for the CUDA dialect and half types. Takes a kernel whose output is one of the products
+graph/attention_grad.py recognises (dV = p^T @ dO, dQ = dS @ K, dK = dS^T @ Q, their weights left unstored by the
+kernelizer); `match` works out the index arithmetic (the batch, the kernel's rows, the loop axis the product sums
+over, the operand's head dim, and for each contraction the weights recompute, which of its operands follows the
+rows and which the loop); `render` gives CUDA C: a work-group of 4 warps owns 64 rows (16 per warp), keeps the
+rows' operands of the contractions (q and dO for dQ, k and v for dK) as mma.sync A fragments in registers, and
+walks the loop axis in blocks, the loop operands' tiles double-buffered in shared memory by `cp.async`. Per block,
+each contraction is `mma.sync.m16n8k16` into float32 accumulators; the weights (the recomputed probabilities
+exp2(s * log2(e) - lse * log2(e)) with the scale and the mask, dO @ V^T - D, their product, any elementwise
+expression) are evaluated at each accumulator's row and loop index by the renderer's evaluator, rounded to the
+half type as the A fragments of weights @ operand (an m16n8 accumulator pair has the layout of an m16k16 A
+fragment), which accumulates in registers across the blocks. Nothing T x T is stored or read. Weights outside
+the rows or the loop are 0, so tails need no other care.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..fuse.kernelize import Kernel
+from ..graph.attention_grad import ChainedProduct
+from ..graph.attention_grad import find as find_grad
+from ..graph.ir import Node, Op
+from . import symbolic as sym
+from .attention import Evaluate, _down, _top_reduce
+from .attention_tc import PAD, ldm, mma_loop, tc_helpers
+from .attention_tiles import Tile, fill
+from .cexpr import move_index
+from .gemm import ELEMENTWISE, Epilogue, GemmSpec, _walk, tidy
+from .gemm_tc import _HELPERS
+
+BM = 64  # rows per work-group, 16 per warp
+THREADS = 128
+
+
+@dataclass(frozen=True)
+class Contraction:
+    node: Node  # the sum over the head dim that the weights read
+    row: Node  # its operand that follows the kernel's rows (at `index`)
+    loop: Node  # ... and the one that follows the loop axis
+    index: tuple  # its product's index at the template's (bz, gi, gk) and the head dim's `dd`
+    head: int
+
+
+@dataclass(frozen=True)
+class GradSpec:
+    pattern: ChainedProduct
+    spec: GemmSpec  # of weights @ operand: batch, rows (M), the operand's head dim (N), the loop (K)
+    weights_idx: tuple  # the weights' index at (bz, gi, gk)
+    contractions: tuple[Contraction, ...]
+    operand_idx: tuple  # the operand's index at (bz, gk) and its head dim's `dd`
+
+    @property
+    def flops(self) -> int:
+        s = self.spec
+        return 2 * s.B * s.M * s.K * (s.N + sum(c.head for c in self.contractions))
+
+
+def _index_of(top: Node, target: Node, idx: tuple, inputs: set[int]) -> tuple | None:
+    """The one index at which `top` at idx reads `target`, through elementwise and movement ops (reads of
+    inputs, constants and other reduces end a path)."""
+    found: set[tuple] = set()
+    stack = [(top, idx)]
+    while stack:
+        n, ix = stack.pop()
+        if n is target:
+            found.add(tuple(tidy(e) for e in ix))
+        elif n.id in inputs or n.op is Op.CONST or n.op is Op.REDUCE:
+            continue
+        elif n.op in ELEMENTWISE:
+            stack.extend((s, ix) for s in n.srcs)
+        elif n.op in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND):
+            stack.append((n.srcs[0], move_index(n, ix)))
+        else:
+            return None
+    return found.pop() if len(found) == 1 else None
+
+
+def match(kernel: Kernel) -> GradSpec | None:
+    if len(kernel.outputs) != 1:
+        return None
+    out = _top_reduce(kernel)
+    pattern = find_grad(out) if out is not None else None
+    if pattern is None:
+        return None
+    pos = {n.id: i for i, n in enumerate(kernel.inputs)}
+    if any(i in pos for i in pattern.nodes):
+        return None
+    mul = out.srcs[0]
+    zero = tuple(sym.ZERO for _ in mul.shape)
+    side = next((s for s in mul.srcs if s is not pattern.operand and _down(s, pattern.weights, zero) is not None), None)
+    if side is None:
+        return None
+    shape, kj = mul.shape, out.arg[1][0]
+    names = [f"d{i}" for i in range(len(shape))]
+    idx = tuple(sym.Var(nm, 0, d - 1) if d > 1 else sym.ZERO for nm, d in zip(names, shape))
+    widx = _down(side, pattern.weights, idx)
+    w = _walk(pattern.operand, idx, pos)
+    if widx is None or w is None:
+        return None
+    wvars = set().union(*[sym.variables(e) for e in widx])
+    dims = [d for d in range(len(shape)) if d != kj and shape[d] > 1]
+    rows = tuple(d for d in dims if names[d] in wvars and names[d] not in w[0])
+    cols = tuple(d for d in dims if names[d] in w[0] and names[d] not in wvars)
+    batch = tuple(d for d in dims if d not in rows and d not in cols)
+    spec = GemmSpec(out, side, pattern.operand, shape, (kj,), batch, rows, cols, None, None)
+    bz, gi, _, gk = spec.vars()
+    weights_idx = _down(side, pattern.weights, spec.index(bz, gi, sym.ZERO, gk))
+    if weights_idx is None:
+        return None
+    weights_idx = tuple(tidy(e) for e in weights_idx)
+    contractions = []
+    for c in pattern.contractions:
+        at = _index_of(pattern.weights, c, weights_idx, set(pos))
+        if at is None:
+            return None
+        axis = c.arg[1][0]
+        head = c.srcs[0].shape[axis]
+        cidx = tuple(sym.Var("dd", 0, head - 1) if a == axis else e for a, e in enumerate(at))
+        uses = []
+        for x in c.srcs[0].srcs:
+            wx = _walk(x, cidx, pos)
+            if wx is None or "gj" in wx[0]:
+                return None
+            uses.append((x, wx[0]))
+        row = next((x for x, used in uses if "gk" not in used), None)
+        loop = next((x for x, used in uses if "gi" not in used and x is not row), None)
+        if row is None or loop is None:
+            return None
+        contractions.append(Contraction(c, row, loop, cidx, head))
+    operand_idx = spec.index(bz, sym.ZERO, sym.Var("dd", 0, spec.N - 1), gk)
+    wo = _walk(pattern.operand, operand_idx, pos)
+    if wo is None or "gi" in wo[0] or spec.N % 16 or spec.N > 128:
+        return None
+    return GradSpec(pattern, spec, weights_idx, tuple(contractions), operand_idx)
+
+
+def usable(g: GradSpec, dialect) -> bool:
+    return dialect.name == "cuda"
+
+
+def _tiles(kernel: Kernel, g: GradSpec) -> tuple[list[tuple[Node, tuple, int]], list[int]]:
+    """The distinct (node, index, width) of the loop operands, and which of them each contraction's loop operand
+    and then the product's operand reads: one tile serves two that load the same elements (k in dQ's kernel, q in
+    dK's)."""
+    pos = {n.id: i for i, n in enumerate(kernel.inputs)}
+    tiles: list[tuple[Node, tuple, int]] = []
+    keys: list = []
+    uses: list[int] = []
+    for node, index, width in [*((c.loop, c.index, c.head) for c in g.contractions),
+                               (g.pattern.operand, g.operand_idx, g.spec.N)]:
+        w = _walk(node, index, pos)
+        key = (width, tuple(w[1])) if w is not None and not w[2] else (width, node.id, index)
+        if key not in keys:
+            keys.append(key)
+            tiles.append((node, index, width))
+        uses.append(keys.index(key))
+    return tiles, uses
+
+
+def render(g: GradSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate, epilogue: Epilogue,
+           index_type: str) -> tuple[str, tuple, tuple]:
+    spec, T = g.spec, index_type
+    M, N, K = spec.M, spec.N, spec.K
+    widest = max(N, *(c.head for c in g.contractions))
+    BN = 64 if widest <= 64 else 32  # the loop's block: the contractions' accumulators stay in registers
+    groups = -(-M // BM)
+    half = g.pattern.out.dtype.name
+    kind = "bf16" if half == "bfloat16" else "f16"
+    store = "zd_bf16_store({})" if kind == "bf16" else "__half_as_ushort(__float2half_rn({}))"
+    tiles, uses = _tiles(kernel, g)
+
+    # shared memory: the rows' operands staged once (then held as fragments), the loop tiles twice (cp.async into
+    # one buffer while the other is computed on)
+    pool, at = [], 0
+    rows_fill = []
+    for i, c in enumerate(g.contractions):
+        pitch = c.head + PAD
+        pool.append(f"  unsigned short (*R{i})[{pitch}] = reinterpret_cast<unsigned short (*)[{pitch}]>(zd_base + {at});")
+        at += BM * pitch * 2
+        dd = sym.Var("dd", 0, c.head - 1)
+        rows_fill.append(fill(kernel, c.row, c.index, Tile(f"R{i}[row][col]", BM, c.head, "gi", "r0", M, dd, c.head,
+                                                          half, store), evaluate, T, THREADS))
+    loop_fill = []
+    for t, (node, index, width) in enumerate(tiles):
+        pitch = width + PAD
+        pool.append(f"  unsigned short (*L{t})[{BN}][{pitch}] = "
+                    f"reinterpret_cast<unsigned short (*)[{BN}][{pitch}]>(zd_base + {at});")
+        at += 2 * BN * pitch * 2
+        dd = sym.Var("dd", 0, width - 1)
+        loop_fill.append(fill(kernel, node, index, Tile(f"L{t}[buf][row][col]", BN, width, "gk", "j0", K, dd, width,
+                                                       half, store), evaluate, T, THREADS))
+    fills = "\n".join(loop_fill)
+
+    frags = []
+    for i, c in enumerate(g.contractions):
+        addr = f"&R{i}[warp * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][kk * 16 + ((lane >> 4) << 3)]"
+        frags.append(f"""  unsigned rf{i}[{c.head // 16}][4];
+  #pragma unroll
+  for (int kk = 0; kk < {c.head // 16}; kk++)
+    {ldm(False, addr, (f"rf{i}[kk][0]", f"rf{i}[kk][1]", f"rf{i}[kk][2]", f"rf{i}[kk][3]"))}""")
+    scores = []
+    overrides = {}
+    for i, c in enumerate(g.contractions):
+        t = uses[i]
+        scores.append(f"""    float S{i}[{BN // 8}][4];
+    #pragma unroll
+    for (int ni = 0; ni < {BN // 8}; ni++)
+      #pragma unroll
+      for (int h = 0; h < 4; h++) S{i}[ni][h] = 0.0f;
+{mma_loop(kind, "kk", c.head // 16, BN // 16, f"S{i}", f"rf{i}[kk]", False,
+          f"&L{t}[buf][j * 16 + ((lane >> 4) << 3) + (lane & 7)][kk * 16 + (((lane >> 3) & 1) << 3)]", "    ")}""")
+        overrides[c.node.id] = f"S{i}[ni][h]"
+    w_lines, w_val = evaluate(g.pattern.weights, g.weights_idx, overrides)
+    inside = "true" if M % BM == 0 and K % BN == 0 else f"gi < {M} && gk < {K}"
+    op_tile = uses[-1]
+    product = mma_loop(kind, "t", BN // 16, N // 16, "o", "pf[t]", True,
+                       f"&L{op_tile}[buf][t * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][j * 16 + ((lane >> 4) << 3)]",
+                       "    ")
+    body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
+    bz_expr = f"({T})(blockIdx.x / {groups})"
+    src = f"""{_HELPERS}
+{tc_helpers(kind)}
+extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params)}) {{
+  // zyx_dist: dynamic shared bytes {at}
+  extern __shared__ __align__(16) float zd_pool[];
+  unsigned char* zd_base = reinterpret_cast<unsigned char*>(zd_pool);
+{chr(10).join(pool)}
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const {T} bz = {bz_expr};
+  const {T} r0 = ({T})(blockIdx.x % {groups}) * {BM};
+{chr(10).join(rows_fill)}
+  zd_cp_commit();
+  asm volatile("cp.async.wait_group 0;" ::: "memory");
+  __syncthreads();
+{chr(10).join(frags)}
+  float o[{N // 8}][4];
+  #pragma unroll
+  for (int x = 0; x < {N // 8}; x++)
+    #pragma unroll
+    for (int h = 0; h < 4; h++) o[x][h] = 0.0f;
+  const int steps = {-(-K // BN)};
+  {{
+    const {T} j0 = 0;
+    const int buf = 0;
+{fills}
+  }}
+  zd_cp_commit();
+  for (int s = 0; s < steps; s++) {{
+    if (s + 1 < steps) {{  // the next block's tiles, copied while this one is computed
+      const {T} j0 = ({T})(s + 1) * {BN};
+      const int buf = (s + 1) & 1;
+{fills}
+    }}
+    zd_cp_commit();
+    asm volatile("cp.async.wait_group 1;" ::: "memory");  // this block's tiles have landed
+    __syncthreads();  // ... for every thread
+    const int buf = s & 1;
+    const {T} j0 = ({T})s * {BN};
+{chr(10).join(scores)}
+    // the weights at each accumulator's row and loop index (0 past either end), as the A fragments of the product
+    #pragma unroll
+    for (int ni = 0; ni < {BN // 8}; ni++) {{
+      #pragma unroll
+      for (int h = 0; h < 4; h++) {{
+        const {T} gi = r0 + warp * 16 + (lane >> 2) + ((h >> 1) << 3);
+        const {T} gk = j0 + ni * 8 + ((lane & 3) << 1) + (h & 1);
+        float w = 0.0f;
+        if ({inside}) {{ {' '.join(w_lines)} w = {w_val}; }}
+        S0[ni][h] = w;
+      }}
+    }}
+    unsigned pf[{BN // 16}][4];
+    #pragma unroll
+    for (int t = 0; t < {BN // 16}; t++) {{
+      pf[t][0] = zd_pack_{kind}(S0[2 * t][0], S0[2 * t][1]);
+      pf[t][1] = zd_pack_{kind}(S0[2 * t][2], S0[2 * t][3]);
+      pf[t][2] = zd_pack_{kind}(S0[2 * t + 1][0], S0[2 * t + 1][1]);
+      pf[t][3] = zd_pack_{kind}(S0[2 * t + 1][2], S0[2 * t + 1][3]);
+    }}
+{product}
+    __syncthreads();  // every warp is done with this block's buffers before the next fill takes them
+  }}
+  #pragma unroll
+  for (int x = 0; x < {N // 8}; x++) {{
+    #pragma unroll
+    for (int h = 0; h < 4; h++) {{
+      const {T} gi = r0 + warp * 16 + (lane >> 2) + ((h >> 1) << 3);
+      const {T} gj = x * 8 + ((lane & 3) << 1) + (h & 1);
+      if (gi < {M}) {{
+        const float acc = o[x][h];
+{body}
+      }}
+    }}
+  }}
+}}
+"""
+    return src, (spec.B * groups * THREADS,), (THREADS,)
