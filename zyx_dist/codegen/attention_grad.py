@@ -159,6 +159,43 @@ def _tiles(kernel: Kernel, g: GradSpec) -> tuple[list[tuple[Node, tuple, int]], 
     return tiles, uses
 
 
+def _vector_reads(g: GradSpec, kernel: Kernel) -> tuple[list[tuple[Node, tuple]], list[tuple[Node, tuple]]]:
+    """Inputs the weights read per row (at bz and gi only: lse and D in dQ's kernel) and per loop index (at bz and gk:
+    the same two in dK's and dV's), each at one index: read once per row before the loop, or once per block into
+    shared memory, rather than at every weight. Floats and bools only (staged as float); none where the weights'
+    reads are not all followed."""
+    pos = {n.id: i for i, n in enumerate(kernel.inputs)}
+    inner = {c.node.id for c in g.contractions}
+    found: dict[int, tuple[Node, tuple]] = {}
+    twice: set[int] = set()
+    stack = [(g.pattern.weights, g.weights_idx)]
+    while stack:
+        n, ix = stack.pop()
+        if n.id in inner or n.op is Op.CONST:
+            continue
+        if n.id in pos:
+            ix = tuple(tidy(e) for e in ix)
+            if n.id in found and found[n.id][1] != ix:
+                twice.add(n.id)
+            found[n.id] = (n, ix)
+        elif n.op in ELEMENTWISE:
+            stack.extend((x, ix) for x in n.srcs)
+        elif n.op in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND):
+            stack.append((n.srcs[0], move_index(n, ix)))
+        else:
+            return [], []
+    rows, loops = [], []
+    for nid, (n, ix) in found.items():
+        walk = _walk(n, ix, pos)
+        if nid in twice or walk is None or not (n.dtype.is_float or n.dtype.name == "bool"):
+            continue
+        if walk[0] <= {"bz", "gi"}:
+            rows.append((n, ix))
+        elif walk[0] <= {"bz", "gk"}:
+            loops.append((n, ix))
+    return rows, loops
+
+
 def render(g: GradSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate, epilogue: Epilogue,
            index_type: str) -> tuple[str, tuple, tuple]:
     spec, T = g.spec, index_type
@@ -191,7 +228,32 @@ def render(g: GradSpec, name: str, kernel: Kernel, params: list[str], evaluate: 
         dd = sym.Var("dd", 0, width - 1)
         loop_fill.append(fill(kernel, node, index, Tile(f"L{t}[buf][row][col]", BN, width, "gk", "j0", K, dd, width,
                                                        half, store), evaluate, T, THREADS))
+    row_reads, loop_reads = _vector_reads(g, kernel)
+    overrides = {}
+    for i, (n, ix) in enumerate(loop_reads):
+        pool.append(f"  float (*Vl{i})[{BN}] = reinterpret_cast<float (*)[{BN}]>(zd_base + {at});")
+        at += 2 * BN * 4
+        lines, value = evaluate(n, ix, {})
+        loop_fill.append(f"""  for (int e = tid; e < {BN}; e += {THREADS}) {{
+    const {T} gk = j0 + e;
+    float v = 0.0f;
+    if (gk < {K}) {{ {' '.join(lines)} v = {value}; }}
+    Vl{i}[buf][e] = v;
+  }}""")
+        overrides[n.id] = f"Vl{i}[buf][gk - j0]"
     fills = "\n".join(loop_fill)
+    per_row = []
+    for i, (n, ix) in enumerate(row_reads):
+        lines, value = evaluate(n, ix, {})
+        per_row.append(f"""  float zd_r{i}[2];
+  #pragma unroll
+  for (int hh = 0; hh < 2; hh++) {{
+    const {T} gi = r0 + warp * 16 + (lane >> 2) + hh * 8;
+    float v = 0.0f;
+    if (gi < {M}) {{ {' '.join(lines)} v = {value}; }}
+    zd_r{i}[hh] = v;
+  }}""")
+        overrides[n.id] = f"zd_r{i}[h >> 1]"
 
     frags = []
     for i, c in enumerate(g.contractions):
@@ -201,7 +263,6 @@ def render(g: GradSpec, name: str, kernel: Kernel, params: list[str], evaluate: 
   for (int kk = 0; kk < {c.head // 16}; kk++)
     {ldm(False, addr, (f"rf{i}[kk][0]", f"rf{i}[kk][1]", f"rf{i}[kk][2]", f"rf{i}[kk][3]"))}""")
     scores = []
-    overrides = {}
     for i, c in enumerate(g.contractions):
         t = uses[i]
         scores.append(f"""    float S{i}[{BN // 8}][4];
@@ -235,6 +296,7 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
   asm volatile("cp.async.wait_group 0;" ::: "memory");
   __syncthreads();
 {chr(10).join(frags)}
+{chr(10).join(per_row)}
   float o[{N // 8}][4];
   #pragma unroll
   for (int x = 0; x < {N // 8}; x++)
