@@ -120,3 +120,13 @@ def test_nvcc_accepts_the_backward_products():
                 assert r.returncode == 0, f"{name}\n{r.stderr[:3000]}"
                 spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", r.stderr)]
                 assert spills and max(spills) <= 16, f"{name} {arch} spills:\n{r.stderr}"
+
+
+def test_sessions_ask_for_the_products_only_on_cuda_with_tensor_cores_and_when_asked(monkeypatch):
+    from zyx_dist.engine.session import _tensor_cores
+
+    hopper, volta = {"backend": "cuda", "compute_capability": "9.0"}, {"backend": "cuda", "compute_capability": "7.0"}
+    assert not _tensor_cores(hopper)  # off by default: slower than the stored path for now (the README's figures)
+    monkeypatch.setenv("ZYX_DIST_ATTENTION_GRAD", "1")
+    assert _tensor_cores(hopper) and not _tensor_cores(volta)
+    assert not _tensor_cores({"backend": "opencl", "compute_capability": "9.0"})

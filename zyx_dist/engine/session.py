@@ -499,9 +499,13 @@ class Session(Recovery, Exchange, Readback):
 
 
 def _tensor_cores(info: dict) -> bool:
-    """Whether a device runs CUDA's mma.sync on half types (compute capability 8.0 and up)."""
+    """Whether an attention's backward products may recompute their weights on this device
+    (codegen/attention_grad.py): CUDA's mma.sync on half types (compute capability 8.0 and up), and asked for with
+    ZYX_DIST_ATTENTION_GRAD=1. Off by default: on an H200 those kernels took 346, 271 and 192 us a layer of the
+    GPT-2-width step, against ~600 us for the GEMMs that read the stored p and dS (step 8.51 against 7.58 ms)."""
     cc = str(info.get("compute_capability", "")).split(".")[0]
-    return info.get("backend") == "cuda" and cc.isdigit() and int(cc) >= 8
+    wanted = os.environ.get("ZYX_DIST_ATTENTION_GRAD", "0").strip().lower() in ("1", "true", "on")
+    return wanted and info.get("backend") == "cuda" and cc.isdigit() and int(cc) >= 8
 
 
 def _variant_key(info: dict) -> str:
