@@ -136,10 +136,6 @@ def match(kernel: Kernel) -> GradSpec | None:
     return GradSpec(pattern, spec, weights_idx, tuple(contractions), operand_idx)
 
 
-def usable(g: GradSpec, dialect) -> bool:
-    return dialect.name == "cuda"
-
-
 def _tiles(kernel: Kernel, g: GradSpec) -> tuple[list[tuple[Node, tuple, int]], list[int]]:
     """The distinct (node, index, width) of the loop operands, and which of them each contraction's loop operand
     and then the product's operand reads: one tile serves two that load the same elements (k in dQ's kernel, q in

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..graph.attention import Attention
 from ..graph.attention import find as find_attention
+from ..graph.attention_grad import ChainedProduct
 from ..graph.attention_grad import find as find_attention_grad
 from ..graph.ir import Node, Op, view_base
 
@@ -118,7 +119,7 @@ def fused_attention_grads(order: list[Node], targets: set[int], users: dict[int,
         found = keep
 
 
-def _self_contained(g, inner: set[int], targets: set[int], users: dict[int, list[Node]], stored: set[int],
+def _self_contained(g: ChainedProduct, inner: set[int], targets: set[int], users: dict[int, list[Node]], stored: set[int],
                     by_id: dict[int, Node]) -> bool:
     for i in g.nodes:
         if (i in targets or by_id[i].device is not None

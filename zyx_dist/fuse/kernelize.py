@@ -51,8 +51,9 @@ class Limits:
     CL_DEVICE_MAX_PARAMETER_SIZE, at least 1024 on every full-profile device; CUDA's 4 KiB), spent at
     `pointer_bytes` per buffer argument; `nodes`: the computed nodes of one kernel, which bounds its
     source (and its compile time) whatever the graph; `tensor_cores`: every device runs CUDA's mma.sync on
-    half types (sm_80 and up), so an attention's backward products may recompute their weights in one
-    kernel each (codegen/attention_grad.py), which elsewhere would run as plain loops."""
+    half types (sm_80 and up) and the session asks for it (engine/session.py), so an attention's backward
+    products may recompute their weights in one kernel each (codegen/attention_grad.py), which elsewhere
+    would run as plain loops."""
 
     param_bytes: int = 1024
     pointer_bytes: int = 8
