@@ -85,7 +85,7 @@ def _down(x: Node, stop: Node, idx: tuple) -> tuple | None:
 
 def _qk_index(scores: Node, qk: Node, idx: tuple, inputs: set[int]) -> tuple | None:
     """The index at which the scores at idx read q @ k^T (one place only), through elementwise and
-    movement ops (pads excepted)."""
+    movement ops (pads excepted); inputs, constants and other reduces end a path."""
     found: set[tuple] = set()
     stack = [(scores, idx)]
     visits = 0
@@ -96,7 +96,7 @@ def _qk_index(scores: Node, qk: Node, idx: tuple, inputs: set[int]) -> tuple | N
             return None
         if n is qk:
             found.add(tuple(tidy(e) for e in ix))
-        elif n.id in inputs or n.op is Op.CONST:
+        elif n.id in inputs or n.op is Op.CONST or n.op is Op.REDUCE:
             continue
         elif n.op in ELEMENTWISE:
             stack.extend((s, ix) for s in n.srcs)
@@ -119,6 +119,24 @@ def _of_row_stats(n: Node, stats: set[int], inputs: dict[int, int]) -> bool:
             return False
         stack.extend(x.srcs)
     return True
+
+
+def contraction_operands(c: Node, at: tuple, pos: dict[int, int]) -> tuple[Node, Node, tuple, int] | None:
+    """Of the contraction `c` read at index `at` (in the template's bz, gi, gk): its operand that follows the rows
+    (gi, not gk), the one that follows the loop (gk, not gi), its product's index with the summed axis as `dd`, and
+    that axis's length; None where the operands do not split so."""
+    axis = c.arg[1][0]
+    head = c.srcs[0].shape[axis]
+    idx = tuple(sym.Var("dd", 0, head - 1) if a == axis else e for a, e in enumerate(at))
+    uses = []
+    for x in c.srcs[0].srcs:
+        wx = _walk(x, idx, pos)
+        if wx is None or "gj" in wx[0]:
+            return None
+        uses.append((x, wx[0]))
+    row = next((x for x, used in uses if "gk" not in used), None)
+    loop = next((x for x, used in uses if "gi" not in used and x is not row), None)
+    return None if row is None or loop is None else (row, loop, idx, head)
 
 
 def match(kernel: Kernel) -> AttentionSpec | None:
@@ -165,20 +183,11 @@ def match(kernel: Kernel) -> AttentionSpec | None:
     at = _qk_index(pattern.scores, qk, scores_idx, set(pos)) if scores_idx is not None else None
     if at is None:
         return None
-    d_axis = qk.arg[1][0]
-    head = qk.srcs[0].shape[d_axis]
-    qk_idx = tuple(sym.Var("dd", 0, head - 1) if a == d_axis else e for a, e in enumerate(at))
-    ops = []
-    for x in qk.srcs[0].srcs:
-        wx = _walk(x, qk_idx, pos)
-        if wx is None or "gj" in wx[0]:
-            return None
-        ops.append((x, wx[0]))
-    q = next((x for x, used in ops if "gk" not in used), None)
-    k = next((x for x, used in ops if "gi" not in used and x is not q), None)
+    split = contraction_operands(qk, at, pos)
     wv = _walk(vside, spec.index(bz, sym.ZERO, gj, gk), pos)
-    if q is None or k is None or wv is None or "gi" in wv[0] or head > MAX_HEAD:
+    if split is None or wv is None or "gi" in wv[0] or split[3] > MAX_HEAD:
         return None
+    q, k, qk_idx, head = split
     axis = pattern.row_max.arg[1][0]
     row = tuple(sym.ZERO if a == axis else e for a, e in enumerate(scores_idx))
     flat = sym.add(*[sym.mul(e, st) for e, st in zip(row, strides(pattern.row_max.shape)) if st])

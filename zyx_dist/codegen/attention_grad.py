@@ -23,7 +23,7 @@ from ..graph.attention_grad import ChainedProduct
 from ..graph.attention_grad import find as find_grad
 from ..graph.ir import Node, Op
 from . import symbolic as sym
-from .attention import Evaluate, _down, _top_reduce
+from .attention import Evaluate, _down, _qk_index, _top_reduce, contraction_operands
 from .attention_tc import PAD, ldm, mma_loop, tc_helpers
 from .attention_tiles import Tile, fill
 from .cexpr import move_index
@@ -55,26 +55,6 @@ class GradSpec:
     def flops(self) -> int:
         s = self.spec
         return 2 * s.B * s.M * s.K * (s.N + sum(c.head for c in self.contractions))
-
-
-def _index_of(top: Node, target: Node, idx: tuple, inputs: set[int]) -> tuple | None:
-    """The one index at which `top` at idx reads `target`, through elementwise and movement ops (reads of
-    inputs, constants and other reduces end a path)."""
-    found: set[tuple] = set()
-    stack = [(top, idx)]
-    while stack:
-        n, ix = stack.pop()
-        if n is target:
-            found.add(tuple(tidy(e) for e in ix))
-        elif n.id in inputs or n.op is Op.CONST or n.op is Op.REDUCE:
-            continue
-        elif n.op in ELEMENTWISE:
-            stack.extend((s, ix) for s in n.srcs)
-        elif n.op in (Op.RESHAPE, Op.PERMUTE, Op.EXPAND):
-            stack.append((n.srcs[0], move_index(n, ix)))
-        else:
-            return None
-    return found.pop() if len(found) == 1 else None
 
 
 def match(kernel: Kernel) -> GradSpec | None:
@@ -112,23 +92,11 @@ def match(kernel: Kernel) -> GradSpec | None:
     weights_idx = tuple(tidy(e) for e in weights_idx)
     contractions = []
     for c in pattern.contractions:
-        at = _index_of(pattern.weights, c, weights_idx, set(pos))
-        if at is None:
+        at = _qk_index(pattern.weights, c, weights_idx, set(pos))
+        split = contraction_operands(c, at, pos) if at is not None else None
+        if split is None:
             return None
-        axis = c.arg[1][0]
-        head = c.srcs[0].shape[axis]
-        cidx = tuple(sym.Var("dd", 0, head - 1) if a == axis else e for a, e in enumerate(at))
-        uses = []
-        for x in c.srcs[0].srcs:
-            wx = _walk(x, cidx, pos)
-            if wx is None or "gj" in wx[0]:
-                return None
-            uses.append((x, wx[0]))
-        row = next((x for x, used in uses if "gk" not in used), None)
-        loop = next((x for x, used in uses if "gi" not in used and x is not row), None)
-        if row is None or loop is None:
-            return None
-        contractions.append(Contraction(c, row, loop, cidx, head))
+        contractions.append(Contraction(c, *split))
     operand_idx = spec.index(bz, sym.ZERO, sym.Var("dd", 0, spec.N - 1), gk)
     wo = _walk(pattern.operand, operand_idx, pos)
     if wo is None or "gi" in wo[0] or spec.N % 16 or spec.N > 128:

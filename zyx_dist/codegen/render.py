@@ -33,10 +33,9 @@ from . import (
     attention,
     attention_grad,
     attention_tc,
-    attention_tiled,
     attention_tma,
+    contraction_forms,
     gemm,
-    gemm_cpu,
     gemm_tc,
     gemm_wgmma,
     options,
@@ -537,33 +536,12 @@ class _Renderer(RowKernels):
         def row_stats(m: str, l: str) -> list[str]:
             return fused.row_stats(m, l, operand, self.store, T)
 
-        o = self.opts
-        if grad is not None:
-            body, gws, lws = attention_grad.render(grad, self.name, self.k, self.params(), operand, epilogue, T)
-        elif fused is not None and self.d.name == "cuda":
-            body, gws, lws = attention_tiled.render_cuda(fused, self.name, self.k, self.params(), operand, epilogue, T,
-                                                         row_stats,
-                                                         o.wgmma if attention_tc.wgmma_usable(fused, self.d) else 0,
-                                                         o.stages)
-        elif fused is not None:
-            body, gws, lws = attention.render(fused, self.name, self.d, self.params(), operand, epilogue, T,
-                                              row_stats)
-        elif o.cpu_rows and self.d.name == "opencl":
-            body, gws, lws = gemm_cpu.render(spec, self.name, self.d, self.params(), operand, epilogue, T,
-                                             o.cpu_rows)
-        elif gemm_tc.usable(spec, self.k, self.d) and o.wgmma and self.d.wgmma:
-            body, gws, lws = gemm_wgmma.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile,
-                                               o.stages, bool(o.prefetch), bool(o.cache), o.wgmma == 2, reads)
-        elif gemm_tc.usable(spec, self.k, self.d):
-            body, gws, lws = gemm_tc.render(spec, self.name, self.k, self.params(), operand, epilogue, T, o.tile,
-                                            o.stages)
-        else:
-            body, gws, lws = gemm.render(spec, self.name, self.d, self.params(), operand, epilogue, T, o.tile_k,
-                                         bool(o.prefetch), o.tile, bool(o.cache))
+        body, gws, lws = contraction_forms.render_body(spec, fused, grad, self.name, self.k, self.d, self.params(),
+                                                       operand, epilogue, T, self.opts, row_stats, reads)
         src = preamble(self.k, self.d, self.uses_fp64) + [body]
         nbytes = sum(n.size * n.dtype.itemsize for n in self.k.inputs + self.k.outputs)
-        flops = grad.flops if grad else 2 * spec.B * spec.M * spec.N * spec.K * (1 + (fused.head / spec.N if fused else 0))
-        return Program(self.name, "\n".join(src), gws, lws, self.uses_fp64, int(flops), nbytes, self.d.name, self.opts)
+        return Program(self.name, "\n".join(src), gws, lws, self.uses_fp64, contraction_forms.flops(spec, fused, grad),
+                       nbytes, self.d.name, self.opts)
 
 
 def apart(kernel: Kernel) -> bool:
