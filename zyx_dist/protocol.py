@@ -4,14 +4,20 @@ NumPy arrays, or an opaque reference the transport resolves before the worker se
 can cross a process boundary through Ray, and no live handle or closure ever does. Buffers and
 programs are named by integer ids that the driver allocates; the worker maps them to device objects.
 Also the helpers both sides use to move transfers between batches: `exports_of`, `export_value`,
-`substitute`.
+`substitute`; and the frames of a replay socket (a one-worker replay on the driver's own host, sent to the
+actor without Ray: engine/ray_replay_socket.py, runtime/replay_socket.py), packed with `struct` and JSON,
+never pickle, so what arrives on a socket can only ever be data.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import struct
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -255,3 +261,94 @@ def batch_result(value: Any) -> BatchResult:
     """The BatchResult part of what a worker's call returned: a Ray actor's `run` returns the BatchResult
     followed by the arrays of its exports (exporting CopyOuts, a Replay's exports) when the batch has any, else the BatchResult alone."""
     return value[0] if isinstance(value, tuple) else value
+
+
+# ---- the replay socket's frames ----------------------------------------------------------------------------
+# Each frame is its body's length (4 bytes) and the body. A request: the template, then the counts and values
+# of the buffer ids bound to its slots, of the frees before it and of the uploads ((buffer id, bytes, raw host
+# data) each); template PING_TEMPLATE asks for nothing but the reply. A reply: whether the replay failed, the
+# CUDA graphs it replayed, the bytes in use, the worker's incarnation, and the Failed's fields as JSON.
+
+FRAME = struct.Struct("<I")
+_REQUEST = struct.Struct("<qIII")
+_UPLOAD = struct.Struct("<qqQ")
+_REPLY = struct.Struct("<BqqII")
+PING_TEMPLATE = -1
+SOCKET_TOKEN_BYTES = 16
+MAX_FRAME = 1 << 26  # bytes: a replay's frame holds ids and small uploads (engine/templates.DIRECT_UPLOAD_BYTES)
+
+
+def read_frame(sock: Any) -> bytes | None:
+    """The body of the next frame on socket `sock`; None when the peer closed it first. The two sides take
+    turns (one reply per request), so a read that finds more than one frame is a broken peer: ValueError, as
+    for a frame over MAX_FRAME."""
+    data = sock.recv(1 << 16)  # (a whole frame, almost always)
+    while 0 < len(data) < FRAME.size:
+        more = sock.recv(FRAME.size - len(data))
+        data = data + more if more else b""
+    if not data:
+        return None
+    (length,) = FRAME.unpack_from(data)
+    end = FRAME.size + length
+    if length > MAX_FRAME or len(data) > end:
+        raise ValueError(f"malformed frame ({length} bytes announced, {len(data) - FRAME.size} read)")
+    while len(data) < end:
+        more = sock.recv(min(end - len(data), 1 << 20))
+        if not more:
+            return None
+        data += more
+    return data[FRAME.size:]
+
+
+def replay_request(template: int, bufs: tuple[int, ...], frees: Any, uploads: Any = ()) -> bytes:
+    """The frame of one replay (as `Worker.run_replay` takes it; `uploads`: (buffer id, bytes, host array))."""
+    parts = [_REQUEST.pack(template, len(bufs), len(frees), len(uploads)),
+             struct.pack(f"<{len(bufs)}q", *bufs), struct.pack(f"<{len(frees)}q", *frees)]
+    for buf, nbytes, data in uploads:
+        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8).tobytes()
+        parts += [_UPLOAD.pack(buf, nbytes, len(raw)), raw]
+    body = b"".join(parts)
+    return FRAME.pack(len(body)) + body
+
+
+def read_replay_request(body: bytes) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple]:
+    """(template, bufs, frees, uploads) of a request's body, the uploads' data as byte arrays; ValueError for a
+    body that is not one well-formed request."""
+    try:
+        template, nbufs, nfrees, nuploads = _REQUEST.unpack_from(body, 0)
+        at = _REQUEST.size
+        bufs = struct.unpack_from(f"<{nbufs}q", body, at)
+        at += 8 * nbufs
+        frees = struct.unpack_from(f"<{nfrees}q", body, at)
+        at += 8 * nfrees
+        uploads = []
+        for _ in range(nuploads):
+            buf, nbytes, length = _UPLOAD.unpack_from(body, at)
+            at += _UPLOAD.size
+            if at + length > len(body):
+                raise struct.error("an upload runs past the frame")
+            uploads.append((buf, nbytes, np.frombuffer(body, np.uint8, length, at)))
+            at += length
+    except struct.error as e:
+        raise ValueError(f"malformed replay request: {e}") from None
+    if at != len(body):
+        raise ValueError(f"malformed replay request: {len(body) - at} bytes left over")
+    return template, bufs, frees, tuple(uploads)
+
+
+def replay_reply(failed: Failed | None, graphs: int, in_use: int, incarnation: str) -> bytes:
+    """The frame of a replay's outcome (`Worker.run_replay`'s, and the worker's incarnation)."""
+    inc = incarnation.encode()
+    err = b"" if failed is None else json.dumps(
+        [failed.index, failed.error, failed.message, failed.traceback, failed.data], default=repr).encode()
+    body = _REPLY.pack(failed is not None, graphs, in_use, len(inc), len(err)) + inc + err
+    return FRAME.pack(len(body)) + body
+
+
+def read_replay_reply(body: bytes) -> tuple[Failed | None, int, int, str]:
+    """(None or the Failed, CUDA graphs replayed, bytes in use, incarnation) of a reply's body."""
+    has_failed, graphs, in_use, ninc, nerr = _REPLY.unpack_from(body, 0)
+    at = _REPLY.size
+    incarnation = body[at:at + ninc].decode()
+    failed = Failed(*json.loads(body[at + ninc:at + ninc + nerr])) if has_failed else None
+    return failed, graphs, in_use, incarnation

@@ -1,6 +1,7 @@
 """Replayed plans through Ray Compiled Graphs (issue 15, engine/ray_compiled.py): results, failures and
 recovery through the compiled path, on 3 PoCL workers of one Ray session of this module's own
-(`ray.max_restarts: 20`, since workers are killed here several times).
+(`ray.max_restarts: 20`, since workers are killed here several times), its replay sockets off so that
+one-worker replays take the graph too.
 
 - A repeated graph replays its plan template through one compiled graph (its executions counted), which
   is reused from realize to realize and covers transfers between workers (a 2-step graph).
@@ -15,7 +16,6 @@ recovery through the compiled path, on 3 PoCL workers of one Ray session of this
 
 from __future__ import annotations
 
-import gc
 import os
 import pickle
 import signal
@@ -26,72 +26,39 @@ import numpy as np
 import pytest
 
 import zyx_dist as zd
-from zyx_dist.engine import session as zsession
 
 ray = pytest.importorskip("ray")
 
+from ray_workers import actor, backend, chain, in_use, kill, rng  # (after the skip: it imports ray)
+
 pytestmark = pytest.mark.own_session
 
-NAMESPACE = "zyx_dist"
 WORKERS = [f"opencl:{i}" for i in range(3)]
 
 
 @pytest.fixture(scope="module")
 def ray3():
     zd.shutdown()
-    s = zd.init(config={"ray": {"max_restarts": 20}}, devices={"opencl-cpu": 3})
+    # one-worker replays through the compiled graph, as where the worker is on another host (on the driver's
+    # host they take the worker's replay socket: tests/cluster/test_replay_sockets.py)
+    old = os.environ.get("ZYX_DIST_REPLAY_SOCKETS")
+    os.environ["ZYX_DIST_REPLAY_SOCKETS"] = "0"
+    try:
+        s = zd.init(config={"ray": {"max_restarts": 20}}, devices={"opencl-cpu": 3})
+    finally:
+        if old is None:
+            del os.environ["ZYX_DIST_REPLAY_SOCKETS"]
+        else:
+            os.environ["ZYX_DIST_REPLAY_SOCKETS"] = old
     try:
         yield s
     finally:
         zd.shutdown()
 
 
-def rng(shape, seed=0, scale=1.0) -> np.ndarray:
-    return (np.random.default_rng(seed).uniform(-1, 1, shape) * scale).astype(np.float32)
-
-
-def backend():
-    return zsession.current().backend
-
-
 def graph_runs() -> int:
     g = backend().graph
     return g.executions if g is not None else 0
-
-
-def actor(dev: str):
-    return ray.get_actor(f"zyx_dist/worker/{dev}", namespace=NAMESPACE)
-
-
-def incarnation(dev: str, timeout: float = 60.0) -> str:
-    return ray.get(actor(dev).incarnation.remote(), timeout=timeout)
-
-
-def kill(dev: str, how: str) -> None:
-    """Kill worker `dev` and return once Ray has restarted it (a new, empty process)."""
-    old = incarnation(dev)
-    h = actor(dev)
-    if how == "ray.kill":
-        ray.kill(h, no_restart=False)
-    else:
-        with pytest.raises(ray.exceptions.RayActorError):
-            ray.get(h.crash.remote(), timeout=60)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if incarnation(dev, timeout=10) != old:
-                return
-        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"{dev} was not restarted")
-
-
-def in_use(dev: str) -> int:
-    gc.collect()
-    (zd.zeros(1, device=dev) + 1).numpy()  # a batch on dev after the frees, so the figure is fresh
-    gc.collect()
-    return zd.stats()["bytes_in_use"][dev]
 
 
 def test_replays_run_through_one_compiled_graph(ray3):
@@ -272,14 +239,6 @@ def test_worker_killed_between_compiled_replays(ray3, how):
     assert zd.stats()["recoveries"] > before
     assert backend().graph is not None and backend().graph is not graph  # rebuilt over the restarted worker
     assert [d.name for d in zd.devices()] == WORKERS
-
-
-def chain(x, wt, a: np.ndarray, w: np.ndarray, n: int):
-    ref = a.astype(np.float64)
-    for _ in range(n):
-        x = zd.tanh(x @ wt)
-        ref = np.tanh(ref @ w)
-    return x, ref
 
 
 def test_worker_killed_during_a_compiled_replay(ray3):

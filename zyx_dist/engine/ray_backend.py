@@ -6,7 +6,9 @@ step, all submitted at once. A transfer's array
 goes from the exporting call's extra return value straight into the destination's later call, so Ray
 orders the two workers by that data alone and the driver never blocks except to collect results.
 Replayed plans (steps of `Replay` commands) run through a Ray Compiled Graph instead
-(engine/ray_compiled.py), falling back to these plain calls when a graph cannot be compiled.
+(engine/ray_compiled.py), falling back to these plain calls when a graph cannot be compiled; a one-worker
+replay on a worker of the driver's own host goes through that worker's replay socket
+(engine/ray_replay_socket.py), cheaper than either.
 """
 
 from __future__ import annotations
@@ -23,6 +25,13 @@ from ..protocol import Alloc, BatchResult, Command, CopyIn, Failed, Free, Replay
 from ..runtime.actor import replay_only
 from .backends import LostWorkers, exports_of, substitute
 from .ray_compiled import GRAPH_ERRORS, CompiledSteps, compiled_graphs_enabled, frees_of, only_frees
+from .ray_replay_socket import ReplaySocket, SocketBroken
+
+
+def replay_sockets_enabled() -> bool:
+    """One-worker replays go through a same-host worker's replay socket unless ZYX_DIST_REPLAY_SOCKETS is
+    0/false/off (then through the compiled graph, as replays on several workers always do)."""
+    return os.environ.get("ZYX_DIST_REPLAY_SOCKETS", "1").strip().lower() not in ("0", "false", "off")
 
 
 def _is_gpu(spec: str) -> bool:
@@ -43,6 +52,9 @@ class RayBackend:
         self.started_ray = False
         self.graph: CompiledSteps | None = None  # the compiled graph replays run through (ray_compiled.py)
         self.compiled = compiled_graphs_enabled()
+        self.use_sockets = replay_sockets_enabled()
+        self.sockets: dict[str, ReplaySocket | None] = {}  # worker -> its replay socket; None: it has none
+        self.socket_replays = 0
         self.time_replays = False  # replays run with kernel timing only while a trace wants it (engine/trace.py)
         # the least a replay waits for its workers beyond their kernels' time (a compiled graph's execution
         # and its result: 30-50 us on a 2-core VM, ~136 us on a GPU host): driver work of that length hides
@@ -134,7 +146,11 @@ class RayBackend:
         while they work."""
         if compiled and self.compiled:
             needed = {dev for step in steps for dev, batch in step.items() if not only_frees(batch)}
-            graph = self._graph(needed, len(steps))
+            # one worker with a replay socket: its replays take the socket, so a compiled graph would be built
+            # for this one run (a template's first), then idle with its readers polling
+            alone = len(needed) == 1 and not self.time_replays and self.use_sockets
+            graph = None if alone and self._socket(next(iter(needed))) is not None else \
+                self._graph(needed, len(steps))
             if graph is not None:
                 aside = [{dev: b for dev, b in step.items() if b and dev not in graph.names} for step in steps]
                 pending = self._submit(aside) if any(aside) else None
@@ -162,9 +178,22 @@ class RayBackend:
                    meanwhile: Callable[[], None] | None = None, uploads: tuple = ()) -> tuple[Any, int, int]:
         """Worker `name` frees `frees`, uploads `uploads` and replays its batch template `template` with `bufs`
         bound, untimed: (None or the first Failed, CUDA graphs replayed, bytes in use), as
-        `InProcessBackend.run_replay`. Through the compiled graph it is one compact tuple each way
-        (runtime/actor.py `replay_only`; the uploads' arrays pickled in it); without one, the same commands as
-        a plain call. Raises LostWorkers as `run_steps` does."""
+        `InProcessBackend.run_replay`. Through the worker's replay socket it is one frame each way; through the
+        compiled graph one compact tuple each way (runtime/actor.py `replay_only`; the uploads' arrays pickled
+        in it); without either, the same commands as a plain call. Raises LostWorkers as `run_steps` does."""
+        sock = self._socket(name) if self.use_sockets else None
+        if sock is not None:
+            try:
+                failed, graphs, in_use, incarnation = sock.replay(template, bufs, frees, uploads, meanwhile)
+            except SocketBroken as e:
+                self._drop_socket(name)
+                lost = self._find_lost((name,))
+                logs.emit("devices", f"zyx_dist: replay socket of {name} failed ({e}); lost {', '.join(sorted(lost))}")
+                raise LostWorkers(lost, []) from None
+            self.socket_replays += 1
+            if incarnation != self.incarnations[name]:
+                raise LostWorkers({name}, [])
+            return failed, graphs, in_use
         graph = self._graph({name}, 1) if self.compiled else None
         if graph is not None:
             batch = replay_only(template, bufs, frees, uploads)
@@ -176,6 +205,36 @@ class RayBackend:
             res = self.run_steps([{name: batch}], True, meanwhile)[0][name]
         failed = next((r for r in res.results if r.__class__ is Failed), None)
         return failed, len(res.graphs), res.bytes_in_use
+
+    def _socket(self, name: str) -> ReplaySocket | None:
+        """Worker `name`'s replay socket, connected on first use; None where it has none (another host, a
+        platform without abstract Unix sockets, a connection that failed: those replays take the compiled
+        graph)."""
+        sock = self.sockets.get(name, False)
+        if sock is not False:
+            return sock
+        self.sockets[name] = None
+        if self.infos[name].get("node") != ray.get_runtime_context().get_node_id():
+            return None
+        try:
+            opened = ray.get(self.actors[name].open_replay_socket.remote(), timeout=60)
+            if opened is None:
+                return None
+            sock = ReplaySocket(*opened)
+        except (SocketBroken, ray.exceptions.RayError) as e:
+            logs.emit("devices", f"zyx_dist: no replay socket to {name} ({type(e).__name__}: {e}); "
+                                 "its replays use the compiled graph")
+            return None
+        self.sockets[name] = sock
+        # what a replay waits for beyond its kernels is this round trip now, not the compiled graph's
+        self.round_trip_seconds = min(self.round_trip_seconds, sock.round_trip_seconds)
+        logs.emit("devices", f"zyx_dist: replay socket to {name}, round trip {1e6 * sock.round_trip_seconds:.0f} us")
+        return sock
+
+    def _drop_socket(self, name: str) -> None:
+        sock = self.sockets.pop(name, None)
+        if sock is not None:
+            sock.close()
 
     def _graph(self, names: set[str], depth: int) -> CompiledSteps | None:
         """The compiled graph for steps on workers `names`, `depth` steps deep: the current one if it
@@ -295,6 +354,7 @@ class RayBackend:
         import time
 
         self._drop_graph()  # its worker is being reset: no compiled graph may run on it meanwhile
+        self._drop_socket(name)  # (a restarted worker has a socket of its own; the old one is gone with it)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -310,6 +370,8 @@ class RayBackend:
 
     def close(self) -> None:
         self._drop_graph()
+        for name in list(self.sockets):
+            self._drop_socket(name)
         for a in self.actors.values():
             try:
                 ray.kill(a)

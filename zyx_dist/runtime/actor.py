@@ -9,7 +9,9 @@ engine/ray_compiled.py). Ray runs a compiled graph's tasks on a thread of its ow
 (one-off plans, reads, probes) still arrive on the actor's main thread, so every use of the worker
 holds one lock: the two never interleave inside a batch. A graph's replay that is only frees and one
 template goes straight to `Worker.run_replay`, and what carries no arrays travels as one pickled bytes
-object each way (`pack_steps`, `pack_result`), which Ray's channels pass without walking it.
+object each way (`pack_steps`, `pack_result`), which Ray's channels pass without walking it. A driver on the
+same host sends its one-worker replays through the worker's replay socket instead (runtime/replay_socket.py),
+served on a thread of its own under the same lock.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ..protocol import (
     export_value,
     exports_of,
 )
+from . import replay_socket
 from .worker import Worker
 
 
@@ -74,8 +77,23 @@ class WorkerActor:
         # process's stderr, which Ray forwards to the driver (log_to_driver)
         logs.apply_debug(logs.debug_from_env() if debug is None else debug)
         self.name = name
-        self.lock = threading.Lock()  # plain calls and the compiled graph's thread take turns
+        self.lock = threading.Lock()  # plain calls, the compiled graph's thread and the replay socket take turns
         self.worker = Worker(local_spec(spec), memory_limit, profile=True)
+        self.replay_socket: replay_socket.ReplaySocketServer | None = None
+
+    def open_replay_socket(self) -> tuple[str, bytes] | None:
+        """(address, token) of this worker's replay socket (runtime/replay_socket.py), opened on the first call;
+        None where the platform has none."""
+        if self.replay_socket is None:
+            if not replay_socket.available():
+                return None
+            self.replay_socket = replay_socket.ReplaySocketServer(self._socket_replay, self.incarnation, self.name)
+        return self.replay_socket.address, self.replay_socket.token
+
+    def _socket_replay(self, template: int, bufs: tuple, frees: tuple, uploads: tuple) -> tuple:
+        with self.lock:
+            failed, graphs, in_use = self.worker.run_replay(template, bufs, frees, None, uploads)
+            return failed, len(graphs), in_use, self.worker.incarnation
 
     def run(self, batch: list[Command], timed: bool = False):
         with self.lock:
@@ -163,6 +181,8 @@ class WorkerActor:
         return rank
 
     def close(self) -> None:
+        if self.replay_socket is not None:
+            self.replay_socket.close()
         with self.lock:
             self.worker.close()
 

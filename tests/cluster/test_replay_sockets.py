@@ -1,0 +1,243 @@
+"""One-worker replays through the worker's replay socket (issue 15: engine/ray_replay_socket.py,
+runtime/replay_socket.py): results, uploads, failures and recovery, beside the compiled graph that replays
+on several workers still take; on 3 PoCL workers of one Ray session of this module's own
+(`ray.max_restarts: 20`, since workers are killed here several times).
+
+- A repeated one-worker graph replays through the socket (counted), with no compiled graph built for it; the
+  frees the driver queued and a scalar uploaded each step ride in the request; memory holds steady.
+- A replay on two workers still goes through the compiled graph, and plain calls keep working beside both.
+- A failure inside a socket replay raises the planned run's error and frees what it allocated.
+- A worker killed between or during socket replays is recovered from lineage; its new process gets a socket.
+- The socket serves only the driver that holds its token, and a malformed frame closes that connection
+  without touching the worker.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import zyx_dist as zd
+from zyx_dist import protocol
+
+ray = pytest.importorskip("ray")
+
+from ray_workers import actor, backend, chain, in_use, kill, rng  # (after the skip: it imports ray)
+
+pytestmark = pytest.mark.own_session
+
+WORKERS = [f"opencl:{i}" for i in range(3)]
+
+
+@pytest.fixture(scope="module")
+def ray3():
+    zd.shutdown()
+    s = zd.init(config={"ray": {"max_restarts": 20}}, devices={"opencl-cpu": 3})
+    try:
+        yield s
+    finally:
+        zd.shutdown()
+
+
+def socket_replays() -> int:
+    return backend().socket_replays
+
+
+def warm(make, n: int = 3):
+    """Plan (compile), plan again (keep the template), replay once (define it on the worker)."""
+    for _ in range(n):
+        make().realize()
+
+
+def test_one_worker_replays_go_through_the_socket(ray3):
+    dev = "opencl:1"
+    a = rng((2048,), seed=1)
+    x = zd.tensor(a, device=dev).realize()
+    warm(lambda: x * 2 - 1)
+    assert backend().sockets.get(dev) is not None
+    assert backend().graph is None  # no compiled graph was built for one worker
+    base, before = in_use(dev), socket_replays()
+    zd.reset_stats()
+    for _ in range(5):
+        y = (x * 2 - 1).realize()  # the last round's result is dropped here: its free rides in the request
+        np.testing.assert_array_equal(y.numpy(), a * 2 - 1)
+    del y
+    assert socket_replays() == before + 5
+    assert zd.stats()["plan_replays"] == 5 and zd.stats()["kernels_launched"] == 5
+    assert backend().graph is None
+    assert 0 < backend().round_trip_seconds <= backend().sockets[dev].round_trip_seconds  # what guesses hide behind
+    assert in_use(dev) == base
+
+
+def test_a_scalar_uploaded_each_step_rides_in_the_request(ray3, monkeypatch):
+    dev = "opencl:2"
+    a = rng((4096,), seed=11)
+    x = zd.tensor(a, device=dev).realize()
+    sent = []
+
+    def spy(template, bufs, frees, uploads=(), meanwhile=None):
+        sent.append(uploads)
+        return replay(template, bufs, frees, uploads, meanwhile)
+
+    for i in range(8):
+        if i == 4:  # (planned, kept, defined: replays alone from here)
+            sock = backend().sockets[dev]
+            replay = sock.replay
+            monkeypatch.setattr(sock, "replay", spy)
+        y = (x * zd.tensor(np.float32(i + 0.5)) + 2).realize()
+        np.testing.assert_array_equal(y.numpy(), a * np.float32(i + 0.5) + 2)
+    assert len(sent) == 4 and all(len(u) == 1 for u in sent)
+    assert float(np.asarray(sent[-1][0][2]).reshape(-1)[0]) == 7.5
+
+
+def test_two_worker_replays_keep_the_compiled_graph_beside_the_sockets(ray3):
+    a, b = rng((3000,), seed=4), rng((3000,), seed=5)
+    x0 = zd.tensor(a, device="opencl:0").realize()
+    x2 = zd.tensor(b, device="opencl:2").realize()
+    x1 = zd.tensor(a, device="opencl:1").realize()
+    warm(lambda: x0 * x2 + 1)
+    warm(lambda: x1 * 3)
+    zd.reset_stats()
+    socks, runs = socket_replays(), backend().graph.executions
+    for i in range(4):
+        y = (x0 * x2 + 1).realize()  # two workers: the compiled graph
+        np.testing.assert_allclose(y.numpy(), a * b + 1, rtol=1e-6)
+        z = (x1 * 3).realize()  # one worker: its socket
+        np.testing.assert_allclose(z.numpy(), a * 3, rtol=1e-6)
+        w = zd.tanh(x1[: 100 + i] * 1.5).realize()  # a new structure: plain calls (compile, tune, run)
+        np.testing.assert_allclose(w.numpy(), np.tanh(a[: 100 + i] * 1.5), rtol=1e-5, atol=1e-6)
+    assert backend().graph.executions == runs + 4 and socket_replays() == socks + 4
+    assert zd.stats()["plan_replays"] == 8 and zd.stats()["recoveries"] == 0
+
+
+def test_a_failure_inside_a_socket_replay(ray3):
+    dev = "opencl:2"
+    a = rng((8192,), seed=6)
+    x = zd.tensor(a, device=dev).realize()
+    for _ in range(3):
+        keep = (x + 7).realize()
+    del keep
+    base, replays, socks = in_use(dev), zd.stats()["plan_replays"], socket_replays()
+    ray.get(actor(dev).limit_memory.remote(base))
+    try:
+        for _ in range(2):  # repeated failures leave nothing behind either
+            with pytest.raises(zd.OutOfMemoryError, match="out of memory"):
+                (x + 7).realize()
+    finally:
+        ray.get(actor(dev).limit_memory.remote(None))
+    assert socket_replays() == socks + 2  # the failures went through the socket
+    assert zd.stats()["plan_replays"] == replays
+    assert in_use(dev) == base
+    y = (x + 7).realize()
+    np.testing.assert_array_equal(y.numpy(), a + 7)
+    assert zd.stats()["plan_replays"] == replays + 1 and zd.stats()["recoveries"] == 0
+
+
+@pytest.mark.parametrize("how", ["ray.kill", "os._exit"])
+def test_worker_killed_between_socket_replays(ray3, how):
+    dev = {"ray.kill": "opencl:1", "os._exit": "opencl:0"}[how]
+    a, b = rng((64, 64), seed=7), rng((64, 64), seed=8, scale=0.2)
+    x, w = zd.tensor(a, device=dev).realize(), zd.tensor(b, device=dev).realize()
+    y = x
+    want = a.astype(np.float64)
+    for _ in range(4):
+        y = zd.relu(y @ w + 0.5).realize()
+        want = np.maximum(want @ b + 0.5, 0)
+    old = backend().sockets[dev]
+    before, socks = zd.stats()["recoveries"], socket_replays()
+    kill(dev, how)
+    for _ in range(4):  # the first finds the socket closed, recovers, recomputes y from lineage; then replays
+        y = zd.relu(y @ w + 0.5).realize()
+        want = np.maximum(want @ b + 0.5, 0)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(x.numpy(), a)
+    assert zd.stats()["recoveries"] > before
+    # (the recomputed inputs may have been placed on another worker: a new one-worker graph on the restarted one)
+    z = zd.tensor(a, device=dev).realize()
+    warm(lambda: z * 5, 4)
+    np.testing.assert_allclose((z * 5).realize().numpy(), a * 5, rtol=1e-6)
+    new = backend().sockets.get(dev)
+    assert new is not None and new is not old and socket_replays() > socks  # the restarted worker's own socket
+    assert [d.name for d in zd.devices()] == WORKERS
+
+
+def test_worker_killed_during_a_socket_replay(ray3):
+    """SIGKILL of the worker's process while it runs a replayed chain of matmuls sent through its socket: the
+    realize still returns the right values, recomputed on the restarted worker."""
+    dev = "opencl:2"
+    a, w = rng((320, 320), seed=9), rng((320, 320), seed=10, scale=0.1)
+    x0, wt = zd.tensor(a, device=dev).realize(), zd.tensor(w, device=dev).realize()
+    n = 48  # ~3 GFLOP: tens of ms even on a fast CPU runtime, so the kill lands inside the replay
+    for _ in range(3):
+        chain(x0, wt, a, w, n)[0].realize()
+    socks = socket_replays()
+    x, want = chain(x0, wt, a, w, n)
+    t0 = time.perf_counter()
+    x.realize()
+    run = time.perf_counter() - t0
+    assert socket_replays() == socks + 1
+    pid = ray.get(actor(dev).__ray_call__.remote(lambda self: os.getpid()))
+    x, want = chain(x0, wt, a, w, n)
+    before = zd.stats()["recoveries"]
+    killed = []
+
+    def killer():
+        time.sleep(max(0.002, run / 4))
+        os.kill(pid, signal.SIGKILL)
+        killed.append(time.perf_counter())
+
+    t = threading.Thread(target=killer)
+    t.start()
+    x.realize()
+    t.join()
+    assert killed and zd.stats()["recoveries"] > before
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(x0.numpy(), a)
+    for _ in range(3):  # and replays work again afterwards, through the new worker's socket
+        x, want = chain(x0, wt, a, w, n)
+        x.realize()
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-4, atol=1e-4)
+    assert socket_replays() > socks + 1
+
+
+def _connect(address: str) -> socket.socket:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(address)
+    return s
+
+
+def test_the_socket_serves_only_its_token_and_well_formed_frames(ray3):
+    dev = "opencl:0"
+    a = rng((512,), seed=12)
+    x = zd.tensor(a, device=dev).realize()
+    warm(lambda: x - 3)
+    address, token = ray.get(actor(dev).open_replay_socket.remote())
+    recoveries = zd.stats()["recoveries"]
+    # a wrong token: the connection is closed before any frame is read
+    with _connect(address) as s:
+        s.sendall(bytes(len(token)))
+        assert s.recv(2) == b""
+    # the right token, then a frame that is not a request: closed, the worker untouched
+    with _connect(address) as s:
+        s.sendall(token)
+        assert s.recv(2, socket.MSG_WAITALL) == b"ok"
+        s.sendall(protocol.FRAME.pack(5) + b"\x01\x02\x03\x04\x05")
+        assert s.recv(64) == b""
+    # the right token and a ping: the worker's incarnation
+    with _connect(address) as s:
+        s.sendall(token)
+        assert s.recv(2, socket.MSG_WAITALL) == b"ok"
+        s.sendall(protocol.replay_request(protocol.PING_TEMPLATE, (), ()))
+        failed, graphs, _in_use, inc = protocol.read_replay_reply(protocol.read_frame(s))
+        assert failed is None and graphs == 0 and inc == backend().incarnations[dev]
+    socks = socket_replays()
+    for _ in range(3):  # the driver's own connection was never disturbed
+        np.testing.assert_array_equal((x - 3).realize().numpy(), a - 3)
+    assert socket_replays() == socks + 3 and zd.stats()["recoveries"] == recoveries

@@ -1,0 +1,76 @@
+"""The replay socket's frames (protocol.py): requests and replies read back as written, uploads byte for byte,
+and anything that is not one well-formed frame refused with ValueError (the worker then closes the
+connection), never run."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from zyx_dist import protocol
+from zyx_dist.protocol import Failed
+
+
+def body(frame: bytes) -> bytes:
+    (n,) = protocol.FRAME.unpack_from(frame)
+    assert len(frame) == protocol.FRAME.size + n
+    return frame[protocol.FRAME.size:]
+
+
+def test_a_request_reads_back_as_written():
+    up = [(40, 6, np.array([1.5, -2.0, 3.25], dtype=ml_dtypes.bfloat16)), (41, 4, np.float32(7.5)),
+          (42, 0, np.zeros(0, np.int32))]
+    frame = protocol.replay_request(9, (10, 11, 40, 41, 42), [3, 5], up)
+    template, bufs, frees, uploads = protocol.read_replay_request(body(frame))
+    assert (template, bufs, frees) == (9, (10, 11, 40, 41, 42), (3, 5))
+    assert [(b, n) for b, n, _ in uploads] == [(40, 6), (41, 4), (42, 0)]
+    for (_b, _n, raw), (_b2, _n2, want) in zip(uploads, up):
+        assert raw.dtype == np.uint8 and raw.tobytes() == np.asarray(want).tobytes()
+
+
+def test_a_reply_reads_back_as_written():
+    f = Failed(2, "OutOfMemoryError", "opencl:0: out of memory", "Traceback ...", {"device": "opencl:0",
+                                                                                  "requested": 1 << 40, "free": 7})
+    assert protocol.read_replay_reply(body(protocol.replay_reply(f, 3, 4096, "abc123"))) == (f, 3, 4096, "abc123")
+    assert protocol.read_replay_reply(body(protocol.replay_reply(None, 0, 0, "x"))) == (None, 0, 0, "x")
+
+
+@pytest.mark.parametrize("cut", ["short header", "short ids", "upload past the end", "bytes left over"])
+def test_a_malformed_request_is_refused(cut):
+    good = body(protocol.replay_request(1, (2, 3), [4], [(5, 8, np.arange(2, dtype=np.float32))]))
+    bad = {"short header": good[:10], "short ids": good[:20], "upload past the end": good[:-1],
+           "bytes left over": good + b"\0"}[cut]
+    with pytest.raises(ValueError, match="malformed replay request"):
+        protocol.read_replay_request(bad)
+
+
+def test_frames_are_read_whole_from_a_socket():
+    a, b = socket.socketpair()
+    with a, b:
+        frame = protocol.replay_request(1, tuple(range(20000)), [])  # 160 KB: several reads
+        t = threading.Thread(target=lambda: [a.sendall(frame[i:i + 3000]) for i in range(0, len(frame), 3000)])
+        t.start()
+        got = protocol.read_frame(b)
+        t.join()
+        assert got == body(frame)
+        a.sendall(frame[:2])  # a header cut short, then the peer goes
+        a.shutdown(socket.SHUT_WR)
+        assert protocol.read_frame(b) is None
+
+
+def test_two_frames_at_once_or_a_huge_one_are_refused():
+    a, b = socket.socketpair()
+    with a, b:
+        one = protocol.replay_request(1, (2,), [])
+        a.sendall(one + one)
+        with pytest.raises(ValueError, match="malformed frame"):
+            protocol.read_frame(b)
+    a, b = socket.socketpair()
+    with a, b:
+        a.sendall(protocol.FRAME.pack(protocol.MAX_FRAME + 1))
+        with pytest.raises(ValueError, match="malformed frame"):
+            protocol.read_frame(b)

@@ -1,0 +1,81 @@
+"""Driver side: the client of a worker's replay socket (runtime/replay_socket.py), which a Ray session uses
+for one-worker replays when the worker runs on the driver's own host. Takes the address and token that the
+actor gave through Ray; gives `replay`, one request frame and one reply frame (protocol.py), in 10-20 us
+where a Ray Compiled Graph's execution takes 45-120. Any failure of the socket itself raises `SocketBroken`;
+the Ray backend then asks Ray whether the worker died or came back empty, as for a compiled graph's failure.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+
+from ..protocol import PING_TEMPLATE, Failed, read_frame, read_replay_reply, replay_request
+
+
+class SocketBroken(Exception):
+    """The replay socket failed (its worker died, or closed the connection): the replay's outcome is unknown."""
+
+
+class ReplaySocket:
+    """A connection to one worker's replay socket."""
+
+    def __init__(self, address: str, token: bytes, timeout: float = 30.0) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.sock.settimeout(timeout)  # for the handshake only: a replay may run as long as its kernels do
+            self.sock.connect(address)
+            self.sock.sendall(token)
+            if self.sock.recv(2, socket.MSG_WAITALL) != b"ok":
+                raise SocketBroken("the worker refused the connection")
+            self.sock.settimeout(None)
+        except OSError as e:
+            self.sock.close()
+            raise SocketBroken(f"could not connect to the worker's replay socket: {e}") from e
+        except SocketBroken:
+            self.sock.close()
+            raise
+        # the least round trip of a request that does nothing (what a replay waits beyond its kernels)
+        self.round_trip_seconds = min(self._ping() for _ in range(5))
+
+    def replay(self, template: int, bufs: tuple[int, ...], frees: list[int], uploads: tuple = (),
+               meanwhile: Callable[[], None] | None = None) -> tuple[Failed | None, int, int, str]:
+        """Frees, uploads and the replay of `template` with `bufs` bound, on the worker (as `Worker.run_replay`):
+        (None or the Failed, CUDA graphs replayed, bytes in use, the worker's incarnation). `meanwhile` runs
+        here while the worker works. Raises SocketBroken."""
+        try:
+            self.sock.sendall(replay_request(template, bufs, frees, uploads))
+        except OSError as e:
+            raise SocketBroken(f"sending the replay failed: {e}") from e
+        try:
+            if meanwhile is not None:
+                meanwhile()
+        finally:  # the reply is read whatever `meanwhile` did, or the next one would find it
+            reply = self._reply()
+        return reply
+
+    def _ping(self) -> float:
+        t = time.perf_counter()
+        try:
+            self.sock.sendall(replay_request(PING_TEMPLATE, (), ()))
+        except OSError as e:
+            self.sock.close()
+            raise SocketBroken(f"the worker's replay socket failed: {e}") from e
+        self._reply()
+        return time.perf_counter() - t
+
+    def _reply(self) -> tuple[Failed | None, int, int, str]:
+        try:
+            body = read_frame(self.sock)
+        except (OSError, ValueError) as e:
+            raise SocketBroken(f"reading the reply failed: {e}") from e
+        if body is None:
+            raise SocketBroken("the worker closed its replay socket")
+        return read_replay_reply(body)
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
