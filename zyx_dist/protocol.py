@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
 import struct
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -276,6 +278,23 @@ _REPLY = struct.Struct("<BqqII")
 PING_TEMPLATE = -1
 SOCKET_TOKEN_BYTES = 16
 MAX_FRAME = 1 << 26  # bytes: a replay's frame holds ids and small uploads (engine/templates.DIRECT_UPLOAD_BYTES)
+
+
+def await_readable(sock: Any, seconds: float) -> None:
+    """Poll `sock` for up to `seconds` until it has data or was closed (then a blocking read returns at once):
+    a replay's reply, or the next request of a loop, usually comes within tens of microseconds, and a thread
+    that blocks in `recv` pays the kernel's wake-up on top. Polls only (`MSG_PEEK`), so it reads nothing."""
+    end = time.perf_counter() + seconds
+    peek = socket.MSG_PEEK | socket.MSG_DONTWAIT
+    while True:
+        try:
+            sock.recv(1, peek)
+            return  # data, or b"" for a closed peer
+        except BlockingIOError:
+            if time.perf_counter() >= end:
+                return
+        except OSError:
+            return  # (the blocking read that follows raises it)
 
 
 def read_frame(sock: Any) -> bytes | None:

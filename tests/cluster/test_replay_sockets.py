@@ -96,6 +96,22 @@ def test_a_scalar_uploaded_each_step_rides_in_the_request(ray3, monkeypatch):
     assert float(np.asarray(sent[-1][0][2]).reshape(-1)[0]) == 7.5
 
 
+def test_replays_with_both_ends_polling_before_they_block(ray3, monkeypatch):
+    """On hosts with cores to spare both ends poll for a while before a blocking read (ZYX_DIST_SOCKET_SPIN_US);
+    this 2-core machine does not by default, so here it is switched on for one worker's socket."""
+    dev = "opencl:0"
+    a = rng((1024,), seed=13)
+    x = zd.tensor(a, device=dev).realize()
+    warm(lambda: x * 4 + 1)
+    ray.get(actor(dev).open_replay_socket.remote(200e-6))  # (the open socket: it now polls after each reply)
+    monkeypatch.setattr(backend().sockets[dev], "spin_seconds", 200e-6)
+    socks = socket_replays()
+    for _ in range(20):
+        np.testing.assert_array_equal((x * 4 + 1).realize().numpy(), a * 4 + 1)
+    assert socket_replays() == socks + 20
+    ray.get(actor(dev).open_replay_socket.remote(0.0))
+
+
 def test_two_worker_replays_keep_the_compiled_graph_beside_the_sockets(ray3):
     a, b = rng((3000,), seed=4), rng((3000,), seed=5)
     x0 = zd.tensor(a, device="opencl:0").realize()

@@ -74,3 +74,18 @@ def test_two_frames_at_once_or_a_huge_one_are_refused():
         a.sendall(protocol.FRAME.pack(protocol.MAX_FRAME + 1))
         with pytest.raises(ValueError, match="malformed frame"):
             protocol.read_frame(b)
+
+
+def test_polling_for_a_frame_reads_nothing_and_gives_up_in_time():
+    import time
+
+    a, b = socket.socketpair()
+    with a, b:
+        t = time.perf_counter()
+        protocol.await_readable(b, 0.002)  # nothing comes: back after about the time given
+        assert 0.002 <= time.perf_counter() - t < 1.0
+        frame = protocol.replay_request(4, (5,), [])
+        threading.Timer(0.01, lambda: a.sendall(frame)).start()
+        protocol.await_readable(b, 5.0)  # back when the frame arrives, well before the 5 s
+        assert time.perf_counter() - t < 4.0
+        assert protocol.read_frame(b) == body(frame)  # the poll consumed none of it

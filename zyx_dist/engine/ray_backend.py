@@ -34,6 +34,18 @@ def replay_sockets_enabled() -> bool:
     return os.environ.get("ZYX_DIST_REPLAY_SOCKETS", "1").strip().lower() not in ("0", "false", "off")
 
 
+def socket_spin_seconds() -> float:
+    """How long both ends of a replay socket poll before they block: ZYX_DIST_SOCKET_SPIN_US microseconds, by
+    default 200 on hosts of 8 or more cores and 0 on smaller ones (where a polling thread takes a core that
+    the worker or Ray needs)."""
+    default = "200" if (os.cpu_count() or 1) >= 8 else "0"
+    try:
+        return max(0.0, float(os.environ.get("ZYX_DIST_SOCKET_SPIN_US", default))) * 1e-6
+    except ValueError:
+        raise ValueError(f"ZYX_DIST_SOCKET_SPIN_US={os.environ['ZYX_DIST_SOCKET_SPIN_US']!r} is not a number "
+                         "of microseconds") from None
+
+
 def _is_gpu(spec: str) -> bool:
     return spec.startswith("cuda:")
 
@@ -53,6 +65,7 @@ class RayBackend:
         self.graph: CompiledSteps | None = None  # the compiled graph replays run through (ray_compiled.py)
         self.compiled = compiled_graphs_enabled()
         self.use_sockets = replay_sockets_enabled()
+        self.spin_seconds = socket_spin_seconds()
         self.sockets: dict[str, ReplaySocket | None] = {}  # worker -> its replay socket; None: it has none
         self.socket_replays = 0
         self.time_replays = False  # replays run with kernel timing only while a trace wants it (engine/trace.py)
@@ -166,7 +179,7 @@ class RayBackend:
                     for step, extra in zip(results, side):
                         step.update(extra)
                 return results
-        pending = self._submit(steps)
+        pending = self._submit(steps, compiled and not self.time_replays)  # (replays untimed, as in a graph)
         if meanwhile is not None:
             meanwhile()
         results, lost = self._collect(pending)
@@ -217,10 +230,10 @@ class RayBackend:
         if self.infos[name].get("node") != ray.get_runtime_context().get_node_id():
             return None
         try:
-            opened = ray.get(self.actors[name].open_replay_socket.remote(), timeout=60)
+            opened = ray.get(self.actors[name].open_replay_socket.remote(self.spin_seconds), timeout=60)
             if opened is None:
                 return None
-            sock = ReplaySocket(*opened)
+            sock = ReplaySocket(*opened, self.spin_seconds)
         except (SocketBroken, ray.exceptions.RayError) as e:
             logs.emit("devices", f"zyx_dist: no replay socket to {name} ({type(e).__name__}: {e}); "
                                  "its replays use the compiled graph")
@@ -301,8 +314,9 @@ class RayBackend:
                 lost.add(n)
         return lost or set(names)
 
-    def _submit(self, steps: list[dict[str, list[Command]]]) -> list[list[tuple[str, Any]]]:
-        """One plain actor call per worker per step, all submitted at once: (worker, ref) per step."""
+    def _submit(self, steps: list[dict[str, list[Command]]], untimed: bool = False) -> list[list[tuple[str, Any]]]:
+        """One plain actor call per worker per step, all submitted at once: (worker, ref) per step. `untimed`:
+        no kernel timing (replays)."""
         exported: dict[int, Any] = {}
         pending: list[list[tuple[str, Any]]] = []
         for batches in steps:
@@ -314,7 +328,8 @@ class RayBackend:
                 method = self.actors[name].run
                 if exports:
                     method = method.options(num_returns=1 + len(exports))
-                out = method.remote(substitute(batch, exported))
+                out = method.remote(substitute(batch, exported), untimed=untimed) if untimed else \
+                    method.remote(substitute(batch, exported))
                 if exports:
                     for (_i, _k, tid), ref in zip(exports, out[1:]):
                         exported[tid] = ref

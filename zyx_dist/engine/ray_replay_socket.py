@@ -11,7 +11,7 @@ import socket
 import time
 from collections.abc import Callable
 
-from ..protocol import PING_TEMPLATE, Failed, read_frame, read_replay_reply, replay_request
+from ..protocol import PING_TEMPLATE, Failed, await_readable, read_frame, read_replay_reply, replay_request
 
 
 class SocketBroken(Exception):
@@ -21,7 +21,8 @@ class SocketBroken(Exception):
 class ReplaySocket:
     """A connection to one worker's replay socket."""
 
-    def __init__(self, address: str, token: bytes, timeout: float = 30.0) -> None:
+    def __init__(self, address: str, token: bytes, spin_seconds: float = 0.0, timeout: float = 30.0) -> None:
+        self.spin_seconds = spin_seconds  # how long a replay polls for its reply before it blocks
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self.sock.settimeout(timeout)  # for the handshake only: a replay may run as long as its kernels do
@@ -52,6 +53,8 @@ class ReplaySocket:
             if meanwhile is not None:
                 meanwhile()
         finally:  # the reply is read whatever `meanwhile` did, or the next one would find it
+            if self.spin_seconds:
+                await_readable(self.sock, self.spin_seconds)
             reply = self._reply()
         return reply
 

@@ -81,13 +81,14 @@ class WorkerActor:
         self.worker = Worker(local_spec(spec), memory_limit, profile=True)
         self.replay_socket: replay_socket.ReplaySocketServer | None = None
 
-    def open_replay_socket(self) -> tuple[str, bytes] | None:
-        """(address, token) of this worker's replay socket (runtime/replay_socket.py), opened on the first call;
-        None where the platform has none."""
+    def open_replay_socket(self, spin_seconds: float = 0.0) -> tuple[str, bytes] | None:
+        """(address, token) of this worker's replay socket (runtime/replay_socket.py), opened on the first call,
+        polling `spin_seconds` after each reply; None where the platform has none."""
         if self.replay_socket is None:
             if not replay_socket.available():
                 return None
             self.replay_socket = replay_socket.ReplaySocketServer(self._socket_replay, self.incarnation, self.name)
+        self.replay_socket.spin_seconds = spin_seconds
         return self.replay_socket.address, self.replay_socket.token
 
     def _socket_replay(self, template: int, bufs: tuple, frees: tuple, uploads: tuple) -> tuple:
@@ -95,10 +96,12 @@ class WorkerActor:
             failed, graphs, in_use = self.worker.run_replay(template, bufs, frees, None, uploads)
             return failed, len(graphs), in_use, self.worker.incarnation
 
-    def run(self, batch: list[Command], timed: bool = False):
+    def run(self, batch: list[Command], timed: bool = False, untimed: bool = False):
+        """Run one batch; its kernels are timed as the worker's profile says (on: planned runs feed the cost
+        model), always with `timed`, never with `untimed` (a replay's first run: its placement is frozen)."""
         with self.lock:
             w = self.worker
-            old, w.profile = w.profile, (w.profile or timed)
+            old, w.profile = w.profile, (not untimed and (w.profile or timed))
             try:
                 res = w.run(batch, resolve=_resolve)
             finally:

@@ -9,7 +9,9 @@ worker; a replay alone takes this way.
 A connection must send the token first, or it is closed; then each request frame (protocol.py
 `replay_request`) gets one reply frame, in order. A frame that does not parse closes its connection: the
 driver then finds out from Ray whether the worker is still the one it knew. A thread per connection blocks
-in `recv` while idle, so a waiting socket costs no CPU (a compiled graph's readers spin).
+in `recv` while idle, so a waiting socket costs no CPU (a compiled graph's readers spin), except for
+`spin_seconds` after each reply, which the driver sets on hosts with cores to spare: a loop's next request
+then finds the thread awake.
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ import sys
 import threading
 from collections.abc import Callable
 
-from ..protocol import PING_TEMPLATE, SOCKET_TOKEN_BYTES, Failed, read_frame, read_replay_request, replay_reply
+from ..protocol import (
+    PING_TEMPLATE,
+    SOCKET_TOKEN_BYTES,
+    Failed,
+    await_readable,
+    read_frame,
+    read_replay_request,
+    replay_reply,
+)
 
 # (template, bufs, frees, uploads) -> (None or Failed, CUDA graphs replayed, bytes in use, incarnation)
 ReplayFn = Callable[[int, tuple, tuple, tuple], tuple[Failed | None, int, int, str]]
@@ -35,8 +45,9 @@ def available() -> bool:
 class ReplaySocketServer:
     """The listening socket and its threads; `address` and `token` are what a driver connects with."""
 
-    def __init__(self, replay: ReplayFn, incarnation: Callable[[], str], name: str) -> None:
+    def __init__(self, replay: ReplayFn, incarnation: Callable[[], str], name: str, spin_seconds: float = 0.0) -> None:
         self._replay, self._incarnation = replay, incarnation
+        self.spin_seconds = spin_seconds  # how long a connection polls for its next request after a reply
         self.token = os.urandom(SOCKET_TOKEN_BYTES)
         self.address = f"\0zyx_dist/{name}/{os.getpid()}/{os.urandom(8).hex()}"
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -84,6 +95,8 @@ class ReplaySocketServer:
                     conn.sendall(replay_reply(*out))
                 except OSError:
                     return
+                if self.spin_seconds:  # a loop's next step comes soon: catch it without a wake-up
+                    await_readable(conn, self.spin_seconds)
 
     def close(self) -> None:
         self._closed = True
