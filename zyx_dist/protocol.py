@@ -269,7 +269,8 @@ def batch_result(value: Any) -> BatchResult:
 # Each frame is its body's length (4 bytes) and the body. A request: the template, then the counts and values
 # of the buffer ids bound to its slots, of the frees before it and of the uploads ((buffer id, bytes, raw host
 # data) each); template PING_TEMPLATE asks for nothing but the reply. A reply: whether the replay failed, the
-# CUDA graphs it replayed, the bytes in use, the worker's incarnation, and the Failed's fields as JSON.
+# CUDA graphs it replayed (first launch and launches of each), the bytes in use, the worker's incarnation, and
+# the Failed's fields as JSON.
 
 FRAME = struct.Struct("<I")
 _REQUEST = struct.Struct("<qIII")
@@ -355,19 +356,25 @@ def read_replay_request(body: bytes) -> tuple[int, tuple[int, ...], tuple[int, .
     return template, bufs, frees, tuple(uploads)
 
 
-def replay_reply(failed: Failed | None, graphs: int, in_use: int, incarnation: str) -> bytes:
-    """The frame of a replay's outcome (`Worker.run_replay`'s, and the worker's incarnation)."""
+def replay_reply(failed: Failed | None, graphs: tuple, in_use: int, incarnation: str) -> bytes:
+    """The frame of a replay's outcome (`Worker.run_replay`'s: `graphs` as `BatchResult.graphs`, untimed; and
+    the worker's incarnation)."""
     inc = incarnation.encode()
     err = b"" if failed is None else json.dumps(
         [failed.index, failed.error, failed.message, failed.traceback, failed.data], default=repr).encode()
-    body = _REPLY.pack(failed is not None, graphs, in_use, len(inc), len(err)) + inc + err
+    spans = struct.pack(f"<{2 * len(graphs)}q", *(x for first, n, _s in graphs for x in (first, n)))
+    body = _REPLY.pack(failed is not None, len(graphs), in_use, len(inc), len(err)) + spans + inc + err
     return FRAME.pack(len(body)) + body
 
 
-def read_replay_reply(body: bytes) -> tuple[Failed | None, int, int, str]:
-    """(None or the Failed, CUDA graphs replayed, bytes in use, incarnation) of a reply's body."""
-    has_failed, graphs, in_use, ninc, nerr = _REPLY.unpack_from(body, 0)
+def read_replay_reply(body: bytes) -> tuple[Failed | None, tuple, int, str]:
+    """(None or the Failed, the CUDA graphs replayed as `BatchResult.graphs`, bytes in use, incarnation) of a
+    reply's body."""
+    has_failed, ngraphs, in_use, ninc, nerr = _REPLY.unpack_from(body, 0)
     at = _REPLY.size
+    spans = struct.unpack_from(f"<{2 * ngraphs}q", body, at)
+    graphs = tuple([(spans[i], spans[i + 1], 0.0) for i in range(0, len(spans), 2)])
+    at += 16 * ngraphs
     incarnation = body[at:at + ninc].decode()
     failed = Failed(*json.loads(body[at + ninc:at + ninc + nerr])) if has_failed else None
     return failed, graphs, in_use, incarnation

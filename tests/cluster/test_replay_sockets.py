@@ -5,7 +5,9 @@ on several workers still take; on 3 PoCL workers of one Ray session of this modu
 
 - A repeated one-worker graph replays through the socket (counted), with no compiled graph built for it; the
   frees the driver queued and a scalar uploaded each step ride in the request; memory holds steady.
-- A replay on two workers still goes through the compiled graph, and plain calls keep working beside both.
+- A step of replays on several workers that moves no data through the driver goes to their sockets side by
+  side; one that does (a transfer through the object store) still goes through the compiled graph, and plain
+  calls keep working beside both.
 - A failure inside a socket replay raises the planned run's error and frees what it allocated.
 - A worker killed between or during socket replays is recovered from lineage; its new process gets a socket.
 - The socket serves only the driver that holds its token, and a malformed frame closes that connection
@@ -132,6 +134,44 @@ def test_two_worker_replays_keep_the_compiled_graph_beside_the_sockets(ray3):
     assert zd.stats()["plan_replays"] == 8 and zd.stats()["recoveries"] == 0
 
 
+def test_a_step_on_three_workers_goes_through_their_sockets_side_by_side(ray3):
+    """Replays on several workers that move no data through the driver (each worker's part of one step) go
+    to every worker's socket before any reply is read; a failure on one of them raises its error and frees
+    what the step allocated on all three."""
+    a = [rng((2048,), seed=20 + i) for i in range(3)]
+    xs = [zd.tensor(v, device=d).realize() for v, d in zip(a, WORKERS)]
+
+    def step():
+        return [x * 2 + i for i, x in enumerate(xs)]
+
+    for _ in range(3):
+        zd.realize(*step())
+    base = {d: in_use(d) for d in WORKERS}
+    socks, runs = socket_replays(), backend().graph.executions if backend().graph else 0
+    for _ in range(4):
+        ys = step()
+        zd.realize(*ys)
+        for i, y in enumerate(ys):
+            np.testing.assert_array_equal(y.numpy(), a[i] * 2 + i)
+    del ys, y
+    assert socket_replays() == socks + 12
+    assert (backend().graph.executions if backend().graph else 0) == runs  # no compiled graph ran them
+    assert {d: in_use(d) for d in WORKERS} == base
+    replays = zd.stats()["plan_replays"]
+    ray.get(actor(WORKERS[1]).limit_memory.remote(base[WORKERS[1]]))
+    try:
+        with pytest.raises(zd.OutOfMemoryError, match="out of memory"):
+            zd.realize(*step())
+    finally:
+        ray.get(actor(WORKERS[1]).limit_memory.remote(None))
+    assert zd.stats()["plan_replays"] == replays
+    assert {d: in_use(d) for d in WORKERS} == base  # the other two workers' results were freed too
+    ys = step()
+    zd.realize(*ys)
+    for i, y in enumerate(ys):
+        np.testing.assert_array_equal(y.numpy(), a[i] * 2 + i)
+
+
 def test_a_failure_inside_a_socket_replay(ray3):
     dev = "opencl:2"
     a = rng((8192,), seed=6)
@@ -150,6 +190,7 @@ def test_a_failure_inside_a_socket_replay(ray3):
     assert socket_replays() == socks + 2  # the failures went through the socket
     assert zd.stats()["plan_replays"] == replays
     assert in_use(dev) == base
+    replays = zd.stats()["plan_replays"]  # (in_use's own graph may be a replay too)
     y = (x + 7).realize()
     np.testing.assert_array_equal(y.numpy(), a + 7)
     assert zd.stats()["plan_replays"] == replays + 1 and zd.stats()["recoveries"] == 0
@@ -252,7 +293,7 @@ def test_the_socket_serves_only_its_token_and_well_formed_frames(ray3):
         assert s.recv(2, socket.MSG_WAITALL) == b"ok"
         s.sendall(protocol.replay_request(protocol.PING_TEMPLATE, (), ()))
         failed, graphs, _in_use, inc = protocol.read_replay_reply(protocol.read_frame(s))
-        assert failed is None and graphs == 0 and inc == backend().incarnations[dev]
+        assert failed is None and graphs == () and inc == backend().incarnations[dev]
     socks = socket_replays()
     for _ in range(3):  # the driver's own connection was never disturbed
         np.testing.assert_array_equal((x - 3).realize().numpy(), a - 3)

@@ -21,7 +21,7 @@ import ray
 
 from .. import logs
 from ..errors import DeviceError, WorkerLostError
-from ..protocol import Alloc, BatchResult, Command, CopyIn, Failed, Free, Replay, batch_result
+from ..protocol import Alloc, BatchResult, Command, CopyIn, Done, Failed, Free, Replay, batch_result
 from ..runtime.actor import replay_only
 from .backends import LostWorkers, exports_of, substitute
 from .ray_compiled import GRAPH_ERRORS, CompiledSteps, compiled_graphs_enabled, frees_of, only_frees
@@ -157,6 +157,10 @@ class RayBackend:
         when one can be had; a worker that the steps only give frees gets them by a plain call beside the
         graph (it need not join). `meanwhile`: the driver's work that need not wait for the workers, run
         while they work."""
+        if compiled and self.use_sockets and not self.time_replays and len(steps) == 1:
+            out = self._socket_step(steps[0], meanwhile)
+            if out is not None:
+                return [out]
         if compiled and self.compiled:
             needed = {dev for step in steps for dev, batch in step.items() if not only_frees(batch)}
             # one worker with a replay socket: its replays take the socket, so a compiled graph would be built
@@ -206,7 +210,7 @@ class RayBackend:
             self.socket_replays += 1
             if incarnation != self.incarnations[name]:
                 raise LostWorkers({name}, [])
-            return failed, graphs, in_use
+            return failed, len(graphs), in_use
         graph = self._graph({name}, 1) if self.compiled else None
         if graph is not None:
             batch = replay_only(template, bufs, frees, uploads)
@@ -218,6 +222,70 @@ class RayBackend:
             res = self.run_steps([{name: batch}], True, meanwhile)[0][name]
         failed = next((r for r in res.results if r.__class__ is Failed), None)
         return failed, len(res.graphs), res.bytes_in_use
+
+    def _socket_step(self, step: dict[str, list[Command]], meanwhile: Callable[[], None] | None
+                     ) -> dict[str, BatchResult] | None:
+        """One step of replays through the workers' replay sockets, all sent before any reply is read, so the
+        workers run side by side (NCCL pairs inside their templates included); None (nothing sent) unless every
+        batch is frees and at most one Replay that moves nothing through the driver, and every worker with a
+        Replay has a socket. Batches of frees alone go by plain calls beside them. Raises LostWorkers as
+        `run_steps` does."""
+        sends: dict[str, tuple[ReplaySocket, int, tuple, list[int], int]] = {}
+        aside: dict[str, list[Command]] = {}
+        for dev, batch in step.items():
+            if not batch:
+                continue
+            last = batch[-1]
+            if last.__class__ is not Replay:
+                if not only_frees(batch):
+                    return None
+                aside[dev] = batch
+                continue
+            frees = [c.buf for c in batch[:-1] if c.__class__ is Free]
+            if len(frees) != len(batch) - 1 or last.imports or last.exports:
+                return None
+            sock = self._socket(dev)
+            if sock is None:
+                return None
+            sends[dev] = (sock, last.template, last.bufs, frees, len(batch))
+        if not sends:
+            return None
+        broken: set[str] = set()
+        for dev, (sock, template, bufs, frees, _n) in sends.items():
+            try:
+                sock.send(template, bufs, frees)
+            except SocketBroken:
+                broken.add(dev)
+        pending = self._submit([aside]) if aside else None
+        replies = {}
+        try:
+            if meanwhile is not None:
+                meanwhile()
+        finally:  # every reply is read, or a socket's next replay would find this one's
+            for dev, (sock, *_rest) in sends.items():
+                if dev not in broken:
+                    try:
+                        replies[dev] = sock.receive()
+                    except SocketBroken:
+                        broken.add(dev)
+            side, side_lost = self._collect(pending) if pending is not None else ([{}], set())
+        out: dict[str, BatchResult] = dict(side[0])
+        lost = set(side_lost)
+        if broken:
+            for dev in broken:
+                self._drop_socket(dev)
+            lost |= self._find_lost(tuple(sorted(broken)))
+        for dev, (failed, graphs, in_use, incarnation) in replies.items():
+            if incarnation != self.incarnations[dev]:
+                lost.add(dev)
+                continue
+            n = sends[dev][4]
+            done = tuple(Done(i) for i in range(n if failed is None else failed.index))
+            out[dev] = BatchResult(done if failed is None else (*done, failed), incarnation, in_use, (), graphs)
+        self.socket_replays += len(replies)
+        if lost:
+            raise LostWorkers(lost, [out])
+        return out
 
     def _socket(self, name: str) -> ReplaySocket | None:
         """Worker `name`'s replay socket, connected on first use; None where it has none (another host, a

@@ -41,34 +41,30 @@ class ReplaySocket:
         self.round_trip_seconds = min(self._ping() for _ in range(5))
 
     def replay(self, template: int, bufs: tuple[int, ...], frees: list[int], uploads: tuple = (),
-               meanwhile: Callable[[], None] | None = None) -> tuple[Failed | None, int, int, str]:
+               meanwhile: Callable[[], None] | None = None) -> tuple[Failed | None, tuple, int, str]:
         """Frees, uploads and the replay of `template` with `bufs` bound, on the worker (as `Worker.run_replay`):
-        (None or the Failed, CUDA graphs replayed, bytes in use, the worker's incarnation). `meanwhile` runs
+        (None or the Failed, the CUDA graphs replayed as `BatchResult.graphs` has them, bytes in use, the worker's
+        incarnation). `meanwhile` runs
         here while the worker works. Raises SocketBroken."""
-        try:
-            self.sock.sendall(replay_request(template, bufs, frees, uploads))
-        except OSError as e:
-            raise SocketBroken(f"sending the replay failed: {e}") from e
+        self.send(template, bufs, frees, uploads)
         try:
             if meanwhile is not None:
                 meanwhile()
         finally:  # the reply is read whatever `meanwhile` did, or the next one would find it
-            if self.spin_seconds:
-                await_readable(self.sock, self.spin_seconds)
-            reply = self._reply()
+            reply = self.receive()
         return reply
 
-    def _ping(self) -> float:
-        t = time.perf_counter()
+    def send(self, template: int, bufs: tuple[int, ...], frees: list[int], uploads: tuple = ()) -> None:
+        """The request of `replay`, whose reply `receive` reads (each send takes exactly one receive)."""
         try:
-            self.sock.sendall(replay_request(PING_TEMPLATE, (), ()))
+            self.sock.sendall(replay_request(template, bufs, frees, uploads))
         except OSError as e:
-            self.sock.close()
-            raise SocketBroken(f"the worker's replay socket failed: {e}") from e
-        self._reply()
-        return time.perf_counter() - t
+            raise SocketBroken(f"sending the replay failed: {e}") from e
 
-    def _reply(self) -> tuple[Failed | None, int, int, str]:
+    def receive(self) -> tuple[Failed | None, tuple, int, str]:
+        """The reply to the last `send`, as `replay` gives it; raises SocketBroken."""
+        if self.spin_seconds:
+            await_readable(self.sock, self.spin_seconds)
         try:
             body = read_frame(self.sock)
         except (OSError, ValueError) as e:
@@ -76,6 +72,16 @@ class ReplaySocket:
         if body is None:
             raise SocketBroken("the worker closed its replay socket")
         return read_replay_reply(body)
+
+    def _ping(self) -> float:
+        t = time.perf_counter()
+        try:
+            self.send(PING_TEMPLATE, (), ())
+            self.receive()
+        except SocketBroken:
+            self.sock.close()
+            raise
+        return time.perf_counter() - t
 
     def close(self) -> None:
         try:

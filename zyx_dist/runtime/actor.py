@@ -94,7 +94,7 @@ class WorkerActor:
     def _socket_replay(self, template: int, bufs: tuple, frees: tuple, uploads: tuple) -> tuple:
         with self.lock:
             failed, graphs, in_use = self.worker.run_replay(template, bufs, frees, None, uploads)
-            return failed, len(graphs), in_use, self.worker.incarnation
+            return failed, graphs, in_use, self.worker.incarnation
 
     def run(self, batch: list[Command], timed: bool = False, untimed: bool = False):
         """Run one batch; its kernels are timed as the worker's profile says (on: planned runs feed the cost

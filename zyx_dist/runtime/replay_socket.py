@@ -33,7 +33,8 @@ from ..protocol import (
     replay_reply,
 )
 
-# (template, bufs, frees, uploads) -> (None or Failed, CUDA graphs replayed, bytes in use, incarnation)
+# (template, bufs, frees, uploads) -> (None or Failed, CUDA graphs replayed (`BatchResult.graphs`), bytes in use,
+# incarnation)
 ReplayFn = Callable[[int, tuple, tuple, tuple], tuple[Failed | None, int, int, str]]
 
 
@@ -85,12 +86,12 @@ class ReplaySocketServer:
                 except (OSError, ValueError):
                     return
                 if template == PING_TEMPLATE:
-                    out = (None, 0, 0, self._incarnation())
+                    out = (None, (), 0, self._incarnation())
                 else:
                     try:
                         out = self._replay(template, bufs, frees, uploads)
                     except Exception as e:  # noqa: BLE001 -- `run_replay` turns errors into values: a bug here
-                        out = (Failed(0, type(e).__name__, str(e)), 0, 0, self._incarnation())
+                        out = (Failed(0, type(e).__name__, str(e)), (), 0, self._incarnation())
                 try:
                     conn.sendall(replay_reply(*out))
                 except OSError:
