@@ -63,8 +63,9 @@ def instrument(backend_cls: type | None, through_ray: bool) -> None:
     zsession.companions.with_companions = _timed("with_companions", companions.with_companions)
     templates.lineage.recipe = _timed("recipe", templates.lineage.recipe)
     if through_ray:
-        from zyx_dist.engine import ray_backend, ray_compiled
+        from zyx_dist.engine import ray_backend, ray_compiled, ray_replay_socket
         for owner, attr in [(ray_backend.RayBackend, "run_replay"), (ray_backend.RayBackend, "_graph"),
+                            (ray_replay_socket.ReplaySocket, "send"), (ray_replay_socket.ReplaySocket, "receive"),
                             (ray_compiled.CompiledSteps, "run"), (ray_compiled, "pack_steps"),
                             (ray_compiled, "unpack_result"), (ray_compiled, "decode_result")]:
             setattr(owner, attr, _timed(_name(owner, attr), getattr(owner, attr)))

@@ -263,6 +263,38 @@ def test_worker_killed_during_a_socket_replay(ray3):
     assert socket_replays() > socks + 1
 
 
+def test_a_replay_interrupted_before_its_reply_leaves_the_next_ones_right(ray3, monkeypatch):
+    """Ctrl-C while the driver waits for a reply: the realize raises KeyboardInterrupt, the connection (now out
+    of step: the reply would arrive late, for the next request) is closed, and the next replay connects anew
+    and gets its own results."""
+    from zyx_dist.engine import ray_replay_socket
+
+    dev = "opencl:1"
+    a = rng((1024,), seed=14)
+    x = zd.tensor(a, device=dev).realize()
+    warm(lambda: x * 6 - 2, 4)
+    old = backend().sockets[dev]
+    read = ray_replay_socket.read_frame
+    calls = []
+
+    def interrupted(sock):
+        if not calls:
+            calls.append(1)
+            raise KeyboardInterrupt
+        return read(sock)
+
+    monkeypatch.setattr(ray_replay_socket, "read_frame", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        (x * 6 - 2).realize()
+    monkeypatch.undo()
+    assert old.closed
+    for i in range(3):
+        np.testing.assert_array_equal((x * 6 - 2 + i).realize().numpy(), a * 6 - 2 + i)
+        np.testing.assert_array_equal((x * 6 - 2).realize().numpy(), a * 6 - 2)
+    new = backend().sockets[dev]
+    assert new is not None and new is not old and not new.closed
+
+
 def _connect(address: str) -> socket.socket:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(10)

@@ -262,12 +262,18 @@ class RayBackend:
             if meanwhile is not None:
                 meanwhile()
         finally:  # every reply is read, or a socket's next replay would find this one's
-            for dev, (sock, *_rest) in sends.items():
-                if dev not in broken:
-                    try:
-                        replies[dev] = sock.receive()
-                    except SocketBroken:
-                        broken.add(dev)
+            try:
+                for dev, (sock, *_rest) in sends.items():
+                    if dev not in broken:
+                        try:
+                            replies[dev] = sock.receive()
+                        except SocketBroken:
+                            broken.add(dev)
+            except BaseException:  # interrupted: the sockets not read yet are out of step
+                for dev, (sock, *_rest) in sends.items():
+                    if dev not in replies:
+                        sock.close()
+                raise
             side, side_lost = self._collect(pending) if pending is not None else ([{}], set())
         out: dict[str, BatchResult] = dict(side[0])
         lost = set(side_lost)
@@ -292,9 +298,9 @@ class RayBackend:
         platform without abstract Unix sockets, a connection that failed: those replays take the compiled
         graph)."""
         sock = self.sockets.get(name, False)
-        if sock is not False:
+        if sock is not False and (sock is None or not sock.closed):
             return sock
-        self.sockets[name] = None
+        self.sockets[name] = None  # (a closed one was interrupted in a replay: connect anew)
         if self.infos[name].get("node") != ray.get_runtime_context().get_node_id():
             return None
         try:

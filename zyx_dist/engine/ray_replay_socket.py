@@ -23,6 +23,7 @@ class ReplaySocket:
 
     def __init__(self, address: str, token: bytes, spin_seconds: float = 0.0, timeout: float = 30.0) -> None:
         self.spin_seconds = spin_seconds  # how long a replay polls for its reply before it blocks
+        self.closed = False
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self.sock.settimeout(timeout)  # for the handshake only: a replay may run as long as its kernels do
@@ -62,13 +63,18 @@ class ReplaySocket:
             raise SocketBroken(f"sending the replay failed: {e}") from e
 
     def receive(self) -> tuple[Failed | None, tuple, int, str]:
-        """The reply to the last `send`, as `replay` gives it; raises SocketBroken."""
-        if self.spin_seconds:
-            await_readable(self.sock, self.spin_seconds)
+        """The reply to the last `send`, as `replay` gives it; raises SocketBroken. Interrupted before the
+        reply came (KeyboardInterrupt), the connection is out of step and is closed (`closed`: the backend
+        connects anew for the next replay)."""
         try:
+            if self.spin_seconds:
+                await_readable(self.sock, self.spin_seconds)
             body = read_frame(self.sock)
         except (OSError, ValueError) as e:
             raise SocketBroken(f"reading the reply failed: {e}") from e
+        except BaseException:
+            self.close()
+            raise
         if body is None:
             raise SocketBroken("the worker closed its replay socket")
         return read_replay_reply(body)
@@ -84,6 +90,7 @@ class ReplaySocket:
         return time.perf_counter() - t
 
     def close(self) -> None:
+        self.closed = True
         try:
             self.sock.close()
         except OSError:
