@@ -202,11 +202,8 @@ class RayBackend:
         if sock is not None:
             try:
                 failed, graphs, in_use, incarnation = sock.replay(template, bufs, frees, uploads, meanwhile)
-            except SocketBroken as e:
-                self._drop_socket(name)
-                lost = self._find_lost((name,))
-                logs.emit("devices", f"zyx_dist: replay socket of {name} failed ({e}); lost {', '.join(sorted(lost))}")
-                raise LostWorkers(lost, []) from None
+            except SocketBroken:
+                raise LostWorkers(self._lost_with_sockets({name}), []) from None
             self.socket_replays += 1
             if incarnation != self.incarnations[name]:
                 raise LostWorkers({name}, [])
@@ -278,9 +275,7 @@ class RayBackend:
         out: dict[str, BatchResult] = dict(side[0])
         lost = set(side_lost)
         if broken:
-            for dev in broken:
-                self._drop_socket(dev)
-            lost |= self._find_lost(tuple(sorted(broken)))
+            lost |= self._lost_with_sockets(broken)
         for dev, (failed, graphs, in_use, incarnation) in replies.items():
             if incarnation != self.incarnations[dev]:
                 lost.add(dev)
@@ -317,6 +312,15 @@ class RayBackend:
         self.round_trip_seconds = min(self.round_trip_seconds, sock.round_trip_seconds)
         logs.emit("devices", f"zyx_dist: replay socket to {name}, round trip {1e6 * sock.round_trip_seconds:.0f} us")
         return sock
+
+    def _lost_with_sockets(self, broken: set[str]) -> set[str]:
+        """The workers lost, once the replay sockets of workers `broken` failed mid-replay (dropped here): those
+        Ray finds dead or restarted, or all of `broken` when it finds none (as `_find_lost` decides)."""
+        for name in broken:
+            self._drop_socket(name)
+        lost = self._find_lost(tuple(sorted(broken)))
+        logs.emit("devices", f"zyx_dist: replay socket of {', '.join(sorted(broken))} failed; lost {', '.join(sorted(lost))}")
+        return lost
 
     def _drop_socket(self, name: str) -> None:
         sock = self.sockets.pop(name, None)
