@@ -172,6 +172,26 @@ def test_a_step_on_three_workers_goes_through_their_sockets_side_by_side(ray3):
         np.testing.assert_array_equal(y.numpy(), a[i] * 2 + i)
 
 
+def test_a_worker_on_another_host_replays_through_the_compiled_graph(ray3, monkeypatch):
+    """A worker whose node is not the driver's gets no socket (an abstract Unix socket reaches only this host):
+    its replays take the compiled graph, with the same results."""
+    dev = "opencl:0"
+    a = rng((1536,), seed=15)
+    x = zd.tensor(a, device=dev).realize()
+    monkeypatch.setitem(backend().infos[dev], "node", "a node elsewhere")
+    backend()._drop_socket(dev)
+    warm(lambda: x / 4 + 3)
+    socks = socket_replays()
+    for _ in range(4):
+        np.testing.assert_allclose((x / 4 + 3).realize().numpy(), a / 4 + 3, rtol=1e-6)
+    assert socket_replays() == socks and backend().sockets[dev] is None
+    assert backend().graph is not None and dev in backend().graph.names
+    monkeypatch.undo()
+    backend()._drop_socket(dev)  # (back on this host: the next replay connects)
+    np.testing.assert_allclose((x / 4 + 3).realize().numpy(), a / 4 + 3, rtol=1e-6)
+    assert socket_replays() == socks + 1
+
+
 def test_a_failure_inside_a_socket_replay(ray3):
     dev = "opencl:2"
     a = rng((8192,), seed=6)

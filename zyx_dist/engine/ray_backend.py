@@ -296,14 +296,14 @@ class RayBackend:
         if sock is not False and (sock is None or not sock.closed):
             return sock
         self.sockets[name] = None  # (a closed one was interrupted in a replay: connect anew)
-        if self.infos[name].get("node") != ray.get_runtime_context().get_node_id():
-            return None
         try:
+            if self.infos[name].get("node") != ray.get_runtime_context().get_node_id():
+                return None  # (a worker on another host, or a driver that is a Ray client: no node of its own)
             opened = ray.get(self.actors[name].open_replay_socket.remote(self.spin_seconds), timeout=60)
             if opened is None:
                 return None
             sock = ReplaySocket(*opened, self.spin_seconds)
-        except (SocketBroken, ray.exceptions.RayError) as e:
+        except Exception as e:  # noqa: BLE001 -- no socket (a failed connection, an old actor, Ray's error): the graph
             logs.emit("devices", f"zyx_dist: no replay socket to {name} ({type(e).__name__}: {e}); "
                                  "its replays use the compiled graph")
             return None
