@@ -20,6 +20,9 @@ session has seen before (replayed from their plan templates; through Ray as Comp
     relu(A@B+b)), wall time of `realize()` (replays untimed, as users run them) and device time (the
     same replays again with the kernels timed, as under a trace), in-process and through Ray (smaller
     sizes on a CPU device; `--sizes full` for gpu_bench's).
+(e) Reading a value back: `.item()` of a realized 1-element result and `.numpy()` of a realized 256x256
+    float32, per read, in-process and through Ray on 1 worker (the value realized before the clock), beside
+    torch's `.item()` / `.cpu().numpy()` on the same device when torch is importable.
 
 Every figure is a median with its interquartile range (IQR) over `--repeats` runs after a warm-up, and
 the share of realizes that were replayed from a template (`zd.stats()["plan_replays"]`). Prints a table
@@ -161,6 +164,52 @@ def start(kind: str, workers: int, device: str):
 
 def replayed(before: int, calls: int) -> str:
     return f"{zd.stats()['plan_replays'] - before}/{calls}"
+
+
+# ---- (e) reading values back -------------------------------------------------------------------------------
+
+def reads(kind: str, device: str, repeats: int) -> None:
+    start(kind, 1, device)
+    try:
+        dev = zd.devices()[0].name
+        small = (zd.tensor(np.arange(4, dtype=np.float32), device=dev) * 2).realize()[3:]
+        block = (zd.tensor(np.ones((256, 256), np.float32), device=dev) * 2).realize()
+        for what, t, read in (("item() of 1 float32", small, lambda t: t.item()),
+                              ("numpy() of 256x256 float32", block, lambda t: t.numpy())):
+            ts = []
+            for i in range(repeats + 10):
+                x = (t * 1.0).realize()  # a fresh realized tensor each time: nothing is cached on the host
+                gc.disable()
+                t0 = time.perf_counter()
+                read(x)
+                dt = time.perf_counter() - t0
+                gc.enable()
+                if i >= 10:
+                    ts.append(dt * 1e6)
+            record(f"zyx_dist {kind}", what, ts, "us")
+    finally:
+        zd.shutdown()
+
+
+def torch_reads(device: str, repeats: int) -> None:
+    try:
+        import torch
+    except ImportError:
+        return
+    dev = "cuda" if device.startswith("cuda") else "cpu"
+    small, block = torch.arange(4.0, device=dev)[3:], torch.ones(256, 256, device=dev)
+    for what, t, read in (("item() of 1 float32", small, lambda t: t.item()),
+                          ("numpy() of 256x256 float32", block, lambda t: t.cpu().numpy())):
+        ts = []
+        for i in range(repeats + 10):
+            x = t * 1.0
+            if dev == "cuda":
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            read(x)
+            if i >= 10:
+                ts.append((time.perf_counter() - t0) * 1e6)
+        record(f"torch {torch.__version__} ({dev})", what, ts, "us")
 
 
 # ---- (a) overhead per realize on N workers ------------------------------------------------------------------
@@ -425,7 +474,7 @@ def main() -> None:
     ap.add_argument("--kernels", type=int, default=200)
     ap.add_argument("--sizes", choices=("small", "full"), default=None,
                     help="sizes of (d): small on a CPU (default there), full = gpu_bench's (default on a GPU)")
-    ap.add_argument("--only", default="abcdf", help="which parts to run (letters a b c d, f: Ray's floor)")
+    ap.add_argument("--only", default="abcdf", help="which parts to run (letters a b c d e, f: Ray's floor)")
     ap.add_argument("--machine", default=None)
     ap.add_argument("--name", default=None, help="file name of the JSON (default dispatch-<cpu|gpu>-<date>.json)")
     ap.add_argument("--out", default=os.environ.get("OUT", "benchmarks/results"))
@@ -470,6 +519,11 @@ def main() -> None:
         print(f"(d) the five benchmark kernels ({sizes} sizes)")
         for kind in ("in-process", "ray"):
             five_kernels(kind, args.device, sizes, max(10, args.repeats // 10))
+    if "e" in args.only:
+        print("(e) reading a value back, per read")
+        for kind in ("in-process", "ray"):
+            reads(kind, args.device, args.repeats)
+        torch_reads(args.device, args.repeats)
     os.makedirs(args.out, exist_ok=True)
     day = datetime.date.today().isoformat()
     path = os.path.join(args.out, args.name or f"dispatch-{'gpu' if gpu else 'cpu'}-{day}.json")

@@ -268,17 +268,19 @@ def batch_result(value: Any) -> BatchResult:
 # ---- the replay socket's frames ----------------------------------------------------------------------------
 # Each frame is its body's length (4 bytes) and the body. A request: the template, then the counts and values
 # of the buffer ids bound to its slots, of the frees before it and of the uploads ((buffer id, bytes, raw host
-# data) each); template PING_TEMPLATE asks for nothing but the reply. A reply: whether the replay failed, the
-# CUDA graphs it replayed (first launch and launches of each), the bytes in use, the worker's incarnation, and
-# the Failed's fields as JSON.
+# data) each); template PING_TEMPLATE asks for nothing but the reply, READ_TEMPLATE for buffers' bytes. A reply:
+# whether the replay failed, the CUDA graphs it replayed (first launch and launches of each), the bytes in use,
+# the worker's incarnation, the Failed's fields as JSON, and the bytes a read asked for.
 
 FRAME = struct.Struct("<I")
 _REQUEST = struct.Struct("<qIII")
 _UPLOAD = struct.Struct("<qqQ")
 _REPLY = struct.Struct("<BqqII")
 PING_TEMPLATE = -1
+# a read: `bufs` holds (buffer id, bytes) pairs to copy out after the frees; the reply carries their bytes in order
+READ_TEMPLATE = -2
 SOCKET_TOKEN_BYTES = 16
-MAX_FRAME = 1 << 26  # bytes: a replay's frame holds ids and small uploads (engine/templates.DIRECT_UPLOAD_BYTES)
+MAX_FRAME = 1 << 26  # bytes: a frame holds ids, small uploads (engine/templates.DIRECT_UPLOAD_BYTES) or a small read
 
 
 def await_readable(sock: Any, seconds: float) -> None:
@@ -356,20 +358,21 @@ def read_replay_request(body: bytes) -> tuple[int, tuple[int, ...], tuple[int, .
     return template, bufs, frees, tuple(uploads)
 
 
-def replay_reply(failed: Failed | None, graphs: tuple, in_use: int, incarnation: str) -> bytes:
+def replay_reply(failed: Failed | None, graphs: tuple, in_use: int, incarnation: str, data: bytes = b"") -> bytes:
     """The frame of a replay's outcome (`Worker.run_replay`'s: `graphs` as `BatchResult.graphs`, untimed; and
-    the worker's incarnation)."""
+    the worker's incarnation), or of a read's (its bytes in `data`)."""
     inc = incarnation.encode()
     err = b"" if failed is None else json.dumps(
         [failed.index, failed.error, failed.message, failed.traceback, failed.data], default=repr).encode()
     spans = struct.pack(f"<{2 * len(graphs)}q", *(x for first, n, _s in graphs for x in (first, n)))
-    body = _REPLY.pack(failed is not None, len(graphs), in_use, len(inc), len(err)) + spans + inc + err
-    return FRAME.pack(len(body)) + body
+    head = _REPLY.pack(failed is not None, len(graphs), in_use, len(inc), len(err))
+    return b"".join((FRAME.pack(len(head) + len(spans) + len(inc) + len(err) + len(data)), head, spans, inc, err,
+                     data))
 
 
-def read_replay_reply(body: bytes) -> tuple[Failed | None, tuple, int, str]:
-    """(None or the Failed, the CUDA graphs replayed as `BatchResult.graphs`, bytes in use, incarnation) of a
-    reply's body."""
+def read_replay_reply(body: bytes) -> tuple[Failed | None, tuple, int, str, memoryview]:
+    """(None or the Failed, the CUDA graphs replayed as `BatchResult.graphs`, bytes in use, incarnation, the
+    bytes a read carries) of a reply's body."""
     has_failed, ngraphs, in_use, ninc, nerr = _REPLY.unpack_from(body, 0)
     at = _REPLY.size
     spans = struct.unpack_from(f"<{2 * ngraphs}q", body, at)
@@ -377,4 +380,4 @@ def read_replay_reply(body: bytes) -> tuple[Failed | None, tuple, int, str]:
     at += 16 * ngraphs
     incarnation = body[at:at + ninc].decode()
     failed = Failed(*json.loads(body[at + ninc:at + ninc + nerr])) if has_failed else None
-    return failed, graphs, in_use, incarnation
+    return failed, graphs, in_use, incarnation, memoryview(body)[at + ninc + nerr:]

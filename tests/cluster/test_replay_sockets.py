@@ -192,6 +192,33 @@ def test_a_worker_on_another_host_replays_through_the_compiled_graph(ray3, monke
     assert socket_replays() == socks + 1
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool", "bfloat16", "float16"])
+def test_values_are_read_through_the_socket(ray3, dtype):
+    """`numpy()` and `item()` of tensors on a worker of this host copy out through its socket (a Ray call costs a
+    millisecond), any dtype and shape, as writeable arrays; a read over SOCKET_READ_BYTES takes the plain call."""
+    import ml_dtypes
+
+    from zyx_dist.engine.ray_backend import SOCKET_READ_BYTES
+
+    dev = "opencl:2"
+    np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    a = (rng((3, 5, 7), seed=16) * 40).astype(np_dtype)
+    x = zd.tensor(a, device=dev).realize()
+    ys = [zd.where(zd.tensor(a[i] == a[i], device=dev), x[i], x[i][::-1]).realize() for i in range(3)]  # kernels
+    reads = backend().socket_reads
+    got = x.numpy()
+    assert got.dtype == np_dtype and got.shape == a.shape and got.flags.writeable
+    np.testing.assert_array_equal(got.astype(np.float64), a.astype(np.float64))
+    assert x[1, 2, 3].item() == a[1, 2, 3].item()
+    for i, y in enumerate(ys):
+        np.testing.assert_array_equal(y.numpy().astype(np.float64), a[i].astype(np.float64))
+    assert backend().socket_reads >= reads + 4
+    big = (zd.zeros(SOCKET_READ_BYTES // 4 + 1, device=dev) + 1).realize()  # one float32 over the limit
+    reads = backend().socket_reads
+    assert float(big.numpy().sum()) == SOCKET_READ_BYTES // 4 + 1
+    assert backend().socket_reads == reads
+
+
 def test_a_failure_inside_a_socket_replay(ray3):
     dev = "opencl:2"
     a = rng((8192,), seed=6)
@@ -344,7 +371,7 @@ def test_the_socket_serves_only_its_token_and_well_formed_frames(ray3):
         s.sendall(token)
         assert s.recv(2, socket.MSG_WAITALL) == b"ok"
         s.sendall(protocol.replay_request(protocol.PING_TEMPLATE, (), ()))
-        failed, graphs, _in_use, inc = protocol.read_replay_reply(protocol.read_frame(s))
+        failed, graphs, _in_use, inc, _data = protocol.read_replay_reply(protocol.read_frame(s))
         assert failed is None and graphs == () and inc == backend().incarnations[dev]
     socks = socket_replays()
     for _ in range(3):  # the driver's own connection was never disturbed

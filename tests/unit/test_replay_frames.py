@@ -36,9 +36,10 @@ def test_a_reply_reads_back_as_written():
     f = Failed(2, "OutOfMemoryError", "opencl:0: out of memory", "Traceback ...", {"device": "opencl:0",
                                                                                   "requested": 1 << 40, "free": 7})
     graphs = ((0, 3, 0.0), (5, 2, 0.0))
-    assert protocol.read_replay_reply(body(protocol.replay_reply(f, graphs, 4096, "abc123"))) == \
-        (f, graphs, 4096, "abc123")
-    assert protocol.read_replay_reply(body(protocol.replay_reply(None, (), 0, "x"))) == (None, (), 0, "x")
+    *head, data = protocol.read_replay_reply(body(protocol.replay_reply(f, graphs, 4096, "abc123")))
+    assert head == [f, graphs, 4096, "abc123"] and bytes(data) == b""
+    *head, data = protocol.read_replay_reply(body(protocol.replay_reply(None, (), 0, "x", b"\x00\x01read")))
+    assert head == [None, (), 0, "x"] and bytes(data) == b"\x00\x01read"
 
 
 @pytest.mark.parametrize("cut", ["short header", "short ids", "upload past the end", "bytes left over"])

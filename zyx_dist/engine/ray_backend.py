@@ -13,19 +13,35 @@ replay on a worker of the driver's own host goes through that worker's replay so
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import ray
 
-from .. import logs
+from .. import dtypes, logs
 from ..errors import DeviceError, WorkerLostError
-from ..protocol import Alloc, BatchResult, Command, CopyIn, Done, Failed, Free, Replay, batch_result
+from ..protocol import (
+    READ_TEMPLATE,
+    Alloc,
+    BatchResult,
+    Command,
+    CopyIn,
+    CopyOut,
+    Done,
+    Failed,
+    Free,
+    Replay,
+    batch_result,
+)
 from ..runtime.actor import replay_only
 from .backends import LostWorkers, exports_of, substitute
 from .ray_compiled import GRAPH_ERRORS, CompiledSteps, compiled_graphs_enabled, frees_of, only_frees
 from .ray_replay_socket import ReplaySocket, SocketBroken
+
+SOCKET_READ_BYTES = 16 << 20  # a read of more (per worker) takes a plain call: Ray's object store, shared memory
 
 
 def replay_sockets_enabled() -> bool:
@@ -67,7 +83,7 @@ class RayBackend:
         self.use_sockets = replay_sockets_enabled()
         self.spin_seconds = socket_spin_seconds()
         self.sockets: dict[str, ReplaySocket | None] = {}  # worker -> its replay socket; None: it has none
-        self.socket_replays = 0
+        self.socket_replays = self.socket_reads = 0  # (requests each socket carried: replays, reads)
         self.time_replays = False  # replays run with kernel timing only while a trace wants it (engine/trace.py)
         # the least a replay waits for its workers beyond their kernels' time (a compiled graph's execution
         # and its result: 30-50 us on a 2-core VM, ~136 us on a GPU host): driver work of that length hides
@@ -157,7 +173,7 @@ class RayBackend:
         when one can be had; a worker that the steps only give frees gets them by a plain call beside the
         graph (it need not join). `meanwhile`: the driver's work that need not wait for the workers, run
         while they work."""
-        if compiled and self.use_sockets and not self.time_replays and len(steps) == 1:
+        if self.use_sockets and len(steps) == 1:  # replays, reads and frees that the sockets can carry
             out = self._socket_step(steps[0], meanwhile)
             if out is not None:
                 return [out]
@@ -201,7 +217,7 @@ class RayBackend:
         sock = self._socket(name) if self.use_sockets else None
         if sock is not None:
             try:
-                failed, graphs, in_use, incarnation = sock.replay(template, bufs, frees, uploads, meanwhile)
+                failed, graphs, in_use, incarnation, _data = sock.replay(template, bufs, frees, uploads, meanwhile)
             except SocketBroken:
                 raise LostWorkers(self._lost_with_sockets({name}), []) from None
             self.socket_replays += 1
@@ -222,43 +238,50 @@ class RayBackend:
 
     def _socket_step(self, step: dict[str, list[Command]], meanwhile: Callable[[], None] | None
                      ) -> dict[str, BatchResult] | None:
-        """One step of replays through the workers' replay sockets, all sent before any reply is read, so the
-        workers run side by side (NCCL pairs inside their templates included); None (nothing sent) unless every
-        batch is frees and at most one Replay that moves nothing through the driver, and every worker with a
-        Replay has a socket. Batches of frees alone go by plain calls beside them. Raises LostWorkers as
-        `run_steps` does."""
-        sends: dict[str, tuple[ReplaySocket, int, tuple, list[int], int]] = {}
-        aside: dict[str, list[Command]] = {}
+        """One step through the workers' replay sockets, every request sent before any reply is read, so the
+        workers run side by side (NCCL pairs inside their templates included): each batch is frees and then one
+        Replay that moves nothing through the driver, or non-exporting CopyOuts of at most SOCKET_READ_BYTES in
+        all, or nothing more. None (nothing sent) for any other step, or where a worker has no socket. Raises
+        LostWorkers as `run_steps` does."""
+        sends: dict[str, tuple[ReplaySocket, int, tuple, list[int], list[Command]]] = {}
         for dev, batch in step.items():
             if not batch:
                 continue
-            last = batch[-1]
-            if last.__class__ is not Replay:
-                if not only_frees(batch):
+            frees = [c.buf for c in batch if c.__class__ is Free]
+            rest = batch[len(frees):]
+            if len(frees) + len(rest) != len(batch) or any(c.__class__ is Free for c in rest):
+                return None  # (frees after other commands: not a batch this path knows)
+            first = rest[0] if rest else None
+            if first is None:
+                template, bufs = READ_TEMPLATE, ()
+            elif first.__class__ is Replay:
+                if len(rest) > 1 or first.imports or first.exports or self.time_replays:
                     return None
-                aside[dev] = batch
-                continue
-            frees = [c.buf for c in batch[:-1] if c.__class__ is Free]
-            if len(frees) != len(batch) - 1 or last.imports or last.exports:
+                template, bufs = first.template, first.bufs
+            elif all(c.__class__ is CopyOut and not c.export for c in rest):
+                pairs = [(c.buf, math.prod(c.shape) * dtypes.dtype(c.dtype).itemsize) for c in rest]
+                if sum(n for _b, n in pairs) > SOCKET_READ_BYTES:
+                    return None
+                template, bufs = READ_TEMPLATE, tuple(x for pair in pairs for x in pair)
+            else:
                 return None
             sock = self._socket(dev)
             if sock is None:
                 return None
-            sends[dev] = (sock, last.template, last.bufs, frees, len(batch))
+            sends[dev] = (sock, template, bufs, frees, rest)
         if not sends:
             return None
         broken: set[str] = set()
-        for dev, (sock, template, bufs, frees, _n) in sends.items():
+        for dev, (sock, template, bufs, frees, _rest) in sends.items():
             try:
                 sock.send(template, bufs, frees)
             except SocketBroken:
                 broken.add(dev)
-        pending = self._submit([aside]) if aside else None
         replies = {}
         try:
             if meanwhile is not None:
                 meanwhile()
-        finally:  # every reply is read, or a socket's next replay would find this one's
+        finally:  # every reply is read, or a socket's next request would find this one's
             try:
                 for dev, (sock, *_rest) in sends.items():
                     if dev not in broken:
@@ -271,19 +294,26 @@ class RayBackend:
                     if dev not in replies:
                         sock.close()
                 raise
-            side, side_lost = self._collect(pending) if pending is not None else ([{}], set())
-        out: dict[str, BatchResult] = dict(side[0])
-        lost = set(side_lost)
-        if broken:
-            lost |= self._lost_with_sockets(broken)
-        for dev, (failed, graphs, in_use, incarnation) in replies.items():
+        lost = self._lost_with_sockets(broken) if broken else set()
+        out: dict[str, BatchResult] = {}
+        for dev, (failed, graphs, in_use, incarnation, data) in replies.items():
             if incarnation != self.incarnations[dev]:
                 lost.add(dev)
                 continue
-            n = sends[dev][4]
-            done = tuple(Done(i) for i in range(n if failed is None else failed.index))
-            out[dev] = BatchResult(done if failed is None else (*done, failed), incarnation, in_use, (), graphs)
-        self.socket_replays += len(replies)
+            _sock, template, _bufs, frees, rest = sends[dev]
+            if template >= 0:
+                self.socket_replays += 1
+            elif rest:
+                self.socket_reads += 1
+            done = [Done(i) for i in range(len(frees) + len(rest) if failed is None else failed.index)]
+            if failed is None and template == READ_TEMPLATE:  # the CopyOuts' values, from the bytes read
+                at = 0
+                for i, c in enumerate(rest):
+                    dt = dtypes.dtype(c.dtype).np_dtype
+                    n = math.prod(c.shape)
+                    done[len(frees) + i] = Done(len(frees) + i, np.frombuffer(data, dt, n, at).reshape(c.shape))
+                    at += n * dt.itemsize
+            out[dev] = BatchResult(tuple(done) if failed is None else (*done, failed), incarnation, in_use, (), graphs)
         if lost:
             raise LostWorkers(lost, [out])
         return out

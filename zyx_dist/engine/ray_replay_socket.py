@@ -42,10 +42,10 @@ class ReplaySocket:
         self.round_trip_seconds = min(self._ping() for _ in range(5))
 
     def replay(self, template: int, bufs: tuple[int, ...], frees: list[int], uploads: tuple = (),
-               meanwhile: Callable[[], None] | None = None) -> tuple[Failed | None, tuple, int, str]:
+               meanwhile: Callable[[], None] | None = None) -> tuple[Failed | None, tuple, int, str, memoryview]:
         """Frees, uploads and the replay of `template` with `bufs` bound, on the worker (as `Worker.run_replay`):
         (None or the Failed, the CUDA graphs replayed as `BatchResult.graphs` has them, bytes in use, the worker's
-        incarnation). `meanwhile` runs
+        incarnation, and the bytes a read carries: none here). `meanwhile` runs
         here while the worker works. Raises SocketBroken."""
         self.send(template, bufs, frees, uploads)
         try:
@@ -62,7 +62,7 @@ class ReplaySocket:
         except OSError as e:
             raise SocketBroken(f"sending the replay failed: {e}") from e
 
-    def receive(self) -> tuple[Failed | None, tuple, int, str]:
+    def receive(self) -> tuple[Failed | None, tuple, int, str, memoryview]:
         """The reply to the last `send`, as `replay` gives it; raises SocketBroken. Interrupted before the
         reply came (KeyboardInterrupt), the connection is out of step and is closed (`closed`: the backend
         connects anew for the next replay)."""

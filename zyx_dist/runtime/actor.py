@@ -29,6 +29,7 @@ from .. import logs
 from ..protocol import (
     BatchResult,
     Command,
+    CopyOut,
     Done,
     DropTemplate,
     Free,
@@ -87,7 +88,8 @@ class WorkerActor:
         if self.replay_socket is None:
             if not replay_socket.available():
                 return None
-            self.replay_socket = replay_socket.ReplaySocketServer(self._socket_replay, self.incarnation, self.name)
+            self.replay_socket = replay_socket.ReplaySocketServer(self._socket_replay, self._socket_read,
+                                                                  self.incarnation, self.name)
         self.replay_socket.spin_seconds = spin_seconds
         return self.replay_socket.address, self.replay_socket.token
 
@@ -95,6 +97,15 @@ class WorkerActor:
         with self.lock:
             failed, graphs, in_use = self.worker.run_replay(template, bufs, frees, None, uploads)
             return failed, graphs, in_use, self.worker.incarnation
+
+    def _socket_read(self, reads: tuple, frees: tuple) -> tuple:
+        """The frees, then each (buffer id, bytes) of `reads` copied out as raw bytes, as one batch."""
+        batch = [*(Free(b) for b in frees), *(CopyOut(buf, "uint8", (nbytes,)) for buf, nbytes in reads)]
+        with self.lock:
+            res = self.worker.run(batch)
+        failed = next((r for r in res.results if r.__class__ is not Done), None)
+        data = b"" if failed is not None else b"".join([r.value.data for r in res.results[len(frees):]])
+        return failed, (), res.bytes_in_use, res.incarnation, data
 
     def run(self, batch: list[Command], timed: bool = False, untimed: bool = False):
         """Run one batch; its kernels are timed as the worker's profile says (on: planned runs feed the cost

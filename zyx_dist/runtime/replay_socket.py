@@ -1,4 +1,4 @@
-"""Actor side: a worker's replay socket, the fast way in for one-worker replays from a driver on the same
+"""Actor side: a worker's replay socket, the fast way in for replays (and small reads) from a driver on the same
 host. Takes the function that runs one replay on the worker (the actor's, under its lock); gives a Unix
 socket in Linux's abstract namespace (no file to leave behind: it goes with the process) and a random token,
 which the driver learns through a Ray call (`WorkerActor.open_replay_socket`). A Ray Compiled Graph's round
@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 from ..protocol import (
     PING_TEMPLATE,
+    READ_TEMPLATE,
     SOCKET_TOKEN_BYTES,
     Failed,
     await_readable,
@@ -35,7 +36,9 @@ from ..protocol import (
 
 # (template, bufs, frees, uploads) -> (None or Failed, CUDA graphs replayed (`BatchResult.graphs`), bytes in use,
 # incarnation)
-ReplayFn = Callable[[int, tuple, tuple, tuple], tuple[Failed | None, int, int, str]]
+ReplayFn = Callable[[int, tuple, tuple, tuple], tuple[Failed | None, tuple, int, str]]
+# ((buffer id, bytes) pairs, frees) -> (None or Failed, (), bytes in use, incarnation, the buffers' bytes)
+ReadFn = Callable[[tuple, tuple], tuple[Failed | None, tuple, int, str, bytes]]
 
 
 def available() -> bool:
@@ -46,8 +49,9 @@ def available() -> bool:
 class ReplaySocketServer:
     """The listening socket and its threads; `address` and `token` are what a driver connects with."""
 
-    def __init__(self, replay: ReplayFn, incarnation: Callable[[], str], name: str, spin_seconds: float = 0.0) -> None:
-        self._replay, self._incarnation = replay, incarnation
+    def __init__(self, replay: ReplayFn, read: ReadFn, incarnation: Callable[[], str], name: str,
+                 spin_seconds: float = 0.0) -> None:
+        self._replay, self._read, self._incarnation = replay, read, incarnation
         self.spin_seconds = spin_seconds  # how long a connection polls for its next request after a reply
         self.token = os.urandom(SOCKET_TOKEN_BYTES)
         self.address = f"\0zyx_dist/{name}/{os.getpid()}/{os.urandom(8).hex()}"
@@ -87,11 +91,18 @@ class ReplaySocketServer:
                     return
                 if template == PING_TEMPLATE:
                     out = (None, (), 0, self._incarnation())
-                else:
+                elif template == READ_TEMPLATE and len(bufs) % 2 == 0 and not uploads:
+                    try:
+                        out = self._read(tuple(zip(bufs[::2], bufs[1::2])), frees)
+                    except Exception as e:  # noqa: BLE001 -- `Worker.run` turns errors into values: a bug here
+                        out = (Failed(0, type(e).__name__, str(e)), (), 0, self._incarnation())
+                elif template >= 0:
                     try:
                         out = self._replay(template, bufs, frees, uploads)
                     except Exception as e:  # noqa: BLE001 -- `run_replay` turns errors into values: a bug here
                         out = (Failed(0, type(e).__name__, str(e)), (), 0, self._incarnation())
+                else:
+                    return
                 try:
                     conn.sendall(replay_reply(*out))
                 except OSError:
