@@ -300,10 +300,10 @@ def await_readable(sock: Any, seconds: float) -> None:
             return  # (the blocking read that follows raises it)
 
 
-def read_frame(sock: Any) -> bytes | None:
-    """The body of the next frame on socket `sock`; None when the peer closed it first. The two sides take
-    turns (one reply per request), so a read that finds more than one frame is a broken peer: ValueError, as
-    for a frame over MAX_FRAME."""
+def read_frame(sock: Any) -> bytearray | None:
+    """The body of the next frame on socket `sock` (writeable, so arrays read from it are too); None when the
+    peer closed it first. The two sides take turns (one reply per request), so a read that finds more than one
+    frame is a broken peer: ValueError, as for a frame over MAX_FRAME."""
     data = sock.recv(1 << 16)  # (a whole frame, almost always)
     while 0 < len(data) < FRAME.size:
         more = sock.recv(FRAME.size - len(data))
@@ -311,15 +311,17 @@ def read_frame(sock: Any) -> bytes | None:
     if not data:
         return None
     (length,) = FRAME.unpack_from(data)
-    end = FRAME.size + length
-    if length > MAX_FRAME or len(data) > end:
+    if length > MAX_FRAME or len(data) > FRAME.size + length:
         raise ValueError(f"malformed frame ({length} bytes announced, {len(data) - FRAME.size} read)")
-    while len(data) < end:
-        more = sock.recv(min(end - len(data), 1 << 20))
-        if not more:
+    body = bytearray(length)
+    body[:len(data) - FRAME.size] = memoryview(data)[FRAME.size:]
+    view, got = memoryview(body), len(data) - FRAME.size
+    while got < length:  # (a large read: straight into its place, no concatenation)
+        n = sock.recv_into(view[got:], length - got)
+        if not n:
             return None
-        data += more
-    return data[FRAME.size:]
+        got += n
+    return body
 
 
 def replay_request(template: int, bufs: tuple[int, ...], frees: Any, uploads: Any = ()) -> bytes:
@@ -358,16 +360,16 @@ def read_replay_request(body: bytes) -> tuple[int, tuple[int, ...], tuple[int, .
     return template, bufs, frees, tuple(uploads)
 
 
-def replay_reply(failed: Failed | None, graphs: tuple, in_use: int, incarnation: str, data: bytes = b"") -> bytes:
+def replay_reply(failed: Failed | None, graphs: tuple, in_use: int, incarnation: str, data: tuple = ()) -> bytes:
     """The frame of a replay's outcome (`Worker.run_replay`'s: `graphs` as `BatchResult.graphs`, untimed; and
-    the worker's incarnation), or of a read's (its bytes in `data`)."""
+    the worker's incarnation), or of a read's (the buffers it copied out, in `data`, joined here once)."""
     inc = incarnation.encode()
     err = b"" if failed is None else json.dumps(
         [failed.index, failed.error, failed.message, failed.traceback, failed.data], default=repr).encode()
     spans = struct.pack(f"<{2 * len(graphs)}q", *(x for first, n, _s in graphs for x in (first, n)))
     head = _REPLY.pack(failed is not None, len(graphs), in_use, len(inc), len(err))
-    return b"".join((FRAME.pack(len(head) + len(spans) + len(inc) + len(err) + len(data)), head, spans, inc, err,
-                     data))
+    size = len(head) + len(spans) + len(inc) + len(err) + sum([memoryview(d).nbytes for d in data])
+    return b"".join((FRAME.pack(size), head, spans, inc, err, *data))
 
 
 def read_replay_reply(body: bytes) -> tuple[Failed | None, tuple, int, str, memoryview]:

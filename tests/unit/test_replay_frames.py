@@ -38,7 +38,7 @@ def test_a_reply_reads_back_as_written():
     graphs = ((0, 3, 0.0), (5, 2, 0.0))
     *head, data = protocol.read_replay_reply(body(protocol.replay_reply(f, graphs, 4096, "abc123")))
     assert head == [f, graphs, 4096, "abc123"] and bytes(data) == b""
-    *head, data = protocol.read_replay_reply(body(protocol.replay_reply(None, (), 0, "x", b"\x00\x01read")))
+    *head, data = protocol.read_replay_reply(body(protocol.replay_reply(None, (), 0, "x", (b"\x00\x01", np.frombuffer(b"read", np.uint8)))))
     assert head == [None, (), 0, "x"] and bytes(data) == b"\x00\x01read"
 
 

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import ray
 
 from .. import logs
@@ -104,7 +105,7 @@ class WorkerActor:
         with self.lock:
             res = self.worker.run(batch)
         failed = next((r for r in res.results if r.__class__ is not Done), None)
-        data = b"" if failed is not None else b"".join([r.value.data for r in res.results[len(frees):]])
+        data = () if failed is not None else tuple([r.value.reshape(-1).view(np.uint8) for r in res.results[len(frees):]])
         return failed, (), res.bytes_in_use, res.incarnation, data
 
     def run(self, batch: list[Command], timed: bool = False, untimed: bool = False):

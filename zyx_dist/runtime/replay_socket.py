@@ -38,7 +38,7 @@ from ..protocol import (
 # incarnation)
 ReplayFn = Callable[[int, tuple, tuple, tuple], tuple[Failed | None, tuple, int, str]]
 # ((buffer id, bytes) pairs, frees) -> (None or Failed, (), bytes in use, incarnation, the buffers' bytes)
-ReadFn = Callable[[tuple, tuple], tuple[Failed | None, tuple, int, str, bytes]]
+ReadFn = Callable[[tuple, tuple], tuple[Failed | None, tuple, int, str, tuple]]
 
 
 def available() -> bool:
