@@ -6,9 +6,9 @@ step, all submitted at once. A transfer's array
 goes from the exporting call's extra return value straight into the destination's later call, so Ray
 orders the two workers by that data alone and the driver never blocks except to collect results.
 Replayed plans (steps of `Replay` commands) run through a Ray Compiled Graph instead
-(engine/ray_compiled.py), falling back to these plain calls when a graph cannot be compiled; a one-worker
-replay on a worker of the driver's own host goes through that worker's replay socket
-(engine/ray_replay_socket.py), cheaper than either.
+(engine/ray_compiled.py), falling back to these plain calls when a graph cannot be compiled. Where the workers
+run on the driver's own host, a step that moves nothing through the driver (replays, small reads, frees) goes
+through their replay sockets instead (engine/ray_replay_socket.py), cheaper than either.
 """
 
 from __future__ import annotations
