@@ -266,21 +266,29 @@ def batch_result(value: Any) -> BatchResult:
 
 
 # ---- the replay socket's frames ----------------------------------------------------------------------------
-# Each frame is its body's length (4 bytes) and the body. A request: the template, then the counts and values
-# of the buffer ids bound to its slots, of the frees before it and of the uploads ((buffer id, bytes, raw host
-# data) each); template PING_TEMPLATE asks for nothing but the reply, READ_TEMPLATE for buffers' bytes. A reply:
-# whether the replay failed, the CUDA graphs it replayed (first launch and launches of each), the bytes in use,
-# the worker's incarnation, the Failed's fields as JSON, and the bytes a read asked for.
+# Each frame is its body's length (4 bytes) and the body. A request: its sequence number, the template, then the
+# counts and values of the buffer ids bound to its slots, of the frees before it and of the uploads ((buffer id,
+# bytes, raw host data) each); template PING_TEMPLATE asks for nothing but the reply, READ_TEMPLATE for buffers'
+# bytes. A reply: the request's sequence number (a reply never answers another request), whether it failed, the
+# CUDA graphs it replayed (first launch and launches of each), the bytes in use, the worker's incarnation, the
+# Failed's fields as JSON, and the bytes a read asked for: each buffer at an offset of the body that is a multiple
+# of DATA_ALIGN, so the arrays made over them are aligned.
 
 FRAME = struct.Struct("<I")
-_REQUEST = struct.Struct("<qIII")
+_REQUEST = struct.Struct("<qqIII")
 _UPLOAD = struct.Struct("<qqQ")
-_REPLY = struct.Struct("<BqqII")
+_REPLY = struct.Struct("<qBqqII")
 PING_TEMPLATE = -1
 # a read: `bufs` holds (buffer id, bytes) pairs to copy out after the frees; the reply carries their bytes in order
 READ_TEMPLATE = -2
 SOCKET_TOKEN_BYTES = 16
 MAX_FRAME = 1 << 26  # bytes: a frame holds ids, small uploads (engine/templates.DIRECT_UPLOAD_BYTES) or a small read
+DATA_ALIGN = 64
+
+
+def aligned(n: int) -> int:
+    """`n` rounded up to a multiple of DATA_ALIGN (where a read's next buffer starts)."""
+    return -(-n // DATA_ALIGN) * DATA_ALIGN
 
 
 def await_readable(sock: Any, seconds: float) -> None:
@@ -324,9 +332,10 @@ def read_frame(sock: Any) -> bytearray | None:
     return body
 
 
-def replay_request(template: int, bufs: tuple[int, ...], frees: Any, uploads: Any = ()) -> bytes:
-    """The frame of one replay (as `Worker.run_replay` takes it; `uploads`: (buffer id, bytes, host array))."""
-    parts = [_REQUEST.pack(template, len(bufs), len(frees), len(uploads)),
+def replay_request(seq: int, template: int, bufs: tuple[int, ...], frees: Any, uploads: Any = ()) -> bytes:
+    """The frame of request `seq`: one replay (as `Worker.run_replay` takes it; `uploads`: (buffer id, bytes, host
+    array)), or a read or a ping (the templates above)."""
+    parts = [_REQUEST.pack(seq, template, len(bufs), len(frees), len(uploads)),
              struct.pack(f"<{len(bufs)}q", *bufs), struct.pack(f"<{len(frees)}q", *frees)]
     for buf, nbytes, data in uploads:
         raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8).tobytes()
@@ -335,11 +344,11 @@ def replay_request(template: int, bufs: tuple[int, ...], frees: Any, uploads: An
     return FRAME.pack(len(body)) + body
 
 
-def read_replay_request(body: bytes) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple]:
-    """(template, bufs, frees, uploads) of a request's body, the uploads' data as byte arrays; ValueError for a
-    body that is not one well-formed request."""
+def read_replay_request(body: bytes) -> tuple[int, int, tuple[int, ...], tuple[int, ...], tuple]:
+    """(seq, template, bufs, frees, uploads) of a request's body, the uploads' data as byte arrays; ValueError for
+    a body that is not one well-formed request."""
     try:
-        template, nbufs, nfrees, nuploads = _REQUEST.unpack_from(body, 0)
+        seq, template, nbufs, nfrees, nuploads = _REQUEST.unpack_from(body, 0)
         at = _REQUEST.size
         bufs = struct.unpack_from(f"<{nbufs}q", body, at)
         at += 8 * nbufs
@@ -357,29 +366,41 @@ def read_replay_request(body: bytes) -> tuple[int, tuple[int, ...], tuple[int, .
         raise ValueError(f"malformed replay request: {e}") from None
     if at != len(body):
         raise ValueError(f"malformed replay request: {len(body) - at} bytes left over")
-    return template, bufs, frees, tuple(uploads)
+    return seq, template, bufs, frees, tuple(uploads)
 
 
-def replay_reply(failed: Failed | None, graphs: tuple, in_use: int, incarnation: str, data: tuple = ()) -> bytes:
-    """The frame of a replay's outcome (`Worker.run_replay`'s: `graphs` as `BatchResult.graphs`, untimed; and
-    the worker's incarnation), or of a read's (the buffers it copied out, in `data`, joined here once)."""
+def replay_reply(seq: int, failed: Failed | None, graphs: tuple, in_use: int, incarnation: str,
+                 data: tuple = ()) -> bytes:
+    """The frame answering request `seq`: a replay's outcome (`Worker.run_replay`'s: `graphs` as
+    `BatchResult.graphs`, untimed; and the worker's incarnation), or a read's (the buffers it copied out, in
+    `data`, each at an aligned offset). A Failed whose fields JSON cannot hold is sent with them as text."""
     inc = incarnation.encode()
-    err = b"" if failed is None else json.dumps(
-        [failed.index, failed.error, failed.message, failed.traceback, failed.data], default=repr).encode()
+    err = b""
+    if failed is not None:
+        fields = [failed.index, failed.error, failed.message, failed.traceback, failed.data]
+        try:
+            err = json.dumps(fields, default=repr).encode()
+        except (TypeError, ValueError):  # (e.g. a dict with keys that are not strings)
+            err = json.dumps(fields[:4] + [{"data": repr(failed.data)}]).encode()
     spans = struct.pack(f"<{2 * len(graphs)}q", *(x for first, n, _s in graphs for x in (first, n)))
-    head = _REPLY.pack(failed is not None, len(graphs), in_use, len(inc), len(err))
-    size = len(head) + len(spans) + len(inc) + len(err) + sum([memoryview(d).nbytes for d in data])
-    return b"".join((FRAME.pack(size), head, spans, inc, err, *data))
+    parts = [_REPLY.pack(seq, failed is not None, len(graphs), in_use, len(inc), len(err)), spans, inc, err]
+    size = _REPLY.size + len(spans) + len(inc) + len(err)
+    for d in data:
+        pad = aligned(size) - size
+        n = memoryview(d).nbytes
+        parts += [bytes(pad), d]
+        size += pad + n
+    return b"".join((FRAME.pack(size), *parts))
 
 
-def read_replay_reply(body: bytes) -> tuple[Failed | None, tuple, int, str, memoryview]:
-    """(None or the Failed, the CUDA graphs replayed as `BatchResult.graphs`, bytes in use, incarnation, the
-    bytes a read carries) of a reply's body."""
-    has_failed, ngraphs, in_use, ninc, nerr = _REPLY.unpack_from(body, 0)
+def read_replay_reply(body: bytes) -> tuple[int, Failed | None, tuple, int, str, int]:
+    """(seq, None or the Failed, the CUDA graphs replayed as `BatchResult.graphs`, bytes in use, incarnation, the
+    offset in `body` where a read's first buffer would begin, unaligned: `aligned` of it is where it does)."""
+    seq, has_failed, ngraphs, in_use, ninc, nerr = _REPLY.unpack_from(body, 0)
     at = _REPLY.size
     spans = struct.unpack_from(f"<{2 * ngraphs}q", body, at)
     graphs = tuple([(spans[i], spans[i + 1], 0.0) for i in range(0, len(spans), 2)])
     at += 16 * ngraphs
     incarnation = body[at:at + ninc].decode()
     failed = Failed(*json.loads(body[at + ninc:at + ninc + nerr])) if has_failed else None
-    return failed, graphs, in_use, incarnation, memoryview(body)[at + ninc + nerr:]
+    return seq, failed, graphs, in_use, incarnation, at + ninc + nerr

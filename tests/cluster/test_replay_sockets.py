@@ -342,6 +342,37 @@ def test_a_replay_interrupted_before_its_reply_leaves_the_next_ones_right(ray3, 
     assert new is not None and new is not old and not new.closed
 
 
+def test_a_read_interrupted_between_its_request_and_its_reply_is_never_taken_for_the_next(ray3, monkeypatch):
+    """Ctrl-C after a read's request went out but before its reply was read: that connection is out of step
+    (the old reply would answer the next request), so it is not used again, and the next read gets its own
+    value."""
+    from zyx_dist.engine import ray_replay_socket
+
+    dev = "opencl:1"
+    a, b = rng((64,), seed=17), rng((64,), seed=18)
+    x = (zd.tensor(a, device=dev) * 1.0).realize()
+    y = (zd.tensor(b, device=dev) * 1.0).realize()
+    np.testing.assert_array_equal(x.numpy(), a)  # (the socket is open)
+    old = backend().sockets[dev]
+    receive = ray_replay_socket.ReplaySocket.receive
+    calls = []
+
+    def interrupted(self):
+        if not calls:
+            calls.append(1)
+            raise KeyboardInterrupt  # before reading anything: the reply stays in the socket
+        return receive(self)
+
+    monkeypatch.setattr(ray_replay_socket.ReplaySocket, "receive", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        x.numpy()
+    monkeypatch.undo()
+    assert old.pending and not old.usable
+    np.testing.assert_array_equal(y.numpy(), b)  # y's value, not x's waiting reply
+    np.testing.assert_array_equal(x.numpy(), a)
+    assert backend().sockets[dev] is not old and backend().sockets[dev].usable
+
+
 def _connect(address: str) -> socket.socket:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(10)
@@ -370,9 +401,9 @@ def test_the_socket_serves_only_its_token_and_well_formed_frames(ray3):
     with _connect(address) as s:
         s.sendall(token)
         assert s.recv(2, socket.MSG_WAITALL) == b"ok"
-        s.sendall(protocol.replay_request(protocol.PING_TEMPLATE, (), ()))
-        failed, graphs, _in_use, inc, _data = protocol.read_replay_reply(protocol.read_frame(s))
-        assert failed is None and graphs == () and inc == backend().incarnations[dev]
+        s.sendall(protocol.replay_request(41, protocol.PING_TEMPLATE, (), ()))
+        seq, failed, graphs, _in_use, inc, _at = protocol.read_replay_reply(protocol.read_frame(s))
+        assert seq == 41 and failed is None and graphs == () and inc == backend().incarnations[dev]
     socks = socket_replays()
     for _ in range(3):  # the driver's own connection was never disturbed
         np.testing.assert_array_equal((x - 3).realize().numpy(), a - 3)

@@ -30,10 +30,12 @@ from ..protocol import (
     Command,
     CopyIn,
     CopyOut,
+    DefineTemplate,
     Done,
     Failed,
     Free,
     Replay,
+    aligned,
     batch_result,
 )
 from ..runtime.actor import replay_only
@@ -179,9 +181,10 @@ class RayBackend:
                 return [out]
         if compiled and self.compiled:
             needed = {dev for step in steps for dev, batch in step.items() if not only_frees(batch)}
-            # one worker with a replay socket: its replays take the socket, so a compiled graph would be built
-            # for this one run (a template's first), then idle with its readers polling
-            alone = len(needed) == 1 and not self.time_replays and self.use_sockets
+            # a template's first run on one worker with a replay socket (its later replays take the socket): a
+            # compiled graph built for this one run would then idle with its readers polling
+            alone = len(needed) == 1 and not self.time_replays and self.use_sockets and any(
+                c.__class__ is DefineTemplate for step in steps for batch in step.values() for c in batch)
             graph = None if alone and self._socket(next(iter(needed))) is not None else \
                 self._graph(needed, len(steps))
             if graph is not None:
@@ -200,9 +203,11 @@ class RayBackend:
                         step.update(extra)
                 return results
         pending = self._submit(steps, compiled and not self.time_replays)  # (replays untimed, as in a graph)
-        if meanwhile is not None:
-            meanwhile()
-        results, lost = self._collect(pending)
+        try:
+            if meanwhile is not None:
+                meanwhile()
+        finally:  # (collected whatever happens: a later request on a replay socket must not overtake these)
+            results, lost = self._collect(pending)
         if lost:
             raise LostWorkers(lost, results)
         return results
@@ -217,13 +222,13 @@ class RayBackend:
         sock = self._socket(name) if self.use_sockets else None
         if sock is not None:
             try:
-                failed, graphs, in_use, incarnation, _data = sock.replay(template, bufs, frees, uploads, meanwhile)
+                reply = sock.replay(template, bufs, frees, uploads, meanwhile)
             except SocketBroken:
                 raise LostWorkers(self._lost_with_sockets({name}), []) from None
             self.socket_replays += 1
-            if incarnation != self.incarnations[name]:
+            if reply.incarnation != self.incarnations[name]:
                 raise LostWorkers({name}, [])
-            return failed, len(graphs), in_use
+            return reply.failed, len(reply.graphs), reply.in_use
         graph = self._graph({name}, 1) if self.compiled else None
         if graph is not None:
             batch = replay_only(template, bufs, frees, uploads)
@@ -281,23 +286,18 @@ class RayBackend:
         try:
             if meanwhile is not None:
                 meanwhile()
-        finally:  # every reply is read, or a socket's next request would find this one's
-            try:
-                for dev, (sock, *_rest) in sends.items():
-                    if dev not in broken:
-                        try:
-                            replies[dev] = sock.receive()
-                        except SocketBroken:
-                            broken.add(dev)
-            except BaseException:  # interrupted: the sockets not read yet are out of step
-                for dev, (sock, *_rest) in sends.items():
-                    if dev not in replies:
-                        sock.close()
-                raise
+        finally:  # every reply is read, or a socket's next request would find this one's (an unread one, after
+            # an exception here, leaves its socket `pending`: never used again)
+            for dev, (sock, *_rest) in sends.items():
+                if dev not in broken:
+                    try:
+                        replies[dev] = sock.receive()
+                    except SocketBroken:
+                        broken.add(dev)
         lost = self._lost_with_sockets(broken) if broken else set()
         out: dict[str, BatchResult] = {}
-        for dev, (failed, graphs, in_use, incarnation, data) in replies.items():
-            if incarnation != self.incarnations[dev]:
+        for dev, reply in replies.items():
+            if reply.incarnation != self.incarnations[dev]:
                 lost.add(dev)
                 continue
             _sock, template, _bufs, frees, rest = sends[dev]
@@ -305,15 +305,18 @@ class RayBackend:
                 self.socket_replays += 1
             elif rest:
                 self.socket_reads += 1
+            failed = reply.failed
             done = [Done(i) for i in range(len(frees) + len(rest) if failed is None else failed.index)]
-            if failed is None and template == READ_TEMPLATE:  # the CopyOuts' values, from the bytes read
-                at = 0
+            if failed is None and template == READ_TEMPLATE:  # the CopyOuts' values, over the bytes read
+                at = reply.data_at
                 for i, c in enumerate(rest):
                     dt = dtypes.dtype(c.dtype).np_dtype
                     n = math.prod(c.shape)
-                    done[len(frees) + i] = Done(len(frees) + i, np.frombuffer(data, dt, n, at).reshape(c.shape))
+                    at = aligned(at)
+                    done[len(frees) + i] = Done(len(frees) + i, np.frombuffer(reply.body, dt, n, at).reshape(c.shape))
                     at += n * dt.itemsize
-            out[dev] = BatchResult(tuple(done) if failed is None else (*done, failed), incarnation, in_use, (), graphs)
+            out[dev] = BatchResult(tuple(done) if failed is None else (*done, failed), reply.incarnation,
+                                   reply.in_use, (), reply.graphs)
         if lost:
             raise LostWorkers(lost, [out])
         return out
@@ -323,9 +326,11 @@ class RayBackend:
         platform without abstract Unix sockets, a connection that failed: those replays take the compiled
         graph)."""
         sock = self.sockets.get(name, False)
-        if sock is not False and (sock is None or not sock.closed):
+        if sock is not False and (sock is None or sock.usable):
             return sock
-        self.sockets[name] = None  # (a closed one was interrupted in a replay: connect anew)
+        if sock:  # closed or out of step (interrupted between a request and its reply): connect anew
+            sock.close()
+        self.sockets[name] = None
         try:
             if self.infos[name].get("node") != ray.get_runtime_context().get_node_id():
                 return None  # (a worker on another host, or a driver that is a Ray client: no node of its own)
@@ -344,11 +349,12 @@ class RayBackend:
         return sock
 
     def _lost_with_sockets(self, broken: set[str]) -> set[str]:
-        """The workers lost, once the replay sockets of workers `broken` failed mid-replay (dropped here): those
-        Ray finds dead or restarted, or all of `broken` when it finds none (as `_find_lost` decides)."""
+        """The workers lost, once the replay sockets of workers `broken` failed mid-request (dropped here): those,
+        and any other that Ray finds dead or restarted."""
         for name in broken:
             self._drop_socket(name)
-        lost = self._find_lost(tuple(sorted(broken)))
+        # (a worker alive behind a broken socket may have missed its frees or run half a step: reset it too)
+        lost = self._find_lost(tuple(sorted(broken))) | broken
         logs.emit("devices", f"zyx_dist: replay socket of {', '.join(sorted(broken))} failed; lost {', '.join(sorted(lost))}")
         return lost
 
@@ -450,6 +456,9 @@ class RayBackend:
         """The results of submitted calls, and the workers found dead or restarted on the way."""
         results: list[dict[str, BatchResult]] = []
         lost: set[str] = set()
+        refs = [ref for calls in pending for _name, ref in calls]
+        if refs:  # every call ended, failed ones too, before any error below is raised (nothing left running)
+            ray.wait(refs, num_returns=len(refs))
         for calls in pending:
             step = {}
             for name, ref in calls:

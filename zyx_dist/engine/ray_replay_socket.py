@@ -8,8 +8,10 @@ the Ray backend then asks Ray whether the worker died or came back empty, as for
 from __future__ import annotations
 
 import socket
+import struct
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from ..protocol import PING_TEMPLATE, Failed, await_readable, read_frame, read_replay_reply, replay_request
 
@@ -18,12 +20,28 @@ class SocketBroken(Exception):
     """The replay socket failed (its worker died, or closed the connection): the replay's outcome is unknown."""
 
 
+class Reply(NamedTuple):
+    """A worker's answer to one request: None or the Failed, the CUDA graphs replayed (as `BatchResult.graphs` has
+    them), the bytes in use, the worker's incarnation; for a read, the body and where its data begins (`aligned`
+    of `data_at` is the first buffer's offset)."""
+
+    failed: Failed | None
+    graphs: tuple
+    in_use: int
+    incarnation: str
+    body: bytearray
+    data_at: int
+
+
 class ReplaySocket:
-    """A connection to one worker's replay socket."""
+    """A connection to one worker's replay socket. Each request carries a sequence number that its reply echoes,
+    and a connection with a request whose reply was not read (`pending`: an exception came between) is out of
+    step: it is never used again (the backend connects anew)."""
 
     def __init__(self, address: str, token: bytes, spin_seconds: float = 0.0, timeout: float = 30.0) -> None:
         self.spin_seconds = spin_seconds  # how long a replay polls for its reply before it blocks
-        self.closed = False
+        self.closed = self.pending = False
+        self.seq = 0
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self.sock.settimeout(timeout)  # for the handshake only: a replay may run as long as its kernels do
@@ -41,12 +59,15 @@ class ReplaySocket:
         # the least round trip of a request that does nothing (what a replay waits beyond its kernels)
         self.round_trip_seconds = min(self._ping() for _ in range(5))
 
+    @property
+    def usable(self) -> bool:
+        """Open and in step (no reply left unread)."""
+        return not self.closed and not self.pending
+
     def replay(self, template: int, bufs: tuple[int, ...], frees: list[int], uploads: tuple = (),
-               meanwhile: Callable[[], None] | None = None) -> tuple[Failed | None, tuple, int, str, memoryview]:
-        """Frees, uploads and the replay of `template` with `bufs` bound, on the worker (as `Worker.run_replay`):
-        (None or the Failed, the CUDA graphs replayed as `BatchResult.graphs` has them, bytes in use, the worker's
-        incarnation, and the bytes a read carries: none here). `meanwhile` runs
-        here while the worker works. Raises SocketBroken."""
+               meanwhile: Callable[[], None] | None = None) -> Reply:
+        """Frees, uploads and the replay of `template` with `bufs` bound, on the worker (as `Worker.run_replay`).
+        `meanwhile` runs here while the worker works. Raises SocketBroken."""
         self.send(template, bufs, frees, uploads)
         try:
             if meanwhile is not None:
@@ -56,28 +77,41 @@ class ReplaySocket:
         return reply
 
     def send(self, template: int, bufs: tuple[int, ...], frees: list[int], uploads: tuple = ()) -> None:
-        """The request of `replay`, whose reply `receive` reads (each send takes exactly one receive)."""
+        """A request (`replay`'s, a read's or a ping's), whose reply `receive` reads; raises SocketBroken."""
+        if not self.usable:
+            raise SocketBroken("the replay socket is closed or out of step")
+        self.seq += 1
+        self.pending = True  # (until its reply is read whole)
         try:
-            self.sock.sendall(replay_request(template, bufs, frees, uploads))
+            self.sock.sendall(replay_request(self.seq, template, bufs, frees, uploads))
         except OSError as e:
+            self.close()
             raise SocketBroken(f"sending the replay failed: {e}") from e
 
-    def receive(self) -> tuple[Failed | None, tuple, int, str, memoryview]:
-        """The reply to the last `send`, as `replay` gives it; raises SocketBroken. Interrupted before the
-        reply came (KeyboardInterrupt), the connection is out of step and is closed (`closed`: the backend
-        connects anew for the next replay)."""
+    def receive(self) -> Reply:
+        """The reply to the last `send`; raises SocketBroken (the connection then closed). Interrupted before
+        the reply came (KeyboardInterrupt), the connection stays `pending` and is closed."""
         try:
             if self.spin_seconds:
                 await_readable(self.sock, self.spin_seconds)
             body = read_frame(self.sock)
-        except (OSError, ValueError) as e:
+            if body is None:
+                raise SocketBroken("the worker closed its replay socket")
+            seq, *fields = read_replay_reply(body)
+        except SocketBroken:
+            self.close()
+            raise
+        except (OSError, ValueError, struct.error, UnicodeDecodeError) as e:
+            self.close()
             raise SocketBroken(f"reading the reply failed: {e}") from e
         except BaseException:
             self.close()
             raise
-        if body is None:
-            raise SocketBroken("the worker closed its replay socket")
-        return read_replay_reply(body)
+        if seq != self.seq:  # (cannot happen while `pending` guards the connection: checked all the same)
+            self.close()
+            raise SocketBroken(f"a reply to request {seq} came for request {self.seq}")
+        self.pending = False
+        return Reply(*fields[:4], body, fields[4])
 
     def _ping(self) -> float:
         t = time.perf_counter()

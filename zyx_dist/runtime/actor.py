@@ -23,7 +23,6 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import ray
 
 from .. import logs
@@ -95,17 +94,19 @@ class WorkerActor:
         return self.replay_socket.address, self.replay_socket.token
 
     def _socket_replay(self, template: int, bufs: tuple, frees: tuple, uploads: tuple) -> tuple:
+        """A replay from the replay socket (its errors are values: `Worker.run_replay`)."""
         with self.lock:
             failed, graphs, in_use = self.worker.run_replay(template, bufs, frees, None, uploads)
             return failed, graphs, in_use, self.worker.incarnation
 
     def _socket_read(self, reads: tuple, frees: tuple) -> tuple:
-        """The frees, then each (buffer id, bytes) of `reads` copied out as raw bytes, as one batch."""
+        """The frees, then each (buffer id, bytes) of `reads` copied out as raw bytes, as one batch (its errors
+        are values: `Worker.run`)."""
         batch = [*(Free(b) for b in frees), *(CopyOut(buf, "uint8", (nbytes,)) for buf, nbytes in reads)]
         with self.lock:
             res = self.worker.run(batch)
         failed = next((r for r in res.results if r.__class__ is not Done), None)
-        data = () if failed is not None else tuple([r.value.reshape(-1).view(np.uint8) for r in res.results[len(frees):]])
+        data = () if failed is not None else tuple([r.value for r in res.results[len(frees):]])
         return failed, (), res.bytes_in_use, res.incarnation, data
 
     def run(self, batch: list[Command], timed: bool = False, untimed: bool = False):

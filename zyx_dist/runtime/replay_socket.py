@@ -7,8 +7,9 @@ serializer and its execution loop on both sides. Ray still starts, places, resta
 worker; a replay alone takes this way.
 
 A connection must send the token first, or it is closed; then each request frame (protocol.py
-`replay_request`) gets one reply frame, in order. A frame that does not parse closes its connection: the
-driver then finds out from Ray whether the worker is still the one it knew. A thread per connection blocks
+`replay_request`) gets one reply frame, in order, echoing its sequence number. A frame that does not parse, or
+any error while serving it (the worker's own errors come back as values), closes its connection: the driver
+then finds out from Ray whether the worker is still the one it knew. A thread per connection blocks
 in `recv` while idle, so a waiting socket costs no CPU (a compiled graph's readers spin), except for
 `spin_seconds` after each reply, which the driver sets on hosts with cores to spare: a loop's next request
 then finds the thread awake.
@@ -86,32 +87,27 @@ class ReplaySocketServer:
                     body = read_frame(conn)
                     if body is None:
                         return
-                    template, bufs, frees, uploads = read_replay_request(body)
-                except (OSError, ValueError):
-                    return
-                if template == PING_TEMPLATE:
-                    out = (None, (), 0, self._incarnation())
-                elif template == READ_TEMPLATE and len(bufs) % 2 == 0 and not uploads:
-                    try:
+                    seq, template, bufs, frees, uploads = read_replay_request(body)
+                    if template == PING_TEMPLATE:
+                        out = (None, (), 0, self._incarnation())
+                    elif template == READ_TEMPLATE and len(bufs) % 2 == 0 and not uploads:
                         out = self._read(tuple(zip(bufs[::2], bufs[1::2])), frees)
-                    except Exception as e:  # noqa: BLE001 -- `Worker.run` turns errors into values: a bug here
-                        out = (Failed(0, type(e).__name__, str(e)), (), 0, self._incarnation())
-                elif template >= 0:
-                    try:
+                    elif template >= 0:
                         out = self._replay(template, bufs, frees, uploads)
-                    except Exception as e:  # noqa: BLE001 -- `run_replay` turns errors into values: a bug here
-                        out = (Failed(0, type(e).__name__, str(e)), (), 0, self._incarnation())
-                else:
-                    return
-                try:
-                    conn.sendall(replay_reply(*out))
-                except OSError:
-                    return
+                    else:
+                        return
+                    conn.sendall(replay_reply(seq, *out))
+                except Exception:  # noqa: BLE001 -- a malformed frame, a closed peer, or a bug: the connection
+                    return  # ends, and the driver asks Ray whether this worker is still the one it knew
                 if self.spin_seconds:  # a loop's next step comes soon: catch it without a wake-up
                     await_readable(conn, self.spin_seconds)
 
     def close(self) -> None:
         self._closed = True
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)  # (close alone does not wake a thread blocked in accept)
+        except OSError:
+            pass
         try:
             self._listener.close()
         except OSError:
