@@ -339,7 +339,9 @@ def test_kill_during_realize(ray_faults, how):
     itself would only run after the batch (an actor runs one call at a time)."""
     dev = "opencl:0"
     pid = ray.get(actor(dev).__ray_call__.remote(lambda self: os.getpid()))
-    a, w = rng_data((384, 384), seed=7), rng_data((384, 384), seed=8, scale=0.09)
+    # long enough (~0.2 s here) that the kill lands inside the realize: the realize killed is the first replay,
+    # one plain call on the worker, about as long as the planned run timed below
+    a, w = rng_data((768, 768), seed=7), rng_data((768, 768), seed=8, scale=0.06)
     n = 24
     x, want = long_chain(a, w, n, dev)
     x.realize()  # compile the kernel
