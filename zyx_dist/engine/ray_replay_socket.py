@@ -1,8 +1,9 @@
-"""Driver side: the client of a worker's replay socket (runtime/replay_socket.py), which a Ray session uses
-for one-worker replays when the worker runs on the driver's own host. Takes the address and token that the
-actor gave through Ray; gives `replay`, one request frame and one reply frame (protocol.py), in 10-20 us
-where a Ray Compiled Graph's execution takes 45-120. Any failure of the socket itself raises `SocketBroken`;
-the Ray backend then asks Ray whether the worker died or came back empty, as for a compiled graph's failure.
+"""Driver side: the client of a worker's replay socket (runtime/replay_socket.py), which a Ray session uses for
+replays, small reads and frees when the worker runs on the driver's own host. Takes the address and token that
+the actor gave through Ray; gives `send` and `receive` (`replay`: both), one request frame and one reply frame
+(protocol.py), in 10-20 us where a Ray Compiled Graph's execution takes 45-120. Any failure of the socket itself
+raises `SocketBroken`; the Ray backend then asks Ray whether the worker died or came back empty, as for a
+compiled graph's failure.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Actor side: a worker's replay socket, the fast way in for replays (and small reads) from a driver on the same
-host. Takes the function that runs one replay on the worker (the actor's, under its lock); gives a Unix
-socket in Linux's abstract namespace (no file to leave behind: it goes with the process) and a random token,
-which the driver learns through a Ray call (`WorkerActor.open_replay_socket`). A Ray Compiled Graph's round
-trip costs 45-120 us on our hosts, where a socket's costs 10-20: Ray's channels poll, and pass through its
-serializer and its execution loop on both sides. Ray still starts, places, restarts and reaches the
-worker; a replay alone takes this way.
+"""Actor side: a worker's replay socket, the fast way in for replays, small reads and frees from a driver on the
+same host. Takes the functions that run one replay and one read on the worker (the actor's, under its lock);
+gives a Unix socket in Linux's abstract namespace (no file to leave behind: it goes with the process) and a
+random token, which the driver learns through a Ray call (`WorkerActor.open_replay_socket`). A Ray Compiled
+Graph's round trip costs 45-120 us on our hosts, where a socket's costs 10-20: Ray's channels poll, and pass
+through its serializer and its execution loop on both sides. Ray still starts, places, restarts and reaches the
+worker for everything else.
 
 A connection must send the token first, or it is closed; then each request frame (protocol.py
 `replay_request`) gets one reply frame, in order, echoing its sequence number. A frame that does not parse, or
