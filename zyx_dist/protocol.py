@@ -282,7 +282,7 @@ PING_TEMPLATE = -1
 # a read: `bufs` holds (buffer id, bytes) pairs to copy out after the frees; the reply carries their bytes in order
 READ_TEMPLATE = -2
 SOCKET_TOKEN_BYTES = 16
-MAX_FRAME = 1 << 26  # bytes: a frame holds ids, small uploads (engine/templates.DIRECT_UPLOAD_BYTES) or a small read
+MAX_FRAME = 1 << 26  # bytes: a frame holds ids, uploads or a read of up to 16 MiB (engine/ray_backend.py)
 DATA_ALIGN = 64
 
 

@@ -70,10 +70,10 @@ RUNTIME_EXCLUDED_TESTS = {
         "checked in test_compiled_graphs.py"),
     ("test_plan_guess.py", "test_in_process_one_worker_replays_are_one_direct_call_with_the_queued_frees"): (
         "test_replay.py's, guessing: it counts calls of the in-process workers' methods"),
-    ("test_replay.py", "test_small_uploads_go_with_the_direct_call_and_large_ones_as_commands"): (
+    ("test_replay.py", "test_uploads_go_with_the_direct_call_up_to_the_backends_limit"): (
         "watches the in-process workers' methods; through Ray the uploads inside the compact message are checked in "
-        "test_compiled_graphs.py::test_a_one_worker_replay_is_one_compact_message_each_way"),
-    ("test_plan_guess.py", "test_small_uploads_go_with_the_direct_call_and_large_ones_as_commands"): (
+        "test_compiled_graphs.py and test_replay_sockets.py"),
+    ("test_plan_guess.py", "test_uploads_go_with_the_direct_call_up_to_the_backends_limit"): (
         "test_replay.py's, guessing: it watches the in-process workers' methods"),
 }
 

@@ -98,6 +98,21 @@ def test_a_scalar_uploaded_each_step_rides_in_the_request(ray3, monkeypatch):
     assert float(np.asarray(sent[-1][0][2]).reshape(-1)[0]) == 7.5
 
 
+def test_a_batch_of_host_data_each_step_rides_in_the_request(ray3):
+    """Host data a step makes anew (a batch of inputs, 256 KiB here: more than a compiled graph's input carries)
+    goes in the socket's request, not as commands through the object store."""
+    dev = "opencl:2"
+    a = rng((1 << 16,), seed=19)
+    x = zd.tensor(a, device=dev).realize()
+    socks, runs = socket_replays(), backend().graph.executions if backend().graph else 0
+    for i in range(6):
+        batch = rng((1 << 16,), seed=100 + i)
+        y = (x * 2 + zd.tensor(batch, device=dev)).realize()
+        np.testing.assert_array_equal(y.numpy(), a * 2 + batch)
+    assert socket_replays() >= socks + 3  # (planned, kept, defined: replayed through the socket from there)
+    assert (backend().graph.executions if backend().graph else 0) == runs
+
+
 def test_replays_with_both_ends_polling_before_they_block(ray3, monkeypatch):
     """On hosts with cores to spare both ends poll for a while before a blocking read (ZYX_DIST_SOCKET_SPIN_US);
     this 2-core machine does not by default, so here it is switched on for one worker's socket."""

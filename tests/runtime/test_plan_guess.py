@@ -30,9 +30,9 @@ def test_in_process_one_worker_replays_are_one_direct_call_with_the_queued_frees
     test_replay.test_in_process_one_worker_replays_are_one_direct_call_with_the_queued_frees()
 
 
-def test_small_uploads_go_with_the_direct_call_and_large_ones_as_commands():
+def test_uploads_go_with_the_direct_call_up_to_the_backends_limit():
     """test_replay's, guessing (named here for the same reason)."""
-    test_replay.test_small_uploads_go_with_the_direct_call_and_large_ones_as_commands()
+    test_replay.test_uploads_go_with_the_direct_call_up_to_the_backends_limit()
 
 
 @pytest.fixture(autouse=True)

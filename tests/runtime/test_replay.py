@@ -270,14 +270,17 @@ def test_host_leaves_made_each_step_are_uploaded_by_the_replay():
     assert in_use(dev) == base
 
 
-def test_small_uploads_go_with_the_direct_call_and_large_ones_as_commands():
-    """A replay whose host leaves come to at most `DIRECT_UPLOAD_BYTES` (an optimizer's step scalars) uploads
-    them within its one `run_replay` call; larger host data goes as command batches. Results equal NumPy's
-    either way and memory holds steady."""
-    from zyx_dist.engine.templates import DIRECT_UPLOAD_BYTES
+def test_uploads_go_with_the_direct_call_up_to_the_backends_limit():
+    """A replay's host leaves (an optimizer's step scalars, a batch of input data) upload within its one
+    `run_replay` call up to what the backend's direct call carries (`direct_upload_bytes`: any amount in process;
+    through Ray, 16 MiB on a replay socket or 64 KiB in a compiled graph's input); beyond that as command
+    batches. Results equal NumPy's either way and memory holds steady. (In process only: it watches the
+    Worker's methods.)"""
+    from zyx_dist.engine import session as zsession
     from zyx_dist.runtime.worker import Worker
 
-    a = rng((DIRECT_UPLOAD_BYTES // 2,), seed=21)  # float32: twice the limit in bytes
+    backend = zsession.current().backend
+    a = rng((1 << 15,), seed=21)  # float32: 128 KiB, twice the compiled graph's limit
     x = zd.tensor(a).realize()
     dev = x.device
     seen: list = []
@@ -291,24 +294,27 @@ def test_small_uploads_go_with_the_direct_call_and_large_ones_as_commands():
         seen.append(("run_replay", len(uploads)))
         return run_replay(self, template, bufs, frees, before_sync, uploads)
 
-    for big in (False, True):
+    for limit in (None, 1 << 10):  # the in-process backend's own limit (none), then a small one
         base = None
         for i in range(6):
             lr = np.float32(0.25 * (i + 1))
-            extra = np.full(a.size if big else 16, i, np.float32)
+            extra = np.full(a.size, i, np.float32)
             if i == 3:
                 seen.clear()
                 Worker.run, Worker.run_replay = spy_run, spy_replay
             try:
-                y = (x[: extra.size] * zd.tensor(lr) + zd.tensor(extra)).realize()
+                if limit is not None:
+                    backend.direct_upload_bytes = lambda _dev, n=limit: n
+                y = (x * zd.tensor(lr) + zd.tensor(extra)).realize()
             finally:
                 Worker.run, Worker.run_replay = run, run_replay
-            np.testing.assert_array_equal(y.numpy(), a[: extra.size] * lr + np.float32(i))
+                backend.__dict__.pop("direct_upload_bytes", None)
+            np.testing.assert_array_equal(y.numpy(), a * lr + np.float32(i))
             del y
             if i == 3:
                 replays = [u for kind, u in seen if kind == "run_replay"]
                 batches = [b for kind, b in seen if kind == "run" and "Replay" in b]
-                if big:
+                if limit is not None:
                     assert not replays and batches and "CopyIn" in batches[0]
                 else:
                     assert len(replays) == 1 and replays[0] >= 2 and not batches

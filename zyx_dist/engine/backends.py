@@ -144,6 +144,11 @@ class InProcessBackend:
         failed, graphs, in_use = w.run_replay(template, bufs, frees, meanwhile, uploads)
         return failed, len(graphs), in_use
 
+    def direct_upload_bytes(self, name: str) -> int:
+        """Host data a replay's direct call (`run_replay`) may carry to worker `name`: any amount in process, where
+        the worker takes the arrays themselves."""
+        return 1 << 62
+
     def idle_at_sync(self) -> bool:
         """Whether the last `run_replay`'s synchronize found its kernels done: it waited under twice the least
         any synchronize of that worker waited (an idle device's cost of asking). Then the work `meanwhile`

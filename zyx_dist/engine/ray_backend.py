@@ -40,10 +40,18 @@ from ..protocol import (
 )
 from ..runtime.actor import replay_only
 from .backends import LostWorkers, exports_of, substitute
-from .ray_compiled import GRAPH_ERRORS, CompiledSteps, compiled_graphs_enabled, frees_of, only_frees
+from .ray_compiled import (
+    DIRECT_UPLOAD_BYTES,
+    GRAPH_ERRORS,
+    CompiledSteps,
+    compiled_graphs_enabled,
+    frees_of,
+    only_frees,
+)
 from .ray_replay_socket import ReplaySocket, SocketBroken
 
 SOCKET_READ_BYTES = 16 << 20  # a read of more (per worker) takes a plain call: Ray's object store, shared memory
+SOCKET_UPLOAD_BYTES = 16 << 20  # a replay uploading more (host data it takes anew) goes as commands, as above
 
 
 def replay_sockets_enabled() -> bool:
@@ -362,6 +370,14 @@ class RayBackend:
         sock = self.sockets.pop(name, None)
         if sock is not None:
             sock.close()
+
+    def direct_upload_bytes(self, name: str) -> int:
+        """Host data a replay's direct call (`run_replay`) may carry to worker `name`: SOCKET_UPLOAD_BYTES through
+        its replay socket (raw bytes in the frame), else DIRECT_UPLOAD_BYTES (pickled into the compiled graph's
+        input, whose channel is sized for commands); more goes as commands, the data through the object store."""
+        if self.use_sockets and self._socket(name) is not None:
+            return SOCKET_UPLOAD_BYTES
+        return DIRECT_UPLOAD_BYTES
 
     def _graph(self, names: set[str], depth: int) -> CompiledSteps | None:
         """The compiled graph for steps on workers `names`, `depth` steps deep: the current one if it

@@ -42,6 +42,9 @@ from ..protocol import BatchResult, DropTemplate, Free
 from ..runtime.actor import REPLAY_ONLY, decode_result, encode, pack_steps, unpack_result
 
 SHRINK_AFTER = 256  # executions without work after which a worker leaves the graph (at the next rebuild)
+# host data a one-worker replay may carry pickled into a graph's input, whose channel is sized for commands, not
+# tensors; more goes as commands with the data apart (RayBackend.direct_upload_bytes)
+DIRECT_UPLOAD_BYTES = 1 << 16
 
 # what a dead or restarted worker inside a compiled graph raises on the driver
 GRAPH_ERRORS: tuple[type[BaseException], ...] = tuple(

@@ -26,9 +26,6 @@ from ..sched.template import PlanTemplate, leaf_positions, make_template
 from .backends import LostWorkers
 
 MAX_TEMPLATES_PER_STRUCTURE = 4  # input placements kept per graph structure
-# host data a replay may carry in its one direct call of a worker (through Ray pickled into the compiled graph's
-# input, whose channel is sized for commands, not tensors); more goes as commands with the data apart
-DIRECT_UPLOAD_BYTES = 1 << 16
 
 
 def enabled(policy: str) -> bool:
@@ -260,18 +257,18 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
 def _direct(s, t: PlanTemplate, uploads: tuple) -> tuple[str, Any] | None:
     """(device, its batch) when this replay of `t` can be one direct call of its worker (`run_replay`: in
     process, or one compact message each way through Ray, untimed, so not while `time_replays` asks for
-    kernel times): a one-worker template the worker has, uploading at most `DIRECT_UPLOAD_BYTES` (`uploads`,
-    as `run` made them), and nothing else queued for other workers (frees elsewhere, templates to forget)
-    that its batch would carry."""
+    kernel times): a one-worker template the worker has, uploading at most what the backend's direct call
+    carries (`direct_upload_bytes`; `uploads` as `run` made them), and nothing else queued for other workers
+    (frees elsewhere, templates to forget) that its batch would carry."""
     single = t.single
     if single is None or not t.defined or s.template_drops or s.plans.dropped or \
             getattr(s.backend, "run_replay", None) is None or s.backend.time_replays:
         return None
-    if uploads and sum([u[3] for u in uploads]) > DIRECT_UPLOAD_BYTES:
+    dev = single[0]
+    if uploads and sum([u[3] for u in uploads]) > s.backend.direct_upload_bytes(dev):
         return None
     if s.pending_frees:
         s._take_frees()
-    dev = single[0]
     for d, _buf in s.free_queue:
         if d != dev:
             return None
