@@ -23,6 +23,8 @@ session has seen before (replayed from their plan templates; through Ray as Comp
 (e) Reading a value back: `.item()` of a realized 1-element result and `.numpy()` of a realized 256x256
     float32, per read, in-process and through Ray on 1 worker (the value realized before the clock), beside
     torch's `.item()` / `.cpu().numpy()` on the same device when torch is importable.
+(u) A step that uploads new host data: `(x * 2 + zd.tensor(batch)).realize()` with a new 256 KiB float32 batch
+    each step (graph built and uploaded inside the clock), in-process and through Ray on 1 worker.
 
 Every figure is a median with its interquartile range (IQR) over `--repeats` runs after a warm-up, and
 the share of realizes that were replayed from a template (`zd.stats()["plan_replays"]`). Prints a table
@@ -210,6 +212,29 @@ def torch_reads(device: str, repeats: int) -> None:
             if i >= 10:
                 ts.append((time.perf_counter() - t0) * 1e6)
         record(f"torch {torch.__version__} ({dev})", what, ts, "us")
+
+
+# ---- (u) a step that uploads new host data ---------------------------------------------------------------------
+
+def upload_step(kind: str, device: str, repeats: int) -> None:
+    start(kind, 1, device)
+    try:
+        dev = zd.devices()[0].name
+        rng = np.random.default_rng(0)
+        x = zd.tensor(rng.standard_normal(1 << 16).astype(np.float32), device=dev).realize()
+        batches = [rng.standard_normal(1 << 16).astype(np.float32) for _ in range(8)]
+        ts = []
+        for i in range(repeats + 10):
+            gc.disable()
+            t0 = time.perf_counter()
+            (x * 2 + zd.tensor(batches[i % 8], device=dev)).realize()
+            dt = time.perf_counter() - t0
+            gc.enable()
+            if i >= 10:
+                ts.append(dt * 1e6)
+        record(f"zyx_dist {kind}", "step uploading a 256 KiB batch", ts, "us", replayed=replayed(0, repeats + 10))
+    finally:
+        zd.shutdown()
 
 
 # ---- (a) overhead per realize on N workers ------------------------------------------------------------------
@@ -474,7 +499,7 @@ def main() -> None:
     ap.add_argument("--kernels", type=int, default=200)
     ap.add_argument("--sizes", choices=("small", "full"), default=None,
                     help="sizes of (d): small on a CPU (default there), full = gpu_bench's (default on a GPU)")
-    ap.add_argument("--only", default="abcdf", help="which parts to run (letters a b c d e, f: Ray's floor)")
+    ap.add_argument("--only", default="abcdf", help="which parts to run (letters a b c d e u, f: Ray's floor)")
     ap.add_argument("--machine", default=None)
     ap.add_argument("--name", default=None, help="file name of the JSON (default dispatch-<cpu|gpu>-<date>.json)")
     ap.add_argument("--out", default=os.environ.get("OUT", "benchmarks/results"))
@@ -519,6 +544,10 @@ def main() -> None:
         print(f"(d) the five benchmark kernels ({sizes} sizes)")
         for kind in ("in-process", "ray"):
             five_kernels(kind, args.device, sizes, max(10, args.repeats // 10))
+    if "u" in args.only:
+        print("(u) a step that uploads a new 256 KiB batch, per step")
+        for kind in ("in-process", "ray"):
+            upload_step(kind, args.device, args.repeats)
     if "e" in args.only:
         print("(e) reading a value back, per read")
         for kind in ("in-process", "ray"):
