@@ -262,8 +262,8 @@ class RayBackend:
                 continue
             frees = [c.buf for c in batch if c.__class__ is Free]
             rest = batch[len(frees):]
-            if len(frees) + len(rest) != len(batch) or any(c.__class__ is Free for c in rest):
-                return None  # (frees after other commands: not a batch this path knows)
+            if any(c.__class__ is Free for c in rest):
+                return None  # (frees not all in front: not a batch this path knows)
             first = rest[0] if rest else None
             if first is None:
                 template, bufs = READ_TEMPLATE, ()
