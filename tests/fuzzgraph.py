@@ -340,8 +340,8 @@ def _move(ch, prog, i):
         size = int(np.prod(shape))
         if how == "flat" or nd == 0:
             new: tuple = (-1,) if ch.bool() else (size,)
-        elif how == "merge" and nd >= 2:
-            new = shape[:-2] + (-1,)
+        elif how == "merge" and nd >= 2:  # (-1 is ambiguous where the rest of the shape holds a 0)
+            new = shape[:-2] + ((-1,) if size else (shape[-2] * shape[-1],))
         elif how == "split" and shape[-1] % 2 == 0 and shape[-1]:
             new = shape[:-1] + (2, shape[-1] // 2)
         else:
