@@ -8,6 +8,7 @@ half but computed in float, so it gets a loose tolerance).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -155,6 +156,26 @@ def ref_attention_grads(q, k, v, scale, mask, g):
     dv = np.swapaxes(p, -1, -2) @ g
     return ds @ k, np.swapaxes(ds, -1, -2) @ q, dv.sum(axis=tuple(i for i, n in enumerate(v.shape) if n == 1),
                                                       keepdims=True)
+
+
+def attention_grads(rng, np_dtype, mask: str, B: int, H: int, Tq: int, Tk: int, D: int, scale: float):
+    """(zd.grad over q, k, v of sum(softmax(q @ k^T * scale + mask) @ v * g) as tensors, NumPy's gradients), for
+    random data of `np_dtype`; `mask` is "causal" (additive -1e9), "where" (`zd.where` with -inf), "per_batch"
+    (random, one per batch entry) or "none"."""
+    Q, G = (rng.standard_normal((B, H, Tq, D)).astype(np_dtype) for _ in range(2))
+    K, V = (rng.standard_normal((B, H, Tk, D)).astype(np_dtype) for _ in range(2))
+    keep = np.tril(np.ones((Tq, Tk), bool))
+    M = {"causal": np.where(keep, 0, -1e9), "where": np.where(keep, 0, -np.inf), "none": None,
+         "per_batch": rng.standard_normal((B, 1, Tq, Tk))}[mask]
+    M = None if M is None else M.astype(np.float32).astype(np_dtype)
+    q, k, v = (zd.tensor(x) for x in (Q, K, V))
+    s = q @ k.mT * scale
+    if mask == "where":
+        s = zd.where(zd.tensor(keep), s, -math.inf)
+    elif M is not None:
+        s = s + zd.tensor(M)
+    grads = zd.grad((zd.softmax(s, axis=-1) @ v * zd.tensor(G)).sum(), [q, k, v])
+    return grads, ref_attention_grads(Q, K, V, scale, M, G)
 
 
 def option_graphs(rng):

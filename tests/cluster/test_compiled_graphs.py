@@ -29,7 +29,15 @@ import zyx_dist as zd
 
 ray = pytest.importorskip("ray")
 
-from ray_workers import actor, backend, chain, in_use, kill, rng  # (after the skip: it imports ray)
+from ray_workers import (  # (after the skip: it imports ray)
+    actor,
+    backend,
+    chain,
+    failure_inside_a_replay,
+    in_use,
+    rng,
+    steps_across_a_kill,
+)
 
 pytestmark = pytest.mark.own_session
 
@@ -196,48 +204,15 @@ def test_a_compiled_replay_moves_data_between_workers(ray3):
 
 
 def test_a_failure_inside_a_compiled_replay(ray3):
-    dev = "opencl:2"
-    a = rng((8192,), seed=6)
-    x = zd.tensor(a, device=dev).realize()
-    for _ in range(3):
-        keep = (x + 7).realize()
-    del keep
-    base, replays, runs = in_use(dev), zd.stats()["plan_replays"], graph_runs()
-    ray.get(actor(dev).limit_memory.remote(base))
-    try:
-        for _ in range(2):  # repeated failures leave nothing behind either
-            with pytest.raises(zd.OutOfMemoryError):
-                (x + 7).realize()
-    finally:
-        ray.get(actor(dev).limit_memory.remote(None))
-    assert graph_runs() == runs + 2  # the failures went through the graph
-    assert zd.stats()["plan_replays"] == replays
-    assert in_use(dev) == base
-    y = (x + 7).realize()
-    np.testing.assert_array_equal(y.numpy(), a + 7)
-    assert zd.stats()["plan_replays"] == replays + 1 and zd.stats()["recoveries"] == 0
+    failure_inside_a_replay("opencl:2", graph_runs)
 
 
 @pytest.mark.parametrize("how", ["ray.kill", "os._exit"])
 def test_worker_killed_between_compiled_replays(ray3, how):
     dev = {"ray.kill": "opencl:1", "os._exit": "opencl:2"}[how]
-    a, b = rng((64, 64), seed=7), rng((64, 64), seed=8, scale=0.2)
-    x, w = zd.tensor(a, device=dev).realize(), zd.tensor(b, device=dev).realize()
-    y = x
-    want = a.astype(np.float64)
-    for _ in range(4):
-        y = zd.relu(y @ w + 0.5).realize()
-        want = np.maximum(want @ b + 0.5, 0)
-    assert zd.stats()["plan_replays"] >= 1
-    before, graph = zd.stats()["recoveries"], backend().graph
-    kill(dev, how)
-    for _ in range(4):  # the first finds the graph broken, recovers, recomputes y from lineage; then replays
-        y = zd.relu(y @ w + 0.5).realize()
-        want = np.maximum(want @ b + 0.5, 0)
-    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-5)
-    np.testing.assert_array_equal(x.numpy(), a)
-    assert zd.stats()["recoveries"] > before
-    assert backend().graph is not None and backend().graph is not graph  # rebuilt over the restarted worker
+    graph = []
+    steps_across_a_kill(dev, how, lambda: graph.append(backend().graph))
+    assert backend().graph is not None and backend().graph is not graph[0]  # rebuilt over the restarted worker
     assert [d.name for d in zd.devices()] == WORKERS
 
 

@@ -40,9 +40,10 @@ from zyx_dist.engine import ray_backend
 
 ray = pytest.importorskip("ray")
 
+from ray_workers import actor, await_restart, incarnation  # (after the skip: it imports ray)
+
 pytestmark = pytest.mark.own_session
 
-NAMESPACE = "zyx_dist"
 KILLS = ["ray.kill", "os._exit"]  # ray.kill(actor, no_restart=False) from the driver; os._exit(1) inside
 FAULTS = {"injected": 0, "unrecoverable": 0}
 KILLS_BY_TEST: dict[str, int] = {}  # test id -> faults injected by it (printed at the end)
@@ -260,14 +261,6 @@ def ray_faults():
     assert not ray.is_initialized()
 
 
-def actor(dev: str):
-    return ray.get_actor(f"zyx_dist/worker/{dev}", namespace=NAMESPACE)
-
-
-def incarnation(dev: str, timeout: float = 60.0) -> str:
-    return ray.get(actor(dev).incarnation.remote(), timeout=timeout)
-
-
 def kill(dev: str, how: str, wait: bool = True, restart: bool = True) -> None:
     """Kill worker `dev`; with `wait`, return once Ray has restarted it (a new, empty process)."""
     count_fault()
@@ -280,17 +273,8 @@ def kill(dev: str, how: str, wait: bool = True, restart: bool = True) -> None:
         if wait:
             with pytest.raises(ray.exceptions.RayActorError):
                 ray.get(ref, timeout=60)
-    if not (wait and restart):
-        return
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if incarnation(dev, timeout=10) != old:
-                return
-        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"{dev} was not restarted")
+    if wait and restart:
+        await_restart(dev, old, 30)
 
 
 def lost_pair(victim: str):

@@ -361,7 +361,7 @@ def test_cuda_attention_backward_products_on_tensor_cores(dtype, label, H, Tq, T
     and dV are each one mma.sync kernel that recomputes the scores, p and dS (codegen/attention_grad.py): nothing
     T x T is stored, and the gradients match NumPy's for each mask (an additive causal -1e9, `where` with -inf, one
     per batch entry, none), head dims 32 to 128, lengths past the blocks and cross-attention."""
-    from helpers import ref_attention_grads
+    from helpers import attention_grads
 
     from zyx_dist.codegen import attention_grad
     from zyx_dist.engine import session as zsession
@@ -370,24 +370,11 @@ def test_cuda_attention_backward_products_on_tensor_cores(dtype, label, H, Tq, T
     session = zd.init(ray=False, devices=["cuda:0"])
     try:
         B = 2
-        q, g = (RNG.standard_normal((B, H, Tq, D)).astype(dtype) for _ in range(2))
-        k, v = (RNG.standard_normal((B, H, Tk, D)).astype(dtype) for _ in range(2))
-        keep = np.tril(np.ones((Tq, Tk), bool))
-        mask = {"causal": np.where(keep, 0, -1e9), "where": np.where(keep, 0, -np.inf), "none": None,
-                "per_batch": RNG.standard_normal((B, 1, Tq, Tk))}[label]
-        mask = None if mask is None else mask.astype(np.float32).astype(dtype)
-        ts = [zd.tensor(x) for x in (q, k, v)]
-        s = (ts[0] @ ts[1].mT) * 0.125
-        if label == "where":
-            s = zd.where(zd.tensor(keep), s, -math.inf)
-        elif mask is not None:
-            s = s + zd.tensor(mask)
-        grads = zd.grad((zd.softmax(s, axis=-1) @ ts[2] * zd.tensor(g)).sum(), ts)
+        grads, want = attention_grads(RNG, dtype, label, B, H, Tq, Tk, D, 0.125)
         kernels, _, _ = zsession.current().plan([x.node for x in grads])
         assert not any(o.size == B * H * Tq * Tk for kern in kernels for o in kern.outputs)
         assert sum(attention_grad.match(kern) is not None for kern in kernels) == 3
         zd.realize(*grads)
-        want = ref_attention_grads(q, k, v, 0.125, mask, g)
         for name, x, exp in zip("qkv", grads, want):
             np.testing.assert_allclose(x.numpy().astype(np.float64), exp, rtol=0.05, atol=0.05, err_msg=f"d{name}")
     finally:

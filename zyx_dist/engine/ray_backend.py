@@ -48,7 +48,7 @@ from .ray_compiled import (
     frees_of,
     only_frees,
 )
-from .ray_replay_socket import ReplaySocket, SocketBroken
+from .ray_replay_socket import ReplaySocket, Reply, SocketBroken
 
 SOCKET_READ_BYTES = 16 << 20  # a read of more (per worker) takes a plain call: Ray's object store, shared memory
 SOCKET_UPLOAD_BYTES = 16 << 20  # a replay uploading more (host data it takes anew) goes as commands, as above
@@ -229,13 +229,11 @@ class RayBackend:
         in it); without either, the same commands as a plain call. Raises LostWorkers as `run_steps` does."""
         sock = self._socket(name) if self.use_sockets else None
         if sock is not None:
-            try:
-                reply = sock.replay(template, bufs, frees, uploads, meanwhile)
-            except SocketBroken:
-                raise LostWorkers(self._lost_with_sockets({name}), []) from None
+            replies, lost = self._exchange({name: (sock, template, bufs, frees, uploads)}, meanwhile)
+            if lost:
+                raise LostWorkers(lost, [])
+            reply = replies[name]
             self.socket_replays += 1
-            if reply.incarnation != self.incarnations[name]:
-                raise LostWorkers({name}, [])
             return reply.failed, len(reply.graphs), reply.in_use
         graph = self._graph({name}, 1) if self.compiled else None
         if graph is not None:
@@ -256,7 +254,8 @@ class RayBackend:
         Replay that moves nothing through the driver, or non-exporting CopyOuts of at most SOCKET_READ_BYTES in
         all, or nothing more. None (nothing sent) for any other step, or where a worker has no socket. Raises
         LostWorkers as `run_steps` does."""
-        sends: dict[str, tuple[ReplaySocket, int, tuple, list[int], list[Command]]] = {}
+        requests: dict[str, tuple[ReplaySocket, int, tuple, list[int], tuple]] = {}
+        rests: dict[str, list[Command]] = {}  # each worker's commands after its frees
         for dev, batch in step.items():
             if not batch:
                 continue
@@ -281,34 +280,14 @@ class RayBackend:
             sock = self._socket(dev)
             if sock is None:
                 return None
-            sends[dev] = (sock, template, bufs, frees, rest)
-        if not sends:
+            requests[dev], rests[dev] = (sock, template, bufs, frees, ()), rest
+        if not requests:
             return None
-        broken: set[str] = set()
-        for dev, (sock, template, bufs, frees, _rest) in sends.items():
-            try:
-                sock.send(template, bufs, frees)
-            except SocketBroken:
-                broken.add(dev)
-        replies = {}
-        try:
-            if meanwhile is not None:
-                meanwhile()
-        finally:  # every reply is read, or a socket's next request would find this one's (an unread one, after
-            # an exception here, leaves its socket `pending`: never used again)
-            for dev, (sock, *_rest) in sends.items():
-                if dev not in broken:
-                    try:
-                        replies[dev] = sock.receive()
-                    except SocketBroken:
-                        broken.add(dev)
-        lost = self._lost_with_sockets(broken) if broken else set()
+        replies, lost = self._exchange(requests, meanwhile)
         out: dict[str, BatchResult] = {}
         for dev, reply in replies.items():
-            if reply.incarnation != self.incarnations[dev]:
-                lost.add(dev)
-                continue
-            _sock, template, _bufs, frees, rest = sends[dev]
+            _sock, template, _bufs, frees, _up = requests[dev]
+            rest = rests[dev]
             if template >= 0:
                 self.socket_replays += 1
             elif rest:
@@ -328,6 +307,36 @@ class RayBackend:
         if lost:
             raise LostWorkers(lost, [out])
         return out
+
+    def _exchange(self, requests: dict[str, tuple[ReplaySocket, int, tuple, list[int], tuple]],
+                  meanwhile: Callable[[], None] | None) -> tuple[dict[str, Reply], set[str]]:
+        """Each worker's request ((socket, template, bufs, frees, uploads)) sent before any reply is read, so the
+        workers run side by side, and `meanwhile` run while they work: (the replies of the workers still the ones
+        the driver knew, the workers lost: behind a broken socket, or answering from a new incarnation)."""
+        broken: set[str] = set()
+        for dev, (sock, template, bufs, frees, uploads) in requests.items():
+            try:
+                sock.send(template, bufs, frees, uploads)
+            except SocketBroken:
+                broken.add(dev)
+        replies: dict[str, Reply] = {}
+        try:
+            if meanwhile is not None:
+                meanwhile()
+        finally:  # every reply is read, or a socket's next request would find this one's (an unread one, after
+            # an exception here, leaves its socket `pending`: never used again)
+            for dev, (sock, *_request) in requests.items():
+                if dev not in broken:
+                    try:
+                        replies[dev] = sock.receive()
+                    except SocketBroken:
+                        broken.add(dev)
+        lost = self._lost_with_sockets(broken) if broken else set()
+        for dev, reply in list(replies.items()):
+            if reply.incarnation != self.incarnations[dev]:
+                lost.add(dev)
+                del replies[dev]
+        return replies, lost
 
     def _socket(self, name: str) -> ReplaySocket | None:
         """Worker `name`'s replay socket, connected on first use; None where it has none (another host, a
@@ -458,8 +467,7 @@ class RayBackend:
                 method = self.actors[name].run
                 if exports:
                     method = method.options(num_returns=1 + len(exports))
-                out = method.remote(substitute(batch, exported), untimed=untimed) if untimed else \
-                    method.remote(substitute(batch, exported))
+                out = method.remote(substitute(batch, exported), untimed=untimed)
                 if exports:
                     for (_i, _k, tid), ref in zip(exports, out[1:]):
                         exported[tid] = ref

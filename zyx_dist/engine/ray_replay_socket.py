@@ -1,6 +1,6 @@
 """Driver side: the client of a worker's replay socket (runtime/replay_socket.py), which a Ray session uses for
 replays, small reads and frees when the worker runs on the driver's own host. Takes the address and token that
-the actor gave through Ray; gives `send` and `receive` (`replay`: both), one request frame and one reply frame
+the actor gave through Ray; gives `send` and `receive`, one request frame and one reply frame
 (protocol.py), in 10-20 us where a Ray Compiled Graph's execution takes 45-120. Any failure of the socket itself
 raises `SocketBroken`; the Ray backend then asks Ray whether the worker died or came back empty, as for a
 compiled graph's failure.
@@ -11,7 +11,6 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from collections.abc import Callable
 from typing import NamedTuple
 
 from ..protocol import PING_TEMPLATE, Failed, await_readable, read_frame, read_replay_reply, replay_request
@@ -65,20 +64,8 @@ class ReplaySocket:
         """Open and in step (no reply left unread)."""
         return not self.closed and not self.pending
 
-    def replay(self, template: int, bufs: tuple[int, ...], frees: list[int], uploads: tuple = (),
-               meanwhile: Callable[[], None] | None = None) -> Reply:
-        """Frees, uploads and the replay of `template` with `bufs` bound, on the worker (as `Worker.run_replay`).
-        `meanwhile` runs here while the worker works. Raises SocketBroken."""
-        self.send(template, bufs, frees, uploads)
-        try:
-            if meanwhile is not None:
-                meanwhile()
-        finally:  # the reply is read whatever `meanwhile` did, or the next one would find it
-            reply = self.receive()
-        return reply
-
     def send(self, template: int, bufs: tuple[int, ...], frees: list[int], uploads: tuple = ()) -> None:
-        """A request (`replay`'s, a read's or a ping's), whose reply `receive` reads; raises SocketBroken."""
+        """A request (a replay, a read or a ping), whose reply `receive` reads; raises SocketBroken."""
         if not self.usable:
             raise SocketBroken("the replay socket is closed or out of step")
         self.seq += 1
@@ -116,12 +103,8 @@ class ReplaySocket:
 
     def _ping(self) -> float:
         t = time.perf_counter()
-        try:
-            self.send(PING_TEMPLATE, (), ())
-            self.receive()
-        except SocketBroken:
-            self.sock.close()
-            raise
+        self.send(PING_TEMPLATE, (), ())  # (either closes the socket when it fails)
+        self.receive()
         return time.perf_counter() - t
 
     def close(self) -> None:
