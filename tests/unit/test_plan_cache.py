@@ -110,3 +110,80 @@ def test_a_rewired_graph_keys_as_the_same_graph_built_in_order():
     assert structure([twin])[0] == key
     check_plans(cache, twin)
     assert cache.hits == 2 and len(cache.entries) == 1
+
+
+# ---- the C walks (fuse/_structure.c) against the Python ones they replace -----------------------------------
+
+def _c_walks():
+    import pytest
+
+    from zyx_dist.fuse import plan_cache
+
+    if plan_cache._c_walks is None:
+        pytest.skip("the C walks are not built here (no C compiler at install)")
+    return plan_cache
+
+
+def _same_walks(pc, targets):
+    key, order = pc.python_structure(targets)
+    c_key, c_order = pc._c_walks.structure(targets)
+    assert c_key == key and len(c_order) == len(order) and all(a is b for a, b in zip(c_order, order))
+    nodes, fingerprint = pc.python_walk(targets)
+    c_nodes, c_leaves = pc._c_walks.walk(targets)
+    assert c_leaves == fingerprint[2] and all(a is b for a, b in zip(c_nodes, nodes))
+
+
+def test_c_walks_give_what_the_python_walks_give_on_random_programs():
+    from tests.fuzzgraph import _apply, program_from_seed, zd_inputs
+
+    pc = _c_walks()
+    for seed in range(60):  # (built, not realized: no session needed)
+        prog = program_from_seed(seed)
+        vals = list(zd_inputs(prog))
+        for step in prog.steps:
+            vals.append(_apply(step, vals, "zd"))
+        targets = [vals[o].node for o in prog.outputs]
+        _same_walks(pc, targets + targets[:1])  # (a target named twice keeps its first position)
+
+
+def test_c_walks_read_every_row_field_as_python_does():
+    pc = _c_walks()
+    x = leaf(4, 8)
+    pinned = g.Node(g.Op.LEAF, (), None, (4, 8), dt.float32, device="cuda:1")
+    half = g.cast(g.binary(g.BinaryOp.ADD, x, x), dt.bfloat16)
+    signs = [scaled(x, c) for c in (0.0, -0.0, float("nan"), float("inf"), 1e-300)]
+    padded = g.pad(x, ((1, 0), (0, 2)), -0.0)
+    iota = g.leaf(np.arange(4), dt.int64, iota=True)
+    _same_walks(pc, [half, *signs, padded, pinned, iota, g.permute(x, (1, 0)), g.reduce(g.ReduceOp.MAX, x, (1,))])
+
+
+def test_c_walks_go_as_deep_as_the_graph():
+    pc = _c_walks()
+    x = leaf(4)
+    for _ in range(100_000):  # a chain far past any recursion limit
+        x = g.unary(g.UnaryOp.NEG, x)
+    _same_walks(pc, [x])
+
+
+def test_c_walks_refuse_what_is_not_a_list_of_nodes():
+    import pytest
+
+    pc = _c_walks()
+    with pytest.raises(TypeError, match="list of nodes"):
+        pc._c_walks.structure((leaf(4),))
+    with pytest.raises(AttributeError):
+        pc._c_walks.walk([object()])
+    with pytest.raises(AttributeError):
+        pc._c_walks.structure([g.binary(g.BinaryOp.ADD, leaf(4), leaf(4)), object()])
+
+
+def test_the_plan_cache_walks_in_c_unless_told_not_to():
+    import subprocess
+    import sys
+
+    pc = _c_walks()
+    assert pc.structure is pc._c_walks.structure
+    code = "from zyx_dist.fuse import plan_cache as p; print(p.structure is p.python_structure)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**__import__("os").environ, "ZYX_DIST_C_WALKS": "0"}).stdout
+    assert out.strip() == "True"
