@@ -47,11 +47,21 @@ def matmul(a: Any, b: Any) -> Tensor:
     # the views on the graph directly (their shapes are valid by construction): matmul is the op a model
     # builds most of, and the tensor-level reshape/permute would check again what is checked above
     yn = y.ndim
-    x = Tensor(graph.reshape(x.node, x.shape[:-1] + (1, k)))  # (..., M, 1, K)
+    xr = graph.reshape(x.node, x.shape[:-1] + (1, k))  # (..., M, 1, K)
     yt = graph.permute(y.node, (*range(yn - 2), yn - 1, yn - 2))
-    y = Tensor(graph.reshape(yt, y.shape[:-2] + (1, n, k)))  # (..., 1, N, K)
-    out = _contract_last(x, y)  # (batch..., M, N)
+    yr = graph.reshape(yt, y.shape[:-2] + (1, n, k))  # (..., 1, N, K)
     shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
+    dtype, full = xr.dtype, batch + (m, n, k)
+    if dtype is yr.dtype and not dtype.is_bool and graph.prod(full):
+        # the usual case, built node by node: the graph `_contract_last` builds (operands broadcast, multiplied,
+        # summed over K), without the tensor layer's promotion and checks, which have nothing to do here
+        if len(xr.shape) < len(full):
+            xr = graph.reshape(xr, (1,) * (len(full) - len(xr.shape)) + xr.shape)
+        if len(yr.shape) < len(full):
+            yr = graph.reshape(yr, (1,) * (len(full) - len(yr.shape)) + yr.shape)
+        product = graph.binary(graph.BinaryOp.MUL, graph.expand(xr, full), graph.expand(yr, full))
+        return Tensor(graph.reshape(graph.reduce(ReduceOp.SUM, product, (len(full) - 1,)), shape))
+    out = _contract_last(Tensor(xr), Tensor(yr))  # (batch..., M, N)
     return Tensor(graph.reshape(out.node, shape))
 
 
