@@ -59,6 +59,12 @@ def main() -> None:
             for g in graphs:
                 realize(g)
         ours = gaps(prof.events())
+        names: dict[str, list[float]] = {}
+        for e in prof.events():
+            if e.device_type.name == "CUDA":
+                names.setdefault(e.name[:60], []).append(e.time_range.end - e.time_range.start)
+        print(f"{case}: zd kernels per realize: " + ", ".join(
+            f"{k} x{len(v) / len(graphs):.1f} {statistics.median(v):.1f} us" for k, v in names.items()), flush=True)
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for _ in range(50):
                 tfn()
