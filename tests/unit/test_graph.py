@@ -303,6 +303,26 @@ def test_split_k_parts_only_for_long_contractions_into_few_tiles(monkeypatch):
     assert r.shape == (1, 300, 300) and r.op is g.Op.RESHAPE  # the sum of the parts, reshaped back
 
 
+def test_split_k_leaves_row_sums_of_elementwise_products_whole(monkeypatch):
+    """Split-K is for contractions (both factors broadcast: what a GEMM reads). A row's sum of an elementwise
+    product, as layer norm's variance and RMS norm's mean square are, stays one reduce: the row kernel's loop (split,
+    layer norm (8, 1024, 1024) ran as three kernels on a GPU, 50 us against one of ~20). So does a matrix-vector
+    product, whose one broadcast factor is no GEMM either."""
+    from zyx_dist.frontend import linalg
+    from zyx_dist.frontend.tensor import Tensor
+    from zyx_dist.fuse.kernelize import kernelize
+
+    monkeypatch.setattr(g, "SPLIT_K", True)
+    x = leaf(8, 1024, 1024)
+    assert g.reduce(g.ReduceOp.SUM, g.mul(x, x), (2,)).op is g.Op.REDUCE
+    v = g.expand(leaf(1, 1, 1024), (8, 1024, 1024))
+    assert g.reduce(g.ReduceOp.SUM, g.mul(x, v), (2,)).op is g.Op.REDUCE
+    assert len(kernelize([linalg.layer_norm(Tensor(x), axis=-1).node])) == 1
+    a = g.expand(leaf(8192, 1, 1024), (8192, 1024, 1024))  # a matmul's product does split (few tiles, long k)
+    w = g.expand(leaf(1, 1024, 1024), (8192, 1024, 1024))
+    assert g.reduce(g.ReduceOp.SUM, g.mul(a, w), (0,)).op is g.Op.RESHAPE
+
+
 def test_split_k_keeps_probabilities_whole_but_splits_a_cross_entropys_head_gradient(monkeypatch):
     """A factor that divides exponentials by their sum (softmax's probabilities, p @ v: one fused attention
     kernel) keeps its contraction whole; the weight gradient of an LM head over a small vocabulary, whose factor

@@ -381,7 +381,9 @@ def reduce(op: ReduceOp, x: Node, axes: tuple[int, ...]) -> Node:
     parts = _column_parts(x.shape, axes) if SPLIT_K else 1
     if parts > 1 and x.op is not Op.WHERE and not broadcast_product(x):  # (a gather's one-hot, a contraction: not here)
         return _split_columns(op, x, axes, parts, shape)
-    if SPLIT_K and op is ReduceOp.SUM and len(axes) == 1 and x.op is Op.BINARY and x.arg is BinaryOp.MUL:
+    # (a contraction the GEMM matcher reads: both factors broadcast. A row's sum of an elementwise product, a layer
+    # norm's or RMS norm's sum of squares, is one row kernel's loop: split, it took three kernels)
+    if SPLIT_K and op is ReduceOp.SUM and len(axes) == 1 and broadcast_product(x):
         parts = _split_k_parts(x.shape[axes[0]], prod(shape))
         if parts > 1 and not any(_softmax_like(f) for f in x.srcs):
             return _split_contraction(x, axes[0], parts, shape)
