@@ -4,8 +4,8 @@
  * on a GPU host; GPT-2's 1,650 nodes ~1.2 ms). Takes the targets (a list of graph/ir.py Nodes); gives exactly
  * what the Python functions give (plan_cache.py keeps them as the reference, and tests/unit/test_plan_cache.py
  * compares the two on random graphs). Both walk with an explicit stack: no recursion over the graph's depth.
- * Nodes are read through their attributes (slots), so this file knows nothing of the Node class but its field
- * names; `configure` hands it the Op members it compares against.
+ * `configure` hands it the Node class, whose slots it reads at their offsets, and the Op members it compares
+ * against; it knows nothing else of graph/ir.py.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
