@@ -67,6 +67,8 @@ def norm_axes(axis: Axis, shape: Shape, ndim: int | None = None) -> tuple[int, .
     """Axes as a sorted tuple of non-negative ints (None = all); `ndim` defaults to len(shape).
     A repeated axis raises ShapeError."""
     ndim = len(shape) if ndim is None else ndim
+    if axis.__class__ is int and -ndim <= axis < ndim:  # one axis (softmax's, a norm's): every reduction asks
+        return (axis % ndim,)
     if axis is None:
         return tuple(range(ndim))
     items = axis if isinstance(axis, (tuple, list)) else (axis,)
