@@ -598,7 +598,7 @@ def test_matmul_builds_the_contraction_graph_of_the_tensor_layer(sa, sb, dtype):
     a, b = zd.tensor(np.ones(sa, np.float32)).astype(dtype), zd.tensor(np.ones(sb, np.float32)).astype(dtype)
     x = a.reshape(1, *sa) if len(sa) == 1 else a
     y = b.reshape(*sb, 1) if len(sb) == 1 else b
-    m, k, n = x.shape[-2], x.shape[-1], y.shape[-1]
+    k, n = x.shape[-1], y.shape[-1]
     general = _contract_last(x.reshape(*x.shape[:-1], 1, k), y.mT.reshape(*y.shape[:-2], 1, n, k))
     want = general.reshape(*np.matmul(np.ones(sa), np.ones(sb)).shape)
     assert python_structure([(a @ b).node])[0] == python_structure([want.node])[0]
