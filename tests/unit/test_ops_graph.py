@@ -590,16 +590,16 @@ def test_matmul(sa, sb):
                                    ((2, 1, 3, 4), (5, 4, 2)), ((1, 3, 4), (6, 4, 2)), ((2, 3, 1, 4), (1, 4, 7))])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32"])
 def test_matmul_builds_the_contraction_graph_of_the_tensor_layer(sa, sb, dtype):
-    """matmul builds its usual case (one dtype, not bool, not empty) node by node; the graph is the one the tensor
-    layer's broadcast, multiply and sum build, which the kernelizer's GEMM matching reads."""
-    from zyx_dist.frontend.linalg import _contract_last
+    """matmul's contraction builds its usual case (one dtype, not bool, not empty) node by node; the graph is the
+    one the tensor layer's broadcast, multiply and sum build, which the kernelizer's GEMM matching reads."""
     from zyx_dist.fuse.plan_cache import python_structure
 
     a, b = zd.tensor(np.ones(sa, np.float32)).astype(dtype), zd.tensor(np.ones(sb, np.float32)).astype(dtype)
     x = a.reshape(1, *sa) if len(sa) == 1 else a
     y = b.reshape(*sb, 1) if len(sb) == 1 else b
     k, n = x.shape[-1], y.shape[-1]
-    general = _contract_last(x.reshape(*x.shape[:-1], 1, k), y.mT.reshape(*y.shape[:-2], 1, n, k))
+    product = x.reshape(*x.shape[:-1], 1, k) * y.mT.reshape(*y.shape[:-2], 1, n, k)
+    general = zd.sum(product, axis=-1, dtype=product.dtype)  # (in its own dtype, as a contraction sums)
     want = general.reshape(*np.matmul(np.ones(sa), np.ones(sb)).shape)
     assert python_structure([(a @ b).node])[0] == python_structure([want.node])[0]
 

@@ -23,11 +23,27 @@ from .tensor import Tensor
 __all__ = ["dot", "einsum", "layer_norm", "log_softmax", "matmul", "softmax", "tensordot"]
 
 
-def _contract_last(a: Tensor, b: Tensor) -> Tensor:
-    """sum(a * b) over the last axis after broadcasting, in the promoted dtype (bool: any of and)."""
+def _contract_last(a: Tensor, b: Tensor, shape: tuple[int, ...] | None = None) -> Tensor:
+    """sum(a * b) over the last axis after broadcasting, in the promoted dtype (bool: any of and), reshaped to
+    `shape` when given (matmul's result)."""
+    x, y = a.node, b.node
+    if x.dtype is y.dtype and not x.dtype.is_bool:
+        full = broadcast_shapes(x.shape, y.shape)
+        if graph.prod(full):
+            # the usual case (one dtype, not bool, not empty) built node by node: the graph of `a * b` and its sum
+            # below, without the tensor layer's promotion and checks, which have nothing to do here (matmul is
+            # the op a model builds most of)
+            if len(x.shape) < len(full):
+                x = graph.reshape(x, (1,) * (len(full) - len(x.shape)) + x.shape)
+            if len(y.shape) < len(full):
+                y = graph.reshape(y, (1,) * (len(full) - len(y.shape)) + y.shape)
+            product = graph.binary(graph.BinaryOp.MUL, graph.expand(x, full), graph.expand(y, full))
+            summed = graph.reduce(ReduceOp.SUM, product, (len(full) - 1,))
+            return Tensor(graph.reshape(summed, full[:-1] if shape is None else shape))
     prod = a * b
     op, empty = (ReduceOp.MAX, False) if prod.dtype.is_bool else (ReduceOp.SUM, 0)
-    return reduce_axes(op, prod, (prod.ndim - 1,), False, empty)
+    out = reduce_axes(op, prod, (prod.ndim - 1,), False, empty)
+    return out if shape is None else Tensor(graph.reshape(out.node, shape))
 
 
 def matmul(a: Any, b: Any) -> Tensor:
@@ -51,18 +67,7 @@ def matmul(a: Any, b: Any) -> Tensor:
     yt = graph.permute(y.node, (*range(yn - 2), yn - 1, yn - 2))
     yr = graph.reshape(yt, y.shape[:-2] + (1, n, k))  # (..., 1, N, K)
     shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
-    dtype, full = xr.dtype, batch + (m, n, k)
-    if dtype is yr.dtype and not dtype.is_bool and graph.prod(full):
-        # the usual case, built node by node: the graph `_contract_last` builds (operands broadcast, multiplied,
-        # summed over K), without the tensor layer's promotion and checks, which have nothing to do here
-        if len(xr.shape) < len(full):
-            xr = graph.reshape(xr, (1,) * (len(full) - len(xr.shape)) + xr.shape)
-        if len(yr.shape) < len(full):
-            yr = graph.reshape(yr, (1,) * (len(full) - len(yr.shape)) + yr.shape)
-        product = graph.binary(graph.BinaryOp.MUL, graph.expand(xr, full), graph.expand(yr, full))
-        return Tensor(graph.reshape(graph.reduce(ReduceOp.SUM, product, (len(full) - 1,)), shape))
-    out = _contract_last(Tensor(xr), Tensor(yr))  # (batch..., M, N)
-    return Tensor(graph.reshape(out.node, shape))
+    return _contract_last(Tensor(xr), Tensor(yr), shape)  # (batch..., M, N), then the 1-D operands' dims dropped
 
 
 def tensordot(a: Any, b: Any, axes: Any = 2) -> Tensor:
