@@ -128,6 +128,30 @@ def test_a_failed_replay_raises_leaks_nothing_and_the_next_one_works():
     np.testing.assert_array_equal(x.numpy(), a)
 
 
+def test_a_tensor_whose_replay_failed_keeps_its_graph_and_realizes_later():
+    """A replay attaches its results while the worker runs; when the run then fails, the tensor is as it was:
+    not realized, its graph whole, its buffer freed once (no second free queued by a dropped handle)."""
+    a = rng((2048,), seed=9)
+    x = zd.tensor(a).realize()
+    dev = x.device
+    for _ in range(3):
+        (x * 5 - 1).realize()
+    base = in_use(dev)
+    z = x * 5 - 1
+    cap_memory(dev, in_use(dev))
+    try:
+        with pytest.raises(zd.OutOfMemoryError):
+            z.realize()
+    finally:
+        cap_memory(dev, None)
+    assert not z.node.realized and z.node.srcs
+    assert not session().pending_frees  # the failed run's handle queued nothing: the rollback freed it
+    np.testing.assert_array_equal(z.realize().numpy(), a * 5 - 1)
+    del z
+    assert in_use(dev) == base
+    np.testing.assert_array_equal((x * 5 - 1).numpy(), a * 5 - 1)
+
+
 def test_in_process_one_worker_replays_are_one_direct_call_with_the_queued_frees():
     """In-process, the replay of a one-worker template is one `run_replay` call of its worker, no command
     batch, and the frees the garbage collector queued go with it: results equal NumPy, memory holds

@@ -77,25 +77,17 @@ def inputs_of(found: tuple) -> tuple[int, ...]:
 
 
 def replay(s, found: tuple, t0: float, recipes: bool = True, check: Callable[[], bool] | None = None) -> bool:
-    """Run the realize whose structure `found` (key, order, entry) names from one of its templates;
-    False (nothing sent, nothing changed) when none applies, or when `check()` (asked while the workers
-    run, as `run` says) says no. Raises as a planned run would. `recipes` False: the results get no
-    lineage."""
+    """Run the realize whose structure `found` (key, order, entry) names from one of its templates, its
+    results attached to their nodes; False (nothing sent, nothing changed) when none applies, or when
+    `check()` (asked while the workers run, as `run` says) says no. Raises as a planned run would.
+    `recipes` False: the results get no lineage."""
     _key, order, entry = found
     templates = entry.templates
     if not templates:
         return False
     inputs = next(iter(templates.values())).inputs  # the structure's leaves: the same for all its templates
-    ran = run(s, templates, [order[p] for p in inputs], t0,
-              _recipes(order) if recipes and s.host_copies is not None else None, check)
-    if ran is None:
-        return False
-    t, ids = ran
-    ref = s._ref
-    for pos, slot, dev, nbytes in t.outputs:
-        n = order[pos]
-        n.become_leaf(ref(n, dev, ids[slot], nbytes))
-    return True
+    return run(s, templates, [order[p] for p in inputs], t0,
+               _recipes(order) if recipes and s.host_copies is not None else None, check, order) is not None
 
 
 def hidden_seconds(s, entry: Any) -> float:
@@ -147,13 +139,16 @@ def _recipes(order: list[Node]) -> Callable[[PlanTemplate], None]:
 
 
 def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[PlanTemplate], None] | None = None,
-        check: Callable[[], bool] | None = None) -> tuple[PlanTemplate, tuple[int, ...]] | None:
+        check: Callable[[], bool] | None = None, order: list[Node] | None = None
+        ) -> tuple[PlanTemplate, tuple[int, ...]] | None:
     """Replay one of a structure's `templates` for the input leaves `leaves` (in the templates' input order):
-    (the template, the buffer id of each of its slots), its results in the mirror, for the caller to attach
-    (`t.outputs`: position, slot, device, bytes); None when none applies (nothing sent, nothing changed).
-    `meanwhile(t)` is the caller's work to do while the workers run `t` (it must not touch them). `check()`,
-    also asked while they run, says whether the run is wanted: when it says no, what the run made is freed
-    and None is given (the frees queued before it went with it). Raises as a planned run would."""
+    (the template, the buffer id of each of its slots), its results in the mirror, and attached to their nodes
+    in `order` (the structure's nodes in key order) when given, else for the caller to attach (`t.outputs`:
+    position, slot, device, bytes); None when none applies (nothing sent, nothing changed). `meanwhile(t)` is
+    the caller's work to do while the workers run `t` (it must not touch them). `check()`, also asked while
+    they run, says whether the run is wanted: when it says no, what the run made is freed and None is given
+    (the frees queued before it went with it). Raises as a planned run would, with the mirror and the nodes as
+    they were."""
     st: SchedulerState = s.state
     bufs = st.buffers
     ids_in, where = [], []
@@ -192,28 +187,39 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
     timed = s.trace_events is not None or ((_TIMINGS_LOG.level or _ROOT_LOG.level) and _on(_TIMINGS_LOG))
     results: list = []
     wanted: list[bool] = []
-    if timed:  # (the check, and the caller's work, wait for the run's end)
-        t1 = time.perf_counter()
-        results, graphs = _run_commands(s, t, ids, uploads, leaves, None)
-        t2 = time.perf_counter()
-    else:
-        # the caller's work rides along the run, unless it reads the host copies of this run's uploads (below)
-        ride = meanwhile is not None and not uploads
-        riding = None
-        if ride or check is not None:
+    committed: list[list] = []  # the nodes attached while the workers ran (one list, once committed)
+    try:
+        if timed:  # (the check, and the caller's work, wait for the run's end)
+            t1 = time.perf_counter()
+            results, graphs = _run_commands(s, t, ids, uploads, leaves, None)
+            t2 = time.perf_counter()
+        else:
+            # The caller's work, then the mirror's and the nodes' updates, ride along the run: the driver has
+            # them done when the workers' synchronize returns. Not with uploads: the results' recipes read the
+            # host copies of the leaves, which only a finished upload hands over.
             def riding() -> None:
                 if check is not None:
                     wanted.append(check())
-                if ride:
-                    meanwhile(t)
-        direct = _direct(s, t, uploads)
-        if direct is not None:
-            graphs = _run_direct(s, t, ids, *direct, riding, uploads, leaves)
-        else:
-            results, graphs = _run_commands(s, t, ids, uploads, leaves, riding)
-        if ride:
-            meanwhile = None  # (done)
+                    if not wanted[-1]:
+                        return
+                if not uploads:
+                    if meanwhile is not None:
+                        meanwhile(t)
+                    attached: list = []
+                    committed.append(attached)
+                    _commit(s, t, ids, ids_in, (), order, attached)
+            direct = _direct(s, t, uploads)
+            if direct is not None:
+                graphs = _run_direct(s, t, ids, *direct, riding, uploads, leaves)
+            else:
+                results, graphs = _run_commands(s, t, ids, uploads, leaves, riding)
+    except BaseException:
+        if committed:
+            _uncommit(s, t, ids, committed[0])
+        raise
     if check is not None and not (wanted[-1] if wanted else check()):
+        if committed:
+            _uncommit(s, t, ids, committed[0])
         _rollback(s, t, ids, set(), uploads)
         return None
     if not t.defined:  # every worker has its part now (until a recovery, which retires the template)
@@ -221,7 +227,29 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
         for step in t.steps:
             for dev, wb in step.items():
                 s.known_templates.setdefault(dev, set()).add(wb.template)
-    # the mirror, as the planned run left it: the inputs used now, the results' buffers added
+    if graphs:
+        s.counters["graph_replays"] += graphs
+    if not committed:
+        for i, dev, buf, nbytes in uploads:  # before the results' recipes, which read the leaves' host copies
+            s.uploaded(leaves[i], dev, buf, nbytes)
+        if meanwhile is not None:
+            meanwhile(t)
+        _commit(s, t, ids, ids_in, uploads, order, [])
+    if timed:
+        if s.trace_events is not None:
+            s.trace_replay(t, results, (t0, t1, t2, time.perf_counter()))
+        logs.emit("timings", f"zyx_dist: realize {t.launches} kernels replayed from a plan template "
+                             f"({graphs} CUDA graphs): run {1e3 * (t2 - t1):.2f} ms")
+    return t, ids
+
+
+def _commit(s, t: PlanTemplate, ids: tuple, ids_in: list, uploads: tuple, order: list[Node] | None,
+            attached: list) -> None:
+    """The mirror as the run of `t` leaves it (the inputs used now, the uploads' and the results' buffers
+    added), its counters, and the results attached to their nodes in `order`, each node also put in
+    `attached` with the fields `become_leaf` replaces, for `_uncommit`."""
+    st = s.state
+    bufs, used = st.buffers, st.used
     st.clock = clock = st.clock + 1
     for _i, dev, buf, nbytes in uploads:
         bufs[buf] = BufferState(dev, nbytes, False, clock)
@@ -240,18 +268,36 @@ def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[
     if t.transfers:
         c["transfers"] += t.transfers
         c["bytes_transferred"] += t.bytes_transferred
-    if graphs:
-        c["graph_replays"] += graphs
-    for i, dev, buf, nbytes in uploads:  # before the results' recipes, which read the leaves' host copies
-        s.uploaded(leaves[i], dev, buf, nbytes)
-    if meanwhile is not None:
-        meanwhile(t)
-    if timed:
-        if s.trace_events is not None:
-            s.trace_replay(t, results, (t0, t1, t2, time.perf_counter()))
-        logs.emit("timings", f"zyx_dist: realize {t.launches} kernels replayed from a plan template "
-                             f"({graphs} CUDA graphs): run {1e3 * (t2 - t1):.2f} ms")
-    return t, ids
+    if order is not None:
+        ref = s._ref
+        for pos, slot, dev, nbytes in t.outputs:
+            n = order[pos]
+            attached.append((n, n.op, n.srcs, n.arg, n.host, n.guards))
+            n.become_leaf(ref(n, dev, ids[slot], nbytes))
+
+
+def _uncommit(s, t: PlanTemplate, ids: tuple, attached: list) -> None:
+    """Undo `_commit` (made without uploads) for a run that failed, or was not wanted, after it: the nodes as
+    they were, their buffer handles dropped without queueing frees (the rollback frees the buffers), the
+    mirror and the counters as before."""
+    for n, op, srcs, arg, host, guards in attached:
+        ref = n.buffer
+        ref.frees = []  # (its __del__ appends there: the rollback frees the buffer once)
+        s.holders.pop(ref.id, None)
+        n.op, n.srcs, n.arg, n.buffer, n.host, n.guards = op, srcs, arg, None, host, guards
+    st = s.state
+    bufs, used = st.buffers, st.used
+    for _pos, slot, _dev, _nbytes in t.outputs:
+        bufs.pop(ids[slot], None)
+    for dev, n in t.used.items():
+        used[dev] -= n
+    c = s.counters
+    c["kernels_launched"] -= t.launches
+    c["kernel_cache_hits"] -= t.launches
+    c["plan_replays"] -= 1
+    if t.transfers:
+        c["transfers"] -= t.transfers
+        c["bytes_transferred"] -= t.bytes_transferred
 
 
 def _direct(s, t: PlanTemplate, uploads: tuple) -> tuple[str, Any] | None:
