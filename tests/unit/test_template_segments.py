@@ -35,3 +35,14 @@ def test_without_graphs_the_order_is_the_planned_one():
     t = compile_template(STEP, PROGRAMS, graphs=False)
     assert kinds(t) == [_ALLOC, _LAUNCH, _FREE, _ALLOC, _LAUNCH, _FREE, _ALLOC, _LAUNCH, _FREE, _SYNC,
                         _ALLOC, _LAUNCH, _FREE]
+
+
+def test_only_the_last_launch_before_a_sync_goes_unrecorded():
+    """The event tracker is cleared at a sync, so the launch (or segment) right before it, with only frees
+    between, is not recorded; every other one is, since later launches and allocations wait on its event."""
+    t = compile_template(STEP, PROGRAMS, graphs=True)
+    recorded = [op[-1] for op in t.ops if op[0] == _SEGMENT]
+    assert recorded == [False, True]  # the first segment ends at the sync; the second has none after it
+    t = compile_template(STEP, PROGRAMS, graphs=False)
+    recorded = [op[-1] for op in t.ops if op[0] == _LAUNCH]
+    assert recorded == [True, True, False, True]

@@ -108,9 +108,9 @@ def compile_template(commands: tuple, programs: dict[int, Any], graphs: bool) ->
 
     def close_run() -> None:
         if run and graphs:
-            ops.append((_SEGMENT, Segment(list(run))))
+            ops.append((_SEGMENT, Segment(list(run)), True))
         else:
-            ops.extend((_LAUNCH, *launch) for launch in run)
+            ops.extend((_LAUNCH, *launch, True) for launch in run)
         run.clear()
 
     for cmd in commands:
@@ -150,7 +150,26 @@ def compile_template(commands: tuple, programs: dict[int, Any], graphs: bool) ->
         if cls is not Sync:
             nslots = max(nslots, cmd.buf + 1)
     close_run()
+    _unrecorded_before_syncs(ops)
     return WorkerTemplate(ops, nslots, imports)
+
+
+def _unrecorded_before_syncs(ops: list[tuple]) -> None:
+    """Mark the last launch (or segment) before each synchronize, with only frees between, as not to be
+    recorded in the event tracker: the synchronize clears the tracker, and nothing between can reuse memory
+    (a free's block waits for its pending events only in the hands of a later allocation). This saves the
+    record, and makes those frees' and the synchronize's bookkeeping empty."""
+    last_sync = False
+    for i in range(len(ops) - 1, -1, -1):
+        kind = ops[i][0]
+        if kind == _SYNC:
+            last_sync = True
+        elif kind == _LAUNCH or kind == _SEGMENT:
+            if last_sync:
+                ops[i] = (*ops[i][:-1], False)
+            last_sync = False
+        elif kind != _FREE:
+            last_sync = False
 
 
 def run_template(worker: Any, t: WorkerTemplate, template: int, ids: tuple[int, ...], imports: tuple,
@@ -177,13 +196,14 @@ def run_template(worker: Any, t: WorkerTemplate, template: int, ids: tuple[int, 
             continue
         try:
             if kind == _SEGMENT:
-                _segment(worker, op[1], ids, launches)
+                _segment(worker, op[1], ids, launches, op[2])
             elif kind == _LAUNCH:
-                _, prog, args, gws, lws, _slots, _rs, _ws, pick_reads, pick_writes = op
+                _, prog, args, gws, lws, _slots, _rs, _ws, pick_reads, pick_writes, record = op
                 handles = list(map(_handle, map(bufs.__getitem__, args(ids))))
                 reads, writes = pick_reads(ids), pick_writes(ids)
                 event = backend.launch(prog, handles, gws, lws, events.wait_list(reads, writes), profile)
-                events.record(reads, writes, event)
+                if record:
+                    events.record(reads, writes, event)
                 launches.append(event)
             elif kind == _ALLOC:
                 buf = ids[op[1]]
@@ -215,8 +235,9 @@ def run_template(worker: Any, t: WorkerTemplate, template: int, ids: tuple[int, 
     return tuple(exports)
 
 
-def _segment(worker: Any, seg: Segment, ids: tuple, launches: list) -> None:
-    """Run a segment's launches: as a captured graph when these addresses were seen before."""
+def _segment(worker: Any, seg: Segment, ids: tuple, launches: list, record: bool = True) -> None:
+    """Run a segment's launches: as a captured graph when these addresses were seen before. `record` False:
+    the graph's event is not recorded in the tracker (`_unrecorded_before_syncs`)."""
     bufs, events, backend = worker._bufs, worker.events, worker.backend
     handles = list(map(_handle, map(bufs.__getitem__, seg.slots(ids))))
     graph = None
@@ -243,7 +264,8 @@ def _segment(worker: Any, seg: Segment, ids: tuple, launches: list) -> None:
     if graph is not None:
         reads, writes = seg.reads(ids), seg.writes(ids)
         event = backend.launch_graph(graph, events.wait_list(reads, writes), worker.profile)
-        events.record(reads, writes, event)
+        if record:
+            events.record(reads, writes, event)
         worker._graph_spans.append((len(launches), len(seg.launches)))
         launches.extend([event] * len(seg.launches))
         return
