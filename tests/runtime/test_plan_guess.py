@@ -181,3 +181,25 @@ def test_a_small_graph_whose_check_outlasts_its_kernels_is_guessed_no_more(guess
             np.testing.assert_allclose((x * 2 + 1).realize().numpy(), a * 2 + 1, rtol=1e-6)
         made = guessing.plans.guessed - guessed
         assert made == (plan_cache.GUESS_IDLE_LIMIT if idle else 7), (idle, made)
+
+
+def test_idle_synchronizes_end_guesses_only_in_a_row(guessing, monkeypatch):
+    """On a busy host a check now and then outlasts kernels it usually ends before: idle synchronizes that are not
+    GUESS_IDLE_LIMIT in a row keep a small graph guessed; that many in a row end its guesses."""
+    if not hasattr(guessing.backend, "idle_at_sync"):
+        pytest.skip("in process only: through Ray the round trip hides the check")
+    monkeypatch.setattr(plan_cache, "GUESS_MIN_NODES", 64)
+    monkeypatch.setattr(plan_cache, "GUESS_WAIT_OVER_CHECK", 0.0)
+    limit = plan_cache.GUESS_IDLE_LIMIT
+    pattern = ([True] * (limit - 1) + [False]) * 4 + [True] * limit + [True] * 3
+    syncs = iter(pattern)
+    monkeypatch.setattr(type(guessing.backend), "idle_at_sync", lambda self: next(syncs))
+    a = rng((16, 232), seed=52)
+    x = zd.tensor(a).realize()
+    for _ in range(3):  # plan, plan and keep the template, replay and remember
+        (x * 3 - 2).realize()
+    guessed = guessing.plans.guessed
+    for _ in range(len(pattern)):
+        np.testing.assert_allclose((x * 3 - 2).realize().numpy(), a * 3 - 2, rtol=1e-6)
+    # every replay of the four broken runs, then the run of `limit` in a row: guessed; the last 3 keyed first
+    assert guessing.plans.guessed - guessed == 4 * limit + limit

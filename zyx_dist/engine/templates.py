@@ -119,8 +119,8 @@ def replay_guess(s, targets: list[Node], guess: tuple, t0: float) -> bool:
         s.plans.hits += 1
         s.plans.guessed += 1
         idle = getattr(s.backend, "idle_at_sync", None)  # (in process: the check ran before the synchronize)
-        if idle is not None and idle():
-            s.plans.idle_guess(fingerprint, len(order))
+        if idle is not None:
+            s.plans.idle_guess(fingerprint, len(order), idle())
         return True
     if verdict and not verdict[-1]:
         s.plans.wrong_guess(fingerprint)

@@ -26,9 +26,9 @@ GUESS_MIN_NODES = 64  # graphs this big or bigger are guessed (`PlanCache.guess`
 # average, which keeps half of a first, cold launch: with that, on an H100 host, `x * 2 + 1` and layer norm were
 # guessed and their 10-12 us checks ran on past their kernels)
 GUESS_WAIT_OVER_CHECK = 2.0
-# guessed replays of a small graph whose synchronize found the device idle (the check outlasted the kernels, which
-# the rule above could not foresee: a short kernel's measured time also holds its launch) before it is guessed no
-# more
+# guessed replays of a small graph in a row whose synchronize found the device idle (the check outlasted the kernels,
+# which the rule above could not foresee: a short kernel's measured time also holds its launch) before it is guessed
+# no more. In a row: on a busy host a check now and then outlasts kernels it usually ends well before
 GUESS_IDLE_LIMIT = 3
 
 
@@ -229,10 +229,14 @@ class PlanCache:
         else:  # a fingerprint two structures share is never guessed from: each guess could be the other
             self._forget(fingerprint)
 
-    def idle_guess(self, fingerprint: tuple, nodes: int) -> None:
-        """A guessed replay of a graph of `nodes` nodes found its kernels done when its check was: after
-        GUESS_IDLE_LIMIT of those, a small graph's fingerprint is guessed from no more (its realizes look it up
-        before they launch, which costs less than a check the kernels do not hide)."""
+    def idle_guess(self, fingerprint: tuple, nodes: int, idle: bool) -> None:
+        """A guessed replay of a graph of `nodes` nodes found its kernels done when its check was (`idle`), or
+        not: after GUESS_IDLE_LIMIT idle ones in a row, a small graph's fingerprint is guessed from no more (its
+        realizes look it up before they launch, which costs less than a check the kernels do not hide)."""
+        if not idle:
+            if self.idle:
+                self.idle.pop(fingerprint, None)
+            return
         if nodes >= GUESS_MIN_NODES:
             return
         n = self.idle[fingerprint] = self.idle.get(fingerprint, 0) + 1
