@@ -49,11 +49,7 @@ def main() -> None:
     zd.init(ray=False, devices=["cuda:0"])
     rng = np.random.default_rng(0)
     for case in cases:
-        build, realize, tfn = rp.setup(case, rng, torch)
-        for _ in range(30):
-            realize(build())
-            tfn()
-        torch.cuda.synchronize()
+        build, realize, tfn = rp.warmed(case, rng, torch)
         graphs = [build() for _ in range(50)]
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for g in graphs:

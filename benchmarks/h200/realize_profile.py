@@ -94,6 +94,16 @@ def setup(case: str, rng, torch):
         (lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True))
 
 
+def warmed(case: str, rng, torch, rounds: int = 30):
+    """`setup(case, ...)` after `rounds` realizes and torch calls: kernels compiled and tuned, plans kept."""
+    build, realize, tfn = setup(case, rng, torch)
+    for _ in range(rounds):
+        realize(build())
+        tfn()
+    torch.cuda.synchronize()
+    return build, realize, tfn
+
+
 def profile_case(case: str, build, realize, tfn, sync) -> None:
     for _ in range(30):
         realize(build())
