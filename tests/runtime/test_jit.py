@@ -57,6 +57,34 @@ def test_small_step_loop_replays_and_matches_numpy():
     assert zd.stats()["plan_replays"] >= f.replays
 
 
+def test_a_replay_that_fails_leaves_the_mirror_and_the_counts_as_they_were():
+    """A replay updates the driver's mirror while the worker runs it; when the run then fails (the device full
+    behind the driver's back), the mirror, the counts and the device's memory are as before, and the next call
+    replays again with NumPy's results."""
+    from test_replay import cap_memory, in_use, session
+
+    W, B, Y = _rng_arrays((16, 16), (16,), (8, 16), seed=3)
+    w, b, y = zd.tensor(W).realize(), zd.tensor(B).realize(), zd.tensor(Y).realize()
+    f = zd.jit(_layer)
+    for _ in range(4):
+        f(y, w, b)
+    dev, mirror = y.device, session().state
+    base, replays = in_use(dev), zd.stats()["plan_replays"]
+    used, known = mirror.used[dev], set(mirror.buffers)
+    cap_memory(dev, in_use(dev))
+    try:
+        with pytest.raises(zd.OutOfMemoryError):
+            f(y, w, b)
+    finally:
+        cap_memory(dev, None)
+    assert zd.stats()["plan_replays"] == replays
+    assert mirror.used[dev] == used and set(mirror.buffers) <= known
+    assert in_use(dev) == base
+    out = f(y, w, b)
+    np.testing.assert_allclose(out.numpy(), np.maximum(Y @ W + B, 0), rtol=1e-5, atol=1e-6)
+    assert zd.stats()["plan_replays"] == replays + 1
+
+
 @pytest.mark.parametrize("name", ["sgd", "sgd-momentum", "adam"])
 def test_jitted_training_is_the_training_without_it(name):
     factories = {
