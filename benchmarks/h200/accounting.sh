@@ -3,5 +3,4 @@
 # `x * 2 + 1` and the three memory-bound benchmark kernels, graphs built in the clock, beside torch; CASES to
 # choose). File: $OUT/accounting.txt.
 source benchmarks/h200/call_steps.sh
-python3 setup.py -q build_ext --inplace > /tmp/build.log 2>&1 || tail -5 /tmp/build.log
 timeout -k 5 -s ABRT 200 python3 benchmarks/h200/wall_accounting.py ${CASES:-} 2>&1 | grep -v -i warn | tee $OUT/accounting.txt

@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
-# One short call (carry [".devbundle", ".oldzd"], .oldzd/ holding an older package with its setup.py): builds the C
-# walks in both, then old and new alternating ROUNDS times: the dispatch benchmark's overhead per cached realize
+# One short call (carry [".devbundle", ".oldzd"], .oldzd/ holding an older package with its setup.py; call_steps.sh
+# builds the C walks in both): old and new alternating ROUNDS times: the dispatch benchmark's overhead per cached realize
 # and small step (parts a and b), and realize_split.py's tiny case. File: $OUT/commit-ab.log.
 source benchmarks/h200/call_steps.sh
-python3 setup.py -q build_ext --inplace > /tmp/build.log 2>&1 || tail -3 /tmp/build.log
-(cd .oldzd && python3 setup.py -q build_ext --inplace > /tmp/build-old.log 2>&1) || tail -3 /tmp/build-old.log
 for r in $(seq 1 ${ROUNDS:-2}); do
   for pkg in old new; do
     echo "=== $pkg, round $r" >> $OUT/commit-ab.log

@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# One call (carry [".devbundle", ".oldzd"], .oldzd/ with the package before the C walks): builds the C walks here
-# (setup.py build_ext --inplace), the GPU tier, then old and new package alternating: the dispatch benchmark's
+# One call (carry [".devbundle", ".oldzd"], .oldzd/ with the package before the C walks, which call_steps.sh builds in
+# both packages): the GPU tier, then old and new package alternating: the dispatch benchmark's
 # overhead per cached realize and small step (parts a, b), the GPT-2 small bf16 forward's realize and graph build
 # (model_ab.py); last where a replayed realize's wall goes in the new package (realize_split.py).
 # Files in $OUT: gpu-tier.log, ab.log, split.txt.
 source benchmarks/h200/call_steps.sh
 t0=$(date +%s)
-python3 setup.py -q build_ext --inplace > /tmp/build.log 2>&1; echo "build rc=$?"; grep -i error /tmp/build.log | head -3
 python3 -c "from zyx_dist.fuse import plan_cache as p; print('C walks:', p.c_walks_enabled())"
 [ "${TIER:-1}" = 1 ] && gpu_tests gpu-tier.log 200 tests/gpu
 for pkg in old new; do

@@ -3,7 +3,6 @@
 # device-side wait of each (launch_latency.py: launch call to kernel start, kernel, kernel end to the synchronize's
 # return, beside torch), then where their wall goes (realize_split.py), alternating. Files in $OUT: graphs.txt.
 source benchmarks/h200/call_steps.sh
-python3 setup.py -q build_ext --inplace > /tmp/build.log 2>&1
 for g in 1 0; do
   ZYX_DIST_CUDA_GRAPHS=$g timeout -k 5 -s ABRT 90 python3 benchmarks/h200/launch_latency.py 2>&1 | grep -v -i warn \
     | sed "s/^/graphs $g: /" | tee -a $OUT/graphs.txt

@@ -2,7 +2,6 @@
 # One short call (carry [".devbundle", ".oldzd"]): the dispatch benchmark's overhead per cached realize (part a, in
 # process and through Ray), the old package (.oldzd/) and the new one alternating, ROUNDS times. File: $OUT/overhead.log.
 source benchmarks/h200/call_steps.sh
-python3 setup.py -q build_ext --inplace > /tmp/build.log 2>&1
 for r in $(seq 1 ${ROUNDS:-2}); do
   for pkg in old new; do
     echo "=== $pkg, round $r" >> $OUT/overhead.log

@@ -5,7 +5,6 @@
 # replayed layer norm's wall goes now (realize_split.py), and the GPU tier. Files in $OUT: rows.txt, gpu-tier.log.
 source benchmarks/h200/call_steps.sh
 t0=$(date +%s)
-python3 setup.py -q build_ext --inplace > /tmp/build.log 2>&1
 timeout -k 5 -s ABRT 60 python3 benchmarks/h200/launch_latency.py layer_norm 2>&1 | grep -v -i warn | tee -a $OUT/rows.txt
 for m in "block bf16" "block fp32" "llama bf16"; do
   for pkg in old new; do

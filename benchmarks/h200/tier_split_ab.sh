@@ -3,8 +3,6 @@
 # realize_split.py's medium cases (layer norm, the bf16 attention core: kernels the synchronize waits for), old and
 # new package alternating twice. Files: $OUT/gpu-tier.log, $OUT/split-ab.txt.
 source benchmarks/h200/call_steps.sh
-python3 setup.py -q build_ext --inplace > /tmp/build.log 2>&1 || tail -3 /tmp/build.log
-(cd .oldzd && python3 setup.py -q build_ext --inplace > /tmp/build-old.log 2>&1) || tail -3 /tmp/build-old.log
 gpu_tests gpu-tier.log ${TIER_SECONDS:-260} tests/gpu
 for pkg in old new old new; do
   echo "=== $pkg" >> $OUT/split-ab.txt
