@@ -260,14 +260,7 @@ def _commit(s, t: PlanTemplate, ids: tuple, ids_in: list, uploads: tuple, order:
         bufs[ids[slot]] = BufferState(dev, nbytes, False, clock)
     for dev, n in t.used.items():
         used[dev] += n
-    c = s.counters
-    launches = t.launches
-    c["kernels_launched"] += launches
-    c["kernel_cache_hits"] += launches
-    c["plan_replays"] += 1
-    if t.transfers:
-        c["transfers"] += t.transfers
-        c["bytes_transferred"] += t.bytes_transferred
+    _count(s, t, 1)
     if order is not None:
         ref = s._ref
         for pos, slot, dev, nbytes in t.outputs:
@@ -291,13 +284,19 @@ def _uncommit(s, t: PlanTemplate, ids: tuple, attached: list) -> None:
         bufs.pop(ids[slot], None)
     for dev, n in t.used.items():
         used[dev] -= n
+    _count(s, t, -1)
+
+
+def _count(s, t: PlanTemplate, sign: int) -> None:
+    """Add one replay of `t` to the session's counters (`sign` -1: take it back)."""
     c = s.counters
-    c["kernels_launched"] -= t.launches
-    c["kernel_cache_hits"] -= t.launches
-    c["plan_replays"] -= 1
+    launches = sign * t.launches
+    c["kernels_launched"] += launches
+    c["kernel_cache_hits"] += launches
+    c["plan_replays"] += sign
     if t.transfers:
-        c["transfers"] -= t.transfers
-        c["bytes_transferred"] -= t.bytes_transferred
+        c["transfers"] += sign * t.transfers
+        c["bytes_transferred"] += sign * t.bytes_transferred
 
 
 def _direct(s, t: PlanTemplate, uploads: tuple) -> tuple[str, Any] | None:

@@ -235,7 +235,7 @@ def run_template(worker: Any, t: WorkerTemplate, template: int, ids: tuple[int, 
     return tuple(exports)
 
 
-def _segment(worker: Any, seg: Segment, ids: tuple, launches: list, record: bool = True) -> None:
+def _segment(worker: Any, seg: Segment, ids: tuple, launches: list, record: bool) -> None:
     """Run a segment's launches: as a captured graph when these addresses were seen before. `record` False:
     the graph's event is not recorded in the tracker (`_unrecorded_before_syncs`)."""
     bufs, events, backend = worker._bufs, worker.events, worker.backend
