@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sourced first by the GPU machine's call scripts (`source benchmarks/h200/call_steps.sh`): sets up the machine
-# (.devbundle/setup.sh, unbuffered Python, the card's name printed), builds the plan cache's C walks in place for this
-# checkout and for the older package in .oldzd/ where it came with its setup.py (PYTHONPATH imports both unbuilt, and
-# `carry` replaces .oldzd/ on every call), then gives each script its common steps, each under its own deadline:
+# (.devbundle/setup.sh, unbuffered Python, the card's name printed), builds the C extensions (the plan cache's walks,
+# the graph's node) in place for this checkout and for the older package in .oldzd/ where it came with its setup.py
+# (PYTHONPATH imports both unbuilt, and `carry` replaces .oldzd/ on every call), then gives each script its common
+# steps, each under its own deadline:
 #   gpu_tests LOG SECONDS PYTEST_ARGS...   the GPU-marked tests named, into $OUT/LOG; prints the count and failures
 #   step_profiles new [old]                the bf16 training step at GPT-2 widths (benchmarks/h200/step_profile.py:
 #                                          device time per step, the largest kernels) for each package named, `old`
@@ -17,10 +18,10 @@
 source .devbundle/setup.sh
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
 nvidia-smi --query-gpu=name --format=csv,noheader
-python3 setup.py -q build_ext --inplace > /tmp/build.log 2>&1 || { echo "C walks: build failed"; tail -3 /tmp/build.log; }
+python3 setup.py -q build_ext --inplace > /tmp/build.log 2>&1 || { echo "C extensions: build failed"; tail -3 /tmp/build.log; }
 if [ -f .oldzd/setup.py ]; then
   (cd .oldzd && python3 setup.py -q build_ext --inplace > /tmp/build-old.log 2>&1) \
-    || { echo "C walks of .oldzd/: build failed"; tail -3 /tmp/build-old.log; }
+    || { echo "C extensions of .oldzd/: build failed"; tail -3 /tmp/build-old.log; }
 fi
 
 in_package() {

@@ -109,6 +109,14 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
     return tuple(out)
 
 
+# Two shapes of ints, the case of every binary op and matmul, broadcast in C (graph/_node.c, where it is built and
+# ZYX_DIST_C_NODES is not 0); it hands every other case to the function above, which stays the reference.
+python_broadcast_shapes = broadcast_shapes
+if graph.c_nodes_enabled():
+    graph._c_node.configure_broadcast(python_broadcast_shapes)
+    broadcast_shapes = graph._c_node.broadcast_shapes  # (the C form of the function above)
+
+
 def to_node(x: Node, shape: Shape, dtype: DType) -> Node:
     """Cast `x` to dtype and broadcast it to shape (prepend 1s, then expand)."""
     if x.dtype is dtype and x.shape == shape:  # already there (most operands)

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import weakref
 from collections import deque
 from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from ..dtypes import DType, bool_, float32
 from ..errors import DTypeError, ShapeError
 from .opset import (  # noqa: F401 -- the opset, re-exported: the graph's users name it through this module
@@ -41,12 +43,32 @@ def prod(xs) -> int:
     return math.prod(xs)
 
 
-class Node:
+class _NodeMethods:
+    """What a Node has beyond its fields: one definition for both forms of the class below."""
+
+    __slots__ = ()
+
+    @property
+    def realized(self) -> bool:
+        return self.op is Op.LEAF and (self.buffer is not None or self.size == 0)
+
+    def become_leaf(self, buffer: Any) -> None:
+        """Turn a computed node into a realized leaf: its history is dropped (and freed if unused), and with
+        it the guards its value passed."""
+        self.op, self.srcs, self.arg, self.buffer, self.host, self.guards = Op.LEAF, (), None, buffer, None, None
+
+    def __repr__(self) -> str:
+        return f"Node#{self.id}({self.op.value}, {self.arg!r}, shape={self.shape}, {self.dtype})"
+
+
+class PyNode(_NodeMethods):
     """One op of the lazy graph. `srcs` are its inputs, `arg` its parameters (see the constructors),
     `buffer` the device buffer once realized (then `op` is LEAF), `host` the NumPy data of a leaf not
     uploaded yet, `device` a pinned device name or None. `guards`: the checks of values (graph/guards.py:
     a gather's tensor index in range) that computing this node depends on, inherited from its sources;
-    None where there are none, which is almost always."""
+    None where there are none, which is almost always. This is the class in Python: `Node` below is the same
+    class built on graph/_node.c's fields where that is built (a model's graph makes a node per op, and the C
+    constructor is ~4x faster), and this one otherwise, or with ZYX_DIST_C_NODES=0."""
 
     __slots__ = (
         "__weakref__",
@@ -83,22 +105,30 @@ class Node:
         self.origin: Any = None  # in a recipe: a weak reference to the live node it describes
         self.weight = 1  # in a recipe: a bound on its size in nodes (see lineage.recipe)
 
-    @property
-    def realized(self) -> bool:
-        return self.op is Op.LEAF and (self.buffer is not None or self.size == 0)
-
-    def become_leaf(self, buffer: Any) -> None:
-        """Turn a computed node into a realized leaf: its history is dropped (and freed if unused), and with
-        it the guards its value passed."""
-        self.op, self.srcs, self.arg, self.buffer, self.host, self.guards = Op.LEAF, (), None, buffer, None, None
-
-    def __repr__(self) -> str:
-        return f"Node#{self.id}({self.op.value}, {self.arg!r}, shape={self.shape}, {self.dtype})"
-
 
 def merged_guards(a: tuple, b: tuple) -> tuple:
     """Two sets of guards (graph/guards.py) as one, each once, in order."""
     return tuple(dict.fromkeys(a + b))
+
+
+def c_nodes_enabled() -> bool:
+    """Whether Node is built on graph/_node.c: built here, and not turned off by ZYX_DIST_C_NODES=0/false/off."""
+    return _c_node is not None and os.environ.get("ZYX_DIST_C_NODES", "1").strip().lower() not in ("0", "false", "off")
+
+
+try:
+    from . import _node as _c_node
+except ImportError:  # not built here (no C compiler at install): the Python class
+    _c_node = None
+
+if c_nodes_enabled():
+    _c_node.configure(_ids, merged_guards)
+
+    class Node(_NodeMethods, _c_node.NodeBase):
+        __slots__ = ()
+        __doc__ = PyNode.__doc__
+else:
+    Node = PyNode  # type: ignore[misc]
 
 
 # ---- leaves and constants ------------------------------------------------------------------------------
@@ -583,3 +613,42 @@ def toposort(roots: list[Node], stop=lambda n: False, sources=lambda n: n.srcs) 
                 if s.id not in seen:
                     stack.append((s, False))
     return order
+
+
+# ---- the constructors' usual cases in C ------------------------------------------------------------------
+
+# graph/_node.c has the usual cases of these six (no fold of a constant, no error, shapes of exact ints), and
+# hands every other case to the Python function, which stays the reference: a model's graph is built from them.
+python_reshape, python_expand, python_permute, python_cast, python_unary, python_binary = (
+    reshape, expand, permute, cast, unary, binary)
+
+
+def _unary_rule(op: UnaryOp) -> int:
+    """How _node.c types an op's result (its RULE_*): the checks `unary` makes, as a number."""
+    if op in FLOAT_ONLY_UNARY:
+        return 2  # float operands only
+    if op is UnaryOp.NEG:
+        return 3  # no bool
+    if op is UnaryOp.NOT:
+        return 4  # no float
+    return 1 if op in BOOL_UNARY else 0  # a bool result, else the operand's dtype
+
+
+def _binary_rules() -> dict[BinaryOp, int]:
+    """How _node.c types a binary op's result (its RULE_*), for the ops whose checks it makes (those of `binary`);
+    integer-only ops are left to Python."""
+    rules = {}
+    for op in BinaryOp:
+        if op not in INT_ONLY_BINARY:
+            rules[op] = 4 if op in BITWISE else 2 if op is BinaryOp.DIV else 1 if op in COMPARISONS else 0
+    return rules
+
+
+if c_nodes_enabled():
+    _c_node.configure_constructors(
+        Node, (Op.CONST, Op.RESHAPE, Op.EXPAND, Op.PERMUTE, Op.CAST, Op.UNARY, Op.BINARY),
+        {op: _unary_rule(op) for op in UnaryOp}, _binary_rules(),
+        tuple((d, 1 if d.is_float else 2 if d.is_bool else 0) for d in dtypes.ALL), bool_,
+        (python_reshape, python_expand, python_permute, python_cast, python_unary, python_binary))
+    reshape, expand, permute, cast, unary, binary = (
+        _c_node.reshape, _c_node.expand, _c_node.permute, _c_node.cast, _c_node.unary, _c_node.binary)

@@ -1,0 +1,213 @@
+"""The graph's node and its usual constructors in C (graph/_node.c) against the Python forms they stand for
+(graph/ir.py keeps them as the reference), and the broadcast of two shapes against frontend/common.py's: the same
+fields, the same nodes or shapes from the same arguments, the same errors, on random arguments; and a node's life (weak references, cycles, a 100,000-node chain's release)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import weakref
+
+import numpy as np
+import pytest
+
+from zyx_dist import dtypes as dt
+from zyx_dist.errors import DTypeError, ShapeError
+from zyx_dist.graph import ir as g
+
+
+@pytest.fixture
+def c_nodes():
+    if not g.c_nodes_enabled():
+        pytest.skip("graph/_node.c is not built here (no C compiler at install), or ZYX_DIST_C_NODES=0")
+    return g._c_node
+
+
+FIELDS = ("op", "srcs", "arg", "shape", "dtype", "guards", "size", "buffer", "host", "device", "lineage", "origin",
+          "weight")
+
+
+def fields(n) -> tuple:
+    return tuple(getattr(n, f) for f in FIELDS)
+
+
+def test_a_c_node_has_the_fields_of_a_python_node(c_nodes):
+    a = g.PyNode(g.Op.LEAF, (), None, (2, 3), dt.float32, host=np.zeros((2, 3), np.float32), device="cuda:1")
+    b = g.Node(g.Op.LEAF, (), None, (2, 3), dt.float32, host=a.host, device="cuda:1")
+    assert isinstance(b, c_nodes.NodeBase) and fields(a) == fields(b) and b.id > a.id
+    big = (1 << 40, 1 << 40)  # a size past 64 bits: Python ints, as math.prod gives
+    assert g.Node(g.Op.CONST, (), 0, big, dt.float32).size == 1 << 80 == g.PyNode(g.Op.CONST, (), 0, big, dt.float32).size
+    assert g.Node(g.Op.CONST, (), 0, (), dt.int8).size == 1 and g.Node(g.Op.CONST, (), 0, (3, 0), dt.int8).size == 0
+    # guards are merged from the sources, each once, in order, as the Python class does
+    x, y = g.Node(g.Op.LEAF, (), None, (4,), dt.float32), g.Node(g.Op.LEAF, (), None, (4,), dt.float32)
+    x.guards, y.guards = ("a", "b"), ("b", "c")
+    s = g.Node(g.Op.BINARY, (x, y), g.BinaryOp.ADD, (4,), dt.float32)
+    assert s.guards == ("a", "b", "c") and g.Node(g.Op.UNARY, (x,), g.UnaryOp.NEG, (4,), dt.float32).guards is x.guards
+    # ids come from the one counter the Python class draws from
+    ids = [g.Node(g.Op.CONST, (), 0, (1,), dt.int8).id, g.PyNode(g.Op.CONST, (), 0, (1,), dt.int8).id,
+           next(g._ids), g.Node(g.Op.CONST, (), 0, (1,), dt.int8).id]
+    assert ids == sorted(ids) and len(set(ids)) == 4
+
+
+def test_a_c_node_refuses_bad_fields_with_a_clear_error(c_nodes):
+    with pytest.raises(TypeError, match="sources must be a tuple"):
+        g.Node(g.Op.UNARY, [g.Node(g.Op.CONST, (), 0, (1,), dt.int8)], g.UnaryOp.NEG, (1,), dt.int8)
+    with pytest.raises(TypeError, match="sources must be nodes"):
+        g.Node(g.Op.UNARY, (object(),), g.UnaryOp.NEG, (1,), dt.int8)
+    with pytest.raises(TypeError, match="shape must be a tuple"):
+        g.Node(g.Op.CONST, (), 0, [1], dt.int8)
+    with pytest.raises(TypeError):
+        g.Node(g.Op.CONST, (), 0, (1,))
+    with pytest.raises(AttributeError):
+        g.Node(g.Op.CONST, (), 0, (1,), dt.int8).colour = 1  # (no __dict__: the fields only)
+
+
+def test_a_c_node_lives_and_dies_as_a_python_object(c_nodes):
+    n = g.Node(g.Op.CONST, (), 0, (1,), dt.int8)
+    r = weakref.ref(n)
+    n.lineage = n  # a cycle through a field: the collector must see it
+    del n
+    gc.collect()
+    assert r() is None
+    x = head = g.Node(g.Op.LEAF, (), None, (4,), dt.float32)
+    for _ in range(100_000):  # releasing a chain far past any recursion limit must not nest that deep
+        x = g.unary(g.UnaryOp.NEG, x)
+    tail = weakref.ref(head)
+    del head, x
+    gc.collect()
+    assert tail() is None
+    m = g.binary(g.BinaryOp.ADD, g.leaf(np.ones(3, np.float32), dt.float32), g.leaf(np.ones(3, np.float32), dt.float32))
+    m.become_leaf("buffer")
+    assert m.op is g.Op.LEAF and m.srcs == () and m.realized and repr(m).startswith(f"Node#{m.id}(leaf")
+
+
+# ---- the constructors, on random arguments -------------------------------------------------------------------
+
+DTYPES = (dt.float32, dt.bfloat16, dt.int32, dt.uint8, dt.bool_)
+
+
+def _nodes(rng) -> list:
+    """A pool of nodes of every op a constructor folds or looks through: leaves, constants, views of views."""
+    pool = []
+    for _ in range(24):
+        shape = tuple(int(d) for d in rng.choice([0, 1, 1, 2, 3, 4], size=rng.integers(0, 4)))
+        dtype = DTYPES[rng.integers(len(DTYPES))]
+        kind = rng.integers(5)
+        if kind == 0:
+            n = g.const(1, shape, dtype)
+        else:
+            n = g.Node(g.Op.LEAF, (), None, shape, dtype)
+            if kind >= 2 and shape:  # one view under it, made by the Python forms
+                if kind == 2:
+                    n = g.python_reshape(n, (*shape, 1))
+                elif kind == 3:
+                    n = g.python_permute(n, tuple(reversed(range(len(shape)))))
+                else:
+                    n = g.python_expand(g.python_reshape(n, (1, *shape)), (2, *shape))
+        pool.append(n)
+    return pool
+
+
+def _shapes_for(rng, n) -> list:
+    """Shapes to try on `n`: its own, reshapes of its size, broadcasts, bad ones, not-quite-int ones."""
+    s = n.shape
+    out = [s, tuple(reversed(s)), (n.size,), (1, *s), (*s, 1), (2, *s), (-1,), (n.size + 1,),
+           tuple(d * 2 or 1 for d in s), tuple(2 if d == 1 else d for d in s), tuple(0 for _ in s)]
+    out.append(tuple(np.int64(d) for d in s))  # NumPy ints: the Python form converts them
+    out.append(list(s))  # a list: likewise
+    if s:
+        out.append((True,) + s[1:])  # a bool is no exact int: Python decides
+    return out
+
+
+def _axes_for(rng, n) -> list:
+    k = len(n.shape)
+    return [tuple(rng.permutation(k).tolist()) for _ in range(3)] + [tuple(range(k)), tuple(range(k + 1)),
+                                                                       (0,) * k, [*range(k)][::-1], (-1,) * k]
+
+
+def _same(c_out, py_out, inputs) -> None:
+    """The C constructor's result is the Python one's: the same existing node, or a new node of the same fields."""
+    if not isinstance(py_out, g.PyNode | g.Node):  # (a shape)
+        assert c_out == py_out and type(c_out) is type(py_out)
+        return
+    if any(c_out is x for x in inputs) or any(py_out is x for x in inputs):
+        assert c_out is py_out
+        return
+    assert fields(c_out) == fields(py_out) and type(c_out) is type(py_out)
+
+
+def _both(c_fn, py_fn, *args) -> None:
+    try:
+        want = py_fn(*args)
+    except (ShapeError, DTypeError, TypeError, ValueError) as e:
+        with pytest.raises(type(e), match=None) as got:
+            c_fn(*args)
+        assert str(got.value) == str(e)
+        return
+    inputs = [a for a in args if isinstance(a, g.Node)]
+    for a in inputs:
+        inputs.extend(a.srcs)
+    _same(c_fn(*args), want, inputs)
+
+
+def test_the_c_constructors_give_what_the_python_ones_give(c_nodes):
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        pool = _nodes(rng)
+        for n in pool:
+            for shape in _shapes_for(rng, n):
+                _both(g.reshape, g.python_reshape, n, shape)
+                _both(g.expand, g.python_expand, n, shape)
+            for axes in _axes_for(rng, n):
+                _both(g.permute, g.python_permute, n, axes)
+            for dtype in DTYPES:
+                _both(g.cast, g.python_cast, n, dtype)
+            for op in g.UnaryOp:
+                _both(g.unary, g.python_unary, op, n)
+            for other in pool[:8] + [n]:
+                for op in g.BinaryOp:
+                    _both(g.binary, g.python_binary, op, n, other)
+    assert g.reshape is c_nodes.reshape and g.binary is c_nodes.binary
+
+
+def test_the_c_constructors_compose_views_as_python_does(c_nodes):
+    x = g.Node(g.Op.LEAF, (), None, (2, 3, 4), dt.float32)
+    p = g.permute(x, (2, 0, 1))
+    assert g.permute(p, (1, 2, 0)) is x  # two permutes that undo each other
+    pp = g.permute(p, (0, 2, 1))
+    assert pp.srcs == (x,) and pp.arg == (2, 1, 0) and pp.shape == (4, 3, 2)
+    r = g.reshape(x, (6, 4))
+    assert g.reshape(r, (2, 3, 4)) is x and g.reshape(r, (24,)).srcs == (x,)
+    e = g.expand(g.reshape(x, (1, 2, 3, 4)), (5, 2, 3, 4))
+    assert g.expand(e, (5, 2, 3, 4)) is e
+    with pytest.raises(ShapeError, match="cannot reshape"):
+        g.reshape(x, (5, 5))
+    with pytest.raises(DTypeError, match="needs a float tensor"):
+        g.unary(g.UnaryOp.EXP, g.Node(g.Op.LEAF, (), None, (2,), dt.int32))
+
+
+def test_two_shapes_broadcast_in_c_as_in_python(c_nodes):
+    from zyx_dist.frontend import common
+
+    assert common.broadcast_shapes is c_nodes.broadcast_shapes
+    rng = np.random.default_rng(1)
+    dims = [0, 1, 1, 2, 3, 7]
+    for _ in range(3000):
+        a = tuple(int(d) for d in rng.choice(dims, size=rng.integers(0, 5)))
+        b = tuple(int(d) for d in rng.choice(dims, size=rng.integers(0, 5)))
+        if rng.random() < 0.3:  # mostly broadcastable pairs: b from a with dims set to 1 or dropped
+            b = tuple(1 if rng.random() < 0.4 else d for d in a[int(rng.integers(0, len(a) + 1)):])
+        _both(common.broadcast_shapes, common.python_broadcast_shapes, a, b)
+    for args in [((2, 3), (3,), (1, 1, 3)), ((2,),), ((np.int64(2), 3), (3,)), ([2, 3], (3,)), ((-1,), (2,))]:
+        _both(common.broadcast_shapes, common.python_broadcast_shapes, *args)
+
+
+def test_the_graph_is_built_in_python_when_told_to():
+    code = ("from zyx_dist.graph import ir; from zyx_dist.frontend import common as c; "
+            "print(ir.Node is ir.PyNode, ir.reshape is ir.python_reshape, c.broadcast_shapes is c.python_broadcast_shapes)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "ZYX_DIST_C_NODES": "0"}).stdout
+    assert out.split() == ["True", "True", "True"]
