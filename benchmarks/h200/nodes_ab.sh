@@ -9,7 +9,7 @@ t0=$(date +%s)
 for r in $(seq 1 ${ROUNDS:-2}); do
   for pkg in old new; do
     echo "=== $pkg, round $r" >> $OUT/nodes-ab.log
-    in_package $pkg python3 -c "from zyx_dist.graph import ir; print('C nodes:', hasattr(ir, 'PyNode') and ir.c_nodes_enabled())" >> $OUT/nodes-ab.log 2>&1
+    in_package $pkg python3 -P -c "from zyx_dist.graph import ir; print('C nodes:', hasattr(ir, 'PyNode') and ir.c_nodes_enabled())" >> $OUT/nodes-ab.log 2>&1
     in_package $pkg timeout -k 5 -s ABRT 100 python3 benchmarks/dispatch_bench.py --device cuda:0 --only b --steps 300 \
       --out /tmp/b-$pkg >> $OUT/nodes-ab.log 2>&1
     in_package $pkg timeout -k 5 -s ABRT 60 python3 benchmarks/h200/model_ab.py gpt2 bf16 10 2>&1 | grep -v -i warn \

@@ -1,6 +1,7 @@
 """The graph's node and its usual constructors in C (graph/_node.c) against the Python forms they stand for
-(graph/ir.py keeps them as the reference), and the broadcast of two shapes against frontend/common.py's: the same
-fields, the same nodes or shapes from the same arguments, the same errors, on random arguments; and a node's life (weak references, cycles, a 100,000-node chain's release)."""
+(graph/ir.py keeps them as the reference), and the broadcast of two shapes and the tensors' binary op against the
+frontend's: the same fields, the same nodes, graphs or shapes from the same arguments, the same errors, on random
+arguments; and a node's life (weak references, cycles, a 100,000-node chain's release)."""
 
 from __future__ import annotations
 
@@ -205,9 +206,59 @@ def test_two_shapes_broadcast_in_c_as_in_python(c_nodes):
         _both(common.broadcast_shapes, common.python_broadcast_shapes, *args)
 
 
+def test_binary_ops_of_tensors_are_built_in_c_as_in_python(c_nodes):
+    import zyx_dist as zd
+    from zyx_dist.frontend import elementwise as ew
+    from zyx_dist.fuse.plan_cache import python_structure
+
+    assert ew._binary is c_nodes.tensor_binary
+    rng = np.random.default_rng(2)
+    tensors = []
+    for shape in [(), (3,), (1, 3), (2, 3), (2, 1), (4, 2, 3), (0, 3)]:
+        for dtype in ("float32", "bfloat16", "int32", "uint8", "bool"):
+            data = rng.standard_normal(shape) * 3
+            tensors.append(zd.tensor(data.astype(np.float32)).astype(dtype))
+    tensors.append(zd.full((2, 3), 2.5))  # a constant: its views fold in Python
+    tensors.append(zd.tensor(np.ones((2, 3), np.float32)).reshape(3, 2).mT)  # views under an operand
+    scalars = [2, -1, 0, 300, 1 << 70, 2.5, 0.0, -0.0, float("nan"), float("inf"), True, np.float32(2), "x", None]
+    dtype_fns = [None, ew._to_float, lambda d: dt.float32]
+    ops = list(g.BinaryOp)
+
+    def check(*args):
+        try:
+            want = ew.python_binary(*args)
+        except Exception as e:  # noqa: BLE001 -- the same error, or none, from both
+            with pytest.raises(type(e)) as got:
+                c_nodes.tensor_binary(*args)
+            assert str(got.value) == str(e)
+            return
+        got = c_nodes.tensor_binary(*args)
+        assert type(got) is type(want)
+        key, order = python_structure([want.node])
+        c_key, c_order = python_structure([got.node])
+        assert c_key == key and len(order) == len(c_order)
+        for a, b in zip(order, c_order):  # every node's fields (the key leaves some out), leaves the same objects
+            assert (a.op, repr(a.arg), a.shape, a.dtype, a.size, a.guards) == (b.op, repr(b.arg), b.shape, b.dtype, b.size,
+                                                                                b.guards)  # (repr: NaN args)
+            assert a is b or a.op is not g.Op.LEAF
+
+    for _ in range(1500):
+        op = ops[rng.integers(len(ops))]
+        a = tensors[rng.integers(len(tensors))]
+        b = tensors[rng.integers(len(tensors))] if rng.random() < 0.5 else scalars[rng.integers(len(scalars))]
+        if rng.random() < 0.5:
+            a, b = b, a
+        fn = dtype_fns[rng.integers(len(dtype_fns))]
+        check(op, a, b) if fn is None else check(op, a, b, fn)
+    check(g.BinaryOp.ADD, tensors[0], tensors[0], None)
+    got = c_nodes.tensor_binary(g.BinaryOp.ADD, tensors[5], 1.5)  # a keyword argument goes to Python
+    assert c_nodes.tensor_binary(g.BinaryOp.ADD, tensors[5], 1.5, dtype=None).node.srcs[1] is got.node.srcs[1]
+
+
 def test_the_graph_is_built_in_python_when_told_to():
     code = ("from zyx_dist.graph import ir; from zyx_dist.frontend import common as c; "
-            "print(ir.Node is ir.PyNode, ir.reshape is ir.python_reshape, c.broadcast_shapes is c.python_broadcast_shapes)")
+            "from zyx_dist.frontend import elementwise as e; print(ir.Node is ir.PyNode, ir.reshape is ir.python_reshape, "
+            "c.broadcast_shapes is c.python_broadcast_shapes, e._binary is e.python_binary)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "ZYX_DIST_C_NODES": "0"}).stdout
-    assert out.split() == ["True", "True", "True"]
+    assert out.split() == ["True"] * 4

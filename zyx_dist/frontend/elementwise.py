@@ -18,6 +18,7 @@ from ..dtypes import DType
 from ..errors import DTypeError
 from ..graph import ir as graph
 from ..graph.ir import BinaryOp, UnaryOp
+from . import common
 from .common import as_tensor, operands, to_node
 from .tensor import Tensor
 
@@ -220,6 +221,14 @@ def _to_float(d: DType) -> DType:
     return d if d.is_float else dtypes.DEFAULT_FLOAT
 
 
+# The usual cases of `_binary` (two tensors of one dtype, a float tensor and a Python number) in C (graph/_node.c, where
+# it is built and ZYX_DIST_C_NODES is not 0); it hands every other case to the function above, the reference.
+python_binary = _binary
+if graph.c_nodes_enabled():
+    graph._c_node.configure_frontend(Tensor, common._SCALAR_CONSTS, common.scalar_const, _to_float, python_binary)
+    _binary = graph._c_node.tensor_binary  # (the C form of the function above)
+
+
 def add(a: Any, b: Any) -> Tensor:
     return _binary(BinaryOp.ADD, a, b)
 
@@ -234,7 +243,7 @@ def multiply(a: Any, b: Any) -> Tensor:
 
 def divide(a: Any, b: Any) -> Tensor:
     """True division: in the promoted dtype if it is a float, else in float32."""
-    return _binary(BinaryOp.DIV, a, b, dtype=_to_float)
+    return _binary(BinaryOp.DIV, a, b, _to_float)
 
 
 def floor_divide(a: Any, b: Any) -> Tensor:

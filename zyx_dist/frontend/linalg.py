@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import ShapeError
 from ..graph import autograd
 from ..graph import ir as graph
-from ..graph.ir import ReduceOp
+from ..graph.ir import Node, ReduceOp
 from .common import Axis, as_tensor, broadcast_shapes, norm_axes
 from .elementwise import as_float
 from .movement import permute_dims
@@ -23,23 +23,30 @@ from .tensor import Tensor
 __all__ = ["dot", "einsum", "layer_norm", "log_softmax", "matmul", "softmax", "tensordot"]
 
 
+def _contract_nodes(x: Node, y: Node, shape: tuple[int, ...] | None = None) -> Node | None:
+    """sum(x * y) over the last axis after broadcasting, as nodes, reshaped to `shape` when given: the usual case (one
+    dtype, not bool, not empty) built node by node, without the tensor layer's promotion and checks, which have
+    nothing to do there (matmul is the op a model builds most of). None for the other cases."""
+    if x.dtype is not y.dtype or x.dtype.is_bool:
+        return None
+    full = broadcast_shapes(x.shape, y.shape)
+    if not graph.prod(full):
+        return None
+    if len(x.shape) < len(full):
+        x = graph.reshape(x, (1,) * (len(full) - len(x.shape)) + x.shape)
+    if len(y.shape) < len(full):
+        y = graph.reshape(y, (1,) * (len(full) - len(y.shape)) + y.shape)
+    product = graph.binary(graph.BinaryOp.MUL, graph.expand(x, full), graph.expand(y, full))
+    summed = graph.reduce(ReduceOp.SUM, product, (len(full) - 1,))
+    return graph.reshape(summed, full[:-1] if shape is None else shape)
+
+
 def _contract_last(a: Tensor, b: Tensor, shape: tuple[int, ...] | None = None) -> Tensor:
     """sum(a * b) over the last axis after broadcasting, in the promoted dtype (bool: any of and), reshaped to
     `shape` when given (matmul's result)."""
-    x, y = a.node, b.node
-    if x.dtype is y.dtype and not x.dtype.is_bool:
-        full = broadcast_shapes(x.shape, y.shape)
-        if graph.prod(full):
-            # the usual case (one dtype, not bool, not empty) built node by node: the graph of `a * b` and its sum
-            # below, without the tensor layer's promotion and checks, which have nothing to do here (matmul is
-            # the op a model builds most of)
-            if len(x.shape) < len(full):
-                x = graph.reshape(x, (1,) * (len(full) - len(x.shape)) + x.shape)
-            if len(y.shape) < len(full):
-                y = graph.reshape(y, (1,) * (len(full) - len(y.shape)) + y.shape)
-            product = graph.binary(graph.BinaryOp.MUL, graph.expand(x, full), graph.expand(y, full))
-            summed = graph.reduce(ReduceOp.SUM, product, (len(full) - 1,))
-            return Tensor(graph.reshape(summed, full[:-1] if shape is None else shape))
+    node = _contract_nodes(a.node, b.node, shape)
+    if node is not None:
+        return Tensor(node)
     prod = a * b
     op, empty = (ReduceOp.MAX, False) if prod.dtype.is_bool else (ReduceOp.SUM, 0)
     out = reduce_axes(op, prod, (prod.ndim - 1,), False, empty)
@@ -48,6 +55,22 @@ def _contract_last(a: Tensor, b: Tensor, shape: tuple[int, ...] | None = None) -
 
 def matmul(a: Any, b: Any) -> Tensor:
     """`a @ b` with NumPy's rules: 1-D operands gain (and lose) a dim, batch dims broadcast."""
+    if a.__class__ is Tensor and b.__class__ is Tensor:  # two tensors of 2 dims or more, the usual case: on the nodes
+        x, y = a.node, b.node
+        xs, ys = x.shape, y.shape
+        xn, yn = len(xs), len(ys)
+        if xn >= 2 and yn >= 2 and xs[-1] == ys[-2]:
+            try:
+                batch = broadcast_shapes(xs[:-2], ys[:-2])
+            except ShapeError:
+                batch = None  # (the general path below names the operands)
+            if batch is not None:
+                k, n = xs[-1], ys[-1]
+                yt = graph.permute(y, (*range(yn - 2), yn - 1, yn - 2))
+                node = _contract_nodes(graph.reshape(x, (*xs[:-1], 1, k)), graph.reshape(yt, (*ys[:-2], 1, n, k)),
+                                       (*batch, xs[-2], n))
+                if node is not None:
+                    return Tensor(node)
     a, b = as_tensor(a), as_tensor(b)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: operands must not be 0-d, got shapes {a.shape} and {b.shape}")
@@ -60,8 +83,8 @@ def matmul(a: Any, b: Any) -> Tensor:
     except ShapeError:
         raise ShapeError(f"matmul: batch dimensions of shapes {a.shape} and {b.shape} do not broadcast") from None
     (m, k), n = x.shape[-2:], y.shape[-1]
-    # the views on the graph directly (their shapes are valid by construction): matmul is the op a model
-    # builds most of, and the tensor-level reshape/permute would check again what is checked above
+    # the views on the graph directly (their shapes are valid by construction): the tensor-level reshape/permute
+    # would check again what is checked above
     yn = y.ndim
     xr = graph.reshape(x.node, x.shape[:-1] + (1, k))  # (..., M, 1, K)
     yt = graph.permute(y.node, (*range(yn - 2), yn - 1, yn - 2))

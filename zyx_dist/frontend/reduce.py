@@ -25,20 +25,23 @@ __all__ = ["all", "any", "argmax", "argmin", "logsumexp", "max", "mean", "min", 
 
 
 def _kept_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
-    return tuple(1 if i in axes else d for i, d in enumerate(shape) if keepdims or i not in axes)
+    if keepdims:  # (lists, not generators: every reduction asks)
+        return tuple([1 if i in axes else d for i, d in enumerate(shape)])
+    return tuple([d for i, d in enumerate(shape) if i not in axes])
 
 
 def reduce_axes(op: ReduceOp, x: Tensor, axes: tuple[int, ...], keepdims: bool, empty: Any = None) -> Tensor:
     """`op` over normalised `axes` in x's dtype. `empty` is the result of an empty reduction; None means
     there is none (max/min) and an empty axis raises ShapeError at the call."""
-    out_shape = _kept_shape(x.shape, axes, keepdims)
-    if x.size == 0:  # (an empty reduced axis makes x empty: asked only then)
+    node = x.node
+    out_shape = _kept_shape(node.shape, axes, keepdims)
+    if node.size == 0:  # (an empty reduced axis makes x empty: asked only then)
         if builtins.any(x.shape[a] == 0 for a in axes):
             if empty is None:
                 raise ShapeError(f"{op.value} over an empty axis (shape {x.shape}, axis {axes}) has no identity")
             return Tensor(graph.const(empty, out_shape, x.dtype))
         return Tensor(graph.const(0, out_shape, x.dtype))  # another axis is empty: its value does not matter
-    return Tensor(graph.reshape(graph.reduce(op, x.node, axes), out_shape))
+    return Tensor(graph.reshape(graph.reduce(op, node, axes), out_shape))
 
 
 def _acc_dtype(d: DType) -> DType:

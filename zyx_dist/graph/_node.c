@@ -36,6 +36,12 @@ static PyObject *unary_rules, *binary_rules, *bool_dtype;
 static PyObject *py_reshape, *py_expand, *py_permute, *py_cast, *py_unary, *py_binary;
 static PyObject *py_broadcast;  /* frontend/common.py's broadcast_shapes, set by configure_broadcast */
 
+/* Set by configure_frontend: the Tensor class and the byte offset of its `node` slot, frontend/common.py's shared
+ * scalar constants (its dict, and scalar_const for a miss), elementwise.py's `_to_float` and `_binary`. */
+static PyTypeObject *tensor_class;
+static Py_ssize_t off_tensor_node;
+static PyObject *scalar_consts, *py_scalar_const, *to_float, *py_tensor_binary;
+
 enum { RULE_ANY = 0, RULE_BOOL_RESULT = 1, RULE_FLOAT_ONLY = 2, RULE_NOT_BOOL = 3, RULE_NOT_FLOAT = 4 };
 enum { KIND_UNKNOWN = -1, KIND_INT = 0, KIND_FLOAT = 1, KIND_BOOL = 2 };
 #define DTYPES 32
@@ -491,6 +497,143 @@ static PyObject *configure_broadcast(PyObject *self, PyObject *fn) {
     Py_RETURN_NONE;
 }
 
+
+/* ---- the tensor layer's binary op (frontend/elementwise.py `_binary`) ---------------------------------------- */
+
+/* `n` as an operand of `shape` (common.to_node without the cast, its dtype being the op's): leading 1s, then the
+ * expand, each by its constructor above (which hand a constant's fold to Python). A new reference. */
+static PyObject *operand_node(PyObject *n, PyObject *shape) {
+    PyObject *have = F(n, shape);
+    if (have == shape) return Py_NewRef(n);
+    int eq = PyObject_RichCompareBool(have, shape, Py_EQ);
+    if (eq < 0) return NULL;
+    if (eq) return Py_NewRef(n);
+    Py_ssize_t k = PyTuple_GET_SIZE(shape) - PyTuple_GET_SIZE(have);
+    PyObject *x = Py_NewRef(n);
+    if (k > 0) {
+        PyObject *padded = PyTuple_New(PyTuple_GET_SIZE(shape));
+        if (padded == NULL) {
+            Py_DECREF(x);
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); i++)
+            PyTuple_SET_ITEM(padded, i, Py_NewRef(i < k ? one : PyTuple_GET_ITEM(have, i - k)));
+        PyObject *args[2] = {x, padded};
+        Py_SETREF(x, c_reshape(NULL, args, 2));
+        Py_DECREF(padded);
+        if (x == NULL) return NULL;
+    }
+    PyObject *args[2] = {x, shape};
+    PyObject *out = c_expand(NULL, args, 2);
+    Py_DECREF(x);
+    return out;
+}
+
+/* The shared constant node of scalar `c` (common.scalar_const): from its dict, or made by it. A new reference. */
+static PyObject *scalar_node(PyObject *c, PyObject *shape, PyObject *dtype) {
+    PyObject *key = PyTuple_Pack(4, (PyObject *)Py_TYPE(c), c, shape, dtype);
+    if (key == NULL) return NULL;
+    PyObject *n = PyDict_GetItemWithError(scalar_consts, key);
+    Py_DECREF(key);
+    if (n != NULL && is_node(n) && F(n, op) == op_const) return Py_NewRef(n);
+    if (PyErr_Occurred()) return NULL;
+    return PyObject_CallFunctionObjArgs(py_scalar_const, c, shape, dtype, NULL);
+}
+
+static PyObject *node_of(PyObject *t) { return *(PyObject **)((char *)t + off_tensor_node); }
+
+/* elementwise._binary(op, a, b, dtype=None): two tensors of one dtype, or a float tensor and a Python int or float,
+ * bool excluded (its + and * are other ops); `dtype` only `_to_float` with float operands. Anything else, and any
+ * error, goes to Python. */
+static PyObject *c_tensor_binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    CONFIGURED(py_tensor_binary)
+    int float_only = 0;
+    if (kwnames != NULL || nargs < 3 || nargs > 4) goto fallback;
+    if (nargs == 4) {
+        if (args[3] == to_float) float_only = 1;
+        else if (args[3] != Py_None) goto fallback;
+    }
+    PyObject *op = args[0], *a = args[1], *b = args[2], *x = NULL, *y = NULL;
+    int ta = Py_IS_TYPE(a, tensor_class), tb = Py_IS_TYPE(b, tensor_class);
+    PyObject *na = ta ? node_of(a) : NULL, *nb = tb ? node_of(b) : NULL;
+    if ((na != NULL && (!is_node(na) || F(na, dtype) == NULL || F(na, shape) == NULL || !PyTuple_CheckExact(F(na, shape)))) ||
+        (nb != NULL && (!is_node(nb) || F(nb, dtype) == NULL || F(nb, shape) == NULL || !PyTuple_CheckExact(F(nb, shape)))))
+        goto fallback;
+    PyObject *dtype, *shape;
+    if (na != NULL && nb != NULL) {
+        dtype = F(na, dtype);
+        if (F(nb, dtype) != dtype) goto fallback;
+    } else if (na != NULL || nb != NULL) {
+        PyObject *c = na != NULL ? b : a;
+        if (!PyFloat_CheckExact(c) && !PyLong_CheckExact(c)) goto fallback;
+        dtype = F(na != NULL ? na : nb, dtype);
+        if (kind_of(dtype) != KIND_FLOAT) goto fallback;  /* (a float tensor keeps its dtype with any int or float) */
+    } else {
+        goto fallback;
+    }
+    int kind = kind_of(dtype);
+    if (kind != KIND_INT && kind != KIND_FLOAT) goto fallback;
+    if (float_only && kind != KIND_FLOAT) goto fallback;
+    PyObject *result = result_dtype(binary_rules, op, dtype);
+    if (result == NULL) goto fallback;
+    if (na != NULL && nb != NULL) {
+        PyObject *pair[2] = {F(na, shape), F(nb, shape)};
+        shape = pair[0] == pair[1] ? Py_NewRef(pair[0]) : c_broadcast(NULL, pair, 2);
+        if (shape == NULL) goto fallback_clear;  /* (shapes that do not broadcast: Python raises) */
+        x = operand_node(na, shape);
+        y = x != NULL ? operand_node(nb, shape) : NULL;
+    } else {
+        shape = Py_NewRef(F(na != NULL ? na : nb, shape));
+        x = na != NULL ? Py_NewRef(na) : scalar_node(a, shape, dtype);
+        y = x == NULL ? NULL : nb != NULL ? Py_NewRef(nb) : scalar_node(b, shape, dtype);
+    }
+    Py_DECREF(shape);
+    if (y == NULL) {
+        Py_XDECREF(x);
+        return NULL;
+    }
+    PyObject *srcs = PyTuple_Pack(2, x, y), *n = NULL;
+    Py_DECREF(x);
+    Py_DECREF(y);
+    if (srcs == NULL) return NULL;
+    n = make_node(node_class, op_binary, srcs, op, F(PyTuple_GET_ITEM(srcs, 0), shape), result, Py_None, Py_None);
+    Py_DECREF(srcs);
+    if (n == NULL) return NULL;
+    PyObject *t = tensor_class->tp_alloc(tensor_class, 0);
+    if (t == NULL) {
+        Py_DECREF(n);
+        return NULL;
+    }
+    *(PyObject **)((char *)t + off_tensor_node) = n;
+    return t;
+fallback_clear:
+    PyErr_Clear();
+fallback:
+    return PyObject_Vectorcall(py_tensor_binary, args, nargs, kwnames);
+}
+
+static PyObject *configure_frontend(PyObject *self, PyObject *args) {
+    PyObject *cls, *consts, *make_const, *float_fn, *binary_fn, *d;
+    if (!PyArg_ParseTuple(args, "O!O!OOO", &PyType_Type, &cls, &PyDict_Type, &consts, &make_const, &float_fn,
+                          &binary_fn))
+        return NULL;
+    d = PyObject_GetAttrString(cls, "node");
+    if (d == NULL) return NULL;
+    int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+    if (ok) off_tensor_node = ((PyMemberDescrObject *)d)->d_member->offset;
+    Py_DECREF(d);
+    if (!ok) {
+        PyErr_SetString(PyExc_TypeError, "configure_frontend: Tensor.node is not a slot");
+        return NULL;
+    }
+    Py_XSETREF(tensor_class, (PyTypeObject *)Py_NewRef(cls));
+    Py_XSETREF(scalar_consts, Py_NewRef(consts));
+    Py_XSETREF(py_scalar_const, Py_NewRef(make_const));
+    Py_XSETREF(to_float, Py_NewRef(float_fn));
+    Py_XSETREF(py_tensor_binary, Py_NewRef(binary_fn));
+    Py_RETURN_NONE;
+}
+
 static PyObject *configure_constructors(PyObject *self, PyObject *args) {
     PyObject *cls, *ops, *urules, *brules, *kinds, *booltype, *fallbacks;
     if (!PyArg_ParseTuple(args, "O!O!O!O!O!OO!", &PyType_Type, &cls, &PyTuple_Type, &ops, &PyDict_Type, &urules,
@@ -549,6 +692,10 @@ static PyMethodDef methods[] = {
     {"unary", (PyCFunction)(void (*)(void))c_unary, METH_FASTCALL, "ir.unary's usual case."},
     {"binary", (PyCFunction)(void (*)(void))c_binary, METH_FASTCALL, "ir.binary's usual case."},
     {"configure_broadcast", configure_broadcast, METH_O, "configure_broadcast(common.broadcast_shapes)."},
+    {"configure_frontend", configure_frontend, METH_VARARGS,
+     "configure_frontend(Tensor, common._SCALAR_CONSTS, common.scalar_const, elementwise._to_float, elementwise._binary)."},
+    {"tensor_binary", (PyCFunction)(void (*)(void))c_tensor_binary, METH_FASTCALL | METH_KEYWORDS,
+     "elementwise._binary's usual cases."},
     {"broadcast_shapes", (PyCFunction)(void (*)(void))c_broadcast, METH_FASTCALL,
      "common.broadcast_shapes of two shapes of exact ints."},
     {NULL, NULL, 0, NULL},

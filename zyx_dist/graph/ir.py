@@ -391,7 +391,8 @@ def where(cond: Node, x: Node, y: Node) -> Node:
 
 def reduce(op: ReduceOp, x: Node, axes: tuple[int, ...]) -> Node:
     """Reduce over `axes` (non-negative, sorted, unique); the reduced dims stay as size 1."""
-    axes = tuple(sorted(set(map(int, axes))))
+    if axes.__class__ is not tuple or len(axes) != 1 or axes[0].__class__ is not int:  # (one int axis: most reduces)
+        axes = tuple(sorted(set(map(int, axes))))
     if axes and (axes[0] < 0 or axes[-1] >= len(x.shape)):
         raise ShapeError(f"reduce axes {axes} out of range for shape {x.shape}")
     kept = list(x.shape)
