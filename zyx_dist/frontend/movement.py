@@ -337,33 +337,48 @@ def _is_array_index(item: Any) -> bool:
 
 def _expand_key(key: Any, ndim: int) -> list[Any]:
     key = list(key) if isinstance(key, tuple) else [key]
-    for item in key:
-        if isinstance(item, (bool, np.bool_)):
-            raise TypeError("boolean indices are not supported")
-    if sum(item is Ellipsis for item in key) > 1:
+    ellipses, at, used = 0, len(key), 0  # (one loop: every slice of a model's tensors comes here)
+    for i, item in enumerate(key):
+        if item is Ellipsis:
+            ellipses, at = ellipses + 1, i
+        elif item is not None:
+            if isinstance(item, (bool, np.bool_)):
+                raise TypeError("boolean indices are not supported")
+            used += 1
+    if ellipses > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    used = sum(item is not None and item is not Ellipsis for item in key)
     if used > ndim:
         raise IndexError(f"too many indices for tensor: tensor is {ndim}-dimensional, but {used} were indexed")
-    if not any(item is Ellipsis for item in key):  # not `in`: it would compare arrays elementwise
-        key.append(Ellipsis)
-    i = next(i for i, item in enumerate(key) if item is Ellipsis)
-    return key[:i] + [slice(None)] * (ndim - used) + key[i + 1:]
+    return key[:at] + [slice(None)] * (ndim - used) + key[at + 1:]
 
 
 def getitem(x: Tensor, key: Any) -> Tensor:
     """`x[key]`: ints, slices (any step), None, Ellipsis and one integer array/tensor index (gather),
     with NumPy's result layout (the gathered dims go first when ints and the array are not adjacent)."""
     key = _expand_key(key, x.ndim)
-    arrays = [i for i, item in enumerate(key) if _is_array_index(item)]
+    arrays = [item for item in key if item.__class__ is not slice and item.__class__ is not int and item is not None
+              and _is_array_index(item)]
     if len(arrays) > 1:
         raise IndexError("only one integer array/tensor index is supported per indexing operation")
     node, dim, gather, drop = x.node, 0, None, []
+    crops: list | None = None  # the crops of ints and unit-step slices not made yet: one pad makes them all
     for p, item in enumerate(key):
-        if item is None:
+        if item.__class__ is slice:
+            if item.start is None and item.stop is None and item.step is None:  # the whole axis: nothing to do
+                pass
+            elif item.step is None or item.step == 1:
+                n = node.shape[p]
+                start, stop, _ = item.indices(n)
+                crops = crops or [(0, 0)] * len(node.shape)
+                crops[p] = (-start, max(start, stop) - n)
+            else:
+                if crops:
+                    node, crops = graph.pad(node, tuple(crops)), None
+                node = _slice(node, p, item)
+        elif item is None:
+            if crops:
+                node, crops = graph.pad(node, tuple(crops)), None
             node = graph.reshape(node, node.shape[:p] + (1,) + node.shape[p:])
-        elif isinstance(item, slice):
-            node = _slice(node, p, item)
         elif _is_array_index(item):
             gather = (p, *_index_tensor(item, dim, node.shape[p]))  # (axis, index, its guard)
         else:
@@ -375,10 +390,13 @@ def getitem(x: Tensor, key: Any) -> Tensor:
             n = node.shape[p]
             if not -n <= i < n:
                 raise IndexError(f"index {i} is out of bounds for axis {dim} with size {n}")
-            node = _crop(node, p, i % n, i % n + 1)
+            crops = crops or [(0, 0)] * len(node.shape)
+            crops[p] = (-(i % n), i % n + 1 - n)
             drop.append(p)
         dim += item is not None
-    out = Tensor(graph.reshape(node, tuple(d for i, d in enumerate(node.shape) if i not in drop)))
+    if crops:
+        node = graph.pad(node, tuple(crops))
+    out = Tensor(graph.reshape(node, tuple([d for i, d in enumerate(node.shape) if i not in drop])))
     if gather is None:
         return out
     pos = gather[0] - sum(d < gather[0] for d in drop)
