@@ -10,10 +10,13 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from ..graph.ir import BinaryOp
 from . import elementwise as ew
 from . import elementwise_std as ews
 from . import linalg, movement, reduce
-from .tensor import Tensor, is_operand
+from .tensor import _OPERANDS, Tensor, is_operand
+
+_ADD, _SUB, _MUL, _DIV = BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL, BinaryOp.DIV
 
 
 class _Methods:
@@ -35,14 +38,19 @@ class _Methods:
 
     # ---- operators -----------------------------------------------------------------------------------
 
-    def __add__(self, o): return ew.add(self, o) if is_operand(o) else NotImplemented
-    def __radd__(self, o): return ew.add(o, self) if is_operand(o) else NotImplemented
-    def __sub__(self, o): return ew.subtract(self, o) if is_operand(o) else NotImplemented
-    def __rsub__(self, o): return ew.subtract(o, self) if is_operand(o) else NotImplemented
-    def __mul__(self, o): return ew.multiply(self, o) if is_operand(o) else NotImplemented
-    def __rmul__(self, o): return ew.multiply(o, self) if is_operand(o) else NotImplemented
-    def __truediv__(self, o): return ew.divide(self, o) if is_operand(o) else NotImplemented
-    def __rtruediv__(self, o): return ew.divide(o, self) if is_operand(o) else NotImplemented
+    # (the four arithmetic operators straight to ew._binary, the C form where built: they are most of a model)
+    def __add__(self, o): return ew._binary(_ADD, self, o) if isinstance(o, _OPERANDS) else NotImplemented
+    def __radd__(self, o): return ew._binary(_ADD, o, self) if isinstance(o, _OPERANDS) else NotImplemented
+    def __sub__(self, o): return ew._binary(_SUB, self, o) if isinstance(o, _OPERANDS) else NotImplemented
+    def __rsub__(self, o): return ew._binary(_SUB, o, self) if isinstance(o, _OPERANDS) else NotImplemented
+    def __mul__(self, o): return ew._binary(_MUL, self, o) if isinstance(o, _OPERANDS) else NotImplemented
+    def __rmul__(self, o): return ew._binary(_MUL, o, self) if isinstance(o, _OPERANDS) else NotImplemented
+    def __truediv__(self, o):
+        return ew._binary(_DIV, self, o, ew._to_float) if isinstance(o, _OPERANDS) else NotImplemented
+
+    def __rtruediv__(self, o):
+        return ew._binary(_DIV, o, self, ew._to_float) if isinstance(o, _OPERANDS) else NotImplemented
+
     def __floordiv__(self, o): return ew.floor_divide(self, o) if is_operand(o) else NotImplemented
     def __rfloordiv__(self, o): return ew.floor_divide(o, self) if is_operand(o) else NotImplemented
     def __mod__(self, o): return ew.remainder(self, o) if is_operand(o) else NotImplemented
