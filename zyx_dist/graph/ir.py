@@ -409,12 +409,12 @@ def reduce(op: ReduceOp, x: Node, axes: tuple[int, ...]) -> Node:
         return const(0 if op is ReduceOp.SUM else 1, shape, x.dtype)
     if x.size // math.prod(shape) >= SPLIT_REDUCE_AT and math.prod(shape) <= 16:  # (x.size is not 0 here)
         return _split_reduce(op, x, axes, shape)
-    parts = _column_parts(x.shape, axes) if SPLIT_K else 1
+    parts = _column_parts(x.shape, axes) if SPLIT_K and axes[0] == 0 else 1  # (leading axes only, there)
     if parts > 1 and x.op is not Op.WHERE and not broadcast_product(x):  # (a gather's one-hot, a contraction: not here)
         return _split_columns(op, x, axes, parts, shape)
     # (a contraction the GEMM matcher reads: both factors broadcast. A row's sum of an elementwise product, a layer
     # norm's or RMS norm's sum of squares, is one row kernel's loop: split, it took three kernels)
-    if SPLIT_K and op is ReduceOp.SUM and len(axes) == 1 and broadcast_product(x):
+    if SPLIT_K and op is ReduceOp.SUM and len(axes) == 1 and x.shape[axes[0]] >= SPLIT_K_AT and broadcast_product(x):
         parts = _split_k_parts(x.shape[axes[0]], prod(shape))
         if parts > 1 and not any(_softmax_like(f) for f in x.srcs):
             return _split_contraction(x, axes[0], parts, shape)
