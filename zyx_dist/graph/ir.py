@@ -67,8 +67,8 @@ class PyNode(_NodeMethods):
     uploaded yet, `device` a pinned device name or None. `guards`: the checks of values (graph/guards.py:
     a gather's tensor index in range) that computing this node depends on, inherited from its sources;
     None where there are none, which is almost always. This is the class in Python: `Node` below is the same
-    class built on graph/_node.c's fields where that is built (a model's graph makes a node per op, and the C
-    constructor is ~4x faster), and this one otherwise, or with ZYX_DIST_C_NODES=0."""
+    class built on graph/_node.c's fields where that is built (a model's graph makes a node per op: with the
+    constructors in C too, a graph builds ~3x faster), and this one otherwise, or with ZYX_DIST_C_NODES=0."""
 
     __slots__ = (
         "__weakref__",
@@ -111,17 +111,21 @@ def merged_guards(a: tuple, b: tuple) -> tuple:
     return tuple(dict.fromkeys(a + b))
 
 
-def c_nodes_enabled() -> bool:
-    """Whether Node is built on graph/_node.c: built here, and not turned off by ZYX_DIST_C_NODES=0/false/off."""
-    return _c_node is not None and os.environ.get("ZYX_DIST_C_NODES", "1").strip().lower() not in ("0", "false", "off")
-
-
 try:
     from . import _node as _c_node
 except ImportError:  # not built here (no C compiler at install): the Python class
     _c_node = None
+# (decided once, at import: the frontend's modules ask `c_nodes_enabled` when they are imported, after this one)
+_C_NODES = _c_node is not None and os.environ.get("ZYX_DIST_C_NODES", "1").strip().lower() not in ("0", "false", "off")
 
-if c_nodes_enabled():
+
+def c_nodes_enabled() -> bool:
+    """Whether Node and its usual constructors are graph/_node.c's: built here, and not turned off by
+    ZYX_DIST_C_NODES=0/false/off when this module was imported."""
+    return _C_NODES
+
+
+if _C_NODES:
     _c_node.configure(_ids, merged_guards)
 
     class Node(_NodeMethods, _c_node.NodeBase):
@@ -645,7 +649,7 @@ def _binary_rules() -> dict[BinaryOp, int]:
     return rules
 
 
-if c_nodes_enabled():
+if _C_NODES:
     _c_node.configure_constructors(
         Node, (Op.CONST, Op.RESHAPE, Op.EXPAND, Op.PERMUTE, Op.CAST, Op.UNARY, Op.BINARY),
         {op: _unary_rule(op) for op in UnaryOp}, _binary_rules(),
