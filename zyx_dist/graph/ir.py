@@ -115,8 +115,15 @@ try:
     from . import _node as _c_node
 except ImportError:  # not built here (no C compiler at install): the Python class
     _c_node = None
-# (decided once, at import: the frontend's modules ask `c_nodes_enabled` when they are imported, after this one)
-_C_NODES = _c_node is not None and os.environ.get("ZYX_DIST_C_NODES", "1").strip().lower() not in ("0", "false", "off")
+
+
+def _c_nodes_wanted() -> bool:
+    return _c_node is not None and os.environ.get("ZYX_DIST_C_NODES", "1").strip().lower() not in ("0", "false", "off")
+
+
+# The class is chosen once, at import, as the plan cache's walks are (fuse/plan_cache.py): the frontend's modules,
+# imported after this one, follow the choice through `c_nodes_enabled`.
+_C_NODES = _c_nodes_wanted()
 
 
 def c_nodes_enabled() -> bool:
