@@ -255,6 +255,42 @@ def test_binary_ops_of_tensors_are_built_in_c_as_in_python(c_nodes):
     assert c_nodes.tensor_binary(g.BinaryOp.ADD, tensors[5], 1.5, dtype=None).node.srcs[1] is got.node.srcs[1]
 
 
+def test_building_in_c_leaves_no_references_behind(c_nodes):
+    """The C paths, the fallbacks they hand over to and their errors, built many times: the objects they read and
+    share (None, dtypes, ops, a source node, its shape, small ints) end with the references they had."""
+    import sys
+
+    import zyx_dist as zd
+    from zyx_dist.frontend import elementwise as ew
+
+    x = zd.tensor(np.ones((8, 4, 16), np.float32))
+    y = zd.tensor(np.ones((16, 16), np.float32))
+    xi = zd.tensor(np.ones((8, 4, 16), np.int32))
+    bad = [lambda: g.reshape(x.node, (5, 5)), lambda: ew._binary(g.BinaryOp.ADD, x, y),
+           lambda: g.binary(g.BinaryOp.SHL, x.node, x.node), lambda: g.expand(x.node, (2, 2)),
+           lambda: g.permute(x.node, (0, 0, 1)), lambda: g.Node(g.Op.UNARY, (1,), None, (1,), dt.int8)]
+
+    def build():
+        made = [zd.layer_norm(x, axis=-1) * 2.5 + 1, (y @ y.mT) / 3, x[0, 1:3] - x[1, 2:4], xi + 2, xi < 2 * xi,
+                1.5 - x, g.permute(g.permute(x.node, (2, 0, 1)), (1, 2, 0)), g.cast(x.node, dt.bfloat16),
+                g.reshape(g.reshape(x.node, (32, 16)), (8, 64)), g.const(0.0, (2,), dt.float32)]
+        for fn in bad:
+            with pytest.raises((ShapeError, DTypeError, TypeError)):
+                fn()
+        return made
+
+    watched = [None, True, 1, dt.float32, dt.bool_, g.BinaryOp.ADD, g.Op.RESHAPE, g.Op.BINARY, x.node,
+               x.node.shape]
+    for _ in range(200):
+        build()
+    gc.collect()
+    before = [sys.getrefcount(o) for o in watched]
+    for _ in range(2000):
+        build()
+    gc.collect()
+    assert [sys.getrefcount(o) for o in watched] == before
+
+
 def test_the_graph_is_built_in_python_when_told_to():
     code = ("from zyx_dist.graph import ir; from zyx_dist.frontend import common as c; "
             "from zyx_dist.frontend import elementwise as e; print(ir.Node is ir.PyNode, ir.reshape is ir.python_reshape, "
