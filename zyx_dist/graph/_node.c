@@ -1,15 +1,16 @@
-/* Driver side: the lazy graph's node (graph/ir.py `Node`) and its most frequent constructors in C, for speed.
+/* Driver side: the lazy graph's node (graph/node.py `Node`) and its most frequent constructors (graph/ir.py) in C.
  * Building a model's graph makes one node per op, and in Python a node's constructor costs about 0.7 us (a frame,
  * 14 attribute stores) and the checks and folds of a view or an arithmetic op about as much again: together most of
- * what building a node costs. Takes what ir.py's Node and its reshape, expand, permute, cast, unary and binary
- * take; gives `NodeBase`, the base type of ir.Node, whose fields are the same slots with the same values as the
+ * what building a node costs. Takes what node.py's Node and ir.py's reshape, expand, permute, cast, unary and
+ * binary take; gives `NodeBase`, the base type of Node, whose fields are the same slots with the same values as the
  * Python class's (its methods and properties stay in Python), and the constructors' usual cases, which hand every
  * other case (a fold of a constant, an error to raise, an argument that is not a tuple of ints) to the Python
- * function they stand for. ir.py keeps the Python forms as the reference and the fallback where this is not
- * built; tests/unit/test_node_c.py compares the two. Also frontend/common.py's broadcast of two shapes, which
- * every binary op and matmul asks for. The configure functions hand it the Node class, the id counter (one
- * sequence of ids for every node of a process), the function that merges two sources' guards, the ops it
- * compares against, the dtype rules of the unary and binary operators and the Python fallbacks.
+ * function they stand for. node.py and ir.py keep the Python forms as the reference and the fallback where this
+ * is not built; tests/unit/test_node_c.py compares the two. Also frontend/common.py's broadcast of two shapes,
+ * which every binary op and matmul asks for, and frontend/elementwise.py's binary op of tensors. The configure
+ * functions hand it the Node class, the id counter (one sequence of ids for every node of a process), the function
+ * that merges two sources' guards, the ops it compares against, the dtype rules of the unary and binary operators
+ * and the Python fallbacks.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
