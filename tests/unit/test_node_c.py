@@ -1,7 +1,7 @@
 """The graph's node and its usual constructors in C (graph/_node.c) against the Python forms they stand for
-(graph/node.py and graph/ir.py keep them as the reference), and the broadcast of two shapes and the tensors' binary op against the
-frontend's: the same fields, the same nodes, graphs or shapes from the same arguments, the same errors, on random
-arguments; and a node's life (weak references, cycles, a 100,000-node chain's release)."""
+(graph/node.py and graph/ir.py keep them as the reference), and the broadcast of two shapes and the tensors'
+binary op against the frontend's: the same fields, the same nodes, graphs or shapes from the same arguments, the
+same errors, on random arguments; and a node's life (weak references, cycles, a 100,000-node chain's release)."""
 
 from __future__ import annotations
 
