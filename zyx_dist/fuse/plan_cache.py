@@ -141,6 +141,11 @@ class _Key:
         return self is other or (isinstance(other, _Key) and self.hash == other.hash and self.rows == other.rows)
 
 
+python_key = _Key
+if c_walks_enabled():
+    _Key = _c_walks.Key  # (the C form of the class above: a lookup's hash and compare make no Python calls)
+
+
 class Entry(list):
     """One cached structure: its kernels (node positions and programs), and beside them the plan templates
     made for it (sched/template.py; input devices -> template), which leave the cache with it."""
