@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import logs
@@ -85,8 +85,8 @@ def replay(s, found: tuple, t0: float, recipes: bool = True, check: Callable[[],
     templates = entry.templates
     if not templates:
         return False
-    inputs = next(iter(templates.values())).inputs  # the structure's leaves: the same for all its templates
-    return run(s, templates, [order[p] for p in inputs], t0,
+    leaves = next(iter(templates.values())).pick_inputs(order)  # (the structure's leaves: alike in all its templates)
+    return run(s, templates, leaves, t0,
                _recipes(order) if recipes and s.host_copies is not None else None, check, order) is not None
 
 
@@ -138,7 +138,7 @@ def _recipes(order: list[Node]) -> Callable[[PlanTemplate], None]:
     return make
 
 
-def run(s, templates: dict, leaves: list[Node], t0: float, meanwhile: Callable[[PlanTemplate], None] | None = None,
+def run(s, templates: dict, leaves: Sequence[Node], t0: float, meanwhile: Callable[[PlanTemplate], None] | None = None,
         check: Callable[[], bool] | None = None, order: list[Node] | None = None
         ) -> tuple[PlanTemplate, tuple[int, ...]] | None:
     """Replay one of a structure's `templates` for the input leaves `leaves` (in the templates' input order):
@@ -325,9 +325,9 @@ def _run_direct(s, t: PlanTemplate, ids: tuple, dev: str, wb: Any, meanwhile: Ca
     """The replay of one-worker template `t` as one call of its worker, the queued frees and the uploads
     (`run`'s) with it (`_direct` said it applies); the CUDA graphs it replayed. Raises the worker's error, or
     LostWorkers, after a rollback."""
-    frees = [buf for _dev, buf in s.free_queue]
+    frees = [buf for _dev, buf in s.free_queue] if s.free_queue else ()
     s.free_queue = []
-    data = tuple([(buf, nbytes, leaves[i].host) for i, _dev, buf, nbytes in uploads])
+    data = tuple([(buf, nbytes, leaves[i].host) for i, _dev, buf, nbytes in uploads]) if uploads else ()
     try:
         failed, graphs, in_use = s.backend.run_replay(dev, wb.template, wb.pick(ids), frees, meanwhile, data)
     except LostWorkers as e:

@@ -16,13 +16,14 @@ class EventTracker:
 
     def __init__(self) -> None:
         # A tuple, not one event, because a buffer reusing pooled memory starts out waiting on all the
-        # pending events of the memory's previous owner (see `seed`).
-        self._writes: dict[int, tuple[Any, ...]] = {}
-        self._reads: dict[int, list[Any]] = {}
+        # pending events of the memory's previous owner (see `seed`). Both empty: nothing is pending (a
+        # replay reads them to skip its wait list).
+        self.last_writes: dict[int, tuple[Any, ...]] = {}
+        self.last_reads: dict[int, list[Any]] = {}
 
     def wait_list(self, reads: Iterable[int], writes: Iterable[int]) -> list[Any]:
         """Events a command reading `reads` and writing `writes` must wait for, without duplicates."""
-        last_writes, last_reads = self._writes, self._reads
+        last_writes, last_reads = self.last_writes, self.last_reads
         if not last_writes and not last_reads:  # right after a synchronize: nothing is pending
             return []
         out: list[Any] = []
@@ -40,7 +41,7 @@ class EventTracker:
 
     def record(self, reads: tuple[int, ...], writes: tuple[int, ...], event: Any) -> None:
         """Note that `event` reads `reads` and writes `writes` (a buffer in both counts as written)."""
-        last_writes, last_reads = self._writes, self._reads
+        last_writes, last_reads = self.last_writes, self.last_reads
         alone = (event,)
         for b in writes:
             # The new write waited for the old write and reads, so it alone now stands for the buffer.
@@ -57,19 +58,19 @@ class EventTracker:
         """Make `buf` start out as if last written by `events` (memory still in use by its previous owner)."""
         events = tuple(events)
         if events:
-            self._writes[buf] = events
+            self.last_writes[buf] = events
         else:
-            self._writes.pop(buf, None)
-        self._reads.pop(buf, None)
+            self.last_writes.pop(buf, None)
+        self.last_reads.pop(buf, None)
 
     def forget(self, buf: int) -> tuple[Any, ...]:
         """Drop `buf` and return every event still pending on it (its last write and later reads)."""
-        last_writes, last_reads = self._writes, self._reads
+        last_writes, last_reads = self.last_writes, self.last_reads
         if not last_writes and not last_reads:  # right after a synchronize: nothing is pending
             return ()
         return (*last_writes.pop(buf, ()), *last_reads.pop(buf, ()))
 
     def clear(self) -> None:
         """Forget every event (after a full device synchronize, when all of them have completed)."""
-        self._writes.clear()
-        self._reads.clear()
+        self.last_writes.clear()
+        self.last_reads.clear()

@@ -262,12 +262,16 @@ def _segment(worker: Any, seg: Segment, ids: tuple, launches: list, record: bool
             if len(seg.seen) > SEEN_PER_SEGMENT:
                 seg.seen.popitem(last=False)
     if graph is not None:
-        reads, writes = seg.reads(ids), seg.writes(ids)
-        event = backend.launch_graph(graph, events.wait_list(reads, writes), worker.profile)
-        if record:
-            events.record(reads, writes, event)
-        worker._graph_spans.append((len(launches), len(seg.launches)))
-        launches.extend([event] * len(seg.launches))
+        count = len(seg.launches)
+        if record or events.last_writes or events.last_reads:  # (else, as right after a synchronize, nothing to wait for)
+            reads, writes = seg.reads(ids), seg.writes(ids)
+            event = backend.launch_graph(graph, events.wait_list(reads, writes), worker.profile)
+            if record:
+                events.record(reads, writes, event)
+        else:
+            event = backend.launch_graph(graph, (), worker.profile)
+        worker._graph_spans.append((len(launches), count, 0.0))
+        launches.extend([event] * count)
         return
     profile = worker.profile
     for (prog, _args, gws, lws, _slots, _rs, _ws, pick_reads, pick_writes), args in zip(seg.launches, seg.args):

@@ -111,8 +111,8 @@ class Worker:
         # synchronize found its kernels done (engine/backends.InProcessBackend.idle_at_sync)
         self.sync_wait, self.sync_floor = 0.0, float("inf")
         self._templates: dict[int, WorkerTemplate] = {}  # batch templates (DefineTemplate), by id
-        # (first launch, launches) of each CUDA graph replayed in the running batch
-        self._graph_spans: list[tuple[int, int]] = []
+        # (first launch, launches, 0.0) of each CUDA graph replayed in the running batch: `BatchResult.graphs` untimed
+        self._graph_spans: list[tuple[int, int, float]] = []
         self.graphs = cuda_graphs_enabled() and isinstance(self.backend, GraphDevice)
         self._build_many = self.backend.build_many if isinstance(self.backend, ParallelBuilds) else None
         # the handler of each command class: one dict lookup per command instead of an isinstance chain
@@ -180,7 +180,7 @@ class Worker:
             event_seconds = self.backend.event_seconds
             if spans:  # the launches of one replayed graph share its event: its time, split evenly
                 secs = [0.0] * len(launches)
-                graphs = tuple((first, n, event_seconds(launches[first])) for first, n in spans)
+                graphs = tuple((first, n, event_seconds(launches[first])) for first, n, _ in spans)
                 inside = set()
                 for first, n, total in graphs:
                     secs[first:first + n] = [total / n] * n
@@ -192,13 +192,8 @@ class Worker:
             else:
                 seconds = tuple(map(event_seconds, launches))
         elif spans:
-            graphs = self._untimed_graphs()
+            graphs = tuple(spans)
         return BatchResult(tuple(results), self.incarnation, self.pool.bytes_in_use, seconds, graphs)
-
-    def _untimed_graphs(self) -> tuple[tuple[int, int, float], ...]:
-        """The batch's replayed CUDA graphs as `BatchResult.graphs` has them, where nothing was timed."""
-        spans = self._graph_spans
-        return tuple([(first, n, 0.0) for first, n in spans]) if spans else ()
 
     def run_replay(self, template: int, bufs: tuple[int, ...], frees: Sequence[int],
                    before_sync: Callable[[], None] | None = None, uploads: Sequence[tuple] = ()
@@ -237,14 +232,18 @@ class Worker:
         if failed is None:
             profile, self.profile = self.profile, False
             try:
-                self._replay_ids(template, bufs, (), [], hook)
+                t = self._templates.get(template)
+                if t is None:
+                    raise self._no_template(template)
+                run_template(self, t, template, bufs, (), [], hook)
             except Exception as e:  # noqa: BLE001 -- a value, as in `run`
                 failed = _failure(at, e)
             finally:
                 self.profile = profile
         if hook:  # not reached in the template (no synchronize, or it failed first)
             hook.pop()()
-        return failed, self._untimed_graphs(), self.pool.bytes_in_use
+        spans = self._graph_spans
+        return failed, tuple(spans) if spans else (), self.pool.bytes_in_use
 
     def info(self) -> dict:
         """What the driver's scheduler needs to know about this device."""
@@ -400,11 +399,13 @@ class Worker:
 
     def _replay_ids(self, template: int, bufs: tuple[int, ...], imports: tuple, launches: list[Any],
                     before_sync: list | None = None) -> tuple:
-        try:
-            t = self._templates[template]
-        except KeyError:
-            raise KeyError(f"{self.device}: no batch template {template} (DefineTemplate it first)") from None
+        t = self._templates.get(template)
+        if t is None:
+            raise self._no_template(template)
         return run_template(self, t, template, bufs, imports, launches, before_sync)
+
+    def _no_template(self, template: int) -> KeyError:
+        return KeyError(f"{self.device}: no batch template {template} (DefineTemplate it first)")
 
     def _compile(self, cmd: Compile, launches: list[Any]) -> None:
         if not logs.enabled("timings"):

@@ -63,7 +63,7 @@ class DeviceModel:
     variant: str = ""  # the device model whose programs this device runs (default: by dialect)
 
 
-@dataclass
+@dataclass(slots=True)
 class BufferState:
     device: str
     nbytes: int

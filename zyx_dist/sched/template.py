@@ -61,6 +61,11 @@ class PlanTemplate:
     defined: bool = False  # every worker has been given its part (DefineTemplate) and kept it
 
     @cached_property
+    def pick_inputs(self) -> Callable[[list], tuple]:
+        """A function giving the input leaves (by `inputs`) from the structure's nodes in key order."""
+        return picker(self.inputs)
+
+    @cached_property
     def single(self) -> tuple[str, WorkerBatch] | None:
         """(device, batch) of a template that is one batch on one worker, importing and exporting nothing, whose
         uploads (if any) go to that worker (most are: a training step on one device, its optimizer's step
