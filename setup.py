@@ -6,4 +6,5 @@ cannot be built (no C compiler), the install goes on and zyx_dist runs the same 
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("zyx_dist.fuse._structure", ["zyx_dist/fuse/_structure.c"], optional=True),
-                   Extension("zyx_dist.graph._node", ["zyx_dist/graph/_node.c"], optional=True)])
+                   Extension("zyx_dist.graph._node", ["zyx_dist/graph/_node.c"],
+                             depends=["zyx_dist/graph/_node_contract.c"], optional=True)])

@@ -154,6 +154,19 @@ def _both(c_fn, py_fn, *args) -> None:
     _same(c_fn(*args), want, inputs)
 
 
+def _same_graph(c_out, py_out) -> None:
+    """Two results of one construction are the same graph: the same key, and node by node the same fields (the
+    leaves, which both read, the same objects)."""
+    from zyx_dist.fuse.plan_cache import python_structure
+
+    key, order = python_structure([py_out])
+    c_key, c_order = python_structure([c_out])
+    assert c_key == key and len(order) == len(c_order)
+    for a, b in zip(order, c_order):
+        assert (a.op, a.arg, a.shape, a.dtype, a.size, a.guards) == (b.op, b.arg, b.shape, b.dtype, b.size, b.guards)
+        assert a is b or a.op is not g.Op.LEAF
+
+
 def test_the_c_constructors_give_what_the_python_ones_give(c_nodes):
     rng = np.random.default_rng(0)
     for _ in range(12):
@@ -172,6 +185,83 @@ def test_the_c_constructors_give_what_the_python_ones_give(c_nodes):
                 for op in g.BinaryOp:
                     _both(g.binary, g.python_binary, op, n, other)
     assert g.reshape is c_nodes.reshape and g.binary is c_nodes.binary
+
+
+def test_reduce_in_c_gives_what_python_gives_under_every_split_rule(c_nodes, monkeypatch):
+    """One-axis reduces, the usual case, in C; every split rule (read from ir.py at each call, as sessions and tests
+    set it) and every other case in Python: the same node, or an equal one, or the same error."""
+    assert g.reduce is c_nodes.reduce
+    rng = np.random.default_rng(3)
+    pool = _nodes(rng) + [g.Node(g.Op.LEAF, (), None, (64, 48), dt.float32),
+                          g.Node(g.Op.LEAF, (), None, (2, 4096, 3), dt.bfloat16)]
+    axes_tries = [(0,), (1,), (2,), (-1,), (5,), (np.int64(0),), (0, 1), (), [1], (True,), (1 << 70,)]
+    for split_k, k_at, reduce_at in [(False, 4096, 1 << 15), (True, 4096, 1 << 15), (True, 8, 64), (False, 2, 4)]:
+        monkeypatch.setattr(g, "SPLIT_K", split_k)
+        monkeypatch.setattr(g, "SPLIT_K_AT", k_at)
+        monkeypatch.setattr(g, "SPLIT_REDUCE_AT", reduce_at)
+        for n in pool:
+            for axes in axes_tries:
+                for op in g.ReduceOp:
+                    try:
+                        want = g.python_reduce(op, n, axes)
+                    except (ShapeError, TypeError, ValueError) as e:
+                        with pytest.raises(type(e)) as got:
+                            g.reduce(op, n, axes)
+                        assert str(got.value) == str(e)
+                        continue
+                    got = g.reduce(op, n, axes)
+                    assert got is n if want is n else _same_graph(got, want) is None
+        # where a split rule applies, the graph is the rewritten one Python makes
+        k = 1 << 16
+        big = g.Node(g.Op.LEAF, (), None, (4, k), dt.float32)
+        a, b = g.Node(g.Op.LEAF, (), None, (3, 1, k), dt.float32), g.Node(g.Op.LEAF, (), None, (1, 4, k), dt.float32)
+        product = g.binary(g.BinaryOp.MUL, g.expand(a, (3, 4, k)), g.expand(b, (3, 4, k)))
+        rows = g.Node(g.Op.LEAF, (), None, (8192, 64), dt.float32)  # a bias's gradient: split by columns
+        for x, axes in [(big, (1,)), (big, (0,)), (product, (2,)), (rows, (0,))]:
+            for op in (g.ReduceOp.SUM, g.ReduceOp.MAX):
+                _same_graph(g.reduce(op, x, axes), g.python_reduce(op, x, axes))
+
+
+def test_matmul_of_nodes_in_c_gives_what_python_gives(c_nodes):
+    """linalg's matmul of two nodes in C: the same graph, node by node, or None where Python gives None."""
+    from zyx_dist.frontend import linalg
+
+    assert linalg._matmul_nodes is c_nodes.matmul_nodes
+    rng = np.random.default_rng(4)
+    dims = [0, 1, 1, 2, 3, 5]
+    for _ in range(1500):
+        xs = tuple(int(d) for d in rng.choice(dims, size=rng.integers(1, 5)))
+        ys = tuple(int(d) for d in rng.choice(dims, size=rng.integers(1, 5)))
+        if len(xs) >= 2 and len(ys) >= 2 and rng.random() < 0.7:  # mostly operands that contract
+            ys = ys[:-2] + (xs[-1], ys[-1])
+        dx = DTYPES[rng.integers(len(DTYPES))]
+        dy = dx if rng.random() < 0.8 else DTYPES[rng.integers(len(DTYPES))]
+        x, y = g.Node(g.Op.LEAF, (), None, xs, dx), g.Node(g.Op.LEAF, (), None, ys, dy)
+        if rng.random() < 0.3:
+            x = g.python_permute(g.python_reshape(x, (*xs, 1)), (len(xs), *range(len(xs))))  # a view under it
+            x = g.python_reshape(x, xs)
+        if rng.random() < 0.1:
+            y = g.const(1.5, ys, dy)
+        want, got = linalg.python_matmul_nodes(x, y), c_nodes.matmul_nodes(x, y)
+        if want is None:
+            assert got is None, (xs, ys, dx, dy)
+        else:
+            _same_graph(got, want)
+    assert c_nodes.matmul_nodes(1, 2) is None
+    with pytest.raises(TypeError, match="two nodes"):
+        c_nodes.matmul_nodes(1)
+
+
+def test_a_node_becomes_a_leaf_in_c_as_in_python(c_nodes):
+    x = g.Node(g.Op.LEAF, (), None, (3,), dt.float32)
+    made = [g.unary(g.UnaryOp.NEG, x), g.PyNode(g.Op.UNARY, (g.PyNode(g.Op.LEAF, (), None, (3,), dt.float32),),
+                                               g.UnaryOp.NEG, (3,), dt.float32)]
+    made[0].guards = made[1].guards = ("g",)
+    made[0].host = made[1].host = np.zeros(3, np.float32)
+    for n in made:
+        n.become_leaf("buffer")
+    assert fields(made[0]) == fields(made[1]) and made[0].op is g.Op.LEAF and made[0].buffer == "buffer"
+    assert g.Node.become_leaf is c_nodes.NodeBase.become_leaf
 
 
 def test_the_c_constructors_compose_views_as_python_does(c_nodes):
@@ -293,8 +383,10 @@ def test_building_in_c_leaves_no_references_behind(c_nodes):
 
 def test_the_graph_is_built_in_python_when_told_to():
     code = ("from zyx_dist.graph import ir; from zyx_dist.frontend import common as c; "
-            "from zyx_dist.frontend import elementwise as e; print(ir.Node is ir.PyNode, ir.reshape is ir.python_reshape, "
-            "c.broadcast_shapes is c.python_broadcast_shapes, e._binary is e.python_binary)")
+            "from zyx_dist.frontend import elementwise as e; from zyx_dist.frontend import linalg as m; "
+            "print(ir.Node is ir.PyNode, ir.reshape is ir.python_reshape, ir.reduce is ir.python_reduce, "
+            "c.broadcast_shapes is c.python_broadcast_shapes, e._binary is e.python_binary, "
+            "m._matmul_nodes is m.python_matmul_nodes)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "ZYX_DIST_C_NODES": "0"}).stdout
-    assert out.split() == ["True"] * 4
+    assert out.split() == ["True"] * 6

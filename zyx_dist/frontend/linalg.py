@@ -53,24 +53,36 @@ def _contract_last(a: Tensor, b: Tensor, shape: tuple[int, ...] | None = None) -
     return out if shape is None else Tensor(graph.reshape(out.node, shape))
 
 
+def _matmul_nodes(x: Node, y: Node) -> Node | None:
+    """`x @ y` for nodes of 2 dims or more, the usual case (see `_contract_nodes`), as `matmul` builds it; None where
+    `matmul`'s general path must decide (it names the operands of an error)."""
+    xs, ys = x.shape, y.shape
+    xn, yn = len(xs), len(ys)
+    if xn < 2 or yn < 2 or xs[-1] != ys[-2]:
+        return None
+    try:
+        batch = broadcast_shapes(xs[:-2], ys[:-2])
+    except ShapeError:
+        return None
+    k, n = xs[-1], ys[-1]
+    yt = graph.permute(y, (*range(yn - 2), yn - 1, yn - 2))
+    return _contract_nodes(graph.reshape(x, (*xs[:-1], 1, k)), graph.reshape(yt, (*ys[:-2], 1, n, k)),
+                           (*batch, xs[-2], n))
+
+
+# graph/_node.c has the function above in C (where it is built and ZYX_DIST_C_NODES is not 0), with the same nodes and
+# the same None; the one above stays the reference.
+python_matmul_nodes = _matmul_nodes
+if graph.c_nodes_enabled():
+    _matmul_nodes = graph._c_node.matmul_nodes  # (the C form of the function above)
+
+
 def matmul(a: Any, b: Any) -> Tensor:
     """`a @ b` with NumPy's rules: 1-D operands gain (and lose) a dim, batch dims broadcast."""
-    if a.__class__ is Tensor and b.__class__ is Tensor:  # two tensors of 2 dims or more, the usual case: on the nodes
-        x, y = a.node, b.node
-        xs, ys = x.shape, y.shape
-        xn, yn = len(xs), len(ys)
-        if xn >= 2 and yn >= 2 and xs[-1] == ys[-2]:
-            try:
-                batch = broadcast_shapes(xs[:-2], ys[:-2])
-            except ShapeError:
-                batch = None  # (the general path below names the operands)
-            if batch is not None:
-                k, n = xs[-1], ys[-1]
-                yt = graph.permute(y, (*range(yn - 2), yn - 1, yn - 2))
-                node = _contract_nodes(graph.reshape(x, (*xs[:-1], 1, k)), graph.reshape(yt, (*ys[:-2], 1, n, k)),
-                                       (*batch, xs[-2], n))
-                if node is not None:
-                    return Tensor(node)
+    if a.__class__ is Tensor and b.__class__ is Tensor:  # two tensors, the usual case: on the nodes
+        node = _matmul_nodes(a.node, b.node)
+        if node is not None:
+            return Tensor(node)
     a, b = as_tensor(a), as_tensor(b)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: operands must not be 0-d, got shapes {a.shape} and {b.shape}")

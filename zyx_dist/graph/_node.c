@@ -25,6 +25,7 @@ typedef struct {
 
 static PyObject *ids;           /* ir._ids, an itertools.count */
 static PyObject *merge_guards;  /* ir.merged_guards(a, b) */
+static PyObject *op_leaf;  /* Op.LEAF, for become_leaf */
 static PyObject *one;           /* the int 1: a new node's weight */
 
 /* Set by configure_constructors: the Node class (ir.Node, a subclass of NodeBase), the ops compared against or
@@ -225,6 +226,35 @@ static void node_dealloc(NodeObject *n) {
     Py_TRASHCAN_END
 }
 
+/* node.become_leaf(buffer) (node.py's _NodeMethods.become_leaf): every realize makes its results leaves. The old
+ * fields are released last, so a history freed by it sees the node already a leaf. */
+static PyObject *node_become_leaf(NodeObject *n, PyObject *buffer) {
+    if (op_leaf == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "graph._node: configure() first");
+        return NULL;
+    }
+    PyObject *op = n->op, *srcs = n->srcs, *arg = n->arg, *old = n->buffer, *host = n->host, *guards = n->guards;
+    n->op = Py_NewRef(op_leaf);
+    n->srcs = PyTuple_New(0);
+    n->arg = Py_NewRef(Py_None);
+    n->buffer = Py_NewRef(buffer);
+    n->host = Py_NewRef(Py_None);
+    n->guards = Py_NewRef(Py_None);
+    Py_XDECREF(op);
+    Py_XDECREF(srcs);
+    Py_XDECREF(arg);
+    Py_XDECREF(old);
+    Py_XDECREF(host);
+    Py_XDECREF(guards);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef node_methods[] = {
+    {"become_leaf", (PyCFunction)node_become_leaf, METH_O,
+     "Turn a computed node into a realized leaf holding `buffer` (node.py's become_leaf in C)."},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyTypeObject NodeType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "zyx_dist.graph._node.NodeBase",
@@ -237,6 +267,7 @@ static PyTypeObject NodeType = {
     .tp_clear = (inquiry)node_clear,
     .tp_weaklistoffset = offsetof(NodeObject, weakrefs),
     .tp_members = node_members,
+    .tp_methods = node_methods,
 };
 
 
@@ -670,19 +701,22 @@ static PyObject *configure_constructors(PyObject *self, PyObject *args) {
 }
 
 static PyObject *configure(PyObject *self, PyObject *args) {
-    PyObject *counter, *merge;
-    if (!PyArg_ParseTuple(args, "OO", &counter, &merge)) return NULL;
+    PyObject *counter, *merge, *leaf;
+    if (!PyArg_ParseTuple(args, "OOO", &counter, &merge, &leaf)) return NULL;
     if (Py_TYPE(counter)->tp_iternext == NULL || !PyCallable_Check(merge)) {
-        PyErr_SetString(PyExc_TypeError, "configure(ids, merged_guards): an iterator and a callable");
+        PyErr_SetString(PyExc_TypeError, "configure(ids, merged_guards, Op.LEAF): an iterator, a callable, an op");
         return NULL;
     }
     Py_XSETREF(ids, Py_NewRef(counter));
     Py_XSETREF(merge_guards, Py_NewRef(merge));
+    Py_XSETREF(op_leaf, Py_NewRef(leaf));
     Py_RETURN_NONE;
 }
 
+#include "_node_contract.c"  /* reduce and matmul of nodes: they use this file's type, constructors and state */
+
 static PyMethodDef methods[] = {
-    {"configure", configure, METH_VARARGS, "configure(ids, merged_guards): ir._ids and ir.merged_guards."},
+    {"configure", configure, METH_VARARGS, "configure(ids, merged_guards, Op.LEAF): node._ids, node.merged_guards, the leaf op."},
     {"configure_constructors", configure_constructors, METH_VARARGS,
      "configure_constructors(Node, (CONST, RESHAPE, EXPAND, PERMUTE, CAST, UNARY, BINARY), unary rules, binary rules, "
      "((dtype, kind), ...), bool_, (reshape, expand, permute, cast, unary, binary))."},
@@ -697,6 +731,11 @@ static PyMethodDef methods[] = {
      "configure_frontend(Tensor, common._SCALAR_CONSTS, common.scalar_const, elementwise._to_float, elementwise._binary)."},
     {"tensor_binary", (PyCFunction)(void (*)(void))c_tensor_binary, METH_FASTCALL | METH_KEYWORDS,
      "elementwise._binary's usual cases."},
+    {"reduce", (PyCFunction)(void (*)(void))c_reduce, METH_FASTCALL, "ir.reduce's usual case."},
+    {"matmul_nodes", (PyCFunction)(void (*)(void))c_matmul_nodes, METH_FASTCALL,
+     "linalg._matmul_nodes: x @ y of two nodes as linalg.py builds it, or None."},
+    {"configure_contract", configure_contract, METH_VARARGS,
+     "configure_contract(ir.__dict__, Op.REDUCE, ReduceOp.SUM, BinaryOp.MUL, python_reduce)."},
     {"broadcast_shapes", (PyCFunction)(void (*)(void))c_broadcast, METH_FASTCALL,
      "common.broadcast_shapes of two shapes of exact ints."},
     {NULL, NULL, 0, NULL},

@@ -536,10 +536,11 @@ def toposort(roots: list[Node], stop=lambda n: False, sources=lambda n: n.srcs) 
 
 # ---- the constructors' usual cases in C ------------------------------------------------------------------
 
-# graph/_node.c has the usual cases of these six (no fold of a constant, no error, shapes of exact ints), and
-# hands every other case to the Python function, which stays the reference: a model's graph is built from them.
-python_reshape, python_expand, python_permute, python_cast, python_unary, python_binary = (
-    reshape, expand, permute, cast, unary, binary)
+# graph/_node.c has the usual cases of these seven (no fold of a constant, no error, shapes of exact ints, no split
+# rule of `reduce`), and hands every other case to the Python function, which stays the reference: a model's graph
+# is built from them.
+python_reshape, python_expand, python_permute, python_cast, python_unary, python_binary, python_reduce = (
+    reshape, expand, permute, cast, unary, binary, reduce)
 
 
 def _unary_rule(op: UnaryOp) -> int:
@@ -569,5 +570,7 @@ if _C_NODES:
         {op: _unary_rule(op) for op in UnaryOp}, _binary_rules(),
         tuple((d, 1 if d.is_float else 2 if d.is_bool else 0) for d in dtypes.ALL), bool_,
         (python_reshape, python_expand, python_permute, python_cast, python_unary, python_binary))
-    reshape, expand, permute, cast, unary, binary = (
-        _c_node.reshape, _c_node.expand, _c_node.permute, _c_node.cast, _c_node.unary, _c_node.binary)
+    _c_node.configure_contract(globals(), Op.REDUCE, ReduceOp.SUM, BinaryOp.MUL, python_reduce)
+    reshape, expand, permute, cast, unary, binary, reduce = (
+        _c_node.reshape, _c_node.expand, _c_node.permute, _c_node.cast, _c_node.unary, _c_node.binary,
+        _c_node.reduce)

@@ -111,10 +111,11 @@ def c_nodes_enabled() -> bool:
 
 
 if _C_NODES:
-    _c_node.configure(_ids, merged_guards)
+    _c_node.configure(_ids, merged_guards, Op.LEAF)
 
     class Node(_NodeMethods, _c_node.NodeBase):
         __slots__ = ()
         __doc__ = PyNode.__doc__
+        become_leaf = _c_node.NodeBase.become_leaf  # (the C form of _NodeMethods.become_leaf)
 else:
     Node = PyNode  # type: ignore[misc]
