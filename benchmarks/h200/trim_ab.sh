@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# One call (carry [".devbundle", ".oldzd"], .oldzd/ holding the package before the replay path's trims, with its
+# setup.py; call_steps.sh builds the C extensions of both): the interpreter's own speed and the driver alone on a
+# no-op device (bench_tmp-free: benchmarks/driver_alone.py), then, old and new alternating ROUNDS times, the dispatch
+# benchmark's overhead per cached realize (part a) and its small step (part b: plain and zd.jit, in process and
+# through Ray, beside torch eager); then, new package only, where a realize's wall goes (wall_accounting.py).
+# PARTS="a b" by default. Files in $OUT: trim-ab.log, accounting.txt.
+source benchmarks/h200/call_steps.sh
+t0=$(date +%s)
+for pkg in old new; do
+  echo "=== $pkg, driver alone" >> $OUT/trim-ab.log
+  in_package $pkg timeout -k 5 -s ABRT 60 python3 benchmarks/driver_alone.py >> $OUT/trim-ab.log 2>&1
+done
+for r in $(seq 1 ${ROUNDS:-2}); do
+  for pkg in old new; do
+    for part in ${PARTS:-a b}; do
+      echo "=== $pkg, part $part, round $r" >> $OUT/trim-ab.log
+      in_package $pkg timeout -k 5 -s ABRT 100 python3 benchmarks/dispatch_bench.py --device cuda:0 --only $part \
+        --steps 300 --repeats 400 --out /tmp/d-$pkg >> $OUT/trim-ab.log 2>&1
+    done
+    echo "$pkg round $r done at $(( $(date +%s) - t0 )) s"
+  done
+done
+grep "===\|driver alone\|overhead per realize\|Python per\|per step  \|x torch" $OUT/trim-ab.log
+if [ -n "${CASES:-}" ]; then
+  timeout -k 5 -s ABRT 150 python3 benchmarks/h200/wall_accounting.py $CASES 2>&1 | grep -v -i warn > $OUT/accounting.txt
+  echo "accounting rc=$? at $(( $(date +%s) - t0 )) s"; tail -25 $OUT/accounting.txt
+fi
