@@ -177,6 +177,25 @@ def test_c_walks_refuse_what_is_not_a_list_of_nodes():
         pc._c_walks.structure([g.binary(g.BinaryOp.ADD, leaf(4), leaf(4)), object()])
 
 
+def test_the_c_key_hashes_and_compares_as_the_python_key_does():
+    import pytest
+
+    pc = _c_walks()
+    assert pc._Key is pc._c_walks.Key
+    x = leaf(4)
+    rows = pc.structure([g.binary(g.BinaryOp.ADD, x, x)])[0]
+    same, other = pc.structure([g.binary(g.BinaryOp.ADD, x, x)])[0], pc.structure([g.binary(g.BinaryOp.MUL, x, x)])[0]
+    for make in (pc._Key, pc.python_key):
+        k = make(rows)
+        assert k.rows is rows and k.hash == hash(rows) == hash(k)
+        assert k == make(same) and (k != make(same)) is False and k != make(other)
+        assert k != rows and {k: 1}.get(make(same)) == 1 and {k: 1}.get(make(other)) is None
+        with pytest.raises(TypeError):
+            make(([1],))  # rows that cannot be hashed
+    with pytest.raises(TypeError):
+        pc._Key(rows, rows)
+
+
 def test_the_plan_cache_walks_in_c_unless_told_not_to():
     import subprocess
     import sys

@@ -138,7 +138,7 @@ class _Key:
         return self.hash
 
     def __eq__(self, other: object) -> bool:
-        return self is other or (isinstance(other, _Key) and self.hash == other.hash and self.rows == other.rows)
+        return self is other or (other.__class__ is self.__class__ and self.hash == other.hash and self.rows == other.rows)
 
 
 python_key = _Key
