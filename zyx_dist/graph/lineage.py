@@ -52,27 +52,45 @@ def recipe(n: Node, memo: dict[int, Node | None]) -> Node | None:
     history is longer than MAX_RECIPE_NODES. `memo` (node id -> recipe) is shared by the nodes of one
     realize, so shared history is built once. A recipe's `weight` bounds its size in nodes: the nodes
     this call builds plus the weights of the recipes it reaches that existed before (each once), so a
-    history with shared subgraphs (`x - x.max()`) counts each node once, not once per path."""
+    history with shared subgraphs (`x - x.max()`) counts each node once, not once per path.
+    One walk, producers first (a node is built when its marker comes back off the stack, its sources done):
+    a replay through Ray makes the recipes of every realize's results, so this is on its hot path."""
     built: list[Node] = []
     before: dict[int, Node] = {}  # recipes this one reaches that existed before the call
-    for x in toposort([n], stop=lambda x: x.id in memo or x.op is Op.CONST or x.op is Op.LEAF):
-        if x.id in memo:
-            r = memo[x.id]
-        elif x.op is Op.CONST:
-            r = x
-        elif x.op is Op.LEAF:
-            r = x.lineage
-        else:
-            srcs = [memo[s.id] for s in x.srcs]
-            if any(s is None for s in srcs):
+    here: set[int] = set()  # the nodes this call has met
+    const, leaf, pad, flip = Op.CONST, Op.LEAF, Op.PAD, Op.FLIP
+    stack: list[tuple[Node, bool]] = [(n, False)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        x, ready = pop()
+        xid = x.id
+        if ready:  # its sources' recipes are in memo
+            srcs = tuple([memo[s.id] for s in x.srcs])
+            if None in srcs:
                 r = None
             else:
-                r = noted(Node(x.op, tuple(srcs), x.arg, x.shape, x.dtype, device=x.device))  # type: ignore[arg-type]
+                r = Node(x.op, srcs, x.arg, x.shape, x.dtype, None, x.device)  # type: ignore[arg-type]
+                if r.op is pad or r.op is flip:  # (the views `noted` keeps)
+                    noted(r)
                 r.origin = weakref.ref(x)
                 built.append(r)
-            memo[x.id] = r
+            memo[xid] = r
             continue
-        memo[x.id] = r
+        if xid in here:
+            continue
+        here.add(xid)
+        if xid in memo:  # (from an earlier call for a node of the same realize)
+            r = memo[xid]
+        elif x.op is const:
+            r = memo[xid] = x
+        elif x.op is leaf:
+            r = memo[xid] = x.lineage
+        else:
+            push((x, True))
+            for s in reversed(x.srcs):
+                if s.id not in here:
+                    push((s, False))
+            continue
         if r is not None:
             before[r.id] = r
     root = memo[n.id]
