@@ -6,7 +6,7 @@ function (about 0.3 us each, counted in the wall printed beside the plain one). 
 the first launch and after the synchronize is the driver's exposed cost.
 
     python benchmarks/realize_split.py [--device cuda:0|reference:0] [--rounds 300] [--ray] [case ...]
-        (cases: tiny layer_norm attention; on the CPU the shapes are smaller)
+        (cases: tiny step layer_norm attention; on the CPU the last two are smaller)
 """
 
 from __future__ import annotations
@@ -90,7 +90,10 @@ def cases(device: str, rng) -> dict:
     q, k, v = (zd.tensor(rng.standard_normal((b, t, d, 64)).astype(dt)).realize() for _ in range(3))
     mask = zd.tensor(np.triu(np.full((d, d), -np.inf, np.float32), 1).astype(dt)).realize()
     c = 1.0 / math.sqrt(64)
-    return {"tiny": lambda: x * 2 + 1, "layer_norm": lambda: zd.layer_norm(a, axis=-1),
+    w = zd.tensor((rng.standard_normal((256, 256)) / 16).astype(np.float32)).realize()
+    bias, y = (zd.tensor(rng.standard_normal(s).astype(np.float32)).realize() for s in ((256,), (256, 256)))
+    return {"tiny": lambda: x * 2 + 1, "step": lambda: zd.relu(y @ w + bias),
+            "layer_norm": lambda: zd.layer_norm(a, axis=-1),
             "attention": lambda: zd.softmax((q @ k.mT) * c + mask, axis=-1) @ v}
 
 
@@ -103,6 +106,9 @@ def torch_cases() -> dict:
     t = {}
     x = torch.ones(1024, device="cuda")
     t["tiny"] = lambda: x * 2 + 1
+    w, bias, y = torch.randn(256, 256, device="cuda") / 16, torch.randn(256, device="cuda"), torch.randn(256, 256,
+                                                                                                        device="cuda")
+    t["step"] = lambda: torch.relu(y @ w + bias)
     ln = torch.randn(8, 1024, 1024, device="cuda")
     t["layer_norm"] = lambda: F.layer_norm(ln, ln.shape[-1:])
     q, k, v = (torch.randn(8, 16, 1024, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
