@@ -4,10 +4,11 @@
 # no-op device (bench_tmp-free: benchmarks/driver_alone.py), then, old and new alternating ROUNDS times, the dispatch
 # benchmark's overhead per cached realize (part a) and its small step (part b: plain and zd.jit, in process and
 # through Ray, beside torch eager); then, new package only, where a realize's wall goes (wall_accounting.py).
-# PARTS="a b" by default. Files in $OUT: trim-ab.log, accounting.txt.
+# PARTS="a b" by default; ALONE=0 skips the driver alone. Files in $OUT: trim-ab.log, accounting.txt.
 source benchmarks/h200/call_steps.sh
 t0=$(date +%s)
 for pkg in old new; do
+  [ "${ALONE:-1}" = 1 ] || break
   echo "=== $pkg, driver alone" >> $OUT/trim-ab.log
   in_package $pkg timeout -k 5 -s ABRT 60 python3 benchmarks/driver_alone.py >> $OUT/trim-ab.log 2>&1
 done
@@ -21,7 +22,7 @@ for r in $(seq 1 ${ROUNDS:-2}); do
     echo "$pkg round $r done at $(( $(date +%s) - t0 )) s"
   done
 done
-grep "===\|driver alone\|overhead per realize\|Python per\|per step  \|x torch" $OUT/trim-ab.log
+grep "===\|us (IQR\|function-call\|overhead per realize\|Python per\|per step  \|x torch" $OUT/trim-ab.log
 if [ -n "${CASES:-}" ]; then
   timeout -k 5 -s ABRT 150 python3 benchmarks/h200/wall_accounting.py $CASES 2>&1 | grep -v -i warn > $OUT/accounting.txt
   echo "accounting rc=$? at $(( $(date +%s) - t0 )) s"; tail -25 $OUT/accounting.txt

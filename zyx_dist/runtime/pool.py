@@ -83,9 +83,10 @@ class MemoryPool:
 
     def free(self, block: Block, pending: Sequence[Any] = ()) -> None:
         """Return `block` to the cache; `pending` are events still using it, waited for by its next owner."""
-        if block not in self._live:
-            raise ValueError("block is not live in this pool (double free?)")
-        self._live.remove(block)
+        try:
+            self._live.remove(block)
+        except KeyError:
+            raise ValueError("block is not live in this pool (double free?)") from None
         self.bytes_in_use -= block.nbytes
         if pending:
             block.pending = (*block.pending, *pending)
@@ -95,7 +96,10 @@ class MemoryPool:
             return
         if block.pending:
             self._unsettled.append(block)
-        heapq.heappush(self._cache.setdefault(block.size, []), (block.seq, block))
+        cached = self._cache.get(block.size)
+        if cached is None:
+            cached = self._cache[block.size] = []
+        heapq.heappush(cached, (block.seq, block))
 
     def release_cached(self) -> int:
         """Give every cached block back to the device; returns the bytes released."""

@@ -381,10 +381,11 @@ class Worker:
         self._free_id(cmd.buf)
 
     def _free_id(self, buf: int) -> None:
-        if self._spilled.pop(buf, None) is not None:
-            return
-        block = self._block(buf)
-        del self._bufs[buf]
+        block = self._bufs.pop(buf, None)
+        if block is None:
+            if self._spilled.pop(buf, None) is not None:
+                return
+            self._block(buf)  # (raises: no such buffer)
         self.pool.free(block, self.events.forget(buf))
 
     def _define(self, cmd: DefineTemplate, launches: list[Any]) -> None:
