@@ -25,6 +25,9 @@ __all__ = ["all", "any", "argmax", "argmin", "logsumexp", "max", "mean", "min", 
 
 
 def _kept_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
+    if len(axes) == 1:  # (one axis, slices: softmax's and every norm's)
+        a = axes[0]
+        return (*shape[:a], 1, *shape[a + 1:]) if keepdims else (*shape[:a], *shape[a + 1:])
     if keepdims:  # (lists, not generators: every reduction asks)
         return tuple([1 if i in axes else d for i, d in enumerate(shape)])
     return tuple([d for i, d in enumerate(shape) if i not in axes])
