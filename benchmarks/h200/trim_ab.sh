@@ -4,7 +4,7 @@
 # no-op device (bench_tmp-free: benchmarks/driver_alone.py), then, old and new alternating ROUNDS times, the dispatch
 # benchmark's overhead per cached realize (part a) and its small step (part b: plain and zd.jit, in process and
 # through Ray, beside torch eager); then, new package only, where a realize's wall goes (wall_accounting.py).
-# PARTS="a b" by default; ALONE=0 skips the driver alone. Files in $OUT: trim-ab.log, accounting.txt.
+# PARTS="a b" by default (each run cut at PART_SECONDS, 100); ALONE=0 skips the driver alone. Files in $OUT: trim-ab.log, accounting.txt.
 source benchmarks/h200/call_steps.sh
 t0=$(date +%s)
 for pkg in old new; do
@@ -16,7 +16,7 @@ for r in $(seq 1 ${ROUNDS:-2}); do
   for pkg in old new; do
     for part in ${PARTS:-a b}; do
       echo "=== $pkg, part $part, round $r" >> $OUT/trim-ab.log
-      in_package $pkg timeout -k 5 -s ABRT 100 python3 benchmarks/dispatch_bench.py --device cuda:0 --only $part \
+      in_package $pkg timeout -k 5 -s ABRT ${PART_SECONDS:-100} python3 benchmarks/dispatch_bench.py --device cuda:0 --only $part \
         --steps 300 --repeats 400 --out /tmp/d-$pkg >> $OUT/trim-ab.log 2>&1
     done
     echo "$pkg round $r done at $(( $(date +%s) - t0 )) s"
