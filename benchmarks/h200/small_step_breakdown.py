@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 from collections import defaultdict
 
@@ -52,14 +53,11 @@ def kernels_of(step, n: int = 200) -> list[tuple[str, float, int]]:
 def driver_alone(n: int, w0, b0, y0) -> tuple[float, float]:
     """The replayed step's wall on a device whose launches do nothing: the driver's and worker's Python."""
     import zyx_dist as zd
-    from zyx_dist.runtime import reference
 
-    dev = reference.ReferenceDevice
-    dev.launch = lambda self, prog, handles, gws, lws, wait_for=(), timed=True: reference._Event(0.0)
-    dev.graph_key = lambda self, handles: tuple(map(id, handles))
-    dev.capture_graph = lambda self, launches: object()
-    dev.launch_graph = lambda self, graph, wait_for=(), timed=True: reference._Event(0.0)
-    os.environ["ZYX_DIST_CUDA_GRAPHS"] = "1"  # the graph path, as on the GPU
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from driver_alone import no_op_device  # (benchmarks/driver_alone.py: the same device, the same stubs)
+
+    no_op_device()
     zd.init(ray=False, devices=["reference:0"])
     try:
         w, b = zd.tensor(w0).realize(), zd.tensor(b0).realize()

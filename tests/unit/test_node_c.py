@@ -154,6 +154,11 @@ def _both(c_fn, py_fn, *args) -> None:
     _same(c_fn(*args), want, inputs)
 
 
+def _random_shape(rng, dims: list[int], least: int, most: int) -> tuple[int, ...]:
+    """A shape of `least` to `most` dims drawn from `dims` (exact ints)."""
+    return tuple(int(d) for d in rng.choice(dims, size=rng.integers(least, most + 1)))
+
+
 def _same_graph(c_out, py_out) -> None:
     """Two results of one construction are the same graph: the same key, and node by node the same fields (the
     leaves, which both read, the same objects)."""
@@ -230,8 +235,7 @@ def test_matmul_of_nodes_in_c_gives_what_python_gives(c_nodes):
     rng = np.random.default_rng(4)
     dims = [0, 1, 1, 2, 3, 5]
     for _ in range(1500):
-        xs = tuple(int(d) for d in rng.choice(dims, size=rng.integers(1, 5)))
-        ys = tuple(int(d) for d in rng.choice(dims, size=rng.integers(1, 5)))
+        xs, ys = _random_shape(rng, dims, 1, 4), _random_shape(rng, dims, 1, 4)
         if len(xs) >= 2 and len(ys) >= 2 and rng.random() < 0.7:  # mostly operands that contract
             ys = ys[:-2] + (xs[-1], ys[-1])
         dx = DTYPES[rng.integers(len(DTYPES))]
@@ -287,8 +291,7 @@ def test_two_shapes_broadcast_in_c_as_in_python(c_nodes):
     rng = np.random.default_rng(1)
     dims = [0, 1, 1, 2, 3, 7]
     for _ in range(3000):
-        a = tuple(int(d) for d in rng.choice(dims, size=rng.integers(0, 5)))
-        b = tuple(int(d) for d in rng.choice(dims, size=rng.integers(0, 5)))
+        a, b = _random_shape(rng, dims, 0, 4), _random_shape(rng, dims, 0, 4)
         if rng.random() < 0.3:  # mostly broadcastable pairs: b from a with dims set to 1 or dropped
             b = tuple(1 if rng.random() < 0.4 else d for d in a[int(rng.integers(0, len(a) + 1)):])
         _both(common.broadcast_shapes, common.python_broadcast_shapes, a, b)
