@@ -232,10 +232,7 @@ class Worker:
         if failed is None:
             profile, self.profile = self.profile, False
             try:
-                t = self._templates.get(template)
-                if t is None:
-                    raise self._no_template(template)
-                run_template(self, t, template, bufs, (), [], hook)
+                self._replay_ids(template, bufs, (), [], hook)
             except Exception as e:  # noqa: BLE001 -- a value, as in `run`
                 failed = _failure(at, e)
             finally:
@@ -382,11 +379,10 @@ class Worker:
 
     def _free_id(self, buf: int) -> None:
         block = self._bufs.pop(buf, None)
-        if block is None:
-            if self._spilled.pop(buf, None) is not None:
-                return
-            self._block(buf)  # (raises: no such buffer)
-        self.pool.free(block, self.events.forget(buf))
+        if block is not None:
+            self.pool.free(block, self.events.forget(buf))
+        elif self._spilled.pop(buf, None) is None:
+            self._block(buf)  # (no such buffer here: raises its error)
 
     def _define(self, cmd: DefineTemplate, launches: list[Any]) -> None:
         if cmd.template not in self._templates:  # defining it again (a driver unsure we had it) keeps its graphs
@@ -402,11 +398,8 @@ class Worker:
                     before_sync: list | None = None) -> tuple:
         t = self._templates.get(template)
         if t is None:
-            raise self._no_template(template)
+            raise KeyError(f"{self.device}: no batch template {template} (DefineTemplate it first)")
         return run_template(self, t, template, bufs, imports, launches, before_sync)
-
-    def _no_template(self, template: int) -> KeyError:
-        return KeyError(f"{self.device}: no batch template {template} (DefineTemplate it first)")
 
     def _compile(self, cmd: Compile, launches: list[Any]) -> None:
         if not logs.enabled("timings"):
