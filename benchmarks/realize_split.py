@@ -106,8 +106,8 @@ def torch_cases() -> dict:
     t = {}
     x = torch.ones(1024, device="cuda")
     t["tiny"] = lambda: x * 2 + 1
-    w, bias, y = torch.randn(256, 256, device="cuda") / 16, torch.randn(256, device="cuda"), torch.randn(256, 256,
-                                                                                                        device="cuda")
+    w, bias = torch.randn(256, 256, device="cuda") / 16, torch.randn(256, device="cuda")
+    y = torch.randn(256, 256, device="cuda")
     t["step"] = lambda: torch.relu(y @ w + bias)
     ln = torch.randn(8, 1024, 1024, device="cuda")
     t["layer_norm"] = lambda: F.layer_norm(ln, ln.shape[-1:])

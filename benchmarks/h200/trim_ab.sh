@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# One call (carry [".devbundle", ".oldzd"], .oldzd/ holding the package before the replay path's trims, with its
-# setup.py; call_steps.sh builds the C extensions of both): the interpreter's own speed and the driver alone on a
-# no-op device (bench_tmp-free: benchmarks/driver_alone.py), then, old and new alternating ROUNDS times, the dispatch
+# One call (carry [".devbundle", ".oldzd"], .oldzd/ holding the package to compare against, with its setup.py;
+# call_steps.sh builds the C extensions of both): each package's driver alone on a no-op device
+# (benchmarks/driver_alone.py, with the interpreter's speed), then, old and new alternating ROUNDS times, the dispatch
 # benchmark's overhead per cached realize (part a) and its small step (part b: plain and zd.jit, in process and
-# through Ray, beside torch eager); then, new package only, where a realize's wall goes (wall_accounting.py).
-# PARTS="a b" by default (each run cut at PART_SECONDS, 100); ALONE=0 skips the driver alone. Files in $OUT: trim-ab.log, accounting.txt.
+# through Ray, beside torch eager); then, where CASES names them, where a realize's wall goes (wall_accounting.py,
+# new package). PARTS="a b" by default, each run cut at PART_SECONDS (100); ALONE=0 skips the driver alone.
+# Files in $OUT: trim-ab.log, accounting.txt.
 source benchmarks/h200/call_steps.sh
 t0=$(date +%s)
 for pkg in old new; do

@@ -321,7 +321,7 @@ def _direct(s, t: PlanTemplate, uploads: tuple) -> tuple[str, Any] | None:
 
 
 def _run_direct(s, t: PlanTemplate, ids: tuple, dev: str, wb: Any, meanwhile: Callable[[], None] | None,
-                uploads: tuple, leaves: list[Node]) -> int:
+                uploads: tuple, leaves: Sequence[Node]) -> int:
     """The replay of one-worker template `t` as one call of its worker, the queued frees and the uploads
     (`run`'s) with it (`_direct` said it applies); the CUDA graphs it replayed. Raises the worker's error, or
     LostWorkers, after a rollback."""
@@ -340,7 +340,7 @@ def _run_direct(s, t: PlanTemplate, ids: tuple, dev: str, wb: Any, meanwhile: Ca
     return graphs
 
 
-def _run_commands(s, t: PlanTemplate, ids: tuple, uploads: tuple, leaves: list[Node],
+def _run_commands(s, t: PlanTemplate, ids: tuple, uploads: tuple, leaves: Sequence[Node],
                   meanwhile: Callable[[], None] | None) -> tuple[list, int]:
     """The replay of `t` as command batches (a Replay per worker per step, after any uploads and queued
     frees): the batches' results and the CUDA graphs replayed. Raises the first failure after a rollback."""

@@ -101,30 +101,6 @@ def heads_of(targets: list[Node]) -> tuple:
     return tuple([(t.op, t.shape, t.dtype.name) for t in targets])
 
 
-# The same two walks in C (fuse/_structure.c, built at install where a C compiler is found; it gives exactly what
-# the Python above gives, which stays as its reference and fallback): 3x faster on a small graph, ~2x on a model's.
-# ZYX_DIST_C_WALKS=0 keeps the Python ones.
-python_structure, python_walk = structure, walk
-try:
-    from . import _structure as _c_walks
-except ImportError:  # not built here
-    _c_walks = None
-
-
-def c_walks_enabled() -> bool:
-    """Whether the plan cache walks graphs in C: built, and not turned off by ZYX_DIST_C_WALKS=0/false/off."""
-    return _c_walks is not None and os.environ.get("ZYX_DIST_C_WALKS", "1").strip().lower() not in ("0", "false", "off")
-
-
-if c_walks_enabled():
-    _c_walks.configure(Node, Op.LEAF, Op.CAST, Op.CONST, Op.PAD)
-    structure = _c_walks.structure  # (the C form of the function above)
-
-    def walk(targets: list[Node]) -> tuple[list[Node], tuple]:  # (the C form of the one above)
-        order, leaves = _c_walks.walk(targets)
-        return order, (len(order), heads_of(targets), leaves)
-
-
 class _Key:
     """A structure key with its hash computed once: a realize hashes its key once, and the cache's later
     lookups of the same entry (recency, templates) compare the stored key by identity."""
@@ -141,9 +117,29 @@ class _Key:
         return self is other or (other.__class__ is self.__class__ and self.hash == other.hash and self.rows == other.rows)
 
 
-python_key = _Key
+# The same two walks and the key in C (fuse/_structure.c, built at install where a C compiler is found; it gives
+# exactly what the Python above gives, which stays as its reference and fallback): 3x faster on a small graph, ~2x
+# on a model's. ZYX_DIST_C_WALKS=0 keeps the Python ones.
+python_structure, python_walk, python_key = structure, walk, _Key
+try:
+    from . import _structure as _c_walks
+except ImportError:  # not built here
+    _c_walks = None
+
+
+def c_walks_enabled() -> bool:
+    """Whether the plan cache walks graphs in C: built, and not turned off by ZYX_DIST_C_WALKS=0/false/off."""
+    return _c_walks is not None and os.environ.get("ZYX_DIST_C_WALKS", "1").strip().lower() not in ("0", "false", "off")
+
+
 if c_walks_enabled():
-    _Key = _c_walks.Key  # (the C form of the class above: a lookup's hash and compare make no Python calls)
+    _c_walks.configure(Node, Op.LEAF, Op.CAST, Op.CONST, Op.PAD)
+    structure = _c_walks.structure  # (the C form of the function above)
+    _Key = _c_walks.Key  # (a lookup's hash and compare make no Python calls)
+
+    def walk(targets: list[Node]) -> tuple[list[Node], tuple]:  # (the C form of the one above)
+        order, leaves = _c_walks.walk(targets)
+        return order, (len(order), heads_of(targets), leaves)
 
 
 class Entry(list):

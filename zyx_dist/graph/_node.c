@@ -2,15 +2,16 @@
  * Building a model's graph makes one node per op, and in Python a node's constructor costs about 0.7 us (a frame,
  * 14 attribute stores) and the checks and folds of a view or an arithmetic op about as much again: together most of
  * what building a node costs. Takes what node.py's Node and ir.py's reshape, expand, permute, cast, unary and
- * binary take; gives `NodeBase`, the base type of Node, whose fields are the same slots with the same values as the
- * Python class's (its methods and properties stay in Python), and the constructors' usual cases, which hand every
- * other case (a fold of a constant, an error to raise, an argument that is not a tuple of ints) to the Python
- * function they stand for. node.py and ir.py keep the Python forms as the reference and the fallback where this
- * is not built; tests/unit/test_node_c.py compares the two. Also frontend/common.py's broadcast of two shapes,
- * which every binary op and matmul asks for, and frontend/elementwise.py's binary op of tensors. The configure
- * functions hand it the Node class, the id counter (one sequence of ids for every node of a process), the function
- * that merges two sources' guards, the ops it compares against, the dtype rules of the unary and binary operators
- * and the Python fallbacks.
+ * binary take (reduce and linalg.py's matmul of nodes are in _node_contract.c, included below); gives `NodeBase`,
+ * the base type of Node, whose fields are the same slots with the same values as the Python class's (its methods
+ * and properties stay in Python, but for become_leaf), and the constructors' usual cases, which hand every other
+ * case (a fold of a constant, an error to raise, an argument that is not a tuple of ints) to the Python function
+ * they stand for. node.py and ir.py keep the Python forms as the reference and the fallback where this is not
+ * built; tests/unit/test_node_c.py compares the two. Also frontend/common.py's broadcast of two shapes, which every
+ * binary op and matmul asks for, and frontend/elementwise.py's binary op of tensors. The configure functions hand
+ * it the Node class, the id counter (one sequence of ids for every node of a process), the function that merges two
+ * sources' guards, the ops it compares against, the dtype rules of the unary and binary operators and the Python
+ * fallbacks.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -716,7 +717,8 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 #include "_node_contract.c"  /* reduce and matmul of nodes: they use this file's type, constructors and state */
 
 static PyMethodDef methods[] = {
-    {"configure", configure, METH_VARARGS, "configure(ids, merged_guards, Op.LEAF): node._ids, node.merged_guards, the leaf op."},
+    {"configure", configure, METH_VARARGS,
+     "configure(ids, merged_guards, Op.LEAF): node._ids, node.merged_guards, the leaf op."},
     {"configure_constructors", configure_constructors, METH_VARARGS,
      "configure_constructors(Node, (CONST, RESHAPE, EXPAND, PERMUTE, CAST, UNARY, BINARY), unary rules, binary rules, "
      "((dtype, kind), ...), bool_, (reshape, expand, permute, cast, unary, binary))."},

@@ -137,7 +137,7 @@ static PyObject *c_matmul_nodes(PyObject *self, PyObject *const *args, Py_ssize_
     long long k = xs[xn - 1], m = xs[xn - 2], n = ys[yn - 1];
     /* the batch dims broadcast, and the result's shape */
     int nb = (xn > yn ? xn : yn) - 2;
-    long long out[MAXDIMS], size = 1;
+    long long out[MAXDIMS];
     for (int i = 1; i <= nb; i++) {
         long long a = i <= xn - 2 ? xs[xn - 2 - i] : 1, b = i <= yn - 2 ? ys[yn - 2 - i] : 1;
         if (a != b && a != 1 && b != 1) Py_RETURN_NONE;  /* (linalg.py names the operands) */
@@ -145,8 +145,9 @@ static PyObject *c_matmul_nodes(PyObject *self, PyObject *const *args, Py_ssize_
     }
     out[nb] = m;
     out[nb + 1] = n;
-    for (int i = 0; i < nb + 2; i++) size *= out[i];
-    if (size == 0 || k == 0) Py_RETURN_NONE;  /* (an empty product: the general path) */
+    int empty = k == 0;
+    for (int i = 0; i < nb + 2; i++) empty |= out[i] == 0;
+    if (empty) Py_RETURN_NONE;  /* (an empty product: the general path) */
     /* (*xs[:-1], 1, K) and (*ys[:-2], 1, N, K), broadcast to `full` */
     int nf = nb + 3;
     for (int i = 0; i < nf; i++) full[i] = i < nb ? out[i] : i == nb ? m : i == nb + 1 ? n : k;

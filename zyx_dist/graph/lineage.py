@@ -58,7 +58,7 @@ def recipe(n: Node, memo: dict[int, Node | None]) -> Node | None:
     built: list[Node] = []
     before: dict[int, Node] = {}  # recipes this one reaches that existed before the call
     here: set[int] = set()  # the nodes this call has met
-    const, leaf, pad, flip = Op.CONST, Op.LEAF, Op.PAD, Op.FLIP
+    const, leaf = Op.CONST, Op.LEAF
     stack: list[tuple[Node, bool]] = [(n, False)]
     pop, push = stack.pop, stack.append
     while stack:
@@ -69,9 +69,7 @@ def recipe(n: Node, memo: dict[int, Node | None]) -> Node | None:
             if None in srcs:
                 r = None
             else:
-                r = Node(x.op, srcs, x.arg, x.shape, x.dtype, None, x.device)  # type: ignore[arg-type]
-                if r.op is pad or r.op is flip:  # (the views `noted` keeps)
-                    noted(r)
+                r = noted(Node(x.op, srcs, x.arg, x.shape, x.dtype, None, x.device))  # type: ignore[arg-type]
                 r.origin = weakref.ref(x)
                 built.append(r)
             memo[xid] = r
