@@ -1,7 +1,9 @@
 """Where a replayed step's time goes through Ray (a script, not a test): the small step
 `y = relu(y @ w + b)` at 256^2 through `zd.jit` on one Ray worker (CUDA with --device cuda:0, else a CPU
 OpenCL worker), split by timestamps on the driver around the compiled graph's execution and by the
-worker's own clock around `Worker.run_replay` inside the actor (installed there with `__ray_call__`).
+worker's own clock around `Worker.run_replay` inside the actor (installed there with `__ray_call__`). It turns
+the replay socket off (`ZYX_DIST_REPLAY_SOCKETS=0`), which would otherwise carry a one-worker replay on the
+driver's host past the compiled graph; `realize_split.py --ray` splits the socket's path.
 
     python benchmarks/ray_step_split.py [--device cuda:0] [--steps 500] [--case step|tiny]
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
 import time
 
@@ -54,6 +57,7 @@ def main() -> None:
     ap.add_argument("--case", choices=("step", "tiny"), default="step",
                     help="step: the small step above; tiny: a plain realize of x * 2 + 1 on 1024 floats")
     args = ap.parse_args()
+    os.environ["ZYX_DIST_REPLAY_SOCKETS"] = "0"  # (this script times the compiled graph's path)
     devices = [args.device] if args.device.startswith("cuda") else {"opencl-cpu": 1}
     s = zd.init(ray=True, devices=devices)
     try:
