@@ -10,6 +10,8 @@ runtime/replay.py and CudaBackend.capture_graph / launch_graph).
    `y = relu(y @ w + b)` replayed from its plan template runs as CUDA graphs (`zd.stats()["graph_replays"]`)
    with the right values, every kernel still counted in `kernels_launched`, and `zd.trace` shows the
    replayed graphs.
+   A loop that keeps every result (each result a new address) has its segment split after
+   `SPLIT_AFTER_MISSES` replays: the rest replays as a graph, with NumPy's values at every step.
 3. `zd.jit` on cuda:0 (in-process and on Ray): the MLP of tests/training.py trained with Adam through a
    jitted step gives the plain loop's losses and weights bit for bit, its replays run as CUDA graphs.
 """
@@ -176,6 +178,25 @@ def test_training_loop_runs_as_cuda_graphs_in_process(cuda_session, tmp_path):
     graphs = [e for e in events if e.get("cat") == "graph"]
     assert graphs and all(e["name"].startswith("cuda graph replay") and e["args"]["launches"] >= 1 for e in graphs)
     assert any(e.get("cat") == "kernel" and e["args"].get("cuda_graph") for e in events)
+
+
+def test_a_loop_that_keeps_its_results_replays_the_rest_as_cuda_graphs(cuda_session):
+    from zyx_dist.runtime import replay as worker_replay
+
+    rng = np.random.default_rng(5)
+    xs = rng.standard_normal((4, 512, 256)).astype(np.float32)
+    w = rng.standard_normal((256, 256)).astype(np.float32) / 16
+    x, wt = zd.tensor(xs).realize(), zd.tensor(w).realize()
+    kept, graphs = [], []
+    for _ in range(worker_replay.SPLIT_AFTER_MISSES + 8):
+        before = zd.stats()["graph_replays"]
+        kept.append(zd.exp(zd.tanh(x @ wt).sum(axis=-1) / 64).realize())
+        graphs.append(zd.stats()["graph_replays"] - before)
+    want = np.exp(np.tanh(xs @ w).sum(axis=-1) / 64)
+    for r in kept:
+        np.testing.assert_allclose(r.numpy(), want, rtol=2e-3, atol=1e-4)
+    assert sum(graphs[:worker_replay.SPLIT_AFTER_MISSES]) == 0, graphs  # every result new: nothing repeats
+    assert all(g >= 1 for g in graphs[-4:]), graphs  # split: the launches before the result's replay as a graph
 
 
 @pytest.mark.parametrize("sockets", [True, False])

@@ -4,7 +4,8 @@ slots, a Replay runs it with its slots bound to buffer ids, exactly as the same 
 a failure inside a replay is one Failed for the Replay after which the template's frees still ran; a replay
 of an unknown template, or with the wrong number of buffers, fails clearly; reset forgets templates; and the
 worker's graph segments (on a backend with the graph capability) capture a buffer assignment the second
-time they meet it and replay it after, never for other buffers."""
+time they meet it and replay it after, never for other buffers; a segment whose results stay alive from one
+replay to the next is split, its other launches replayed as a graph."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from zyx_dist.protocol import (
     Sync,
     TransferRef,
 )
-from zyx_dist.runtime import Worker
+from zyx_dist.runtime import Worker, replay
 
 AXPB = "__kernel void axpb(__global const float* a, __global float* b){ int i=get_global_id(0); b[i]=a[i]*2.0f+1.0f; }"
 ADD = """__kernel void add(__global const float* a, __global const float* b, __global float* c){
@@ -192,3 +193,61 @@ def test_graph_segments_capture_on_the_second_sighting_and_never_replay_for_othe
     res = worker.run([Replay(5, (10, 903, 904)), CopyOut(904, "float32", (N,))])
     np.testing.assert_allclose(ok(res)[-1], want, rtol=1e-6)
     assert res.graphs == () and backend.captures == 1 and backend.graph_launches == 5
+
+
+def test_a_segment_whose_results_stay_alive_is_split_and_the_rest_replays_as_a_graph(worker, monkeypatch):
+    monkeypatch.setattr(replay, "SPLIT_AFTER_MISSES", 4)
+    backend = worker.backend
+    backend.__class__ = type("OpenCLWithGraphs", (RecordingGraphs, type(backend)), {})
+    worker.graphs = True
+    x = np.random.default_rng(4).standard_normal(N).astype(np.float32)
+    # the result allocated first, as a plan may order them: the intermediate must still get the same block
+    # every time (the template allocates what it frees before what it keeps), else every launch meets a new
+    # address and there is nothing to split off
+    result_first = (TEMPLATE[1], TEMPLATE[0], *TEMPLATE[2:])
+    ok(worker.run([Compile(1, AXPB, "axpb"), Compile(2, ADD, "add"), Alloc(10, x.nbytes), CopyIn(10, x),
+                   DefineTemplate(5, result_first)]))
+    want = (x * 2 + 1) + x
+    graphs, kept = [], []
+    for i in range(10):  # every result kept: each replay's result gets a block never seen before
+        inter, out = 100 + 2 * i, 101 + 2 * i
+        res = worker.run([Replay(5, (10, inter, out)), CopyOut(out, "float32", (N,))])
+        np.testing.assert_allclose(ok(res)[1], want, rtol=1e-6)
+        assert len(res.kernel_seconds) == 2
+        graphs.append(res.graphs)
+        kept.append(out)
+    # four new assignments in a row split the segment: the launch that writes the result runs alone, the one
+    # before it is a segment of its own, met for the first time at the fifth replay and captured at the sixth
+    assert graphs[:5] == [()] * 5
+    assert all(len(g) == 1 and g[0][:2] == (0, 1) for g in graphs[5:])
+    assert backend.captures == 1 and backend.graph_launches == 5
+    assert len(worker._bufs) == 1 + len(kept)  # the input and the results: every intermediate freed
+
+
+def test_a_session_loop_that_keeps_its_results_replays_the_rest_as_graphs(monkeypatch):
+    import zyx_dist as zd
+
+    monkeypatch.setattr(replay, "SPLIT_AFTER_MISSES", 6)
+    zd.shutdown()
+    s = zd.init(ray=False, devices=["opencl:0"])
+    try:
+        worker = s.backend.workers["opencl:0"]
+        worker.backend.__class__ = type("OpenCLWithGraphs", (RecordingGraphs, type(worker.backend)), {})
+        worker.graphs = True  # before any template is defined, as on a CUDA worker
+        rng = np.random.default_rng(5)
+        xs = rng.standard_normal((4, 64, 32)).astype(np.float32)
+        w = rng.standard_normal((32, 32)).astype(np.float32) / 8
+        x, wt = zd.tensor(xs).realize(), zd.tensor(w).realize()
+        kept, graphs = [], []
+        for _ in range(16):
+            before = zd.stats()["graph_replays"]
+            kept.append(zd.exp(zd.tanh(x @ wt).sum(axis=-1) / 8).realize())
+            graphs.append(zd.stats()["graph_replays"] - before)
+        want = np.exp(np.tanh(xs @ w).sum(axis=-1) / 8)
+        for r in kept:
+            np.testing.assert_allclose(r.numpy(), want, rtol=1e-5, atol=1e-6)
+        assert zd.stats()["plan_replays"] >= 14
+        assert sum(graphs[:7]) == 0, graphs  # (the plan's first run, then 6 replays, each result new)
+        assert all(g >= 1 for g in graphs[-6:]), graphs
+    finally:
+        zd.shutdown()

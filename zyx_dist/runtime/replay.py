@@ -7,8 +7,11 @@ launches go straight to the pool, the event tracker and the backend. On a backen
 CUDA graphs (`capture_graph`/`launch_graph`), the launches between two syncs or transfers are one
 segment (the allocations and frees among them moved around them, `_grouped`), captured into one graph
 the second time it meets the same device addresses, and replayed as one graph launch from then on; a new address (a buffer that is new, or was freed and came back elsewhere)
-simply misses, so a graph never runs on memory it was not captured for. Gives back the tuple of the
-template's exported arrays; a failure re-raises the first error after the template's later frees ran.
+simply misses, so a graph never runs on memory it was not captured for. A segment that keeps meeting new
+addresses (results kept alive from one replay to the next get new blocks every time) is split: the launches
+that touch the changing buffers run one by one, the runs between them are segments of their own. Gives back the
+tuple of the template's exported arrays; a failure re-raises the first error after the template's later frees
+ran.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ _handle = attrgetter("handle")  # a pool Block's device handle
 GRAPHS_PER_SEGMENT = 32  # captured graphs kept per segment (one per buffer assignment seen twice): a loop
 # cycling through 8 uploaded batches, whose outputs alternate between two sets of blocks, meets 16
 SEEN_PER_SEGMENT = 64  # buffer assignments remembered per segment, to capture on the second sighting
+# new assignments in a row after which a segment is split around the buffers that changed: more than a loop
+# cycling through its assignments meets before the first comes back (see GRAPHS_PER_SEGMENT)
+SPLIT_AFTER_MISSES = 24
 
 
 def cuda_graphs_enabled() -> bool:
@@ -38,15 +44,17 @@ def cuda_graphs_enabled() -> bool:
 class Segment:
     """Consecutive launches of a template that may run as one captured CUDA graph."""
 
-    __slots__ = ("args", "broken", "graphs", "launches", "reads", "seen", "slots", "writes")
+    __slots__ = ("args", "broken", "graphs", "last_key", "launches", "misses", "parts", "reads", "seen", "slot_ids",
+                 "slots", "writes")
 
-    def __init__(self, launches: list[tuple]) -> None:
+    def __init__(self, launches: list[tuple], splittable: bool = True) -> None:
         # per launch: (program, picker of its argument slots, gws, lws, argument slots, read slots, written
         # slots, picker of the read slots, picker of the written slots)
         self.launches = launches
         # each slot the segment touches once (a training step's graph: ~300 buffers in ~700 arguments), and
         # per launch where its arguments are among them: a replay looks up and keys the buffers once each
         slots = tuple(dict.fromkeys(s for launch in launches for s in launch[4]))
+        self.slot_ids = slots
         self.slots = picker(slots)
         at = {s: i for i, s in enumerate(slots)}
         self.args = [tuple([at[s] for s in launch[4]]) for launch in launches]
@@ -59,6 +67,30 @@ class Segment:
         self.graphs: OrderedDict[tuple, Any] = OrderedDict()  # device addresses -> captured graph
         self.seen: OrderedDict[tuple, None] = OrderedDict()
         self.broken = False  # capture failed once: launch one by one from then on
+        # new assignments met in a row (None: never split, as the parts of a split segment are not), the last
+        # one met, and once split, the parts in order: a Segment, or the index of a launch that runs alone
+        self.misses: int | None = 0 if splittable else None
+        self.last_key: tuple | None = None
+        self.parts: list[Segment | int] | None = None
+
+    def split(self, changed: set[int]) -> None:
+        """Split around the launches that touch the slots `changed`: those run alone, the runs between them
+        become segments of their own (which are not split again)."""
+        parts: list[Segment | int] = []
+        run: list[tuple] = []
+        for i, launch in enumerate(self.launches):
+            if changed.isdisjoint(launch[4]):
+                run.append(launch)
+                continue
+            if run:
+                parts.append(Segment(run, splittable=False))
+                run = []
+            parts.append(i)
+        if run:
+            parts.append(Segment(run, splittable=False))
+        self.parts = parts
+        self.graphs.clear()  # (the whole's graphs: not launched again)
+        self.seen.clear()
 
 
 class WorkerTemplate:
@@ -76,11 +108,19 @@ def _grouped(commands: tuple) -> list:
     graph, instead of one per run of launches between frees (a training step: 51-63 graphs -> 1). A
     slot is allocated once per template and freed after its last use, so this only moves memory use
     earlier and releases later; the replay checks room for every allocation of the template at once
-    (engine/templates.py), so the peak it allows is never exceeded."""
+    (engine/templates.py), so the peak it allows is never exceeded. A stretch allocates the slots the
+    template frees before those it keeps (its results): where results stay alive from one replay to the
+    next, the pool then hands the freed slots the same blocks every time and only the results new ones, so
+    only the launches that touch the results meet new addresses."""
+    freed = {cmd.buf for cmd in commands if cmd.__class__ is Free}
     out: list = []
     allocs: list = []
     launches: list = []
     frees: list = []
+
+    def stretch() -> list:
+        return [a for a in allocs if a.buf in freed] + [a for a in allocs if a.buf not in freed] + launches + frees
+
     for cmd in commands:
         cls = cmd.__class__
         if cls is Alloc:
@@ -90,10 +130,10 @@ def _grouped(commands: tuple) -> list:
         elif cls is Free:
             frees.append(cmd)
         else:
-            out += allocs + launches + frees
+            out += stretch()
             out.append(cmd)
             allocs, launches, frees = [], [], []
-    return out + allocs + launches + frees
+    return out + stretch()
 
 
 def compile_template(commands: tuple, programs: dict[int, Any], graphs: bool) -> WorkerTemplate:
@@ -238,6 +278,9 @@ def run_template(worker: Any, t: WorkerTemplate, template: int, ids: tuple[int, 
 def _segment(worker: Any, seg: Segment, ids: tuple, launches: list, record: bool) -> None:
     """Run a segment's launches: as a captured graph when these addresses were seen before. `record` False:
     the graph's event is not recorded in the tracker (`_unrecorded_before_syncs`)."""
+    if seg.parts is not None:
+        _parts(worker, seg, ids, launches, record)
+        return
     bufs, events, backend = worker._bufs, worker.events, worker.backend
     handles = list(map(_handle, map(bufs.__getitem__, seg.slots(ids))))
     graph = None
@@ -246,8 +289,12 @@ def _segment(worker: Any, seg: Segment, ids: tuple, launches: list, record: bool
         graph = seg.graphs.get(key)
         if graph is not None:
             seg.graphs.move_to_end(key)
+            if seg.misses:
+                seg.misses = 0
         elif key in seg.seen:  # the second time: capture (the capture itself does not run anything)
             del seg.seen[key]
+            if seg.misses:
+                seg.misses = 0
             try:
                 graph = backend.capture_graph(_launch_args(seg, handles))
             except Exception:  # noqa: BLE001 -- a backend that cannot capture this: launch one by one
@@ -261,6 +308,8 @@ def _segment(worker: Any, seg: Segment, ids: tuple, launches: list, record: bool
             seg.seen[key] = None
             if len(seg.seen) > SEEN_PER_SEGMENT:
                 seg.seen.popitem(last=False)
+            if seg.misses is not None:
+                _missed(seg, key)
     if graph is not None:
         count = len(seg.launches)
         if record or events.last_writes or events.last_reads:  # (else, as right after a synchronize, nothing to wait for)
@@ -278,6 +327,39 @@ def _segment(worker: Any, seg: Segment, ids: tuple, launches: list, record: bool
         reads, writes = pick_reads(ids), pick_writes(ids)
         event = backend.launch(prog, [handles[i] for i in args], gws, lws, events.wait_list(reads, writes), profile)
         events.record(reads, writes, event)
+        launches.append(event)
+
+
+def _missed(seg: Segment, key: tuple) -> None:
+    """Count a new buffer assignment met by splittable segment `seg` (`key`: its addresses, slot by slot);
+    at SPLIT_AFTER_MISSES in a row, split it around the slots whose addresses differ from the last
+    assignment's, unless every launch touches one (then nothing is gained)."""
+    seg.misses += 1
+    last, seg.last_key = seg.last_key, key
+    if seg.misses < SPLIT_AFTER_MISSES or last is None:
+        return
+    seg.misses = 0
+    slots = seg.slot_ids
+    changed = {slots[i] for i, (a, b) in enumerate(zip(key, last)) if a != b}
+    if changed and any(changed.isdisjoint(launch[4]) for launch in seg.launches):
+        seg.split(changed)
+
+
+def _parts(worker: Any, seg: Segment, ids: tuple, launches: list, record: bool) -> None:
+    """Run split segment `seg`: its segments as segments, its lone launches one by one; only the last part
+    may go unrecorded (`record`), as `_unrecorded_before_syncs` allows for the whole."""
+    bufs, events, backend = worker._bufs, worker.events, worker.backend
+    last = len(seg.parts) - 1
+    for at, part in enumerate(seg.parts):
+        if part.__class__ is Segment:
+            _segment(worker, part, ids, launches, record or at < last)
+            continue
+        prog, args, gws, lws, _slots, _rs, _ws, pick_reads, pick_writes = seg.launches[part]
+        reads, writes = pick_reads(ids), pick_writes(ids)
+        handles = list(map(_handle, map(bufs.__getitem__, args(ids))))
+        event = backend.launch(prog, handles, gws, lws, events.wait_list(reads, writes), worker.profile)
+        if record or at < last:
+            events.record(reads, writes, event)
         launches.append(event)
 
 
