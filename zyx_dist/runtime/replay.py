@@ -31,9 +31,10 @@ _handle = attrgetter("handle")  # a pool Block's device handle
 GRAPHS_PER_SEGMENT = 32  # captured graphs kept per segment (one per buffer assignment seen twice): a loop
 # cycling through 8 uploaded batches, whose outputs alternate between two sets of blocks, meets 16
 SEEN_PER_SEGMENT = 64  # buffer assignments remembered per segment, to capture on the second sighting
-# new assignments in a row after which a segment is split around the buffers that changed: more than a loop
-# cycling through its assignments meets before the first comes back (see GRAPHS_PER_SEGMENT)
-SPLIT_AFTER_MISSES = 24
+# new assignments in a row after which a segment is split around the buffers that changed: a loop cycling through
+# up to GRAPHS_PER_SEGMENT assignments meets its first one again before that and replays whole graphs; a longer
+# cycle would evict each graph before its reuse, so splitting never loses a replay the whole would have had
+SPLIT_AFTER_MISSES = GRAPHS_PER_SEGMENT + 1
 
 
 def cuda_graphs_enabled() -> bool:
