@@ -15,13 +15,16 @@
 #                                          (new or old), beside torch unless ARGS say --no-torch, into $OUT/NAME.log
 #                                          and $OUT/NAME.json; prints its summary
 #   in_package PKG CMD...                  CMD with the package PKG first on PYTHONPATH, caches of its own
-source .devbundle/setup.sh
-export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
-nvidia-smi --query-gpu=name --format=csv,noheader
-python3 setup.py -q build_ext --inplace > /tmp/build.log 2>&1 || { echo "C extensions: build failed"; tail -3 /tmp/build.log; }
-if [ -f .oldzd/setup.py ]; then
-  (cd .oldzd && python3 setup.py -q build_ext --inplace > /tmp/build-old.log 2>&1) \
-    || { echo "C extensions of .oldzd/: build failed"; tail -3 /tmp/build-old.log; }
+# (a script that a call script runs after sourcing this one inherits the set-up: it is done once per call)
+if [ -z "${ZD_CALL_STEPS_READY:-}" ]; then
+  source .devbundle/setup.sh
+  export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 ZD_CALL_STEPS_READY=1
+  nvidia-smi --query-gpu=name --format=csv,noheader
+  python3 setup.py -q build_ext --inplace > /tmp/build.log 2>&1 || { echo "C extensions: build failed"; tail -3 /tmp/build.log; }
+  if [ -f .oldzd/setup.py ]; then
+    (cd .oldzd && python3 setup.py -q build_ext --inplace > /tmp/build-old.log 2>&1) \
+      || { echo "C extensions of .oldzd/: build failed"; tail -3 /tmp/build-old.log; }
+  fi
 fi
 
 in_package() {
