@@ -14,6 +14,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import Any
 
 from .. import logs
@@ -26,6 +27,8 @@ from ..sched.template import PlanTemplate, leaf_positions, make_template
 from .backends import LostWorkers
 
 MAX_TEMPLATES_PER_STRUCTURE = 4  # input placements kept per graph structure
+# (a replay's inputs read in C loops: a node's buffer handle, and the handle's and its mirror entry's fields)
+_buffer_of, _id_of, _device_of, _spilled_of = (attrgetter(a) for a in ("buffer", "id", "device", "spilled"))
 
 
 def enabled(policy: str) -> bool:
@@ -151,21 +154,29 @@ def run(s, templates: dict, leaves: Sequence[Node], t0: float, meanwhile: Callab
     they were."""
     st: SchedulerState = s.state
     bufs = st.buffers
-    ids_in, where = [], []
-    for leaf in leaves:
-        ref = leaf.buffer
-        if ref is None:
-            if leaf.host is None:  # a lost leaf: planning reports it
-                return None
-            ids_in.append(0)  # a host leaf: the template uploads it (a slot taken below)
-            where.append(None)
-            continue
-        b = bufs.get(ref.id)
-        if b is None or b.spilled:
+    refs = list(map(_buffer_of, leaves))
+    if all(refs):  # every input on a device (the usual case: a model's weights, a step's state), loops in C
+        ids_in = list(map(_id_of, refs))
+        states = list(map(bufs.get, ids_in))
+        if not all(states) or any(map(_spilled_of, states)):
             return None
-        ids_in.append(ref.id)
-        where.append(ref.device)
-    t: PlanTemplate | None = templates.get(tuple(where))
+        where = tuple(map(_device_of, refs))
+    else:
+        ids_in, where = [], []
+        for leaf, ref in zip(leaves, refs):
+            if ref is None:
+                if leaf.host is None:  # a lost leaf: planning reports it
+                    return None
+                ids_in.append(0)  # a host leaf: the template uploads it (a slot taken below)
+                where.append(None)
+                continue
+            b = bufs.get(ref.id)
+            if b is None or b.spilled:
+                return None
+            ids_in.append(ref.id)
+            where.append(ref.device)
+        where = tuple(where)
+    t: PlanTemplate | None = templates.get(where)
     if t is None or t.epoch != s.template_epoch:
         return None
     used, devices = st.used, st.devices

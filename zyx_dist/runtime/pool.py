@@ -61,7 +61,11 @@ class MemoryPool:
         """A block of at least `nbytes` (a cached one of the same bucket when there is one)."""
         if nbytes < 0:
             raise ValueError(f"cannot allocate {nbytes} bytes")
-        size = bucket_size(nbytes)
+        return self.alloc_bucketed(bucket_size(nbytes), nbytes)
+
+    def alloc_bucketed(self, size: int, nbytes: int) -> Block:
+        """`alloc(nbytes)` for a caller that has checked `nbytes` (>= 0) and knows its bucket `size` (a batch
+        template, which works both out once)."""
         cached = self._cache.get(size)
         if cached:
             block = heapq.heappop(cached)[1]

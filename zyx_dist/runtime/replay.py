@@ -21,7 +21,7 @@ from collections import OrderedDict
 from operator import attrgetter
 from typing import Any
 
-from .._util import picker
+from .._util import bucket_size, picker
 from ..protocol import Alloc, CopyIn, CopyOut, Free, Launch, Recv, Send, Sync, TransferRef
 
 # operation kinds of a compiled template
@@ -173,10 +173,19 @@ def compile_template(commands: tuple, programs: dict[int, Any], graphs: bool) ->
             run.append((prog, picker(args), tuple(cmd.gws), lws, args, reads, writes, picker(reads), picker(writes)))
             continue
         close_run()
-        if cls is Alloc:
-            ops.append((_ALLOC, cmd.buf, cmd.nbytes))
-        elif cls is Free:
-            ops.append((_FREE, cmd.buf))
+        if cls is Alloc:  # (consecutive ones are one operation: a run of (slot, bytes, bucket))
+            if cmd.nbytes < 0:
+                raise ValueError(f"template allocates {cmd.nbytes} bytes for slot {cmd.buf}")
+            entry = (cmd.buf, cmd.nbytes, bucket_size(cmd.nbytes))
+            if ops and ops[-1][0] == _ALLOC:
+                ops[-1][1].append(entry)
+            else:
+                ops.append((_ALLOC, [entry]))
+        elif cls is Free:  # (likewise: a run of slots)
+            if ops and ops[-1][0] == _FREE:
+                ops[-1][1].append(cmd.buf)
+            else:
+                ops.append((_FREE, [cmd.buf]))
         elif cls is Sync:
             ops.append((_SYNC, cmd))
         elif cls is Send or cls is Recv:
@@ -229,11 +238,12 @@ def run_template(worker: Any, t: WorkerTemplate, template: int, ids: tuple[int, 
     profile = worker.profile
     exports: list = []
     error: BaseException | None = None
+    alloc, free_id = pool.alloc_bucketed, worker._free_id
     for op in t.ops:
         kind = op[0]
         if error is not None:  # after a failure only frees run, of buffers that exist
-            if kind == _FREE and (ids[op[1]] in bufs or ids[op[1]] in worker._spilled):
-                worker._free_id(ids[op[1]])
+            if kind == _FREE:
+                _free_existing(worker, op[1], ids)
             continue
         try:
             if kind == _SEGMENT:
@@ -247,16 +257,18 @@ def run_template(worker: Any, t: WorkerTemplate, template: int, ids: tuple[int, 
                     events.record(reads, writes, event)
                 launches.append(event)
             elif kind == _ALLOC:
-                buf = ids[op[1]]
-                if buf in bufs:
-                    raise ValueError(f"{worker.device}: buffer {buf} is already allocated")
-                block = pool.alloc(op[2])
-                if block.pending:  # (a buffer id is new when allocated: the tracker has nothing of it else)
-                    events.seed(buf, block.pending)
-                    block.pending = ()
-                bufs[buf] = block
+                for slot, nbytes, size in op[1]:
+                    buf = ids[slot]
+                    if buf in bufs:
+                        raise ValueError(f"{worker.device}: buffer {buf} is already allocated")
+                    block = alloc(size, nbytes)
+                    if block.pending:  # (a buffer id is new when allocated: the tracker has nothing of it else)
+                        events.seed(buf, block.pending)
+                        block.pending = ()
+                    bufs[buf] = block
             elif kind == _FREE:
-                worker._free_id(ids[op[1]])
+                for slot in op[1]:
+                    free_id(ids[slot])
             elif kind == _SYNC:
                 if before_sync:
                     before_sync.pop()()
@@ -271,9 +283,20 @@ def run_template(worker: Any, t: WorkerTemplate, template: int, ids: tuple[int, 
                 worker._peer(c.__class__(ids[c.buf], c.peer, c.nbytes), launches)
         except Exception as e:  # noqa: BLE001 -- re-raised below, after the frees
             error = e
+            if kind == _FREE:  # the rest of the run still frees
+                _free_existing(worker, op[1], ids)
     if error is not None:
         raise error
     return tuple(exports)
+
+
+def _free_existing(worker: Any, slots: list[int], ids: tuple) -> None:
+    """Free the buffers of `slots` that exist (after a failure: those its allocation runs made)."""
+    bufs, spilled = worker._bufs, worker._spilled
+    for slot in slots:
+        buf = ids[slot]
+        if buf in bufs or buf in spilled:
+            worker._free_id(buf)
 
 
 def _segment(worker: Any, seg: Segment, ids: tuple, launches: list, record: bool) -> None:
