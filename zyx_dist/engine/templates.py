@@ -135,9 +135,11 @@ def _recipes(order: list[Node]) -> Callable[[PlanTemplate], None]:
     run it: they read the history that `become_leaf` drops afterwards, and nothing a worker does. Should
     the run fail, the recipes stay on nodes still unrealized, where nothing reads them."""
     def make(t: PlanTemplate) -> None:
-        memo: dict = {}
-        for pos, _slot, _dev, _n in t.outputs:
-            order[pos].lineage = lineage.recipe(order[pos], memo)
+        plan = t.recipe_plan
+        if plan is None:  # (the structure's walk for them, once per template)
+            plan = t.recipe_plan = lineage.recipe_plan(order, [out[0] for out in t.outputs])
+        for out, r in zip(t.outputs, lineage.planned_recipes(plan, order)):
+            order[out[0]].lineage = r
     return make
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from .ir import Node, Op, noted, toposort
 
@@ -99,6 +100,75 @@ def recipe(n: Node, memo: dict[int, Node | None]) -> Node | None:
         if weight > MAX_RECIPE_NODES:
             memo[n.id] = root = None
     return root
+
+
+def recipe_plan(order: list[Node], outputs: Sequence[int]) -> list[tuple[tuple, tuple, int]]:
+    """`recipe` worked out once for a structure whose nodes are `order` (a plan template's, in key order):
+    what making the recipes of the nodes at positions `outputs` does, one after the other with one memo.
+    Per output: the new nodes, sources first, as (position, its sources' positions); the positions where its
+    walk stops at a recipe it does not build (a leaf's lineage, a constant, a node an earlier output
+    built); and its own position. `planned_recipes` follows it for the same structure's next nodes."""
+    const, leaf = Op.CONST, Op.LEAF
+    at = {n.id: i for i, n in enumerate(order)}
+    known: set[int] = set()  # positions an earlier output's walk reached
+    plan = []
+    for out in outputs:
+        steps, stops, here = [], [], set()
+        stack: list[tuple[int, bool]] = [(out, False)]
+        while stack:
+            p, ready = stack.pop()
+            if ready:
+                steps.append((p, tuple([at[s.id] for s in order[p].srcs])))
+                continue
+            if p in here:
+                continue
+            here.add(p)
+            x = order[p]
+            if p in known or x.op is const or x.op is leaf:
+                stops.append(p)
+                continue
+            stack.append((p, True))
+            stack.extend((at[s.id], False) for s in reversed(x.srcs))
+        known |= here
+        plan.append((tuple(steps), tuple(stops), out))
+    return plan
+
+
+def planned_recipes(plan: list[tuple[tuple, tuple, int]], order: list[Node]) -> list[Node | None]:
+    """The recipes `recipe` would give the outputs of `plan` (`recipe_plan`'s, for the structure of `order`),
+    in its order, with one memo: the same nodes, weights and origins, without walking the graph again."""
+    const = Op.CONST
+    vals: dict[int, Node | None] = {}  # position -> its recipe
+    roots: list[Node | None] = []
+    for steps, stops, out in plan:
+        before: dict[int, Node] = {}
+        for p in stops:
+            if p in vals:
+                r = vals[p]
+            else:
+                x = order[p]
+                r = vals[p] = x if x.op is const else x.lineage
+            if r is not None:
+                before[r.id] = r
+        built: list[Node] = []
+        for p, srcs in steps:
+            ss = tuple([vals[q] for q in srcs])
+            if None in ss:
+                vals[p] = None
+                continue
+            x = order[p]
+            r = vals[p] = noted(Node(x.op, ss, x.arg, x.shape, x.dtype, None, x.device))  # type: ignore[arg-type]
+            r.origin = weakref.ref(x)
+            built.append(r)
+        root = vals[out]
+        if built and root is not None:
+            weight = len(built) + sum(r.weight for r in before.values())
+            for r in built:
+                r.weight = weight
+            if weight > MAX_RECIPE_NODES:
+                vals[out] = root = None
+        roots.append(root)
+    return roots
 
 
 def rebuild(r: Node, alive, memo: dict[int, Node]) -> Node:

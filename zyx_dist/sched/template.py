@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from .._util import bucket_size, picker
 from ..graph.ir import Node, Op
@@ -59,6 +60,8 @@ class PlanTemplate:
     uploads: tuple[tuple[int, str], ...] = ()  # (input index, device) of each host leaf the replay uploads
     epoch: int = 0  # the session's device epoch when it was made (a recovery makes it stale)
     defined: bool = False  # every worker has been given its part (DefineTemplate) and kept it
+    # the driver's plan for its results' recipes (graph/lineage.recipe_plan), made at the first replay that wants them
+    recipe_plan: Any = field(default=None, repr=False, compare=False)
 
     @cached_property
     def pick_inputs(self) -> Callable[[list], tuple]:
