@@ -137,7 +137,7 @@ def recipe_plan(order: list[Node], outputs: Sequence[int]) -> list[tuple[tuple, 
 def planned_recipes(plan: list[tuple[tuple, tuple, int]], order: list[Node]) -> list[Node | None]:
     """The recipes `recipe` would give the outputs of `plan` (`recipe_plan`'s, for the structure of `order`),
     in its order, with one memo: the same nodes, weights and origins, without walking the graph again."""
-    const = Op.CONST
+    const, pad, flip = Op.CONST, Op.PAD, Op.FLIP  # (`noted` is for pads and flips only)
     vals: dict[int, Node | None] = {}  # position -> its recipe
     roots: list[Node | None] = []
     for steps, stops, out in plan:
@@ -151,13 +151,16 @@ def planned_recipes(plan: list[tuple[tuple, tuple, int]], order: list[Node]) -> 
             if r is not None:
                 before[r.id] = r
         built: list[Node] = []
+        get = vals.__getitem__
         for p, srcs in steps:
-            ss = tuple([vals[q] for q in srcs])
+            ss = tuple(map(get, srcs))
             if None in ss:
                 vals[p] = None
                 continue
             x = order[p]
-            r = vals[p] = noted(Node(x.op, ss, x.arg, x.shape, x.dtype, None, x.device))  # type: ignore[arg-type]
+            r = vals[p] = Node(x.op, ss, x.arg, x.shape, x.dtype, None, x.device)  # type: ignore[arg-type]
+            if x.op is pad or x.op is flip:
+                noted(r)
             r.origin = weakref.ref(x)
             built.append(r)
         root = vals[out]
