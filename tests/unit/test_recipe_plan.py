@@ -51,13 +51,15 @@ def _same(a: Node | None, b: Node | None) -> None:
         pairs.extend(zip(x.srcs, y.srcs))
 
 
-@pytest.mark.parametrize("seed", range(80))
+# the first 80 seeds whose programs compute something (a few only return inputs)
+SEEDS = [seed for seed in range(120) if _graph(seed)][:80]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_planned_recipes_are_the_walks_recipes(seed, monkeypatch):
     rng = random.Random(seed)
     monkeypatch.setattr(lineage, "MAX_RECIPE_NODES", rng.choice([100_000, 100_000, 12, 40]))
     targets = _graph(seed)
-    if not targets:
-        pytest.skip("the program's outputs are all inputs")
     _rows, order = structure(targets)
     for n in order:
         if n.op is Op.LEAF:  # most leaves have lineage, some do not
