@@ -48,130 +48,105 @@ class HostCopies:
             self.total -= nbytes
 
 
-def recipe(n: Node, memo: dict[int, Node | None]) -> Node | None:
+def recipe(n: Node, memo: dict[Node, Node | None]) -> Node | None:
     """The recipe of `n` (called before `n` becomes a leaf); None when some source has no lineage or the
-    history is longer than MAX_RECIPE_NODES. `memo` (node id -> recipe) is shared by the nodes of one
+    history is longer than MAX_RECIPE_NODES. `memo` (node -> recipe) is shared by the nodes of one
     realize, so shared history is built once. A recipe's `weight` bounds its size in nodes: the nodes
     this call builds plus the weights of the recipes it reaches that existed before (each once), so a
-    history with shared subgraphs (`x - x.max()`) counts each node once, not once per path.
-    One walk, producers first (a node is built when its marker comes back off the stack, its sources done):
-    a replay through Ray makes the recipes of every realize's results, so this is on its hot path."""
-    built: list[Node] = []
-    before: dict[int, Node] = {}  # recipes this one reaches that existed before the call
-    here: set[int] = set()  # the nodes this call has met
-    const, leaf = Op.CONST, Op.LEAF
-    stack: list[tuple[Node, bool]] = [(n, False)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        x, ready = pop()
-        xid = x.id
-        if ready:  # its sources' recipes are in memo
-            srcs = tuple([memo[s.id] for s in x.srcs])
-            if None in srcs:
-                r = None
-            else:
-                r = noted(Node(x.op, srcs, x.arg, x.shape, x.dtype, None, x.device))  # type: ignore[arg-type]
-                r.origin = weakref.ref(x)
-                built.append(r)
-            memo[xid] = r
-            continue
-        if xid in here:
-            continue
-        here.add(xid)
-        if xid in memo:  # (from an earlier call for a node of the same realize)
-            r = memo[xid]
-        elif x.op is const:
-            r = memo[xid] = x
-        elif x.op is leaf:
-            r = memo[xid] = x.lineage
-        else:
-            push((x, True))
-            for s in reversed(x.srcs):
-                if s.id not in here:
-                    push((s, False))
-            continue
-        if r is not None:
-            before[r.id] = r
-    root = memo[n.id]
-    if built and root is not None:
-        weight = len(built) + sum(r.weight for r in before.values())
-        for r in built:
-            r.weight = weight  # an upper bound for the ones below the root: their history is part of it
-        if weight > MAX_RECIPE_NODES:
-            memo[n.id] = root = None
-    return root
+    history with shared subgraphs (`x - x.max()`) counts each node once, not once per path. A plan
+    template's replays make theirs from a plan of the same walk (`recipe_plan`)."""
+    steps, stops = _walk(n, memo)
+    return _build(n, [(x, x.srcs) for x in steps], stops, memo, None)
 
 
 def recipe_plan(order: list[Node], outputs: Sequence[int]) -> list[tuple[tuple, tuple, int]]:
-    """`recipe` worked out once for a structure whose nodes are `order` (a plan template's, in key order):
-    what making the recipes of the nodes at positions `outputs` does, one after the other with one memo.
-    Per output: the new nodes, sources first, as (position, its sources' positions); the positions where its
-    walk stops at a recipe it does not build (a leaf's lineage, a constant, a node an earlier output
-    built); and its own position. `planned_recipes` follows it for the same structure's next nodes."""
-    const, leaf = Op.CONST, Op.LEAF
-    at = {n.id: i for i, n in enumerate(order)}
-    known: set[int] = set()  # positions an earlier output's walk reached
+    """`recipe`'s walks worked out once for a structure whose nodes are `order` (a plan template's, in key
+    order), for the nodes at positions `outputs`, one after the other with one memo: per output, the new
+    nodes, sources first, as (position, its sources' positions); the positions where its walk stops (a leaf,
+    a constant, a node an earlier output reached); and its own position. `planned_recipes` builds from it for
+    the same structure's next nodes without walking them."""
+    at = {n: i for i, n in enumerate(order)}
+    known: set[Node] = set()  # what an earlier output's walk reached
     plan = []
     for out in outputs:
-        steps, stops, here = [], [], set()
-        stack: list[tuple[int, bool]] = [(out, False)]
-        while stack:
-            p, ready = stack.pop()
-            if ready:
-                steps.append((p, tuple([at[s.id] for s in order[p].srcs])))
-                continue
-            if p in here:
-                continue
-            here.add(p)
-            x = order[p]
-            if p in known or x.op is const or x.op is leaf:
-                stops.append(p)
-                continue
-            stack.append((p, True))
-            stack.extend((at[s.id], False) for s in reversed(x.srcs))
-        known |= here
-        plan.append((tuple(steps), tuple(stops), out))
+        steps, stops = _walk(order[out], known)
+        known.update(steps, stops)
+        plan.append((tuple([(at[x], tuple([at[s] for s in x.srcs])) for x in steps]), tuple([at[x] for x in stops]),
+                     out))
     return plan
 
 
 def planned_recipes(plan: list[tuple[tuple, tuple, int]], order: list[Node]) -> list[Node | None]:
     """The recipes `recipe` would give the outputs of `plan` (`recipe_plan`'s, for the structure of `order`),
-    in its order, with one memo: the same nodes, weights and origins, without walking the graph again."""
-    const, pad, flip = Op.CONST, Op.PAD, Op.FLIP  # (`noted` is for pads and flips only)
+    in its order, with one memo: the same nodes, weights and origins."""
     vals: dict[int, Node | None] = {}  # position -> its recipe
-    roots: list[Node | None] = []
-    for steps, stops, out in plan:
-        before: dict[int, Node] = {}
-        for p in stops:
-            if p in vals:
-                r = vals[p]
-            else:
-                x = order[p]
-                r = vals[p] = x if x.op is const else x.lineage
-            if r is not None:
-                before[r.id] = r
-        built: list[Node] = []
-        get = vals.__getitem__
-        for p, srcs in steps:
-            ss = tuple(map(get, srcs))
-            if None in ss:
-                vals[p] = None
-                continue
-            x = order[p]
-            r = vals[p] = Node(x.op, ss, x.arg, x.shape, x.dtype, None, x.device)  # type: ignore[arg-type]
-            if x.op is pad or x.op is flip:
-                noted(r)
-            r.origin = weakref.ref(x)
-            built.append(r)
-        root = vals[out]
-        if built and root is not None:
-            weight = len(built) + sum(r.weight for r in before.values())
-            for r in built:
-                r.weight = weight
-            if weight > MAX_RECIPE_NODES:
-                vals[out] = root = None
-        roots.append(root)
-    return roots
+    node_at = order.__getitem__
+    return [_build(out, steps, stops, vals, node_at) for steps, stops, out in plan]
+
+
+def _walk(n: Node, known) -> tuple[list[Node], list[Node]]:
+    """`recipe`'s walk from `n`: the nodes it builds, sources first (a node comes when its marker is back off the
+    stack, its sources done), and those where it stops: in `known` (what an earlier walk of the same memo
+    reached), a constant, or a leaf. Each node once."""
+    steps: list[Node] = []
+    stops: list[Node] = []
+    here: set[Node] = set()
+    const, leaf = Op.CONST, Op.LEAF
+    stack: list[tuple[Node, bool]] = [(n, False)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        x, ready = pop()
+        if ready:
+            steps.append(x)
+            continue
+        if x in here:
+            continue
+        here.add(x)
+        if x in known or x.op is const or x.op is leaf:
+            stops.append(x)
+            continue
+        push((x, True))
+        for s in reversed(x.srcs):
+            if s not in here:
+                push((s, False))
+    return steps, stops
+
+
+def _build(out, steps, stops, vals: dict, node_of) -> Node | None:
+    """The recipe of `out` from a walk (`_walk`'s, keyed: (key, its sources' keys) per node built, the keys where
+    it stopped; `node_of(key)`, the node, or None where the keys are the nodes), `vals` (key -> recipe) as
+    `recipe`'s memo: a stop not in it yet is a constant (itself) or a leaf (its lineage)."""
+    const, pad, flip = Op.CONST, Op.PAD, Op.FLIP  # (`noted` is for pads and flips only)
+    before: dict[int, Node] = {}  # recipes this one reaches that existed before it
+    for key in stops:
+        if key in vals:
+            r = vals[key]
+        else:
+            x = key if node_of is None else node_of(key)
+            r = vals[key] = x if x.op is const else x.lineage
+        if r is not None:
+            before[r.id] = r
+    built: list[Node] = []
+    get = vals.__getitem__
+    for key, srcs in steps:
+        ss = tuple(map(get, srcs))
+        if None in ss:
+            vals[key] = None
+            continue
+        x = key if node_of is None else node_of(key)
+        r = vals[key] = Node(x.op, ss, x.arg, x.shape, x.dtype, None, x.device)  # type: ignore[arg-type]
+        if x.op is pad or x.op is flip:
+            noted(r)
+        r.origin = weakref.ref(x)
+        built.append(r)
+    root = vals[out]
+    if built and root is not None:
+        weight = len(built) + sum(r.weight for r in before.values())
+        for r in built:
+            r.weight = weight  # an upper bound for the ones below the root: their history is part of it
+        if weight > MAX_RECIPE_NODES:
+            vals[out] = root = None
+    return root
 
 
 def rebuild(r: Node, alive, memo: dict[int, Node]) -> Node:

@@ -151,7 +151,7 @@ def compile_template(commands: tuple, programs: dict[int, Any], graphs: bool) ->
         if run and graphs:
             ops.append((_SEGMENT, Segment(list(run)), True))
         else:
-            ops.extend((_LAUNCH, *launch, True) for launch in run)
+            ops.extend((_LAUNCH, launch, True) for launch in run)
         run.clear()
 
     for cmd in commands:
@@ -234,8 +234,7 @@ def run_template(worker: Any, t: WorkerTemplate, template: int, ids: tuple[int, 
     if len(imports) != t.imports:
         raise ValueError(f"{worker.device}: replay of template {template} brings {len(imports)} "
                          f"transfers, it imports {t.imports}")
-    bufs, pool, events, backend = worker._bufs, worker.pool, worker.events, worker.backend
-    profile = worker.profile
+    bufs, pool, events = worker._bufs, worker.pool, worker.events
     exports: list = []
     error: BaseException | None = None
     alloc, free_id = pool.alloc_bucketed, worker._free_id
@@ -249,13 +248,7 @@ def run_template(worker: Any, t: WorkerTemplate, template: int, ids: tuple[int, 
             if kind == _SEGMENT:
                 _segment(worker, op[1], ids, launches, op[2])
             elif kind == _LAUNCH:
-                _, prog, args, gws, lws, _slots, _rs, _ws, pick_reads, pick_writes, record = op
-                handles = list(map(_handle, map(bufs.__getitem__, args(ids))))
-                reads, writes = pick_reads(ids), pick_writes(ids)
-                event = backend.launch(prog, handles, gws, lws, events.wait_list(reads, writes), profile)
-                if record:
-                    events.record(reads, writes, event)
-                launches.append(event)
+                _launch(worker, op[1], ids, launches, op[2])
             elif kind == _ALLOC:
                 for slot, nbytes, size in op[1]:
                     buf = ids[slot]
@@ -372,19 +365,25 @@ def _missed(seg: Segment, key: tuple) -> None:
 def _parts(worker: Any, seg: Segment, ids: tuple, launches: list, record: bool) -> None:
     """Run split segment `seg`: its segments as segments, its lone launches one by one; only the last part
     may go unrecorded (`record`), as `_unrecorded_before_syncs` allows for the whole."""
-    bufs, events, backend = worker._bufs, worker.events, worker.backend
     last = len(seg.parts) - 1
     for at, part in enumerate(seg.parts):
         if part.__class__ is Segment:
             _segment(worker, part, ids, launches, record or at < last)
-            continue
-        prog, args, gws, lws, _slots, _rs, _ws, pick_reads, pick_writes = seg.launches[part]
-        reads, writes = pick_reads(ids), pick_writes(ids)
-        handles = list(map(_handle, map(bufs.__getitem__, args(ids))))
-        event = backend.launch(prog, handles, gws, lws, events.wait_list(reads, writes), worker.profile)
-        if record or at < last:
-            events.record(reads, writes, event)
-        launches.append(event)
+        else:
+            _launch(worker, seg.launches[part], ids, launches, record or at < last)
+
+
+def _launch(worker: Any, launch: tuple, ids: tuple, launches: list, record: bool) -> None:
+    """One launch (a template's, as `compile_template` resolved it) with its slots bound to `ids`, after what
+    it must wait for; its event recorded in the tracker where `record`."""
+    prog, args, gws, lws, _slots, _rs, _ws, pick_reads, pick_writes = launch
+    events = worker.events
+    reads, writes = pick_reads(ids), pick_writes(ids)
+    handles = list(map(_handle, map(worker._bufs.__getitem__, args(ids))))
+    event = worker.backend.launch(prog, handles, gws, lws, events.wait_list(reads, writes), worker.profile)
+    if record:
+        events.record(reads, writes, event)
+    launches.append(event)
 
 
 def _launch_args(seg: Segment, handles: list) -> list[tuple]:
