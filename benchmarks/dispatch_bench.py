@@ -23,6 +23,8 @@ session has seen before (replayed from their plan templates; through Ray as Comp
 (e) Reading a value back: `.item()` of a realized 1-element result and `.numpy()` of a realized 256x256
     float32, per read, in-process and through Ray on 1 worker (the value realized before the clock), beside
     torch's `.item()` / `.cpu().numpy()` on the same device when torch is importable.
+(i) The cached tiny realize and the plain small step in process, interleaved round by round with torch's same
+    operations, and each round's ratio to torch's (the host's speed drifts; a round's four blocks share it).
 (u) A step that uploads new host data: `(x * 2 + zd.tensor(batch)).realize()` with a new 256 KiB float32 batch
     each step (graph built and uploaded inside the clock), in-process and through Ray on 1 worker.
 
@@ -358,6 +360,87 @@ def torch_small_step(device: str, steps: int, n: int = 256) -> float | None:
     return med
 
 
+# ---- (i) the same, interleaved with torch: figures that hold on a host whose speed drifts ---------------------
+
+def interleaved(device: str, blocks: int, per_block: int = 25, n: int = 256) -> None:
+    """In process on `device`, `blocks` rounds of four blocks of `per_block` calls each, one after the other: a
+    cached `x * 2 + 1` realize (its graph built before the clock), torch's `x * 2 + 1` and synchronize, the plain
+    small step `y = relu(y @ w + b).realize()` (graph built inside the clock, as a user's loop runs it) and
+    torch's eager step. A lent GPU host's Python speed moves by 2x from minute to minute; the four blocks of a
+    round see the same host, so the median over rounds of each round's ratio (ours / torch) holds where the
+    absolute figures drift. The Python gauge of each round is printed beside."""
+    try:
+        import torch
+    except ImportError:
+        print("  interleaved: skipped (torch is not importable here)")
+        return
+    dev = "cuda" if device.startswith("cuda") else "cpu"
+    if dev == "cuda" and not torch.cuda.is_available():
+        print("  interleaved: skipped (torch has no CUDA here)")
+        return
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    start("in-process", 1, device)
+    try:
+        rng = np.random.default_rng(0)
+        x = zd.tensor(np.full(1024, 1.0, np.float32)).realize()
+        w0 = (rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)
+        b0 = (rng.standard_normal(n) * 0.1).astype(np.float32)
+        y0 = rng.standard_normal((n, n)).astype(np.float32)
+        w, b, y = zd.tensor(w0).realize(), zd.tensor(b0).realize(), [zd.tensor(y0).realize()]
+        xt = torch.ones(1024, device=dev)
+        wt, bt, yt = (torch.from_numpy(a).to(dev) for a in (w0, b0, y0))
+        ty = [yt]
+
+        def ours_tiny(arg):
+            zd.realize(arg)
+
+        def torch_tiny(_arg):
+            xt * 2 + 1
+            sync()
+
+        def ours_step(_arg):
+            y[0] = zd.relu(y[0] @ w + b).realize()
+
+        def torch_step(_arg):
+            ty[0] = torch.relu(ty[0] @ wt + bt)
+            sync()
+
+        cases = (("zyx_dist in-process", "x * 2 + 1 realize (cached)", ours_tiny, lambda: x * 2 + 1),
+                 ("torch eager", "x * 2 + 1, synchronize", torch_tiny, None),
+                 ("zyx_dist in-process", f"relu(y@w+b) {n}^2 per step", ours_step, None),
+                 ("torch eager", f"relu(y@w+b) {n}^2 per step", torch_step, None))
+        times: list[list[float]] = [[] for _ in cases]
+        ratios: tuple[list[float], list[float]] = ([], [])
+        gauges = []
+        with torch.no_grad():
+            for r in range(blocks + 1):
+                medians = []
+                for (_sys, _work, fn, build), out in zip(cases, times):
+                    walls = []
+                    for _ in range(per_block):
+                        arg = build() if build else None
+                        gc.disable()
+                        t = time.perf_counter()
+                        fn(arg)
+                        walls.append(time.perf_counter() - t)
+                        gc.enable()
+                    if r:  # (the first round warms up)
+                        out.extend(v * 1e6 for v in walls)
+                    medians.append(statistics.median(walls))
+                if r:
+                    ratios[0].append(medians[0] / medians[1])
+                    ratios[1].append(medians[2] / medians[3])
+                    gauges.append(_python_speed())
+        for (system, work, _fn, _b), values in zip(cases, times):
+            record(system, f"{work}, interleaved", values, "us")
+        for (system, work, _fn, _b), values in zip(cases[::2], ratios):
+            record(system, f"{work} / torch's, per round", values, "x")
+        print(f"    {blocks} rounds of {per_block} calls a case; the Python gauge moved between {min(gauges):.1f} and "
+              f"{max(gauges):.1f} us over the rounds", flush=True)
+    finally:
+        zd.shutdown()
+
+
 # ---- (c) 200 independent small kernels ------------------------------------------------------------------------
 
 def many_kernels(kind: str, workers: int, device: str, kernels: int, repeats: int) -> None:
@@ -499,7 +582,7 @@ def main() -> None:
     ap.add_argument("--kernels", type=int, default=200)
     ap.add_argument("--sizes", choices=("small", "full"), default=None,
                     help="sizes of (d): small on a CPU (default there), full = gpu_bench's (default on a GPU)")
-    ap.add_argument("--only", default="abcdf", help="which parts to run (letters a b c d e u, f: Ray's floor)")
+    ap.add_argument("--only", default="abcdf", help="which parts to run (letters a b c d e i u, f: Ray's floor)")
     ap.add_argument("--machine", default=None)
     ap.add_argument("--name", default=None, help="file name of the JSON (default dispatch-<cpu|gpu>-<date>.json)")
     ap.add_argument("--out", default=os.environ.get("OUT", "benchmarks/results"))
@@ -544,6 +627,9 @@ def main() -> None:
         print(f"(d) the five benchmark kernels ({sizes} sizes)")
         for kind in ("in-process", "ray"):
             five_kernels(kind, args.device, sizes, max(10, args.repeats // 10))
+    if "i" in args.only:
+        print("(i) in process, interleaved with torch's same operations, round by round")
+        interleaved(args.device, max(4, args.repeats // 25))
     if "u" in args.only:
         print("(u) a step that uploads a new 256 KiB batch, per step")
         for kind in ("in-process", "ray"):

@@ -118,6 +118,8 @@ class Session(Recovery, Exchange, Readback):
         self.template_epoch = 0
         # debug output of kernels, IR or placements describes planning: with it on, every realize plans
         self.replay_plans = templates.enabled(self.config.scheduler.policy)
+        # whether a one-worker template's replay can be one direct call of its worker (templates._direct)
+        self.direct_replays = getattr(self.backend, "run_replay", None) is not None
         self.bytes_in_use = {name: 0 for name in self.device_names}
         self.counters = dict.fromkeys(_STAT_KEYS, 0)
         self.trace_events: Any = None  # a trace.Recorder while zd.trace is on

@@ -223,7 +223,7 @@ def run(s, templates: dict, leaves: Sequence[Node], t0: float, meanwhile: Callab
                     _commit(s, t, ids, ids_in, (), order, attached)
             direct = _direct(s, t, uploads)
             if direct is not None:
-                graphs = _run_direct(s, t, ids, *direct, riding, uploads, leaves)
+                graphs = _run_direct(s, t, ids, direct, riding, uploads, leaves)
             else:
                 results, graphs = _run_commands(s, t, ids, uploads, leaves, riding)
     except BaseException:
@@ -312,34 +312,41 @@ def _count(s, t: PlanTemplate, sign: int) -> None:
         c["bytes_transferred"] += sign * t.bytes_transferred
 
 
-def _direct(s, t: PlanTemplate, uploads: tuple) -> tuple[str, Any] | None:
-    """(device, its batch) when this replay of `t` can be one direct call of its worker (`run_replay`: in
-    process, or one compact message each way through Ray, untimed, so not while `time_replays` asks for
-    kernel times): a one-worker template the worker has, uploading at most what the backend's direct call
-    carries (`direct_upload_bytes`; `uploads` as `run` made them), and nothing else queued for other workers
-    (frees elsewhere, templates to forget) that its batch would carry."""
+def _direct(s, t: PlanTemplate, uploads: tuple) -> tuple[str, Any, Sequence[int]] | None:
+    """(device, its batch, the buffers to free there first) when this replay of `t` can be one direct call of its
+    worker (`run_replay`: in process, or one compact message each way through Ray, untimed, so not while
+    `time_replays` asks for kernel times): a one-worker template the worker has, uploading at most what the
+    backend's direct call carries (`direct_upload_bytes`; `uploads` as `run` made them), and nothing else queued
+    for other workers (frees elsewhere, templates to forget) that its batch would carry."""
     single = t.single
-    if single is None or not t.defined or s.template_drops or s.plans.dropped or \
-            getattr(s.backend, "run_replay", None) is None or s.backend.time_replays:
+    backend = s.backend
+    if single is None or not t.defined or s.template_drops or s.plans.dropped or not s.direct_replays or \
+            backend.time_replays:
         return None
     dev = single[0]
-    if uploads and sum([u[3] for u in uploads]) > s.backend.direct_upload_bytes(dev):
+    if uploads and sum([u[3] for u in uploads]) > backend.direct_upload_bytes(dev):
         return None
     if s.pending_frees:
         s._take_frees()
-    for d, _buf in s.free_queue:
+    queue = s.free_queue
+    if not queue:
+        return (*single, ())
+    frees = []
+    for d, buf in queue:
         if d != dev:
             return None
-    return single
+        frees.append(buf)
+    return (*single, frees)
 
 
-def _run_direct(s, t: PlanTemplate, ids: tuple, dev: str, wb: Any, meanwhile: Callable[[], None] | None,
+def _run_direct(s, t: PlanTemplate, ids: tuple, direct: tuple, meanwhile: Callable[[], None] | None,
                 uploads: tuple, leaves: Sequence[Node]) -> int:
     """The replay of one-worker template `t` as one call of its worker, the queued frees and the uploads
-    (`run`'s) with it (`_direct` said it applies); the CUDA graphs it replayed. Raises the worker's error, or
-    LostWorkers, after a rollback."""
-    frees = [buf for _dev, buf in s.free_queue] if s.free_queue else ()
-    s.free_queue = []
+    (`run`'s) with it (`_direct` said it applies and gave `direct`); the CUDA graphs it replayed. Raises the
+    worker's error, or LostWorkers, after a rollback."""
+    dev, wb, frees = direct
+    if frees:
+        s.free_queue = []
     data = tuple([(buf, nbytes, leaves[i].host) for i, _dev, buf, nbytes in uploads]) if uploads else ()
     try:
         failed, graphs, in_use = s.backend.run_replay(dev, wb.template, wb.pick(ids), frees, meanwhile, data)
