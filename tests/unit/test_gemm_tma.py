@@ -109,3 +109,47 @@ def test_ptxas_accepts_the_tma_forms():
     with tempfile.TemporaryDirectory() as tmp:
         errors = _nvcc(sources, tmp, ["-cubin", "-arch=sm_90a", "-x", "cu"])
     assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in list(errors.items())[:2])
+
+
+def test_warp_specialized_form_only_where_tma_reads_both_operands():
+    """`wgmma=3` renders the warp-specialized kernel (384 threads, a copying warpgroup that gives its registers up,
+    `empty` barriers the two multiplying warpgroups signal) only where both operands have tensor maps, and the tuner
+    offers it only there; elsewhere the option renders the TMA form unchanged."""
+    from zyx_dist.codegen import options
+    from zyx_dist.codegen.render import facts
+
+    seen = set()
+    for name, k in _forms().items():
+        both = len(_maps(k)) == 2
+        ws = render_kernel(k, CUDA_SM90A, KernelOpts(wgmma=3, tile=0, stages=4, cache=1))
+        plain = render_kernel(k, CUDA_SM90A, KernelOpts(wgmma=2, tile=0, stages=4, cache=1))
+        assert ("setmaxnreg.dec" in ws.source) == both, name
+        assert ("zd_empty[4]" in ws.source and "bar.sync 1, 256;" in ws.source) == both, name
+        assert (ws.lws == (384,)) == both and plain.lws == (256,), name
+        if not both:
+            assert ws.source.replace(ws.name, "k") == plain.source.replace(plain.name, "k"), name
+        offered = [o for o in options.candidates(facts(k, "cuda_sm90a")) if o.wgmma == 3]
+        assert bool(offered) == both, name
+        seen.add(both)
+    assert seen == {True, False}
+
+
+@pytest.mark.skipif(NVCC is None, reason="needs nvcc")
+def test_ptxas_accepts_the_warp_specialized_forms_without_spills():
+    """The warp-specialized form with each of the tuner's options (and the staged store), through ptxas: the
+    128 x 256 tile's 128 accumulators a thread fit the registers a 384-thread work-group gets, without spills."""
+    import os
+    import subprocess
+
+    options = [KernelOpts(wgmma=3, tile=t, stages=st, cache=c) for t, st in ((0, 4), (1, 6), (0, 3)) for c in (1, 0)]
+    sources = {f"{name}_{i}": render_kernel(k, CUDA_SM90A, o).source
+               for name, k in _forms().items() if len(_maps(k)) == 2 for i, o in enumerate(options)}
+    assert sources and all("setmaxnreg.inc" in s for s in sources.values())
+    with tempfile.TemporaryDirectory() as tmp:
+        errors = _nvcc(sources, tmp, ["-cubin", "-arch=sm_90a", "-x", "cu"])
+        assert not errors, "\n\n".join(f"--- {n} ---\n{sources[n]}\n{e}" for n, e in list(errors.items())[:2])
+        name = next(n for n in sources if n.startswith("x3d_bias_relu_bfloat16"))  # the 128 x 256 tile, staged
+        path = os.path.join(tmp, f"{name}.cu")
+        r = subprocess.run([NVCC, "-cubin", "-arch=sm_90a", "-Xptxas", "-v", "-x", "cu", path, "-o", path + ".cubin"],
+                           check=False, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0 and "0 bytes spill stores" in r.stdout + r.stderr, r.stdout + r.stderr
