@@ -247,8 +247,7 @@ def _specialize(src: str, S: int, tx: int, copies: list[str], stage: int, a_byte
     registers up (setmaxnreg), the other two multiplying as before, numbered as before (`tid` from 0), each
     signalling `empty` once its wgmma of a stage is done. Their work-group barriers become a named barrier of the
     256 of them, since the copying warpgroup leaves after its last copy."""
-    bound = src.index(f"__launch_bounds__({THREADS}, ")  # (one work-group an SM, whatever the tile)
-    src = src[:bound] + f"__launch_bounds__({SPECIALIZED_THREADS}, 1)" + src[src.index(")", bound) + 1:]
+    src = src.replace(f"__launch_bounds__({THREADS}, 1)", f"__launch_bounds__({SPECIALIZED_THREADS}, 1)")
     src = src.replace("const int tid = threadIdx.x, wg = tid >> 7,",
                       "const int tid = (int)threadIdx.x - 128, wg = tid >> 7,")  # (the copying warpgroup: tid < 0)
     before, barriers, rest = _cut(src, "  __shared__ __align__(8) unsigned long long zd_full[", "  float d[")
