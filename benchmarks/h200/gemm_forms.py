@@ -1,8 +1,7 @@
 """GPU machine: the wgmma GEMM (codegen/gemm_wgmma.py) on half-type matmuls with several of the tuner's tile
 and stage options, each one's kernel time from CUDA events (median and IQR of the launches), beside torch's
-matmul (cuBLAS) timed the same way in the same process. Each result is checked against torch. ("ws": the
-warp-specialized form, `wgmma=3`; an earlier one that copied with cp.async was reverted at d368238:
-benchmarks/results/gemm-forms-h200-2026-12-04-*.txt.)
+matmul (cuBLAS) timed the same way in the same process. Each result is checked against torch. (At d368238 it
+also timed a warp-specialized form, since reverted: benchmarks/results/gemm-forms-h200-2026-12-04-*.txt.)
 
     python3 benchmarks/h200/gemm_forms.py [--sizes 8192x8192x8192,8192x3072x768] [--launches 20] [--forms "t256 s4,..."]
         [--layouts nn,tn,nt]  (tn: A stored (k, m) and read as its .T, a weight's gradient x.T @ g; nt: B stored
@@ -31,13 +30,12 @@ from zyx_dist.codegen.options import KernelOpts
 from zyx_dist.fuse.kernelize import kernelize
 from zyx_dist.runtime.worker import Worker
 
-FORMS = {f"{('', '', 'tma ', 'ws ')[w]}t{TILES[t]} s{st}{' deep' if p else ''}{' staged' if c else ''}":
+FORMS = {f"{'tma ' if w == 2 else ''}t{TILES[t]} s{st}{' deep' if p else ''}{' staged' if c else ''}":
          KernelOpts(wgmma=w, tile=t, stages=st, prefetch=p, cache=c)
          for w, t, st, p, c in ((1, 0, 4, 0, 0), (1, 1, 4, 0, 0), (1, 0, 3, 0, 0), (1, 1, 5, 0, 0), (1, 0, 4, 0, 1),
                                 (2, 0, 4, 0, 0), (2, 1, 4, 0, 0), (2, 1, 3, 1, 0), (2, 0, 4, 0, 1),
                                 (2, 1, 3, 0, 0), (2, 1, 3, 0, 1), (2, 2, 3, 0, 0), (2, 2, 3, 0, 1),
-                                (2, 3, 4, 0, 0), (2, 3, 4, 0, 1), (3, 0, 4, 0, 0), (3, 0, 4, 0, 1), (3, 1, 6, 0, 0),
-                                (3, 1, 6, 0, 1), (3, 3, 4, 0, 1), (3, 0, 3, 0, 1))}  # the tuner's (and some tried beside them)
+                                (2, 3, 4, 0, 0), (2, 3, 4, 0, 1))}  # the tuner's (and two tried beside them)
 
 
 def main() -> None:

@@ -186,19 +186,6 @@ def test_cuda_wgmma_tma_gemm_against_numpy(cuda_worker, dtype, case, tile, stage
     _check_wgmma(cuda_worker, dtype, case, KernelOpts(wgmma=2, tile=tile, stages=stages, prefetch=deep, cache=staged))
 
 
-@pytest.mark.skipif(not compute_capability_9(), reason="TMA needs compute capability 9.0")
-@pytest.mark.parametrize("dtype", [np.float16, BF], ids=["float16", "bfloat16"])
-@pytest.mark.parametrize("case", WGMMA_CASES, ids=[c[0] for c in WGMMA_CASES])
-@pytest.mark.parametrize("staged", [0, 1], ids=["direct", "staged"])
-@pytest.mark.parametrize("tile,stages", [(0, 4), (1, 6), (0, 3), (3, 4)], ids=["t256s4", "t128s6", "t256s3", "t192s4"])
-def test_cuda_wgmma_specialized_gemm_against_numpy(cuda_worker, dtype, case, tile, stages, staged):
-    """The warp-specialized wgmma GEMM (`wgmma=3`: a warpgroup copying both operands by tensor maps, stages refilled
-    once both multiplying warpgroups are done with them) at every shape class: k-steps that wrap the stage ring
-    several times, tails on every side, batch digits, more tiles than SMs; where only one operand has a map the
-    option runs the TMA form, which must agree too."""
-    _check_wgmma(cuda_worker, dtype, case, KernelOpts(wgmma=3, tile=tile, stages=stages, cache=staged))
-
-
 @pytest.mark.parametrize("dtype", [np.float16, BF], ids=["float16", "bfloat16"])
 @pytest.mark.parametrize("opts", [KernelOpts(), KernelOpts(tile=1, stages=3), KernelOpts(wgmma=1, tile=1, stages=4),
                                   KernelOpts(wgmma=2, tile=0, stages=4), KernelOpts(wgmma=2, tile=1, stages=3,

@@ -54,6 +54,12 @@ from .gemm_wgmma import _WGMMA_HELPERS, ARCH_MARK, ATOM, SHARED_LIMIT
 PANEL = 128  # bytes of a tile row per copy: one 128-byte swizzle row
 STATIC = 256  # bytes of static shared memory the kernel declares besides its stages, at most
 
+_ARRIVE = """#ifndef ZD_BAR_ARRIVE
+#define ZD_BAR_ARRIVE
+__device__ __forceinline__ void zd_bar_arrive(unsigned bar) {  // an arrival that brings no bytes
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+#endif"""
 # A side tile (BM rows of BN halves: one 128-byte row each) as TMA's 128-byte swizzle writes it: row r's 16-byte chunk
 # c at r * 128 + 16 * (c ^ (r & 7)). The scoring reads it at the accumulators of score_loop (its `ni` and `h`): row
 # warp * 16 + lane / 4 + 8 * (h / 2), byte 16 * ni + 4 * (lane % 4) + 2 * (h % 2), so r & 7 = (lane / 4) & 7 and the
@@ -207,6 +213,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
 {_HELPERS}
 {_WGMMA_HELPERS}
 {gemm_tma.HELPERS}
+{_ARRIVE}
 {skip.globals}{tc_helpers(kind)}
 // zyx_dist: dynamic shared bytes {S * stage + ATOM}
 {marks}extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.join(params + map_params)}) {{

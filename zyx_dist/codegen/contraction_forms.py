@@ -30,7 +30,7 @@ def render_body(spec: gemm.GemmSpec, fused: attention.AttentionSpec | None, grad
         return gemm_cpu.render(spec, name, dialect, params, operand, epilogue, T, o.cpu_rows)
     if gemm_tc.usable(spec, kernel, dialect) and o.wgmma and dialect.wgmma:
         return gemm_wgmma.render(spec, name, kernel, params, operand, epilogue, T, o.tile, o.stages, bool(o.prefetch),
-                                 bool(o.cache), o.wgmma >= 2, reads, o.wgmma == 3)
+                                 bool(o.cache), o.wgmma == 2, reads)
     if gemm_tc.usable(spec, kernel, dialect):
         return gemm_tc.render(spec, name, kernel, params, operand, epilogue, T, o.tile, o.stages)
     return gemm.render(spec, name, dialect, params, operand, epilogue, T, o.tile_k, bool(o.prefetch), o.tile,

@@ -8,7 +8,7 @@ and digits of the batch index (`bz / d % m`, as permutes and reshapes of batch d
 strides whose byte sizes are multiples of 16 and an offset of whole 16 bytes. The descriptor itself holds a
 device address, so it is made on the worker (runtime/cuda_tma.py) from the kernel source's marker line
 that `marker` writes. Also the PTX helpers the kernel calls: the copy of a box into shared memory, which
-signals an mbarrier with the bytes it delivered, and the barrier's init, expect, arrive and wait.
+signals an mbarrier with the bytes it delivered, and the barrier's init, expect and wait.
 """
 
 from __future__ import annotations
@@ -146,9 +146,6 @@ HELPERS = "\n".join([
 }
 __device__ __forceinline__ void zd_bar_expect(unsigned bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void zd_bar_arrive(unsigned bar) {  // an arrival that brings no bytes
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
 }
 __device__ __forceinline__ void zd_bar_wait(unsigned bar, unsigned parity) {
   unsigned done = 0;

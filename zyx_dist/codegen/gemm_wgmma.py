@@ -51,8 +51,7 @@ def tma_usable(spec: GemmSpec) -> bool:
 
 def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand: Operand, epilogue: Epilogue,
            index_type: str, tile: int = 0, stages: int = 0, deep: bool = False,
-           staged: bool = False, tma: bool = False, reads: list | None = None,
-           specialized: bool = False) -> tuple[str, tuple, tuple]:
+           staged: bool = False, tma: bool = False, reads: list | None = None) -> tuple[str, tuple, tuple]:
     """`deep`: copies `stages - 1` k-steps ahead and each step's wgmma waited for before the next step's copies
     (no wgmma in flight across steps), for tiles small enough that two work-groups share an SM and fill each
     other's gaps; else `stages - 2` ahead with one wgmma group in flight. `staged`: the epilogue writes the
@@ -61,10 +60,7 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
     reads along the columns (`reads`: (input, offset) of its plain loads, filled by `epilogue`) are then copied in
     as tiles first, the same way (`_staged_loads`). `tma`: the operands
     the tensor memory accelerator can read (gemm_tma.py) arrive by one thread's tensor-map copies, which signal
-    the stage's mbarrier, instead of every thread's 16-byte copies. `specialized` (where TMA reads both operands:
-    `specialized_usable`): warp-specialized, a third warpgroup whose one thread issues the copies `stages - 1`
-    k-steps ahead, each stage refilled once both multiplying warpgroups have signalled its `empty` mbarrier, so
-    they never wait for each other or for a work-group barrier in the main loop (`_specialize`)."""
+    the stage's mbarrier, instead of every thread's 16-byte copies."""
     TN = TILES[tile if tile < len(TILES) else 0]
     S = stages if stages and fits(tile, stages) else 4 if fits(tile, 4) else 3
     ahead = S - 1 if deep else S - 2  # k-steps whose copies are in flight beside the wgmma of this one
@@ -108,7 +104,6 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
                                    K, T, lines, value, f"zd_st_shared_u16({at} + zd_swz(row * 128 + kc * 2), "
                                                        f"{to_bits.format('v')})"))
     cp = bool(fill)  # some operand still arrives by cp.async
-    specialized = specialized and not cp and len(maps) == 2
     if tma_copies:  # thread 0 arms the stage's barrier with the bytes to come, then starts the copies
         fill.append("    if (tid == 0) {\n      const unsigned bar = bars + (f % " + str(S) + ") * 8u;\n"
                     f"      zd_bar_expect(bar, {tx}u);\n"
@@ -217,80 +212,7 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
   }}
 {store_out}}}
 """
-    if specialized:
-        src = _specialize(src, S, tx, tma_copies, a_bytes + b_bytes, a_bytes, T)
-        return src, (spec.B * nbx * nby * SPECIALIZED_THREADS,), (SPECIALIZED_THREADS,)
     return src, (spec.B * nbx * nby * THREADS,), (THREADS,)
-
-
-def specialized_usable(spec: GemmSpec) -> bool:
-    """Whether tensor-map copies can load both operands, as the warp-specialized form needs."""
-    return all(gemm_tma.tensor_map(spec, left, _mode(spec, left), BM if left else TILES[0]) is not None
-               for left in (True, False))
-
-
-SPECIALIZED_THREADS = THREADS + 128  # the multiplying warpgroups and the copying one
-PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232  # setmaxnreg: 128 * 40 + 256 * 232 fits the SM's 64K registers
-
-
-def _cut(src: str, start: str, end: str) -> tuple[str, str, str]:
-    """`src` split around the text from `start` up to (not including) `end`: (before, that text, after)."""
-    i = src.index(start)
-    j = src.index(end, i)
-    return src[:i], src[i:j], src[j:]
-
-
-def _specialize(src: str, S: int, tx: int, copies: list[str], stage: int, a_bytes: int, T: str) -> str:
-    """The plain form's kernel `src` (TMA copies of both operands, `S` stages of `stage` bytes, `tx` bytes a
-    k-step) rewritten warp-specialized: 384 threads, the first warpgroup copying (one thread: it waits for a
-    stage's `empty` barrier, arms its `full` barrier and starts the copies, `S - 1` k-steps ahead) and giving its
-    registers up (setmaxnreg), the other two multiplying as before, numbered as before (`tid` from 0), each
-    signalling `empty` once its wgmma of a stage is done. Their work-group barriers become a named barrier of the
-    256 of them, since the copying warpgroup leaves after its last copy."""
-    src = src.replace(f"__launch_bounds__({THREADS}, 1)", f"__launch_bounds__({SPECIALIZED_THREADS}, 1)")
-    src = src.replace("const int tid = threadIdx.x, wg = tid >> 7,",
-                      "const int tid = (int)threadIdx.x - 128, wg = tid >> 7,")  # (the copying warpgroup: tid < 0)
-    before, barriers, rest = _cut(src, "  __shared__ __align__(8) unsigned long long zd_full[", "  float d[")
-    early = barriers[barriers.index("the barriers are set up before anyone waits on them\n")
-                     + len("the barriers are set up before anyone waits on them\n"):]
-    barriers = (f"  __shared__ __align__(8) unsigned long long zd_full[{S}];  // per stage: its copies landed\n"
-                f"  __shared__ __align__(8) unsigned long long zd_empty[{S}];  // per stage: both warpgroups are done with it\n"
-                "  const unsigned bars = zd_smem(zd_full), empties = zd_smem(zd_empty);\n"
-                f"  if (threadIdx.x == 0) {{\n    for (int i = 0; i < {S}; i++) {{ zd_bar_init(bars + i * 8u, 1); "
-                "zd_bar_init(empties + i * 8u, 2); }\n"
-                '    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");\n  }\n'
-                "  __syncthreads();  // the barriers are set up before anyone waits on them\n")
-    steps_line = rest[rest.index("  const int steps = "):]
-    steps_line = steps_line[:steps_line.index("\n") + 1]
-    issue = "".join(f"        {c}\n" for c in copies)
-    producer = f"""{steps_line}  if (threadIdx.x < 128) {{  // the copying warpgroup
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 {PRODUCER_REGISTERS};" ::: "memory");
-    if (threadIdx.x == 0) {{
-      for (int f = 0; f < steps; f++) {{
-        const int st = f % {S};
-        if (f >= {S}) zd_bar_wait(empties + st * 8u, ((f / {S}) + 1) & 1);  // both warpgroups are done with it
-        const unsigned sa = base + st * {stage}u, sb = sa + {a_bytes}u, bar = bars + st * 8u;
-        const {T} k0 = ({T})f * {BK};
-        zd_bar_expect(bar, {tx}u);
-{issue}      }}
-    }}
-    return;
-  }}
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 {CONSUMER_REGISTERS};" ::: "memory");
-{early}"""
-    _head, loop, tail = _cut(rest, "  #pragma unroll\n  for (int f = 0; f < ", "  asm volatile(\"wgmma.wait_group.sync.aligned 0;\"")
-    mma = loop[loop.index("    asm volatile(\"wgmma.fence.sync.aligned;\""):loop.index("    asm volatile(\"wgmma.commit_group")]
-    init = rest[rest.index("  float d["):rest.index("  const int steps = ")]
-    main = (f"{init}  for (int s = 0; s < steps; s++) {{\n"
-            f"    zd_bar_wait(bars + (s % {S}) * 8u, (s / {S}) & 1);  // this step's copies have landed\n"
-            f"    const unsigned sa = base + (s % {S}) * {stage}u, sb = sa + {a_bytes}u;\n"
-            f"{mma}"
-            '    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");\n'
-            '    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");\n'
-            f"    if (s > 0 && (tid & 127) == 0) zd_bar_arrive(empties + ((s - 1) % {S}) * 8u);  // the last step's wgmma is done\n"
-            "  }\n")
-    tail = tail.replace("__syncthreads();", 'asm volatile("bar.sync 1, 256;" ::: "memory");')
-    return before + barriers + producer + main + tail
 
 
 def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: Epilogue, tn: int, pool: int,

@@ -32,9 +32,8 @@ class KernelOpts:
     tile: int = 0  # GEMM: the tile shape (an index of gemm.TILES / gemm_tc.TILES); gemm.PLAIN = plain reduce loops
     cpu_rows: int = 0  # GEMM on CPUs: rows per work-item of gemm_cpu's template (0: the tiled GPU template)
     wgmma: int = 0  # tensor-core GEMM: 1 = Hopper's wgmma (gemm_wgmma.py; `tile` then indexes its TILES), 2 = the
-    # same with the operands TMA can read loaded by tensor-map copies (gemm_tma.py), 3 = warp-specialized, both
-    # operands by tensor-map copies from a warpgroup of their own; attention likewise, 1 and 2 (attention_tc.py's
-    # wgmma form, attention_tma.py's)
+    # same with the operands TMA can read loaded by tensor-map copies (gemm_tma.py); attention likewise
+    # (attention_tc.py's wgmma form, attention_tma.py's)
 
     def tag(self) -> str:
         """A short name of the non-default choices, part of the program name."""
@@ -65,7 +64,6 @@ class Shape:
     attention: bool = False  # the fused attention kernel
     wgmma: bool = False  # GEMM or attention on tensor cores of a dialect with wgmma (compute capability 9.0)
     tma: bool = False  # a wgmma GEMM with an operand that tensor-map copies can load, an attention whose k and v they can
-    specialized: bool = False  # a wgmma GEMM whose operands tensor-map copies can both load (the warp-specialized form)
     inner: bool = False  # reduce loops that read along memory (loop_reads.py): a row sum, not a column sum
     quads: bool = False  # row kernels: rows of whole quads, every output stored four at a time (render.quads_fit)
     row_slots: int = 1  # row kernels: inputs and outputs of the row's shape (register slots per element in quads)
@@ -181,12 +179,8 @@ def gemm_candidates(s: Shape) -> list[KernelOpts]:
             if s.tma:  # the 128 x 128 tile in 3 stages fits twice an SM, without waiting for each step's wgmma
                 # (its deep form measured no faster; staged it took 17-33% off the K = 768 GEMMs of GPT-2 on an
                 # H100: benchmarks/results/gemm-forms-t128s3-h100-2026-12-05-*.log)
-                # warp-specialized, after the TMA forms (where TMA reads both operands): the 128 x 256 tile, then
-                # 128 x 128 with more stages in flight
-                specialized = [KernelOpts(wgmma=3, tile=t, stages=st, cache=c) for t, st in ((0, 4), (1, 6))
-                               for c in (1, 0)] if s.specialized else []
                 out = [KernelOpts(wgmma=2, tile=t, stages=st, prefetch=p, cache=c) for c in (1, 0)
-                       for t, st, p in ((0, 4, 0), (1, 3, 0), (1, 4, 0))] + extras(2) + specialized + out
+                       for t, st, p in ((0, 4, 0), (1, 3, 0), (1, 4, 0))] + extras(2) + out
     elif not s.gpu and s.dialect == "opencl":  # CPUs: SIMD lanes over columns, no local memory (gemm_cpu)
         out = [KernelOpts(cpu_rows=r) for r in (8, 4)] + [KernelOpts(tile=tiles[0])]
     elif s.gpu and groups(3) < 2 * FILL:

@@ -568,8 +568,7 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
         tc = gemm_tc.usable(spec, kernel, d)
         return options.Shape(prod(kernel.shape), 1, spec.K, 0, True, False, d.name, gpu, max_lws,
                              (spec.B, spec.M, spec.N, spec.K), tc, wgmma=d.wgmma and tc,
-                             tma=d.wgmma and tc and gemm_wgmma.tma_usable(spec),
-                             specialized=d.wgmma and tc and gemm_wgmma.specialized_usable(spec))
+                             tma=d.wgmma and tc and gemm_wgmma.tma_usable(spec))
     if kernel.row:
         cols, size = prod(kernel.shape[-kernel.row:]), prod(kernel.shape)
         slots = sum(n.size == size for n in kernel.inputs) + len(kernel.outputs)
