@@ -1,7 +1,9 @@
 """GPU machine: the wgmma GEMM (codegen/gemm_wgmma.py) on half-type matmuls with several of the tuner's tile
 and stage options, each one's kernel time from CUDA events (median and IQR of the launches), beside torch's
-matmul (cuBLAS) timed the same way in the same process. Each result is checked against torch. (At d368238 it
-also timed a warp-specialized form, since reverted: benchmarks/results/gemm-forms-h200-2026-12-04-*.txt.)
+matmul (cuBLAS) timed the same way in the same process. Each result is checked against torch. (Two warp-specialized
+forms were timed here and reverted: one copying with cp.async at d368238,
+benchmarks/results/gemm-forms-h200-2026-12-04-*.txt; one copying both operands by TMA at 6b4a91b,
+benchmarks/results/gemm-forms-specialized-tried-h100-2026-12-07-6b4a91b.txt.)
 
     python3 benchmarks/h200/gemm_forms.py [--sizes 8192x8192x8192,8192x3072x768] [--launches 20] [--forms "t256 s4,..."]
         [--layouts nn,tn,nt]  (tn: A stored (k, m) and read as its .T, a weight's gradient x.T @ g; nt: B stored
