@@ -13,6 +13,7 @@ from .._util import bucket_size
 from ..dtypes import dtype as to_dtype
 from ..graph.ir import Node, Op
 from ..sched.scheduler import BufferState
+from .buffer_ref import BufferRef
 
 
 class Exchange:
@@ -59,5 +60,5 @@ class Exchange:
         self.state.buffers[buf] = BufferState(dev, nbytes, last_use=self.state.clock)
         self.state.used[dev] += bucket_size(nbytes)
         node = Node(Op.LEAF, (), None, shape, to_dtype(dtype_name))
-        node.buffer = self._ref(node, dev, buf, nbytes)
+        node.buffer = BufferRef(self, node, dev, buf, nbytes)
         return node

@@ -40,6 +40,7 @@ from ..graph.ir import Node, Op
 from ..sched.template import leaf_positions
 from . import session as session_mod
 from . import templates
+from .buffer_ref import BufferRef
 
 __all__ = ["Jit", "jit"]
 
@@ -375,12 +376,12 @@ class Jit:
         if ran is None:
             return None
         t, ids = ran
-        ref, computed = s._ref, c.computed
+        computed = c.computed
         made: dict[int, Tensor] = {}
         for pos, slot, dev, nbytes in t.outputs:  # the results, as fresh leaves (no lineage: see the docstring)
             shape, dtype, pin = computed[pos]
             n = Node(Op.LEAF, (), None, shape, dtype, device=pin)
-            n.buffer = ref(n, dev, ids[slot], nbytes)
+            n.buffer = BufferRef(s, n, dev, ids[slot], nbytes)
             made[pos] = Tensor(n)
         if c.checks and any(bad.any() for bad in s._copy_out([made[p].node for p in c.checks], compiled=True)):
             return None  # an index out of range: these results are dropped (freed), and fn's run raises

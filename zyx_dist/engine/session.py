@@ -11,6 +11,7 @@ engine/readback.py (all parts of `Session`).
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import time
 import weakref
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import context, logs
-from .._util import gc_paused
+from .._util import bucket_size, gc_paused
 from ..codegen.autotune import Target, Tuner
 from ..codegen.program import Program, kernel_key
 from ..config import Config, load_config
@@ -33,6 +34,7 @@ from ..protocol import BatchResult, DropTemplate, Failed, Free, Sync
 from ..sched.scheduler import DeviceModel, Schedule, SchedulerState, schedule
 from . import debug, index_checks, probe, templates
 from .backends import InProcessBackend, LostWorkers, resolve_devices
+from .buffer_ref import BufferRef
 from .exchange import Exchange
 from .failures import Recovery, worker_error
 from .readback import Readback
@@ -51,21 +53,6 @@ class DeviceInfo:
     device_name: str = ""
     fp16: bool = False
     fp64: bool = False
-
-
-class BufferRef:
-    """The driver's handle of one device buffer; freed on the worker when garbage collected (its `__del__`
-    queues the free: cheaper than a weakref.finalize per buffer, which a replayed realize would pay)."""
-
-    __slots__ = ("__weakref__", "device", "frees", "id", "nbytes", "session")
-
-    def __init__(self, session: Session, device: str, buf: int, nbytes: int):
-        self.id, self.device, self.nbytes = buf, device, nbytes
-        self.session = session.weak  # weakref.ref(session), made once
-        self.frees = session.pending_frees
-
-    def __del__(self) -> None:
-        self.frees.append((self.device, self.id))
 
 
 def host_copy_budget() -> int:
@@ -118,7 +105,7 @@ class Session(Recovery, Exchange, Readback):
         self.template_epoch = 0
         # debug output of kernels, IR or placements describes planning: with it on, every realize plans
         self.replay_plans = templates.enabled(self.config.scheduler.policy)
-        # whether a one-worker template's replay can be one direct call of its worker (templates._direct)
+        # whether a one-worker template's replay can be one direct call of its worker (templates._run_direct)
         self.direct_replays = getattr(self.backend, "run_replay", None) is not None
         self.bytes_in_use = {name: 0 for name in self.device_names}
         self.counters = dict.fromkeys(_STAT_KEYS, 0)
@@ -209,15 +196,18 @@ class Session(Recovery, Exchange, Readback):
             return
         frees = self.pending_frees[:]
         del self.pending_frees[:len(frees)]  # (what a __del__ queues meanwhile stays queued)
-        holders, mirror, queue = self.holders, self.state, self.free_queue
-        known = mirror.buffers
-        for dev, buf in frees:
+        holders, queue = self.holders, self.free_queue
+        known, used = self.state.buffers, self.state.used
+        for item in frees:
+            buf = item[1]
             holders.pop(buf, None)
-            if buf in known or (states and any(buf in st.buffers for st in states)):
-                mirror.free(buf)
+            b = known.pop(buf, None)  # (the mirror's `SchedulerState.free`, inline: this runs on every realize)
+            if b is not None and not b.spilled:
+                used[b.device] -= bucket_size(b.nbytes)
+            if b is not None or (states and any(buf in st.buffers for st in states)):
                 for st in states:
                     st.free(buf)
-                queue.append((dev, buf))
+                queue.append(item)
 
     def _run(self, steps: list[dict[str, list]], planned: SchedulerState | None = None,
              compiled: bool = False, meanwhile: Callable[[], None] | None = None) -> list[dict[str, BatchResult]]:
@@ -339,11 +329,7 @@ class Session(Recovery, Exchange, Readback):
         reads it)."""
         if self.host_copies is not None and leaf.lineage is None:
             leaf.lineage = self.host_copies.keep(leaf)
-        leaf.buffer, leaf.host = self._ref(leaf, dev, buf, nbytes), None
-
-    def _ref(self, node: Node, dev: str, buf: int, nbytes: int) -> BufferRef:
-        self.holders[buf] = weakref.ref(node)
-        return BufferRef(self, dev, buf, nbytes)
+        leaf.buffer, leaf.host = BufferRef(self, leaf, dev, buf, nbytes), None
 
     def realize(self, nodes: list[Node]) -> None:
         """Compute `nodes`; when workers are lost on the way, recover and recompute from lineage."""
@@ -371,17 +357,24 @@ class Session(Recovery, Exchange, Readback):
                     break
         t0 = time.perf_counter()
         found = affinity = None
-        if self.replay_plans and templates.eligible(nodes) and not templates.planning_logged():
+        if self.replay_plans and templates.replayable(nodes):
             if self.pending_frees:
                 self._take_frees()
             given = nodes
-            nodes = companions.with_companions(nodes)  # an optimizer's state rides along
-            affinity, rewritten = self._prepare(nodes)  # what plan() does first: the key is the rewritten graph's
+            if companions.LIVE:
+                nodes = companions.with_companions(nodes)  # an optimizer's state rides along
+            if ir.SMALL_OFFSET_VIEWS.data or any(shard.LIVE):  # (else neither rewrite of _prepare applies)
+                affinity, rewritten = self._prepare(nodes)  # what plan() does first: the key is the rewritten graph's
+            else:
+                affinity, rewritten = {}, False
             # (a companion, or a target that was a small view and is a host leaf now, may not replay)
-            if (nodes is given and not rewritten) or templates.eligible(nodes):
+            if (nodes is given and not rewritten) or templates.replayable(nodes):
                 # no cyclic collection while the key (a tuple per node) is built and the replay binds its
-                # commands, as in plan(): those allocations would start collections that find nothing
-                with gc_paused():
+                # commands, as in plan(): those allocations would start collections that find nothing (as
+                # gc_paused does, without its two Python frames: this runs on every realize)
+                collecting = gc.isenabled()
+                gc.disable()
+                try:
                     # a structure replayed before is guessed from the walk alone and checked while it runs
                     guessing = self.guess_plans and not affinity and self.recorder is None
                     if guessing:
@@ -399,6 +392,9 @@ class Session(Recovery, Exchange, Readback):
                                                 check)
                         if templates.replay(self, found, t0):
                             return
+                finally:
+                    if collecting:
+                        gc.enable()
         if found is None and self.recorder is not None:
             self.recorder(nodes, None)
         kernels, programs, sched = self.plan(nodes, found, affinity)
@@ -446,7 +442,7 @@ class Session(Recovery, Exchange, Readback):
                 for nid in sched.outputs:
                     by_id[nid].lineage = lineage.recipe(by_id[nid], memo)
             for nid, (dev, buf, nbytes) in sched.outputs.items():
-                by_id[nid].become_leaf(self._ref(by_id[nid], dev, buf, nbytes))
+                by_id[nid].become_leaf(BufferRef(self, by_id[nid], dev, buf, nbytes))
         if planned is not None:
             templates.keep(self, found, inputs, sched, planned, before)
         t3 = time.perf_counter()

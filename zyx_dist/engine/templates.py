@@ -25,6 +25,7 @@ from ..protocol import Alloc, CopyIn, Failed, Free
 from ..sched.scheduler import BufferState, Schedule, SchedulerState
 from ..sched.template import PlanTemplate, leaf_positions, make_template
 from .backends import LostWorkers
+from .buffer_ref import BufferRef
 
 MAX_TEMPLATES_PER_STRUCTURE = 4  # input placements kept per graph structure
 # (a replay's inputs read in C loops: a node's buffer handle, and the handle's and its mirror entry's fields)
@@ -57,21 +58,17 @@ def _on(lg: logging.Logger) -> bool:
     return level != logging.NOTSET and level <= logging.DEBUG and lg.isEnabledFor(logging.DEBUG)
 
 
-def planning_logged() -> bool:
-    """Whether debug output describes planning (kernels, IR, placements): then every realize plans."""
-    k, i, p = _PLANNING_LOGS
-    if not (_ROOT_LOG.level or k.level or i.level or p.level):  # no level set anywhere: the usual case
-        return False
-    return _on(k) or _on(i) or _on(p)
-
-
-def eligible(nodes: list[Node]) -> bool:
-    """Whether a realize of `nodes` may replay a template: every node an unrealized, non-empty computation."""
+def replayable(nodes: list[Node]) -> bool:
+    """Whether a realize of `nodes` may replay a template: every node an unrealized, non-empty computation, and no
+    debug output that describes planning (kernels, IR, placements), which wants every realize planned."""
     leaf = Op.LEAF
     for n in nodes:
         if n.op is leaf or n.buffer is not None or not n.size:
             return False
-    return True
+    k, i, p = _PLANNING_LOGS
+    if not (_ROOT_LOG.level or k.level or i.level or p.level):  # no level set anywhere: the usual case
+        return True
+    return not (_on(k) or _on(i) or _on(p))
 
 
 def inputs_of(found: tuple) -> tuple[int, ...]:
@@ -221,10 +218,8 @@ def run(s, templates: dict, leaves: Sequence[Node], t0: float, meanwhile: Callab
                     attached: list = []
                     committed.append(attached)
                     _commit(s, t, ids, ids_in, (), order, attached)
-            direct = _direct(s, t, uploads)
-            if direct is not None:
-                graphs = _run_direct(s, t, ids, direct, riding, uploads, leaves)
-            else:
+            graphs = _run_direct(s, t, ids, riding, uploads, leaves)
+            if graphs is None:
                 results, graphs = _run_commands(s, t, ids, uploads, leaves, riding)
     except BaseException:
         if committed:
@@ -275,11 +270,10 @@ def _commit(s, t: PlanTemplate, ids: tuple, ids_in: list, uploads: tuple, order:
         used[dev] += n
     _count(s, t, 1)
     if order is not None:
-        ref = s._ref
         for pos, slot, dev, nbytes in t.outputs:
             n = order[pos]
             attached.append((n, n.op, n.srcs, n.arg, n.host, n.guards))
-            n.become_leaf(ref(n, dev, ids[slot], nbytes))
+            n.become_leaf(BufferRef(s, n, dev, ids[slot], nbytes))
 
 
 def _uncommit(s, t: PlanTemplate, ids: tuple, attached: list) -> None:
@@ -312,44 +306,35 @@ def _count(s, t: PlanTemplate, sign: int) -> None:
         c["bytes_transferred"] += sign * t.bytes_transferred
 
 
-def _direct(s, t: PlanTemplate, uploads: tuple) -> tuple[str, Any, Sequence[int]] | None:
-    """(device, its batch, the buffers to free there first) when this replay of `t` can be one direct call of its
-    worker (`run_replay`: in process, or one compact message each way through Ray, untimed, so not while
-    `time_replays` asks for kernel times): a one-worker template the worker has, uploading at most what the
-    backend's direct call carries (`direct_upload_bytes`; `uploads` as `run` made them), and nothing else queued
-    for other workers (frees elsewhere, templates to forget) that its batch would carry."""
+def _run_direct(s, t: PlanTemplate, ids: tuple, meanwhile: Callable[[], None] | None, uploads: tuple,
+                leaves: Sequence[Node]) -> int | None:
+    """The replay of `t` (ids and uploads as `run` made them) as one direct call of its worker, the queued frees and
+    the uploads with it (`run_replay`: in process, or one compact message each way through Ray, untimed, so not
+    while `time_replays` asks for kernel times): the CUDA graphs it replayed; None (nothing sent) where that does
+    not apply: a template of more than one worker, or one the worker does not have yet, uploads beyond what the
+    backend's direct call carries (`direct_upload_bytes`), or anything queued for other workers (frees elsewhere,
+    templates to forget) that its batch would carry. Raises the worker's error, or LostWorkers, after a rollback."""
     single = t.single
     backend = s.backend
     if single is None or not t.defined or s.template_drops or s.plans.dropped or not s.direct_replays or \
             backend.time_replays:
         return None
-    dev = single[0]
+    dev, wb = single
     if uploads and sum([u[3] for u in uploads]) > backend.direct_upload_bytes(dev):
         return None
     if s.pending_frees:
         s._take_frees()
-    queue = s.free_queue
-    if not queue:
-        return (*single, ())
-    frees = []
-    for d, buf in queue:
-        if d != dev:
-            return None
-        frees.append(buf)
-    return (*single, frees)
-
-
-def _run_direct(s, t: PlanTemplate, ids: tuple, direct: tuple, meanwhile: Callable[[], None] | None,
-                uploads: tuple, leaves: Sequence[Node]) -> int:
-    """The replay of one-worker template `t` as one call of its worker, the queued frees and the uploads
-    (`run`'s) with it (`_direct` said it applies and gave `direct`); the CUDA graphs it replayed. Raises the
-    worker's error, or LostWorkers, after a rollback."""
-    dev, wb, frees = direct
-    if frees:
+    frees = ()
+    if s.free_queue:
+        frees = []
+        for d, buf in s.free_queue:
+            if d != dev:
+                return None
+            frees.append(buf)
         s.free_queue = []
     data = tuple([(buf, nbytes, leaves[i].host) for i, _dev, buf, nbytes in uploads]) if uploads else ()
     try:
-        failed, graphs, in_use = s.backend.run_replay(dev, wb.template, wb.pick(ids), frees, meanwhile, data)
+        failed, graphs, in_use = backend.run_replay(dev, wb.template, wb.pick(ids), frees, meanwhile, data)
     except LostWorkers as e:
         _rollback(s, t, ids, e.devices, uploads)
         raise

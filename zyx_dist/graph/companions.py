@@ -13,6 +13,7 @@ import weakref
 from .ir import Node
 
 _COMPANIONS: weakref.WeakKeyDictionary[Node, tuple[weakref.ref, ...]] = weakref.WeakKeyDictionary()
+LIVE = _COMPANIONS.data  # (the registry's own dict: empty unless some node has companions; a realize checks it)
 
 
 def attach(node: Node, others: list[Node]) -> None:

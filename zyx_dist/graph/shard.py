@@ -48,6 +48,8 @@ class Sharded:
 _SHARDED: weakref.WeakKeyDictionary[Node, Sharded] = weakref.WeakKeyDictionary()
 # per-shard nodes made by earlier rewrites (a graph explained, then realized, is rewritten once): their devices
 _MADE: weakref.WeakKeyDictionary[Node, str] = weakref.WeakKeyDictionary()
+# both registries' own dicts: empty unless something is sharded, which a realize checks without a call
+LIVE = (_SHARDED.data, _MADE.data)
 
 _COMBINE = {ReduceOp.SUM: BinaryOp.ADD, ReduceOp.PROD: BinaryOp.MUL, ReduceOp.MAX: BinaryOp.MAX,
             ReduceOp.MIN: BinaryOp.MIN}

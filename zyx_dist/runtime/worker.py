@@ -232,7 +232,10 @@ class Worker:
         if failed is None:
             profile, self.profile = self.profile, False
             try:
-                self._replay_ids(template, bufs, (), [], hook)
+                t = self._templates.get(template)
+                if t is None:
+                    self._no_template(template)
+                run_template(self, t, template, bufs, (), [], hook)
             except Exception as e:  # noqa: BLE001 -- a value, as in `run`
                 failed = _failure(at, e)
             finally:
@@ -392,14 +395,13 @@ class Worker:
         self._templates.pop(cmd.template, None)
 
     def _replay(self, cmd: Replay, launches: list[Any]) -> tuple:
-        return self._replay_ids(cmd.template, cmd.bufs, cmd.imports, launches)
-
-    def _replay_ids(self, template: int, bufs: tuple[int, ...], imports: tuple, launches: list[Any],
-                    before_sync: list | None = None) -> tuple:
-        t = self._templates.get(template)
+        t = self._templates.get(cmd.template)
         if t is None:
-            raise KeyError(f"{self.device}: no batch template {template} (DefineTemplate it first)")
-        return run_template(self, t, template, bufs, imports, launches, before_sync)
+            self._no_template(cmd.template)
+        return run_template(self, t, cmd.template, cmd.bufs, cmd.imports, launches)
+
+    def _no_template(self, template: int) -> None:
+        raise KeyError(f"{self.device}: no batch template {template} (DefineTemplate it first)")
 
     def _compile(self, cmd: Compile, launches: list[Any]) -> None:
         if not logs.enabled("timings"):
@@ -428,8 +430,11 @@ class Worker:
         self.backend.synchronize()
         self.sync_wait = waited = time.perf_counter() - t
         self.sync_floor = min(self.sync_floor, waited)
-        self.events.clear()
-        self.pool.settle()
+        events, pool = self.events, self.pool
+        if events.last_writes or events.last_reads:  # (each call only where it has something to drop)
+            events.clear()
+        if pool.unsettled:
+            pool.settle()
         if self._inflight:
             self._inflight.clear()
         self._synced = len(launches)
