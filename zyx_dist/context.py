@@ -27,15 +27,13 @@ class Runtime(Protocol):
 _provider: Callable[[], Runtime] | None = None
 
 
+def register(provider: Callable[[], Runtime]) -> None:
+    """Called once by the engine: `provider()` gives the current session, starting it if needed."""
+    global _provider
+    _provider = provider
+
+
 def session() -> Runtime:
-    """The running session (until the engine registers its provider, which takes this function's place)."""
     if _provider is None:
         raise RuntimeError("zyx_dist's engine is not loaded: import zyx_dist, not only zyx_dist.frontend")
     return _provider()
-
-
-def register(provider: Callable[[], Runtime]) -> None:
-    """Called once by the engine: `provider()` gives the current session, starting it if needed. It replaces
-    `session` itself, so the front end's `context.session()` (on every realize) calls it with no frame between."""
-    global _provider, session
-    _provider = session = provider
