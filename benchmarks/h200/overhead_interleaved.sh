@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# One call (carry [".devbundle", ".oldzd"], .oldzd/ holding the package to compare against, with its setup.py): the GPU
-# tier (TESTS_S seconds, 130; 0 leaves it out), then, old and new package alternating ROUNDS times (3), the dispatch
-# benchmark's overhead per cached realize (part a, in process and through Ray) and its interleaved part (i: the
-# cached tiny realize and the plain small step, round by round beside torch's same operations, with each round's
-# ratio). Files in $OUT: gpu-tests.log, overhead-interleaved.log, dispatch-{old,new}-<round>.json.
+# One call (carry [".devbundle", ".oldzd"], .oldzd/ holding the package to compare against, with its setup.py): old and
+# new package alternating ROUNDS times (3), the dispatch benchmark's overhead per cached realize (part a, in process
+# and through Ray) and its interleaved part (i: the cached tiny realize and the plain small step, round by round
+# beside torch's same operations, with each round's ratio); then the GPU tier (TESTS_S seconds, 130; 0 leaves it
+# out), last, since its load slows the host's Python for a minute after. Files in $OUT: overhead-interleaved.log,
+# dispatch-{old,new}-<round>.json, gpu-tests.log.
 source benchmarks/h200/call_steps.sh
 t0=$(date +%s)
-[ "${TESTS_S:-130}" = 0 ] || gpu_tests gpu-tests.log ${TESTS_S:-130} tests/gpu
 for r in $(seq 1 ${ROUNDS:-3}); do
   for pkg in old new; do
     echo "=== $pkg, round $r" >> $OUT/overhead-interleaved.log
@@ -16,3 +16,4 @@ for r in $(seq 1 ${ROUNDS:-3}); do
   done
 done
 grep "===\|gauge\|overhead per realize\|Python per\|interleaved\|per round" $OUT/overhead-interleaved.log
+[ "${TESTS_S:-130}" = 0 ] || gpu_tests gpu-tests.log ${TESTS_S:-130} tests/gpu
