@@ -96,8 +96,9 @@ STEPS_PER_OCTAVE = 8  # above SMALL: 8 buckets per power of two, so rounding was
 
 def picker(slots: tuple[int, ...]) -> Callable[[tuple], tuple]:
     """A function giving `tuple(ids[s] for s in slots)` (an itemgetter, so no Python frame: of a slice where there
-    are fewer than 2 slots, which gives a list for a list): how a plan template's slots become the buffer ids of
-    one replay, on the driver (sched/template.py) and on the worker (runtime/replay.py)."""
+    are fewer than 2 slots, which gives a list for a list, and does not raise for `ids` too short, which every caller
+    has checked): how a plan template's slots become the buffer ids of one replay, on the driver
+    (sched/template.py) and on the worker (runtime/replay.py)."""
     if not slots:
         return operator.itemgetter(slice(0, 0))
     if len(slots) == 1:
