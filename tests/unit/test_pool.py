@@ -146,14 +146,14 @@ def test_settle_drops_the_events_of_blocks_freed_since_and_only_those():
     busy = [pool.alloc(5000) for _ in range(3)]
     for i, b in enumerate(busy):
         pool.free(b, pending=[f"e{i}"])
-    assert len(pool.unsettled) == 3  # the quiet blocks are not walked
+    assert len(pool._unsettled) == 3  # the quiet blocks are not walked
     pool.settle()
-    assert all(b.pending == () for b in quiet + busy) and not pool.unsettled
+    assert all(b.pending == () for b in quiet + busy) and not pool._unsettled
     again = pool.alloc(5000)  # a settled block: its next owner waits for nothing
     assert again in busy and again.pending == ()
     pool.free(again, pending=["late"])
     pool.release_cached()  # released blocks are forgotten, events and all
-    assert not pool.unsettled
+    assert not pool._unsettled
 
 
 def test_backend_failure_releases_cache_then_raises_oom():

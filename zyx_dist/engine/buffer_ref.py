@@ -7,15 +7,17 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from ..graph.ir import Node
+
 
 class BufferRef:
-    """The driver's handle of one device buffer, held by `node`, which the session's `holders` name (for recovery);
-    freed on the worker when garbage collected (its `__del__` queues the free: cheaper than a weakref.finalize per
-    buffer, which a replayed realize would pay)."""
+    """The driver's handle of one device buffer of `session` (an engine.session.Session), held by `node`, which the
+    session's `holders` name (for recovery); freed on the worker when garbage collected (its `__del__` queues the
+    free: cheaper than a weakref.finalize per buffer, which a replayed realize would pay)."""
 
     __slots__ = ("__weakref__", "device", "frees", "id", "nbytes", "session")
 
-    def __init__(self, session: Any, node: Any, device: str, buf: int, nbytes: int):
+    def __init__(self, session: Any, node: Node, device: str, buf: int, nbytes: int):
         self.id, self.device, self.nbytes = buf, device, nbytes
         self.session = session.weak  # weakref.ref(session), made once
         self.frees = session.pending_frees

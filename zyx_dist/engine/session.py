@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import context, logs
-from .._util import bucket_size, gc_paused
+from .._util import gc_paused
 from ..codegen.autotune import Target, Tuner
 from ..codegen.program import Program, kernel_key
 from ..config import Config, load_config
@@ -196,15 +196,11 @@ class Session(Recovery, Exchange, Readback):
             return
         frees = self.pending_frees[:]
         del self.pending_frees[:len(frees)]  # (what a __del__ queues meanwhile stays queued)
-        holders, queue = self.holders, self.free_queue
-        known, used = self.state.buffers, self.state.used
+        holders, free, queue = self.holders, self.state.free, self.free_queue
         for item in frees:
             buf = item[1]
             holders.pop(buf, None)
-            b = known.pop(buf, None)  # (the mirror's `SchedulerState.free`, inline: this runs on every realize)
-            if b is not None and not b.spilled:
-                used[b.device] -= bucket_size(b.nbytes)
-            if b is not None or (states and any(buf in st.buffers for st in states)):
+            if free(buf) or (states and any(buf in st.buffers for st in states)):
                 for st in states:
                     st.free(buf)
                 queue.append(item)

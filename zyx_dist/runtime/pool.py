@@ -50,7 +50,7 @@ class MemoryPool:
         self._live: set[Block] = set()
         self._cache: dict[int, list[tuple[int, Block]]] = {}  # bucket -> heap of (seq, block)
         self._seq = itertools.count()
-        self.unsettled: list[Block] = []  # cached blocks freed with pending events since the last settle
+        self._unsettled: list[Block] = []  # cached blocks freed with pending events since the last settle
 
     @property
     def buffers(self) -> int:
@@ -99,7 +99,7 @@ class MemoryPool:
             block.owner = None
             return
         if block.pending:
-            self.unsettled.append(block)
+            self._unsettled.append(block)
         cached = self._cache.get(block.size)
         if cached is None:
             cached = self._cache[block.size] = []
@@ -113,17 +113,17 @@ class MemoryPool:
                 self._release(block)
                 released += block.size
         self._cache.clear()
-        self.unsettled.clear()
+        self._unsettled.clear()
         self.bytes_reserved -= released
         return released
 
     def settle(self) -> None:
         """Drop the pending events of cached blocks (call after a device synchronize): only those freed with
         events since the last settle have any, so a Sync costs what was freed, not the size of the cache."""
-        if self.unsettled:
-            for block in self.unsettled:
+        if self._unsettled:
+            for block in self._unsettled:
                 block.pending = ()
-            self.unsettled.clear()
+            self._unsettled.clear()
 
     def close(self) -> None:
         """Release every block, live or cached."""

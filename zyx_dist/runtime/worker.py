@@ -430,11 +430,8 @@ class Worker:
         self.backend.synchronize()
         self.sync_wait = waited = time.perf_counter() - t
         self.sync_floor = min(self.sync_floor, waited)
-        events, pool = self.events, self.pool
-        if events.last_writes or events.last_reads:  # (each call only where it has something to drop)
-            events.clear()
-        if pool.unsettled:
-            pool.settle()
+        self.events.clear()
+        self.pool.settle()
         if self._inflight:
             self._inflight.clear()
         self._synced = len(launches)

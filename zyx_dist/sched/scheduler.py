@@ -128,11 +128,14 @@ class SchedulerState:
             self.devices = {n: m for n, m in self.devices.items() if n != dev}
             del self.used[dev], self.compiled[dev]
 
-    def free(self, buf: int) -> None:
-        """The mirror of a Free command."""
+    def free(self, buf: int) -> bool:
+        """The mirror of a Free command; whether the state held `buf`."""
         b = self.buffers.pop(buf, None)
-        if b is not None and not b.spilled:
+        if b is None:
+            return False
+        if not b.spilled:
             self.used[b.device] -= bucket_size(b.nbytes)
+        return True
 
 
 @dataclass(frozen=True)
