@@ -251,3 +251,4 @@ def test_a_session_loop_that_keeps_its_results_replays_the_rest_as_graphs(monkey
         assert all(g >= 1 for g in graphs[-6:]), graphs
     finally:
         zd.shutdown()
+        zd.init(ray=False)  # the module-wide in-process session again, not a default one started through Ray
