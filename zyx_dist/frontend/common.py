@@ -171,7 +171,9 @@ def operands(*xs: Any, dtype: DType | Callable[[DType], DType] | None = None, ex
     return [to_node(x.node, shape, dtype) if isinstance(x, Tensor) else scalar_const(x, shape, dtype) for x in xs]
 
 
-_SCALAR_CONSTS: dict[tuple, Node] = {}  # (type, value, shape, dtype) -> the constant node of that operand
+# (type, value, shape, id of the dtype) -> the constant node of that operand (dtypes are unique, and their own hash is
+# a Python call: the C node's ops key this dict alike, graph/_node.c's scalar_node)
+_SCALAR_CONSTS: dict[tuple, Node] = {}
 _SCALAR_CONSTS_MAX = 4096
 
 
@@ -183,7 +185,7 @@ def scalar_const(c: Any, shape: Shape, dtype: DType) -> Node:
     cls = c.__class__
     if cls is float and (c == 0.0 or math.isnan(c)) or cls not in _PY_SCALARS:
         return graph.const(c, shape, dtype)
-    key = (cls, c, shape, dtype)
+    key = (cls, c, shape, id(dtype))
     node = _SCALAR_CONSTS.get(key)
     if node is None or node.op is not graph.Op.CONST:
         if len(_SCALAR_CONSTS) >= _SCALAR_CONSTS_MAX:

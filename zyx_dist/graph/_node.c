@@ -562,9 +562,13 @@ static PyObject *operand_node(PyObject *n, PyObject *shape) {
     return out;
 }
 
-/* The shared constant node of scalar `c` (common.scalar_const): from its dict, or made by it. A new reference. */
+/* The shared constant node of scalar `c` (common.scalar_const): from its dict, or made by it. A new reference.
+ * The key holds the dtype's id, as common.scalar_const's does (dtypes are unique; their hash is Python code). */
 static PyObject *scalar_node(PyObject *c, PyObject *shape, PyObject *dtype) {
-    PyObject *key = PyTuple_Pack(4, (PyObject *)Py_TYPE(c), c, shape, dtype);
+    PyObject *dtype_id = PyLong_FromVoidPtr(dtype);
+    if (dtype_id == NULL) return NULL;
+    PyObject *key = PyTuple_Pack(4, (PyObject *)Py_TYPE(c), c, shape, dtype_id);
+    Py_DECREF(dtype_id);
     if (key == NULL) return NULL;
     PyObject *n = PyDict_GetItemWithError(scalar_consts, key);
     Py_DECREF(key);
