@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One call (carry [".devbundle", ".oldzd"], .oldzd/ holding the package to compare against, with its setup.py): old and
+# One call (carry [".devbundle", ".oldzd"], .oldzd/ holding the package to compare against, with its setup.py; OLD_COMMIT
+# names it in the records, ZYX_DIST_COMMIT this tree): old and
 # new package alternating ROUNDS times (3), the dispatch benchmark's overhead per cached realize (part a, in process
 # and through Ray) and its interleaved part (i: the cached tiny realize and the plain small step, round by round
 # beside torch's same operations, with each round's ratio); then the GPU tier (TESTS_S seconds, 130; 0 leaves it
@@ -10,7 +11,8 @@ t0=$(date +%s)
 for r in $(seq 1 ${ROUNDS:-3}); do
   for pkg in old new; do
     echo "=== $pkg, round $r" >> $OUT/overhead-interleaved.log
-    in_package $pkg timeout -k 5 -s ABRT 90 python3 benchmarks/dispatch_bench.py --device cuda:0 --only ai --repeats 200 \
+    ZYX_DIST_COMMIT=$([ $pkg = old ] && echo "${OLD_COMMIT:-the package in .oldzd}" || echo "${ZYX_DIST_COMMIT:-}") \
+      in_package $pkg timeout -k 5 -s ABRT 90 python3 benchmarks/dispatch_bench.py --device cuda:0 --only ai --repeats 200 \
       --out $OUT --name dispatch-$pkg-$r.json >> $OUT/overhead-interleaved.log 2>&1
     echo "$pkg round $r done at $(( $(date +%s) - t0 )) s"
   done
