@@ -39,7 +39,8 @@ _DOUBLE_BYTES = struct.Struct("d").pack
 def value_key(value: object) -> object:
     """A constant's or pad's argument as a structure key holds it (values are baked into kernels): a float as the
     8 bytes of its double (exact, -0.0 apart from 0.0, and cheaper than repr's shortest digits, 0.1-0.3 us a float,
-    which the C walk would pay on every realize), anything else as its repr (which tells -0.0 from 0.0 inside a pad's tuple and matches NaN with NaN)."""
+    which the C walk would pay on every realize), anything else as its repr (which tells -0.0 from 0.0 inside a
+    pad's tuple and matches NaN with NaN)."""
     return _DOUBLE_BYTES(value) if value.__class__ is float else repr(value)
 
 
