@@ -18,6 +18,7 @@ from zyx_dist import dtypes as dt
 from zyx_dist.codegen import attention, attention_skip
 from zyx_dist.codegen.render import CUDA, render_kernel
 from zyx_dist.graph import ir as g
+from zyx_dist.graph.ir import view_base
 
 B, T, D = 2, 200, 32
 
@@ -161,6 +162,12 @@ def test_the_tma_form_publishes_its_own_flags_in_module_memory():
         assert lay.mask_tiles == (B if batched else 1) * 4 * 4 and r.batched == batched
         assert f"zd_qmax * zd_kp <= {r.limit:.9g}f" in src  # the prologue's bound (skip_test's)
         assert attention_skip.PROLOGUE_MARK not in src and "zd_scratch" not in src
+        # k and v are scanned from the stages their copies fill, in the main loop, not read from global memory: each
+        # work-group runs its own key blocks (whose flags it publishes) first
+        k_in, v_in = (f"in{kern.inputs.index(view_base(n))}" for n in (spec.k, spec.v))
+        assert f"{k_in} + (" not in src and f"{v_in} + (" not in src
+        loop = src[src.index("for (int it = 0;; it++)"):]
+        assert "an own block: its k and v flags, from the stage" in loop and "zd_next = zd_own;" in src
         shared, pro, maps = cuda._declared(src)
         # k and v by tensor maps, and a mask that varies along the rows (rows of 400 bytes: whole 16s); one per batch
         # and key, the same on every row, is no tile: the scoring reads it from global memory

@@ -10,9 +10,10 @@ signalling its mbarrier when its bytes have landed. Warp 0 does that while the t
 current block (between q @ k^T's issue and its wait), for the block `stages` - 1 ahead, into the stage the
 last block left; no other thread spends an instruction on copies. A scoring operand read at (row, key), such as
 an additive mask, is staged the same way where a map can read it and the stages fit, else read from global
-memory. Key blocks a mask hides are left out as attention_flags.InlineSkips decides (no prologue kernel: the
-work-groups scan their share of the blocks first); blocks the mask leaves clear are scored without it and
-their mask tile is not copied.
+memory. Key blocks a mask hides are left out as attention_flags.InlineSkips decides (no prologue kernel: each
+work-group runs its own key blocks first and scans k and v there from their stages, and scans its share of
+the mask's tiles as it starts); blocks the mask leaves clear are scored without it and their mask tile is
+not copied.
 """
 
 from __future__ import annotations
@@ -156,7 +157,6 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     M, N, K, D = spec.M, spec.N, spec.K, a.head
     groups = -(-M // BM)
     dd = sym.Var("dd", 0, D - 1)
-    bz, _, gj, gk = spec.vars()
     kind = "bf16" if a.q.dtype.name == "bfloat16" else "f16"
     half = a.q.dtype.name
     store = "zd_bf16_store({})" if kind == "bf16" else "__half_as_ushort(__float2half_rn({}))"
@@ -165,11 +165,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     k_tile, v_tile, side_tiles = tiles[0], tiles[1], tiles[2:]
     fill_q = fill(kernel, a.q, a.qk_idx, Tile("Qs[row][col]", BM, D, "gi", "q0", M, dd, D, half, store), evaluate,
                   T, THREADS)
-    v_index = spec.index(bz, sym.ZERO, gj, gk)
-    as_float = SIDE_TYPES[half][1]
-    skip = InlineSkips(a, kernel, name, evaluate, T, as_float.format(store), half,
-                       (copyable(kernel, a.k, a.qk_idx, half, dd, D), copyable(kernel, a.v, v_index, half, gj, N)),
-                       partial(copyable, kernel))
+    skip = InlineSkips(a, kernel, name, evaluate, T, half, partial(copyable, kernel),
+                       (k_tile.at, k_tile.nbytes), (v_tile.at, v_tile.nbytes))
     overrides = {a.pattern.qk.id: "acc"}
     for (n, _ix, dt), t in zip(sides, side_tiles):
         ctype, value = SIDE_TYPES[dt]
@@ -202,7 +199,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
           zd_bar_arrive(zd_bar);
         }}
       }}
-      zd_last = zd_next;"""
+      {skip.advance()}"""
     qk = wgmma_loop(kind, "kk", D // 16, BN, "S", "qf[kk]", f"zd_desc(ks + (kk >> 2) * {BN * 128} + (kk & 3) * 32, 16, 1024)",
                     0, "    ")
     pv = wgmma_loop(kind, "t", BN // 16, N, "o", "pf[t]", f"zd_desc(vs + t * 2048, {BN * 128}, 1024)", 1, "    ")
@@ -257,6 +254,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     const unsigned ks = zd_stages + st * {stage}u, vs = ks + {v_tile.at}u;
 {ZERO_S}
 {qk}
+{skip.stage_scan("(zd_at >> 1)", "zd_stage", "    ")}
     if (warp == 0) {{  // while the tensor cores score this block: the copies of block it + {S - 1} into the stage
       const int st = (it + {S - 1}) % {S};  // the last block used (every warp was done with it at the barrier)
 {issue}
