@@ -27,7 +27,7 @@ from ..config import Config, load_config
 from ..errors import ConfigError, DeviceError, WorkerLostError, ZyxError
 from ..fuse.kernelize import Limits
 from ..fuse.plan_cache import PlanCache
-from ..graph import companions, guards, ir, lineage, shard
+from ..graph import companions, guards, history, ir, lineage, shard
 from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
 from ..protocol import BatchResult, DropTemplate, Failed, Free, Sync
@@ -173,6 +173,7 @@ class Session(Recovery, Exchange, Readback):
     def close(self) -> None:
         if not self.closed:
             self.closed = True
+            history.clear()  # (the histories kept for gradients hold this session's tensors)
             self.pending_frees.clear()
             self.backend.close()
 
@@ -437,6 +438,7 @@ class Session(Recovery, Exchange, Readback):
             if self.host_copies is not None:  # recipes first: they read the history become_leaf drops
                 for nid in sched.outputs:
                     by_id[nid].lineage = lineage.recipe(by_id[nid], memo)
+            history.keep([by_id[nid] for nid in sched.outputs])  # (gradients after a read: before become_leaf)
             for nid, (dev, buf, nbytes) in sched.outputs.items():
                 by_id[nid].become_leaf(BufferRef(self, by_id[nid], dev, buf, nbytes))
         if planned is not None:

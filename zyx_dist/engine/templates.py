@@ -14,12 +14,12 @@ import logging
 import os
 import time
 from collections.abc import Callable, Sequence
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from .. import logs
 from .._util import bucket_size
-from ..graph import lineage
+from ..graph import history, lineage
 from ..graph.ir import Node, Op
 from ..protocol import Alloc, CopyIn, Failed, Free
 from ..sched.scheduler import BufferState, Schedule, SchedulerState
@@ -30,6 +30,7 @@ from .buffer_ref import BufferRef
 MAX_TEMPLATES_PER_STRUCTURE = 4  # input placements kept per graph structure
 # (a replay's inputs read in C loops: a node's buffer handle, and the handle's and its mirror entry's fields)
 _buffer_of, _id_of, _device_of, _spilled_of = (attrgetter(a) for a in ("buffer", "id", "device", "spilled"))
+_position = itemgetter(0)  # of a template's output: (position in the structure's order, slot, device, bytes)
 
 
 def enabled(policy: str) -> bool:
@@ -270,6 +271,7 @@ def _commit(s, t: PlanTemplate, ids: tuple, ids_in: list, uploads: tuple, order:
         used[dev] += n
     _count(s, t, 1)
     if order is not None:
+        history.keep(map(order.__getitem__, map(_position, t.outputs)))  # (before become_leaf drops them)
         for pos, slot, dev, nbytes in t.outputs:
             n = order[pos]
             attached.append((n, n.op, n.srcs, n.arg, n.host, n.guards))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import DTypeError, ShapeError
-from ..graph import autograd
+from ..graph import autograd, history
 from ..graph import ir as graph
 from .common import as_tensor
 from .tensor import Tensor
@@ -21,8 +21,10 @@ def grad(y: Tensor, xs: Any, grad_output: Any = None) -> list[Tensor]:
     """The gradients of `y` with respect to each tensor of `xs`, as a list of lazy tensors of their shapes
     and dtypes: d(sum(grad_output * y)) / dx, with grad_output 1 when y has one element.
 
-    The gradient is taken through the graph as it stands: a tensor that was realized (read, printed,
-    `realize()`d) before this call is a leaf, a constant to the gradient, so call `grad` before reading y."""
+    A y of one element or a gradient that was realized (read, printed, `realize()`d) before this call is
+    differentiated through as the computation it was, when one of the last two realizes made it
+    (graph/history.py): `y.item()`, or reading a gradient, and then `grad` works. Any other tensor realized
+    before this call is a leaf, a constant to the gradient: call `grad` before reading intermediate results."""
     if not isinstance(y, Tensor):
         raise TypeError(f"zd.grad: y must be a Tensor, got {type(y).__name__}")
     items = [xs] if isinstance(xs, Tensor) else list(xs)
@@ -43,4 +45,6 @@ def grad(y: Tensor, xs: Any, grad_output: Any = None) -> list[Tensor]:
         seed = graph.cast(go.node, y.dtype)
     if not y.dtype.is_float:  # nothing flows through an integer or bool result
         return [Tensor(graph.const(0, x.shape, x.dtype)) for x in items]
-    return [Tensor(g) for g in autograd.gradients(y.node, [x.node for x in items], seed)]
+    grads = autograd.gradients(y.node, [x.node for x in items], seed)
+    history.gradient(grads)
+    return [Tensor(g) for g in grads]

@@ -25,7 +25,7 @@ import numpy as np
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import DTypeError, ShapeError
-from ..graph import companions
+from ..graph import companions, history
 from ..graph import ir as graph
 from ..graph.ir import Node, UnaryOp
 from .tensor import Tensor
@@ -60,6 +60,12 @@ def _compute_dtype(d: DType) -> DType:
 def _updated(p: Tensor, update) -> Tensor:
     """The new parameter: `update` of p (in the compute dtype), in p's dtype."""
     return Tensor(graph.cast(update(graph.cast(p.node, _compute_dtype(p.dtype))), p.dtype))
+
+
+def _fresh(*lists: list[Tensor]) -> None:
+    """A step's new parameters and state keep no history once realized (graph/history.py): nothing takes a
+    gradient through an optimizer's step, and the history would keep the old parameters and state alive."""
+    history.fresh([t.node for ts in lists for t in ts])
 
 
 class Optimizer:
@@ -157,6 +163,7 @@ class SGD(Optimizer):
         if mu:
             self.velocity = new_velocity
         self.params = new_params
+        _fresh(new_params, new_velocity)
         return list(new_params)
 
     def _state(self) -> list[list[Tensor] | None]:
@@ -248,4 +255,5 @@ class Adam(Optimizer):
             new_v.append(vt)
         self.params, self.m, self.v = new_params, new_m, new_v
         self._next = None
+        _fresh(new_params, new_m, new_v)
         return list(new_params)

@@ -10,8 +10,9 @@ rounding and integer ops contribute nothing. The contributions to a node used se
 a fixed order (a balanced tree in the order the consumers were visited), so the same graph always gives
 the same gradient graph. Constants folded out of a movement of another constant (`ir.FOLDED`) are walked
 through as the movement they replaced, so a parameter made by `zd.zeros` and then broadcast still gets
-its gradient. A node that was realized before `grad` was called is a leaf: its history is gone and it
-counts as a constant.
+its gradient. A node realized before `grad` was called is walked through as the computation it was where
+graph/history.py kept that (a result of one element, or a gradient, of the last two realizes); any other
+realized leaf counts as a constant.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import int32
-from . import ir
+from . import history, ir
 from .ir import BinaryOp, Node, Op, ReduceOp, UnaryOp
 from .recompute import attention_stand_ins
 
@@ -131,11 +132,16 @@ def _carrying(c: Node, guards: tuple, fresh: int) -> Node:
 
 
 def _view(n: Node) -> tuple[Op, Any, tuple[Node, ...]]:
-    """(op, arg, sources) of n as the gradient sees it: a folded constant is the movement it replaced."""
+    """(op, arg, sources) of n as the gradient sees it: a folded constant is the movement it replaced, and a
+    realized leaf whose history graph/history.py kept the computation it was."""
     if n.op is Op.CONST:
         folded = ir.FOLDED.get(n)
         if folded is not None:
             return folded[0], folded[1], (folded[2],)
+    elif n.op is Op.LEAF:
+        former = history.former(n)
+        if former is not None:
+            return former
     return n.op, n.arg, n.srcs
 
 

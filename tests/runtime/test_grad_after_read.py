@@ -1,0 +1,73 @@
+"""Gradients taken after a read (API.md section 11, graph/history.py): a loss read with `item()`, or a gradient
+read and then differentiated again, still differentiates through the computation it was; what that keeps
+alive goes when the result is dropped, and an optimizer's new parameters keep nothing."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import zyx_dist as zd
+from zyx_dist.graph import history
+
+pytestmark = pytest.mark.usefixtures("tuning_off")
+
+A = np.array([0.5, 1.0, 2.0, -1.5], np.float32)
+
+
+def in_use() -> int:
+    gc.collect()
+    zd.tensor(np.zeros(1, np.float32)).realize()  # (a realize takes the frees queued by dropped tensors)
+    gc.collect()
+    return sum(zd.stats()["bytes_in_use"].values())
+
+
+def test_a_loss_read_with_item_is_still_differentiated():
+    x = zd.tensor(A)
+    y = (zd.exp(x) * x).sum()
+    assert y.item() == pytest.approx(float((np.exp(A) * A).sum()), rel=1e-5)
+    (g,) = zd.grad(y, [x])
+    np.testing.assert_allclose(g.numpy(), np.exp(A) * (A + 1), rtol=1e-5)
+
+
+def test_a_gradient_read_then_differentiated_again():
+    x = zd.tensor(A)
+    (g,) = zd.grad((x**3).sum(), [x])
+    np.testing.assert_allclose(g.numpy(), 3 * A**2, rtol=1e-5)
+    (h,) = zd.grad(g.sum(), [x])
+    np.testing.assert_allclose(h.numpy(), 6 * A, rtol=1e-5)
+    (k,) = zd.grad(h.sum(), [x])  # read again, third order
+    np.testing.assert_allclose(k.numpy(), np.full_like(A, 6), rtol=1e-5)
+
+
+def test_a_training_step_realized_and_differentiated_again():
+    w = zd.tensor(A)
+    loss = ((w - 1) ** 2).mean()
+    (g,) = zd.grad(loss, [w])
+    zd.realize(loss, g)
+    np.testing.assert_allclose(g.numpy(), 2 * (A - 1) / A.size, rtol=1e-5)
+    (again,) = zd.grad(loss, [w])
+    np.testing.assert_allclose(again.numpy(), g.numpy(), rtol=1e-6)
+
+
+def test_a_dropped_result_takes_what_its_history_kept():
+    base = in_use()
+    x = zd.tensor(np.ones((64, 64), np.float32))
+    y = (x * 2).sum()
+    y.item()
+    del x  # y's history holds x while y lives
+    assert in_use() - base >= 64 * 64 * 4
+    del y
+    assert in_use() == base
+
+
+def test_an_optimizer_step_keeps_no_history():
+    w = zd.tensor(A)
+    (g,) = zd.grad((w * w).sum(), [w])
+    opt = zd.optim.Adam([w], lr=0.1)
+    (w2,) = opt.step([g])
+    w2.realize()
+    assert history.former(w2.node) is None
+    assert all(history.former(t.node) is None for t in opt.m + opt.v)
