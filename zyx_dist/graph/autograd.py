@@ -354,7 +354,42 @@ def _unary(op: UnaryOp, x: Node, n: Node, g: Node) -> Node | None:
     if op is UnaryOp.ABS:  # sign(x) * g, 0 at x == 0
         zero = ir.full_like(0, x)
         return ir.where(_cmp(BinaryOp.GT, x, zero), g, ir.where(_cmp(BinaryOp.LT, x, zero), ir.neg(g), ir.full_like(0, g)))
-    return None  # floor, ceil, round: piecewise constant; the rest give bool or integer results
+    if op is UnaryOp.LOG1P:
+        return ir.div(g, ir.add(ir.full_like(1, x), x))
+    if op is UnaryOp.EXPM1:  # exp(x) = expm1(x) + 1
+        return ir.mul(g, ir.add(n, ir.full_like(1, n)))
+    if op is UnaryOp.LOG10:
+        return ir.div(g, _scale(x, math.log(10.0)))
+    # 1 - x^2 as (1 - x)(1 + x): no cancellation as |x| nears 1, where these slopes are steep
+    if op is UnaryOp.ASIN:
+        return ir.div(g, ir.unary(UnaryOp.SQRT, _one_minus_square(x)))
+    if op is UnaryOp.ACOS:
+        return ir.neg(ir.div(g, ir.unary(UnaryOp.SQRT, _one_minus_square(x))))
+    if op is UnaryOp.ATANH:
+        return ir.div(g, _one_minus_square(x))
+    if op is UnaryOp.ATAN:  # (x^2 overflows only where 1 / (1 + x^2) is below the type's range anyway)
+        return ir.div(g, ir.add(ir.full_like(1, x), ir.mul(x, x)))
+    if op is UnaryOp.SINH:
+        return ir.mul(g, ir.unary(UnaryOp.COSH, x))
+    if op is UnaryOp.COSH:
+        return ir.mul(g, ir.unary(UnaryOp.SINH, x))
+    if op is UnaryOp.ASINH:  # sqrt(x^2 + 1) as hypot(x, 1): x^2 would overflow a half type from |x| = 256
+        return ir.div(g, ir.binary(BinaryOp.HYPOT, x, ir.full_like(1, x)))
+    if op is UnaryOp.ACOSH:  # sqrt(x^2 - 1) as sqrt(x - 1) sqrt(x + 1): no overflow, no cancellation near 1
+        one = ir.full_like(1, x)
+        return ir.div(g, ir.mul(ir.unary(UnaryOp.SQRT, ir.sub(x, one)), ir.unary(UnaryOp.SQRT, ir.add(x, one))))
+    return None  # floor, ceil, round, trunc: piecewise constant; the rest give bool or integer results
+
+
+def _one_minus_square(x: Node) -> Node:
+    one = ir.full_like(1, x)
+    return ir.mul(ir.sub(one, x), ir.add(one, x))
+
+
+def _nonzero(d: Node) -> Node:
+    """d with its zeros made ones: a denominator whose zeros come with zero numerators (a norm at the origin),
+    so the quotient there is 0 (the gradient taken at a kink) rather than 0 / 0, in every order of derivative."""
+    return ir.where(_cmp(BinaryOp.EQ, d, ir.full_like(0, d)), ir.full_like(1, d), d)
 
 
 def _binary(op: BinaryOp, a: Node, b: Node, n: Node, g: Node, need: list[bool]) -> list[Node | None]:
@@ -385,7 +420,22 @@ def _binary(op: BinaryOp, a: Node, b: Node, n: Node, g: Node, need: list[bool]) 
     elif op is BinaryOp.MOD:  # a - floor(a / b) * b
         da = g
         db = ir.neg(ir.mul(g, ir.unary(UnaryOp.FLOOR, ir.div(a, b)))) if need[1] else None
-    # floor division is piecewise constant; comparisons and logical/bitwise ops have no float result
+    elif op is BinaryOp.ATAN2:  # (b, -a) / (a^2 + b^2), as (b / h) / h with h = hypot(a, b): no squares to overflow
+        h = _nonzero(ir.binary(BinaryOp.HYPOT, a, b))
+        da = ir.mul(g, ir.div(ir.div(b, h), h)) if need[0] else None
+        db = ir.neg(ir.mul(g, ir.div(ir.div(a, h), h))) if need[1] else None
+    elif op is BinaryOp.HYPOT:  # (a, b) / n, and 0 at the origin
+        h = _nonzero(n)
+        da = ir.mul(g, ir.div(a, h)) if need[0] else None
+        db = ir.mul(g, ir.div(b, h)) if need[1] else None
+    elif op is BinaryOp.COPYSIGN:  # |a| sign(b): g sign(a) sign(b) (by the sign bits), 0 at a == 0 as abs's rule
+        one = ir.full_like(1, a)
+        agree = ir.mul(ir.binary(BinaryOp.COPYSIGN, one, a), ir.binary(BinaryOp.COPYSIGN, one, b))
+        da = _pick(_cmp(BinaryOp.NE, a, ir.full_like(0, a)), ir.mul(g, agree)) if need[0] else None
+    elif op is BinaryOp.NEXTAFTER:  # a moved one ulp toward b: slope 1 in a (the ulp is piecewise constant)
+        da = g
+    # floor division is piecewise constant, and so are copysign and nextafter in b; comparisons and
+    # logical/bitwise ops have no float result
     return [da, db]
 
 
