@@ -85,6 +85,15 @@ def test_gradient_matches_central_differences_of_numpy(name, dtype):
         _check(f, ref, [_uniform(ia, 12, 2, signed), _uniform(ib, 12, 3, signed)], dtype)
 
 
+def test_logaddexp_gradient_is_the_softmax_of_its_operands_ties_and_far_apart_included():
+    a = np.array([0.3, -1.0, 2.0, 40.0, -40.0, 0.0])
+    b = np.array([0.3, -1.0, 2.5, -40.0, 40.0, 1e-3])
+    x, y = zd.tensor(a), zd.tensor(b)
+    gx, gy = zd.grad(zd.logaddexp(x, y).sum(), [x, y])
+    np.testing.assert_allclose(gx.numpy(), np.exp(a) / (np.exp(a) + np.exp(b)), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(gy.numpy(), np.exp(b) / (np.exp(a) + np.exp(b)), rtol=1e-12, atol=1e-15)
+
+
 # second derivatives in closed form: (name, function, inputs, d^2 f / dx^2 of the first input)
 SECOND = [
     ("log1p", zd.log1p, [np.array([-0.5, 0.2, 2.0])], lambda x: -1 / (1 + x) ** 2),

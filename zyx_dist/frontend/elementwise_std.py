@@ -87,11 +87,15 @@ nextafter = _float_binary(BinaryOp.NEXTAFTER)
 
 def logaddexp(x1: Any, x2: Any, /) -> Tensor:
     """log(exp(x1) + exp(x2)) without overflow: max + log1p(exp(-|x1 - x2|)); equal infinities give
-    themselves (inf - inf would be NaN)."""
+    themselves (inf - inf would be NaN). The max and -|d| are both taken by one `where` on d >= 0 rather than
+    by maximum and abs: the same values, but at a tie the gradient is then (1/2, 1/2) (x1's branch: 1 - 1/2 and
+    1/2), where maximum's first-operand rule and abs's zero slope at 0 would give (1, 0)."""
     a, b = operands(x1, x2, dtype=lambda d: d if d.is_float else dtypes.DEFAULT_FLOAT)
     x, y = Tensor(a), Tensor(b)
-    big = ew.maximum(x, y)
-    out = big + log1p(ew.exp(ew.negative(ew.abs(x - y))))
+    d = x - y
+    ahead = ew.greater_equal(d, 0)
+    big = ew.where(ahead, x, y)
+    out = big + log1p(ew.exp(ew.where(ahead, ew.negative(d), d)))
     return ew.where(ew.equal(x, y) & ew.isinf(x), x, out)
 
 
