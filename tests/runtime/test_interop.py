@@ -115,6 +115,24 @@ def test_from_dlpack_copy_flags():
         zd.from_dlpack([1, 2, 3])
 
 
+def test_from_dlpack_host_copy_is_taken_at_the_call(monkeypatch):
+    """Where no worker adopts the memory (forced here: PoCL adopts any host array, Intel's runtime only
+    page-aligned ones), `from_dlpack` is "a host copy" (API.md section 10): taken at the call, so writes
+    to the producer afterwards, before the first upload, do not reach the tensor."""
+    monkeypatch.setattr(zsession.running(), "adopt", lambda obj, device: None)
+    for dt in (np.float32, np.int64):
+        src = np.zeros(3, dt)
+        t = zd.from_dlpack(src)
+        src[:] = 7
+        np.testing.assert_array_equal(t.numpy(), np.zeros(3, dt))
+    src = np.zeros((4, 5), np.float32)
+    t = zd.from_dlpack(src[:, ::2])  # a non-contiguous view: one copy, the producer's writes still unseen
+    src[:] = 1
+    np.testing.assert_array_equal(t.numpy(), np.zeros((4, 3), np.float32))
+    with pytest.raises(BufferError):  # no adoption and no copy allowed
+        zd.from_dlpack(np.zeros(3, np.float32), copy=False)
+
+
 def test_from_dlpack_non_contiguous_and_empty():
     a = np.arange(20, dtype=np.float32).reshape(4, 5)[:, ::2]
     np.testing.assert_array_equal(zd.from_dlpack(a).numpy(), a)

@@ -39,10 +39,15 @@ def from_numpy(a: np.ndarray, /, *, device: str | None = None) -> Tensor:
 
 
 def _host_array(x: Any, copy: bool | None) -> np.ndarray:
-    """A NumPy array of the DLPack producer `x`: a view of CPU memory, else a copy to the host."""
+    """A NumPy array of the DLPack producer `x` that is the tensor's own: a C-contiguous copy taken now
+    (a view of CPU memory only for `copy=False`, which the caller refuses after this)."""
     dev = x.__dlpack_device__()[0] if hasattr(x, "__dlpack_device__") else _KDL_CPU
     if int(dev) == _KDL_CPU:
-        return np.from_dlpack(x, copy=True) if copy else np.from_dlpack(x)
+        view = np.from_dlpack(x)
+        # copied at the call, not at the first upload: a leaf over the view would show the producer's later
+        # writes (API.md section 10: "a host copy otherwise"). The view is copied here, not asked of the
+        # producer, so legacy producers (no `copy=` in their `__dlpack__`) copy too.
+        return view if copy is False else np.array(view, copy=True, order="C")
     if copy is False:
         raise BufferError(f"from_dlpack(copy=False): a {type(x).__name__} on DLPack device {dev} cannot reach "
                           "this session's devices without a copy")
@@ -80,8 +85,7 @@ def from_dlpack(x: Any, /, *, device: str | None = None, copy: bool | None = Non
                           f"{type(x).__name__} in place (it would need an upload)")
     if arr.dtype.kind == "c":
         raise DTypeError(f"from_dlpack: zyx_dist has no complex dtypes (got {arr.dtype})")
-    t = from_numpy(arr, device=device)
-    return t
+    return from_numpy(arr, device=device)  # `arr` is the tensor's own copy: from_numpy's no-copy is safe
 
 
 # ---- the Tensor's side of DLPack and NumPy's protocols ------------------------------------------------
