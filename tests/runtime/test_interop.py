@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -84,6 +85,19 @@ def test_asarray_copy_semantics():
     assert not view.flags.writeable
     np.testing.assert_array_equal(view, np.arange(1, 11))
     assert np.asarray(x, dtype=np.float64).dtype == np.float64
+
+
+def test_asarray_no_copy_view_of_bfloat16_keeps_the_dtype():
+    """The zero-copy view of a bfloat16 buffer is ml_dtypes' bfloat16, as the copy is, not raw bytes."""
+    _in_process_only()
+    a = np.array([1.5, -2.0, 3.25, 0.0], np.float32)
+    x = zd.tensor(a).astype(zd.bfloat16) * 2
+    want = (a * 2).astype(ml_dtypes.bfloat16)
+    for view in (np.asarray(x, copy=False), np.array(x, copy=False), x.__array__(copy=False)):
+        assert view.dtype == np.dtype(ml_dtypes.bfloat16) == np.asarray(x).dtype
+        assert not view.flags.writeable
+        np.testing.assert_array_equal(view.astype(np.float32), want.astype(np.float32))
+    assert np.asarray(x, dtype=ml_dtypes.bfloat16, copy=False).dtype == np.dtype(ml_dtypes.bfloat16)
 
 
 def test_legacy_dlpack_consumer_gets_a_copy_not_a_writable_alias():

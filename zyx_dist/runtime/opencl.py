@@ -288,7 +288,9 @@ class OpenCLBackend:
                                               wait_for=list(wait_for) or None, is_blocking=True)
         except cl.Error as e:
             raise self._error("map for export", e) from e
-        return np.asarray(_View(mapped, owner))
+        view = np.asarray(_View(mapped, owner))
+        # the array interface spells ml_dtypes' bfloat16 as raw bytes ("|V2"): view it as the dtype asked
+        return view if view.dtype == dtype else view.view(dtype)
 
     def adopt(self, obj: Any) -> tuple[Any, int, np.dtype, tuple[int, ...], Any] | None:
         """A buffer over the host memory of `obj` (a CPU DLPack producer, C-contiguous) without a copy:
