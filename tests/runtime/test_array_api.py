@@ -97,6 +97,29 @@ def test_searchsorted_sides_sorter_and_nan():
         zd.searchsorted(zd.tensor(base), zd.tensor(q), side="middle")
 
 
+def test_searchsorted_sorter_and_take_indices_are_checked_at_the_call():
+    """A sorter of the wrong length searched a shorter (or longer) x1 and gave a wrong answer silently;
+    NumPy raises ValueError "sorter.size must equal a.size" (ShapeError is a ValueError). Non-integer
+    sorters and take indices are a dtype error (NumPy's TypeError), not an indexing one."""
+    a = zd.tensor(np.array([3.0, 1.0, 2.0], np.float32))
+    q = zd.tensor(np.array([2.5], np.float32))
+    for bad in (zd.tensor([1, 2]), [1, 2, 0, 1], np.array([[1, 2, 0]])):
+        with pytest.raises(zd.ShapeError, match=r"sorter.*3 elements|x1 of 3") as info:
+            zd.searchsorted(a, q, sorter=bad)
+        assert isinstance(info.value, ValueError)
+    with pytest.raises(zd.ShapeError, match="2 elements.*3 elements"):
+        zd.searchsorted(a, q, sorter=zd.tensor([1, 2]))
+    for bad, name in ((zd.tensor(np.array([1.0, 2.0, 0.0], np.float32)), "float32"), (np.array([1.0, 2.0, 0.0]), "float64")):
+        with pytest.raises(zd.DTypeError, match=name) as info:
+            zd.searchsorted(a, q, sorter=bad)
+        assert isinstance(info.value, TypeError)
+        with pytest.raises(zd.DTypeError, match=name):
+            zd.take(a, bad)
+    srt = [1, 2, 0]  # a list sorter still works
+    np.testing.assert_array_equal(zd.searchsorted(a, q, sorter=srt).numpy(), np.searchsorted([3.0, 1.0, 2.0], [2.5], sorter=srt))
+    np.testing.assert_array_equal(zd.take(a, []).numpy(), np.take([3.0, 1.0, 2.0], []))
+
+
 def test_new_elementwise_functions_against_numpy():
     a = np.array([-0.9, -0.5, -0.0, 0.0, 0.25, 0.75, 2.0, np.inf, -np.inf, np.nan], np.float32)
     x = zd.tensor(a)

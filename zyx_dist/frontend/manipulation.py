@@ -11,8 +11,10 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import numpy as np
+
 from .. import dtypes
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from .common import as_tensor, broadcast_shapes, norm_axis
 from .creation import arange
 from .elementwise import where
@@ -78,9 +80,25 @@ def broadcast_arrays(*arrays: Any) -> list[Tensor]:
     return [broadcast_to(t, shape) for t in ts]
 
 
+def _check_integer_indices(indices: Any, what: str) -> None:
+    """Raise DTypeError naming the dtype when `indices` (a tensor, array or nested list) are not integers:
+    a dtype error of the call, as NumPy's TypeError for `np.take(a, [0.0])`, where `x[float_index]` is an
+    IndexError. Bool passes here (the gather refuses masks itself), as does an empty list (NumPy gives it
+    float64)."""
+    if isinstance(indices, Tensor):
+        if not (indices.dtype.is_int or indices.dtype.is_bool):
+            raise DTypeError(f"{what} must be of an integer dtype, got {indices.dtype}")
+        return
+    arr = np.asarray(indices)
+    if arr.size and arr.dtype.kind not in "iub":
+        raise DTypeError(f"{what} must be of an integer dtype, got {arr.dtype}")
+
+
 def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Tensor:
     """Elements of `x` at integer `indices` along `axis` (the standard needs it for 1-D x when None);
-    negative indices count from the end. The gather of `x[..., indices, ...]`."""
+    negative indices count from the end. The gather of `x[..., indices, ...]`. Non-integer indices raise
+    DTypeError."""
+    _check_integer_indices(indices, "take: indices")
     x = as_tensor(x)
     if axis is None:
         if x.ndim != 1:

@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from .. import dtypes
 from ..errors import ShapeError
 from ..graph import ir as graph
@@ -30,7 +32,7 @@ from ..graph.ir import ReduceOp
 from .common import as_tensor, norm_axis
 from .creation import arange
 from .elementwise import isnan, logical_not, where
-from .manipulation import moveaxis, take
+from .manipulation import _check_integer_indices, moveaxis, take
 from .movement import pad, reshape
 from .reduce import reduce_axes
 from .tensor import Tensor
@@ -165,14 +167,21 @@ def argsort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool
 def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None) -> Tensor:
     """For each element of x2, the index in the sorted 1-D x1 where it would be inserted to keep x1
     sorted: before equal elements ('left') or after them ('right'). NaN sorts after every number.
-    `sorter` are the indices that sort x1 (as argsort gives). int64, the shape of x2."""
+    `sorter` are the indices that sort x1 (as argsort gives): integers (else DTypeError), one per element
+    of x1 (else ShapeError, as NumPy's "sorter.size must equal a.size"). int64, the shape of x2."""
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
     a = as_tensor(x1)
     if a.ndim != 1:
         raise ShapeError(f"searchsorted needs a 1-D sorted tensor, got shape {a.shape}")
     if sorter is not None:
-        a = take(a, sorter)
+        _check_integer_indices(sorter, "searchsorted: sorter")
+        s = sorter if isinstance(sorter, Tensor) else np.asarray(sorter)
+        # a shorter sorter would search a shorter x1, a longer one repeat elements: both silently wrong
+        if s.ndim != 1 or s.size != a.size:
+            raise ShapeError(f"searchsorted: sorter of shape {tuple(s.shape)} ({s.size} elements) for x1 of "
+                             f"{a.size} elements: sorter.size must equal x1.size")
+        a = take(a, s)
     q = as_tensor(x2)
     dt = dtypes.promote(a.dtype, q.dtype)
     a, q = a.astype(dt), q.astype(dt)
