@@ -6,6 +6,7 @@ raised at the call and names the shapes/axes/dtypes.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import types
@@ -471,6 +472,11 @@ def test_broadcast_expand_squeeze():
     check(zd.expand_dims(t, (0, -1)), np.expand_dims(B, (0, -1)))
     with pytest.raises(ShapeError, match="axis 3"):
         zd.expand_dims(t, 3)
+    # the array API 2023.12 signature expand_dims(x, /, *, axis=0); axis stays positional too (NumPy's)
+    check(zd.expand_dims(t), B[None])
+    check(zd.expand_dims(t, axis=-1), B[..., None])
+    check(t.expand_dims(), B[None])
+    assert inspect.signature(zd.expand_dims).parameters["axis"].default == 0
     s = np.ones((1, 3, 1, 2), np.float32)
     check(zd.squeeze(zd.tensor(s)), s.squeeze())
     check(zd.tensor(s).squeeze(-2), s.squeeze(-2))

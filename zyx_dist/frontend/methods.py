@@ -169,7 +169,7 @@ class _Methods:
         return movement.broadcast_to(self, shape[0] if len(shape) == 1 else shape)
 
     def broadcast_to(self, shape) -> Tensor: return movement.broadcast_to(self, shape)
-    def expand_dims(self, axis) -> Tensor: return movement.expand_dims(self, axis)
+    def expand_dims(self, axis=0) -> Tensor: return movement.expand_dims(self, axis)
     def squeeze(self, axis=None) -> Tensor: return movement.squeeze(self, axis)
     def flatten(self) -> Tensor: return movement.flatten(self)
     def flip(self, axis=None) -> Tensor: return movement.flip(self, axis)

@@ -91,8 +91,9 @@ def broadcast_to(x: Any, shape: Any) -> Tensor:
     return Tensor(to_node(x.node, shape, x.dtype))
 
 
-def expand_dims(x: Any, axis: int | tuple[int, ...]) -> Tensor:
-    """Insert size-1 dims at `axis` (positions in the result)."""
+def expand_dims(x: Any, /, axis: int | tuple[int, ...] = 0) -> Tensor:
+    """Insert size-1 dims at `axis` (positions in the result; the array API's default 0, by keyword or,
+    as NumPy's, by position)."""
     x = as_tensor(x)
     n_new = len(axis) if isinstance(axis, (tuple, list)) else 1
     axes = norm_axes(axis, x.shape, ndim=x.ndim + n_new)
