@@ -363,6 +363,18 @@ def test_astype():
         zd.tensor(A).astype(complex)
 
 
+def test_astype_copy_false_with_the_same_dtype_returns_the_input():
+    """The standard: "if copy is False and the dtype matches, the input array must be returned"; a copy
+    (the default) or another dtype is a new tensor."""
+    x = zd.tensor(A)
+    assert zd.astype(x, x.dtype, copy=False) is x
+    assert x.astype(x.dtype, copy=False) is x
+    assert zd.astype(x, np.float32, copy=False) is x
+    for other in (zd.astype(x, x.dtype), x.astype(x.dtype, copy=True), zd.astype(x, dtypes.float16, copy=False)):
+        assert other is not x
+    check(zd.astype(x, dtypes.float16, copy=False), A.astype(np.float16))
+
+
 # ---- reductions ----------------------------------------------------------------------------------------
 
 AXES = [None, 0, -1, (0, 2), (), (-1, -3)]

@@ -77,11 +77,14 @@ __all__ = [
 
 def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: str | None = None) -> Tensor:
     """`x` converted to `dtype` (a zd dtype, NumPy dtype or type, or a name), NumPy cast semantics.
-    Tensors are immutable, so `copy=False` (the standard's "reuse x when the dtype already matches")
-    and `copy=True` give the same values; `device=` moves the result as `x.to(device)`."""
+    Tensors are immutable, so `copy=False` and `copy=True` give the same values; with `copy=False` and the
+    dtype already x's, x itself is returned (the standard: "the input array must be returned"); `device=`
+    moves the result as `x.to(device)`."""
     t = as_tensor(x)
     out = Tensor(graph.cast(t.node, dtypes.dtype(dtype)))
-    if copy and out.node is t.node:
+    if out.node is t.node:
+        if not copy and device is None:
+            return t
         out = Tensor(t.node)  # a new handle: "a copy" of an immutable value
     return out if device is None else out.to(device)
 
