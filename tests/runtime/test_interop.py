@@ -112,6 +112,35 @@ def test_legacy_dlpack_consumer_gets_a_copy_not_a_writable_alias():
     assert x.__dlpack_device__() == (1, 0)
 
 
+def _capsule_name(cap: object) -> bytes:
+    import ctypes
+
+    get = ctypes.pythonapi.PyCapsule_GetName
+    get.restype, get.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    return get(cap)
+
+
+def test_dlpack_below_1_0_gives_the_legacy_capsule():
+    """A consumer asking for a DLPack version below 1.0 gets what `__dlpack__()` gives (the legacy
+    "dltensor" capsule, a copy where the buffer is a read-only view), not BufferError."""
+    x = zd.arange(5, dtype=zd.float32) + 1
+    for kwargs in ({}, {"max_version": (0, 8)}, {"max_version": (0, 0)}):
+        assert _capsule_name(x.__dlpack__(**kwargs)) == b"dltensor"
+    assert _capsule_name(x.__dlpack__(max_version=(1, 0))) == b"dltensor_versioned"
+
+    class OldProducer:  # hands NumPy the capsule a pre-1.0 consumer asked for
+        def __dlpack__(self, stream=None):
+            return x.__dlpack__(max_version=(0, 8))
+
+        def __dlpack_device__(self):
+            return x.__dlpack_device__()
+
+    np.testing.assert_array_equal(np.from_dlpack(OldProducer()), np.arange(1, 6, dtype=np.float32))
+    if type(zsession.running().backend).__name__ == "InProcessBackend":
+        with pytest.raises(BufferError):  # the read-only view itself cannot go out as a legacy capsule
+            x.__dlpack__(max_version=(0, 8), copy=False)
+
+
 def test_from_dlpack_copy_flags():
     _in_process_only()
     a = np.arange(6, dtype=np.float32)

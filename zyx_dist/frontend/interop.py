@@ -102,12 +102,15 @@ def _dlpack(self: Tensor, *, stream: Any = None, max_version: tuple[int, int] | 
             dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
     """DLPack export (realizes first): a view of the device memory where it is in this process (a CPU
     OpenCL buffer, mapped read-only: consumers that know DLPack 1.0 get a read-only array, older ones a
-    copy; a CUDA buffer of an in-process CUDA worker), a host copy otherwise."""
+    copy; a CUDA buffer of an in-process CUDA worker), a host copy otherwise. A consumer that knows only
+    DLPack below 1.0 (no `max_version`, or one of major 0) gets the legacy capsule."""
     view = None if copy else _export(self)
     if view is not None and dl_device is not None and tuple(dl_device) != tuple(view.__dlpack_device__()):
         view = None
     if view is not None:
-        legacy_readonly = isinstance(view, np.ndarray) and not view.flags.writeable and max_version is None
+        # a legacy capsule has no read-only flag: such consumers get a copy (or BufferError for copy=False)
+        legacy = max_version is None or int(max_version[0]) < 1
+        legacy_readonly = isinstance(view, np.ndarray) and not view.flags.writeable and legacy
         if not legacy_readonly or copy is False:  # NumPy raises BufferError itself for copy=False then
             kwargs = {"max_version": max_version} if max_version is not None else {}
             if dl_device is not None:
