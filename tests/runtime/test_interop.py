@@ -229,3 +229,92 @@ def test_numpy_functions_give_lazy_tensors():
         np.histogram(x)
     with pytest.raises(TypeError, match="out="):
         np.sum(x, out=np.empty(4, np.float32))
+
+
+def _values(got):
+    """NumPy's values of a dispatched result: a tensor, or a tuple/list (or named tuple) of tensors."""
+    if isinstance(got, zd.Tensor):
+        return got.numpy()
+    assert isinstance(got, (tuple, list)) and all(isinstance(t, zd.Tensor) for t in got)
+    return [t.numpy() for t in got]
+
+
+def test_numpy_array_api_and_linalg_functions_dispatch_to_zyx_dist():
+    """NEP 18 finds zyx_dist's array API functions of NumPy 2's names (np.cumulative_sum, np.unique_*,
+    np.unstack) and numpy.linalg's in zd.linalg; the results stay lazy tensors with NumPy's values."""
+    a = np.array([[4.0, 1.0, 2.0], [1.0, 3.0, 0.5], [2.0, 0.5, 5.0]], np.float32)  # symmetric positive definite
+    v = np.array([3.0, 1.0, 3.0, 2.0], np.float32)
+    x, w = zd.tensor(a), zd.tensor(v)
+    cases = [
+        (np.cumulative_sum(x, axis=1), np.cumulative_sum(a, axis=1)),
+        (np.cumulative_sum(w, include_initial=True), np.cumulative_sum(v, include_initial=True)),
+        (np.cumulative_prod(w), np.cumulative_prod(v)), (np.unique_values(w), np.unique_values(v)),
+        (np.unique_counts(w), np.unique_counts(v)), (np.unique_inverse(w), np.unique_inverse(v)),
+        (np.unique_all(w), np.unique_all(v)), (np.unstack(x, axis=1), np.unstack(a, axis=1)),
+        (np.linalg.vector_norm(x, axis=0), np.linalg.vector_norm(a, axis=0)),
+        (np.linalg.vector_norm(w, ord=1), np.linalg.vector_norm(v, ord=1)),
+        (np.linalg.matrix_norm(x), np.linalg.matrix_norm(a)), (np.linalg.matmul(x, x), np.linalg.matmul(a, a)),
+        (np.linalg.inv(x), np.linalg.inv(a)), (np.linalg.det(x), np.linalg.det(a)),
+        (np.linalg.solve(x, x[:, :1]), np.linalg.solve(a, a[:, :1])), (np.linalg.cholesky(x), np.linalg.cholesky(a)),
+        (np.linalg.matrix_transpose(x), np.linalg.matrix_transpose(a)), (np.linalg.outer(w, w), np.linalg.outer(v, v)),
+        (np.linalg.trace(x, offset=1), np.linalg.trace(a, offset=1)), (np.linalg.diagonal(x), np.linalg.diagonal(a)),
+        (np.linalg.vecdot(x, x), np.linalg.vecdot(a, a)), (np.linalg.matrix_power(x, 2), np.linalg.matrix_power(a, 2)),
+        (np.linalg.tensordot(x, x, axes=1), np.linalg.tensordot(a, a, axes=1)),
+        (np.linalg.eigvalsh(x), np.linalg.eigvalsh(a)), (np.linalg.svdvals(x), np.linalg.svdvals(a)),
+        (np.linalg.slogdet(x), np.linalg.slogdet(a)), (np.linalg.pinv(x), np.linalg.pinv(a)),
+        (np.linalg.matrix_rank(x), np.linalg.matrix_rank(a)),
+    ]
+    for got, want in cases:
+        got_v = _values(got)
+        want_v = [np.asarray(t) for t in want] if isinstance(want, tuple) else np.asarray(want)
+        if isinstance(got_v, list):
+            assert len(got_v) == len(want_v)
+            for g, wv in zip(got_v, want_v):
+                np.testing.assert_allclose(g, wv, rtol=1e-4, atol=1e-5)
+        else:
+            np.testing.assert_allclose(got_v, want_v, rtol=1e-4, atol=1e-5)
+    for got in (np.linalg.matmul(x, x), np.linalg.vector_norm(x), np.cumulative_sum(w)):
+        assert isinstance(got, zd.Tensor) and not got.node.realized  # lazy: nothing ran yet
+    assert isinstance(np.linalg.inv(x), zd.Tensor)  # (zd.linalg.inv computes on the host)
+
+
+def test_numpy_variadic_functions_pass_their_arrays_by_position():
+    """NumPy's `*operands` (einsum), `*xi` (meshgrid), `*args` (broadcast_arrays) go to zyx_dist's
+    variadic parameters by position, not as keywords of NumPy's names."""
+    m = np.arange(6, dtype=np.float32).reshape(2, 3)
+    v = np.array([1.0, -2.0, 0.5], np.float32)
+    x, y = zd.tensor(m), zd.tensor(v)
+    got = np.einsum("ij->j", x)
+    assert isinstance(got, zd.Tensor)
+    np.testing.assert_allclose(got.numpy(), np.einsum("ij->j", m))
+    np.testing.assert_allclose(np.einsum("ij,j->i", x, y).numpy(), np.einsum("ij,j->i", m, v), rtol=1e-6)
+    for got, want in ((np.meshgrid(y, y), np.meshgrid(v, v)), (np.meshgrid(y, x[0], indexing="ij"),
+                                                                 np.meshgrid(v, m[0], indexing="ij")),
+                      (np.broadcast_arrays(x, y), np.broadcast_arrays(m, v))):
+        assert len(got) == len(want)
+        for g, wv in zip(got, want):
+            assert isinstance(g, zd.Tensor)
+            np.testing.assert_array_equal(g.numpy(), wv)
+
+
+def test_numpy_functions_zyx_dist_lacks_raise_naming_them():
+    x = zd.tensor(np.eye(3, dtype=np.float32))
+    for call, name in ((lambda: np.linalg.eig(x), "numpy.linalg.eig"), (lambda: np.linalg.norm(x), "numpy.linalg.norm"),
+                       (lambda: np.linalg.lstsq(x, x), "numpy.linalg.lstsq"), (lambda: np.histogram(x), "numpy.histogram"),
+                       (lambda: np.fft.fft(x), "numpy.fft.fft")):
+        with pytest.raises(TypeError, match=name.replace(".", r"\.")):
+            call()
+    with pytest.raises(TypeError, match="UPLO"):  # zyx_dist's eigh does what NumPy's default 'L' does only
+        np.linalg.eigh(x, UPLO="U")
+    np.testing.assert_allclose(np.linalg.eigvalsh(x, UPLO="L").numpy(), np.ones(3))
+
+
+def test_linalg_dispatch_table_covers_zd_linalg():
+    """Every function zd.linalg shares with numpy.linalg is dispatched there (a new one needs a row)."""
+    from zyx_dist.frontend import interop
+
+    shared = {n for n in dir(zd.linalg) if not n.startswith("_") and callable(getattr(zd.linalg, n))
+              and callable(getattr(np.linalg, n, None))}
+    assert shared <= set(interop._LINALG_FUNCTIONS)
+    assert {"vector_norm", "matrix_norm", "matmul", "inv", "det"} <= shared
+

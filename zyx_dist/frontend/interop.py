@@ -224,10 +224,30 @@ _FUNCTIONS: dict[str, tuple[str, dict[str, str], int]] = {
     "cross": ("_cross", _SAME, 2), "astype": ("astype", _SAME, 2), "shape": ("_shape", _SAME, 1),
     "ndim": ("_ndim", _SAME, 1), "size": ("_size", _SAME, 1), "logsumexp": ("logsumexp", _SAME, 1),
     "matrix_transpose": ("matrix_transpose", _SAME, 1), "vecdot": ("vecdot", _SAME, 2),
+    "cumulative_sum": ("cumulative_sum", _SAME, 1), "cumulative_prod": ("cumulative_prod", _SAME, 1),
+    "unique_values": ("unique_values", _SAME, 1), "unique_counts": ("unique_counts", _SAME, 1),
+    "unique_inverse": ("unique_inverse", _SAME, 1), "unique_all": ("unique_all", _SAME, 1),
+    "unstack": ("unstack", _SAME, 1),
 }
-# NumPy keywords that only mean something for NumPy arrays: ignored at their defaults, refused otherwise
+# numpy.linalg's functions -> zd.linalg's (the same table's form). NumPy's names (np.trace, np.cross, ...)
+# can mean other functions at the top level, so these are looked up by module, not by name alone.
+_LINALG_FUNCTIONS: dict[str, tuple[str, dict[str, str], int]] = {
+    "cholesky": ("cholesky", _SAME, 1), "cross": ("cross", _SAME, 2), "det": ("det", _SAME, 1),
+    "diagonal": ("diagonal", _SAME, 1), "eigh": ("eigh", _SAME, 1), "eigvalsh": ("eigvalsh", _SAME, 1),
+    "inv": ("inv", _SAME, 1), "matmul": ("matmul", _SAME, 2), "matrix_norm": ("matrix_norm", _SAME, 1),
+    "matrix_power": ("matrix_power", _SAME, 2), "matrix_rank": ("matrix_rank", _SAME, 1),
+    "matrix_transpose": ("matrix_transpose", _SAME, 1), "outer": ("outer", _SAME, 2),
+    "pinv": ("pinv", {"rcond": "rtol"}, 1), "qr": ("qr", _SAME, 1), "slogdet": ("slogdet", _SAME, 1),
+    "solve": ("solve", _SAME, 2), "svd": ("svd", _SAME, 1), "svdvals": ("svdvals", _SAME, 1),
+    "tensordot": ("tensordot", _SAME, 2), "trace": ("trace", _SAME, 1), "vecdot": ("vecdot", _SAME, 2),
+    "vector_norm": ("vector_norm", _SAME, 1),
+}
+# NumPy keywords that only mean something for NumPy arrays (or that zyx_dist's function always does at
+# their defaults: eigh reads the lower triangle, svd computes u and vh): ignored at their defaults,
+# refused otherwise
 _IGNORED_DEFAULTS = {"out": None, "where": True, "order": "C", "casting": "same_kind", "subok": True, "kind": None,
-                     "initial": np._NoValue, "mode": "constant"}
+                     "initial": np._NoValue, "mode": "constant", "UPLO": "L", "hermitian": False, "compute_uv": True,
+                     "tol": None}
 
 
 def _adapters() -> dict[str, Callable[..., Any]]:
@@ -265,13 +285,20 @@ def _adapters() -> dict[str, Callable[..., Any]]:
 
 
 def _array_function(self: Tensor, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
-    """NEP 18: NumPy functions called on tensors (`np.sum(x, axis=0)`, `np.concatenate([x, y])`) run the
-    zyx_dist function of the same meaning and give lazy tensors; NumPy arrays among the arguments become
-    tensors. A function zyx_dist lacks raises TypeError naming it."""
+    """NEP 18: NumPy functions called on tensors (`np.sum(x, axis=0)`, `np.concatenate([x, y])`,
+    `np.linalg.inv(x)`) run the zyx_dist function of the same meaning (`zd.linalg`'s for numpy.linalg's)
+    and give lazy tensors; NumPy arrays among the arguments become tensors. A function zyx_dist lacks
+    raises TypeError naming it."""
     name = func.__name__
-    entry = _FUNCTIONS.get(name) if func.__module__.startswith("numpy") else None
+    zd = _namespace()
+    # the function itself must be the one of that name in the module: np.char.split is not np.split
+    if func.__module__ == "numpy.linalg" and getattr(np.linalg, name, None) is func:
+        qual, entry, ns = f"numpy.linalg.{name}", _LINALG_FUNCTIONS.get(name), zd.linalg
+    else:
+        on_top = func.__module__ == "numpy" and getattr(np, name, None) is func
+        qual, entry, ns = f"{func.__module__}.{name}", _FUNCTIONS.get(name) if on_top else None, zd
     if entry is None:
-        raise TypeError(f"zyx_dist does not implement numpy.{name} (call it on x.numpy() to run it in NumPy)")
+        raise TypeError(f"zyx_dist does not implement {qual} (call it on x.numpy() to run it in NumPy)")
     fname, renames, n_pos = entry
     try:
         bound = inspect.signature(func).bind(*args, **kwargs)
@@ -280,21 +307,26 @@ def _array_function(self: Tensor, func: Any, types: Any, args: tuple, kwargs: di
     if bound is None:
         call_args, call_kwargs = list(args), dict(kwargs)
     else:
-        params = list(bound.signature.parameters)
+        params = bound.signature.parameters
+        order = list(params)
         call_args, call_kwargs = [], {}
         for i, (k, v) in enumerate(bound.arguments.items()):
-            if i < n_pos and params.index(k) == i:
-                call_args.extend(v if bound.signature.parameters[k].kind is inspect.Parameter.VAR_POSITIONAL
-                                 else [v])
+            kind = params[k].kind
+            # NumPy's `*operands`, `*xi`, `*args` are zyx_dist's `*xs`, `*arrays`: by position, whatever the
+            # table's count (a name for them would be an unknown keyword); `**kwargs` are keywords one by one
+            if kind is inspect.Parameter.VAR_POSITIONAL or (i < n_pos and order.index(k) == i):
+                call_args.extend(v if kind is inspect.Parameter.VAR_POSITIONAL else [v])
                 continue
-            if k in _IGNORED_DEFAULTS:
-                if v is _IGNORED_DEFAULTS[k] or (v is None and k != "where"):
+            for kk, vv in (v.items() if kind is inspect.Parameter.VAR_KEYWORD else [(k, v)]):
+                if kk in _IGNORED_DEFAULTS:
+                    default = _IGNORED_DEFAULTS[kk]
+                    if vv is default or (isinstance(vv, str) and vv == default) or (vv is None and kk != "where"):
+                        continue
+                    raise TypeError(f"{qual}(..., {kk}={vv!r}) is not supported on zyx_dist tensors")
+                if kk == "dtype" and vv is None:
                     continue
-                raise TypeError(f"numpy.{name}(..., {k}={v!r}) is not supported on zyx_dist tensors")
-            if k == "dtype" and v is None:
-                continue
-            call_kwargs[renames.get(k, k)] = v
-    f = _adapters().get(fname) or getattr(_namespace(), fname)
+                call_kwargs[renames.get(kk, kk)] = vv
+    f = _adapters().get(fname) or getattr(ns, fname)
     return f(*call_args, **call_kwargs)
 
 
