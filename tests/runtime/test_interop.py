@@ -318,3 +318,20 @@ def test_linalg_dispatch_table_covers_zd_linalg():
     assert shared <= set(interop._LINALG_FUNCTIONS)
     assert {"vector_norm", "matrix_norm", "matmul", "inv", "det"} <= shared
 
+
+def test_numpy_sort_and_argsort_accept_numpy_kinds():
+    """zyx_dist's sort is stable: NumPy's kinds all allow that answer (argsort's ties in NumPy's stable
+    order); a kind NumPy rejects is a ValueError as in NumPy."""
+    a = np.array([[3.0, 1.0, 3.0, 2.0, 1.0], [0.0, 0.0, -1.0, 5.0, 0.0]], np.float32)
+    x = zd.tensor(a)
+    for kind in (None, "stable", "mergesort", "quicksort", "heapsort"):
+        got = np.sort(x, kind=kind)
+        assert isinstance(got, zd.Tensor)
+        np.testing.assert_array_equal(got.numpy(), np.sort(a, kind=kind))
+        np.testing.assert_array_equal(np.argsort(x, axis=1, kind=kind).numpy(), np.argsort(a, axis=1, kind="stable"))
+    np.testing.assert_array_equal(np.sort(x, None, "stable").numpy(), np.sort(a, None, "stable"))
+    np.testing.assert_array_equal(np.argsort(x, axis=0, stable=True).numpy(), np.argsort(a, axis=0, stable=True))
+    with pytest.raises(ValueError, match="sort kind"):
+        np.sort(x, kind="bogus")
+    with pytest.raises(ValueError, match="sort kind"):
+        np.argsort(x, kind="bogus")

@@ -245,7 +245,7 @@ _LINALG_FUNCTIONS: dict[str, tuple[str, dict[str, str], int]] = {
 # NumPy keywords that only mean something for NumPy arrays (or that zyx_dist's function always does at
 # their defaults: eigh reads the lower triangle, svd computes u and vh): ignored at their defaults,
 # refused otherwise
-_IGNORED_DEFAULTS = {"out": None, "where": True, "order": "C", "casting": "same_kind", "subok": True, "kind": None,
+_IGNORED_DEFAULTS = {"out": None, "where": True, "order": "C", "casting": "same_kind", "subok": True,
                      "initial": np._NoValue, "mode": "constant", "UPLO": "L", "hermitian": False, "compute_uv": True,
                      "tol": None}
 
@@ -258,11 +258,21 @@ def _adapters() -> dict[str, Callable[..., Any]]:
         t = zd.asarray(a)
         return t.transpose() if axes is None else zd.permute_dims(t, tuple(axes))
 
-    def np_sort(a: Any, axis: Any = -1, stable: Any = None) -> Tensor:
+    def sort_kind(kind: Any, fname: str) -> None:
+        """zyx_dist sorts stably, which every NumPy kind allows (sort's values do not depend on the kind;
+        argsort's ties are ordered as NumPy's stable kinds order them, one valid answer for quicksort and
+        heapsort); a kind NumPy itself rejects is a ValueError as there (NumPy reads the first letter)."""
+        if kind is None or (isinstance(kind, str) and kind[:1].lower() in ("q", "h", "m", "s")):
+            return
+        raise ValueError(f"numpy.{fname}: sort kind must be one of 'quick', 'heap', or 'stable' (got {kind!r})")
+
+    def np_sort(a: Any, axis: Any = -1, kind: Any = None, stable: Any = None) -> Tensor:
+        sort_kind(kind, "sort")
         t = zd.asarray(a)
         return zd.sort(t.reshape(-1) if axis is None else t, axis=-1 if axis is None else axis)
 
-    def np_argsort(a: Any, axis: Any = -1, stable: Any = None) -> Tensor:
+    def np_argsort(a: Any, axis: Any = -1, kind: Any = None, stable: Any = None) -> Tensor:
+        sort_kind(kind, "argsort")
         t = zd.asarray(a)
         return zd.argsort(t.reshape(-1) if axis is None else t, axis=-1 if axis is None else axis)
 
