@@ -7,6 +7,8 @@ integers/bools and float-only math (exp, log, sqrt, sin, ...) on integers give f
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import pytest
 from helpers import ALL, INTS, NUMERIC, assert_close, data, ids
@@ -405,6 +407,35 @@ def test_weak_scalar_promotion():
     assert_close(b + 1, np.array([2, 1]), zd.int32)
     assert_close(b * 1.5, np.array([1.5, 0]), zd.float32)
     assert_close(b / b.logical_not().logical_not(), np.array([1, np.nan]), zd.float32)
+
+
+BEYOND = [(np.uint8, -1), (np.uint8, 256), (np.int8, -300), (np.int8, 128), (np.int32, 2**31), (np.int32, -(2**40))]
+
+
+@pytest.mark.parametrize("dtype,c", BEYOND, ids=[f"{d.__name__}_{c}" for d, c in BEYOND])
+def test_comparison_with_a_python_int_its_dtype_cannot_hold(dtype, c):
+    """NumPy 2 compares an integer array with a Python int's true value (`uint8 > -1` is True everywhere);
+    the int taken in the array's dtype would wrap and give the wrong answer."""
+    info = np.iinfo(dtype)
+    a = np.array([info.min, 0, 1, info.max], dtype)
+    x = zd.tensor(a)
+    for cmp in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne):
+        for got, want in ((cmp(x, c), cmp(a, c)), (cmp(c, x), cmp(c, a))):
+            assert got.dtype is zd.bool and got.shape == a.shape
+            np.testing.assert_array_equal(got.numpy(), want, err_msg=f"{dtype.__name__} {cmp.__name__} {c}")
+
+
+def test_arithmetic_with_a_python_int_its_dtype_cannot_hold_raises_overflow():
+    """NumPy 2 raises OverflowError ("Python integer 256 out of bounds for uint8") where a weak Python int does
+    not fit the array's integer dtype; the int taken in that dtype would wrap silently."""
+    u = zd.tensor(np.array([0, 1, 255], np.uint8))
+    i = zd.tensor(np.array([1, 2], np.int32))
+    for f in (lambda: u + 256, lambda: 300 - u, lambda: zd.maximum(u, -1), lambda: u & 256, lambda: u // 300,
+              lambda: i * 2**40, lambda: i + 2**31):
+        with pytest.raises(OverflowError, match="out of bounds"):
+            f()
+    assert_close(u + 255, np.array([255, 0, 254], np.uint8), zd.uint8)  # in range: NumPy's wrap-around
+    assert_close(i - (2**31 - 1), np.array([1, 2], np.int32) - np.int32(2**31 - 1), zd.int32)
 
 
 @pytest.mark.parametrize("da,db", [(np.int32, np.float32), (np.uint8, np.int32), (np.float16, np.float32),

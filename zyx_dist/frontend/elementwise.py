@@ -208,7 +208,35 @@ def invert(x: Any) -> Tensor:
 
 # ---- binary --------------------------------------------------------------------------------------------
 
+# comparisons of an integer tensor with a Python int its dtype cannot hold: t < c holds everywhere when c is above
+# the dtype's range and nowhere when below it, and so on (NumPy 2 compares with the int's true value)
+_BEYOND = {BinaryOp.LT: (True, False), BinaryOp.LE: (True, False), BinaryOp.GT: (False, True),
+           BinaryOp.GE: (False, True), BinaryOp.EQ: (False, False), BinaryOp.NE: (True, True)}  # (above, below)
+_MIRRORED = {BinaryOp.LT: BinaryOp.GT, BinaryOp.LE: BinaryOp.GE, BinaryOp.GT: BinaryOp.LT, BinaryOp.GE: BinaryOp.LE,
+             BinaryOp.EQ: BinaryOp.EQ, BinaryOp.NE: BinaryOp.NE}
+
+
+def _int_beyond(op: BinaryOp, a: Any, b: Any) -> Tensor | None:
+    """An integer tensor with a Python int outside its dtype's range (weak, the int would take the tensor's
+    dtype and wrap): a comparison's result, which is the same everywhere; None where this is not the case.
+    Any other op raises OverflowError, as NumPy 2 does ("Python integer 300 out of bounds for uint8")."""
+    t, c, mirrored = (a, b, False) if b.__class__ is int else (b, a, True)
+    if t.__class__ is not Tensor or not t.dtype.is_int:
+        return None
+    lo, hi = _int_range(t.dtype)
+    if lo <= c <= hi:
+        return None
+    rule = _BEYOND.get(_MIRRORED[op] if mirrored and op in _MIRRORED else op)
+    if rule is None:
+        raise OverflowError(f"Python integer {c} out of bounds for {t.dtype} (in {op.value} with a {t.dtype} tensor)")
+    return Tensor(graph.const(rule[0] if c > hi else rule[1], t.shape, dtypes.bool_))
+
+
 def _binary(op: BinaryOp, a: Any, b: Any, dtype: DType | Callable[[DType], DType] | None = None) -> Tensor:
+    if a.__class__ is int or b.__class__ is int:  # (a bool's class is bool)
+        beyond = _int_beyond(op, a, b)
+        if beyond is not None:
+            return beyond
     x, y = operands(a, b, dtype=dtype)
     if x.dtype.is_bool:  # NumPy: + is or, * is and, - is an error, //, % and ** compute in int8
         if op is BinaryOp.SUB:
