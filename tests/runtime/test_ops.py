@@ -300,8 +300,20 @@ def test_comparison_operators_are_elementwise():
                       (x >= y, a >= b)):
         assert isinstance(got, zd.Tensor)
         assert_close(got, want, zd.bool)
-    assert (x == None) is False  # not an operand: Python's fallback, not an error
-    assert (x != None) is True
+
+
+@pytest.mark.parametrize("other", [None, "a", object()], ids=["None", "str", "object"])
+def test_eq_ne_with_a_non_operand_is_elementwise(other):
+    """API.md 5: == is never a Python bool. NumPy 2: `a == None` is all False, `a != None` all True."""
+    a = data((2, 3), np.float32)
+    x = zd.tensor(a)
+    for got, want in ((x == other, a == other), (x != other, a != other), (other == x, other == a),
+                      (other != x, other != a)):
+        assert isinstance(got, zd.Tensor) and got.shape == (2, 3)
+        assert_close(got, want, zd.bool)
+    assert_close(zd.zeros((), dtype=zd.int32) == None, np.array(False), zd.bool)
+    with pytest.raises(zd.DTypeError):  # the function still takes operands only
+        zd.equal(x, None)
 
 
 LOGICAL = {"logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor}

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from .. import dtypes
+from ..graph import ir as graph
 from ..graph.ir import BinaryOp
 from . import elementwise as ew
 from . import elementwise_std as ews
@@ -65,8 +67,14 @@ class _Methods:
     def __ror__(self, o): return ew.bitwise_or(o, self) if is_operand(o) else NotImplemented
     def __xor__(self, o): return ew.bitwise_xor(self, o) if is_operand(o) else NotImplemented
     def __rxor__(self, o): return ew.bitwise_xor(o, self) if is_operand(o) else NotImplemented
-    def __eq__(self, o): return ew.equal(self, o) if is_operand(o) else NotImplemented  # type: ignore[override]
-    def __ne__(self, o): return ew.not_equal(self, o) if is_operand(o) else NotImplemented  # type: ignore[override]
+    # == and != with a non-operand (None, a str, any object) compare unequal elementwise, as NumPy 2's do:
+    # API.md 5 says == on tensors is never a Python bool. (zd.equal(x, None) still raises DTypeError.)
+    def __eq__(self, o):  # type: ignore[override]
+        return ew.equal(self, o) if is_operand(o) else _filled(self, False)
+
+    def __ne__(self, o):  # type: ignore[override]
+        return ew.not_equal(self, o) if is_operand(o) else _filled(self, True)
+
     def __lt__(self, o): return ew.less(self, o) if is_operand(o) else NotImplemented
     def __le__(self, o): return ew.less_equal(self, o) if is_operand(o) else NotImplemented
     def __gt__(self, o): return ew.greater(self, o) if is_operand(o) else NotImplemented
@@ -196,6 +204,11 @@ class _Methods:
         Each piece is pinned to its device; ops on the result run per shard when realized (graph/shard.py),
         and a reduction over the sharded axis combines the shards' partial results in device order."""
         return movement.shard(self, devices, axis)
+
+
+def _filled(x: Tensor, value: bool) -> Tensor:
+    """A bool constant of x's shape (no memory): what == and != give for an object that is not an operand."""
+    return Tensor(graph.const(value, x.shape, dtypes.bool_))
 
 
 # class-body bookkeeping of _Methods, not methods (its __hash__ is None because it defines __eq__; Tensor

@@ -108,7 +108,8 @@ class Tensor:
 
 
 def is_operand(x: Any) -> bool:
-    """What the operators accept; anything else gives NotImplemented (so `x == None` is False, not an error)."""
+    """What the operators accept; anything else gives NotImplemented (== and != give an all-False / all-True
+    bool tensor instead: frontend/methods.py)."""
     return isinstance(x, _OPERANDS)
 
 
