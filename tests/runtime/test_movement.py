@@ -164,6 +164,26 @@ def test_repeat(axis):
     assert_close(zd.repeat(x, 0, axis=axis), np.repeat(a, 0, axis=axis), zd.float32)
 
 
+@pytest.mark.parametrize("counts,axis", [([1, 0, 2], 1), ((2, 1), 0), ([3], 1), ([0, 1, 2, 0, 1, 1], None)], ids=str)
+def test_repeat_python_counts(counts, axis):
+    """A Python list or tuple of counts, as NumPy takes (the same path as an array of counts)."""
+    a = data((2, 3), np.float32)
+    x = zd.tensor(a)
+    assert_close(zd.repeat(x, counts, axis=axis), np.repeat(a, counts, axis=axis), zd.float32)
+    assert_close(x.repeat(counts, axis), np.repeat(a, counts, axis=axis), zd.float32)
+
+
+def test_repeat_python_counts_checked():
+    x = zd.ones((2, 3))
+    with pytest.raises(zd.ShapeError, match="2 counts for axis 1 of size 3"):
+        zd.repeat(x, [1, 2], axis=1)
+    with pytest.raises(zd.ShapeError, match="negative"):
+        zd.repeat(x, [1, -1], axis=0)
+    with pytest.raises(TypeError, match="float64"):
+        zd.repeat(x, [1.0, 2.0], axis=0)
+    assert_close(zd.repeat(zd.ones((0, 3)), [], axis=0), np.repeat(np.ones((0, 3)), [], axis=0), zd.float32)
+
+
 # ---- indexing ---------------------------------------------------------------------------------------------------
 
 BASE = (4, 5, 6)

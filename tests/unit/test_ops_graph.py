@@ -547,7 +547,8 @@ def test_tile(reps):
 def test_repeat(axis):
     check(zd.repeat(zd.tensor(I), 3, axis), np.repeat(I, 3, axis))
     check(zd.tensor(B).repeat(0, axis), np.repeat(B, 0, axis))
-    with pytest.raises(TypeError):
+    check(zd.repeat(zd.tensor(B), [1, 0, 2, 1], 0), np.repeat(B, [1, 0, 2, 1], 0))  # a list of counts, as NumPy's
+    with pytest.raises(ShapeError, match="2 counts"):
         zd.repeat(zd.tensor(B), [1, 2], 0)
 
 

@@ -229,20 +229,21 @@ def tile(x: Any, reps: Any) -> Tensor:
 
 def repeat(x: Any, repeats: Any, axis: int | None = None) -> Tensor:
     """Repeat each element `repeats` times along `axis` (flattened first if None). `repeats` may also
-    give one count per element (an integer tensor or NumPy array, as the standard's array): the output's
-    size then depends on the counts, so a tensor of counts is realized and read, and the result is a
-    gather. A Python list of counts raises TypeError."""
+    give one count per element (an integer tensor, NumPy array or Python list/tuple, as NumPy's): the
+    output's size then depends on the counts, so a tensor of counts is realized and read, and the result
+    is a gather."""
     x = as_tensor(x)
     if isinstance(repeats, (bool, float)):
         raise TypeError(f"repeat takes integer repeats, got {repeats!r}")
     if axis is None:
         x, axis = flatten(x), 0
     ax = norm_axis(axis, x.ndim, x.shape)
-    if isinstance(repeats, (list, tuple)):
-        raise TypeError(f"repeat takes an int or an integer tensor/array of counts, got {type(repeats).__name__} "
-                        f"{repeats!r} (pass zd.tensor(counts))")
     if not isinstance(repeats, (int, np.integer)):
+        # a list of counts goes to the host array it would be read back as anyway (no device round trip);
+        # an empty list is NumPy's float64, but as counts it means none
         counts = np.asarray(repeats.numpy() if isinstance(repeats, Tensor) else repeats)
+        if isinstance(repeats, (list, tuple)) and counts.size == 0:
+            counts = counts.astype(np.int64)
         if counts.dtype.kind not in "iu":
             raise TypeError(f"repeat takes integer repeats, got dtype {counts.dtype}")
         if counts.ndim == 0 or counts.size == 1:
