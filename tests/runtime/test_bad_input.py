@@ -79,6 +79,18 @@ ROWS = [
     row("rand-float-seed", lambda: zd.rand(3, seed=1.5), TypeError, "1.5"),
     row("tensor-ragged", lambda: zd.tensor([[1, 2], [3]]), zd.ShapeError, "inhomogeneous"),
     row("tensor-int-beyond-uint64", lambda: zd.tensor([2 ** 70]), zd.DTypeError, str(2 ** 70)),
+    # a Python int outside the dtype asked for: NumPy 2's OverflowError, naming the value and the dtype
+    row("tensor-int-beyond-uint8", lambda: zd.tensor([1, 300], dtype=zd.uint8), OverflowError,
+        "300 out of bounds for uint8"),
+    row("tensor-negative-uint32", lambda: zd.tensor([[1], [-1]], dtype=zd.uint32), OverflowError,
+        "-1 out of bounds for uint32"),
+    row("tensor-int-beyond-int64", lambda: zd.tensor([1, 2 ** 70], dtype=zd.int64), OverflowError,
+        f"{2 ** 70} out of bounds for int64"),
+    row("full-int-beyond-uint8", lambda: zd.full(2, 300, dtype=zd.uint8), OverflowError, "300 out of bounds for uint8"),
+    row("full-int-below-int8", lambda: zd.full((2, 2), -129, dtype=zd.int8), OverflowError,
+        "-129 out of bounds for int8"),
+    row("full_like-int-beyond-uint8", lambda: zd.full_like(x34(zd.uint8), 300), OverflowError,
+        "300 out of bounds for uint8"),
     # ---- operator and function arguments of the wrong type (API.md 5) -----------------------------------
     row("add-str", lambda: x34() + "s", TypeError, "str"),
     row("radd-str", lambda: "s" + x34(), TypeError, "str"),

@@ -111,6 +111,18 @@ def test_full_like_float_value():
     assert_close(zd.full_like(x, -0.25), np.full(3, -0.25), zd.float32)
 
 
+def test_full_int_range_edges():
+    """Python ints at an integer dtype's bounds fill exactly (one past raises OverflowError:
+    tests/runtime/test_bad_input.py); a bool dtype and a 0-d tensor value are cast, as NumPy's."""
+    assert_close(zd.full(2, 255, dtype=zd.uint8), np.full(2, 255, np.uint8), zd.uint8)
+    assert_close(zd.full_like(zd.ones(3, dtype=zd.int8), -128), np.full(3, -128, np.int8), zd.int8)
+    assert_close(zd.full(2, 300, dtype=zd.bool), np.full(2, 300, bool), zd.bool)
+    assert_close(zd.full(2, zd.tensor(300), dtype=zd.uint8), np.full(2, np.array(300), np.uint8), zd.uint8)
+    assert_close(zd.tensor([255, 0], dtype=zd.uint8), np.array([255, 0], np.uint8), zd.uint8)
+    with pytest.raises(OverflowError, match="300 out of bounds for uint8"):
+        np.full(2, 300, np.uint8)  # the NumPy 2 behaviour the rows there follow
+
+
 # ---- ranges --------------------------------------------------------------------------------------------------
 
 

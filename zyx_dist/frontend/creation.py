@@ -19,7 +19,7 @@ from ..dtypes import DType
 from ..errors import DTypeError, ShapeError
 from ..graph import ir as graph
 from .common import as_shape, shape_args
-from .data import asarray, place, resolve_device, tensor
+from .data import asarray, check_int_fits, place, resolve_device, tensor
 from .tensor import Tensor
 
 __all__ = [
@@ -70,10 +70,14 @@ def empty(shape: Any, dtype: Any = None, device: str | None = None) -> Tensor:
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, device: str | None = None) -> Tensor:
-    """Every element `fill_value`; the dtype follows the value (bool, int32/int64, float32) unless given."""
-    if isinstance(fill_value, Tensor):  # a 0-d tensor as the value (the standard allows array scalars)
+    """Every element `fill_value`; the dtype follows the value (bool, int32/int64, float32) unless given. A
+    Python int outside an integer dtype's range raises OverflowError, as NumPy 2's `full` (not wrapped)."""
+    python_value = not isinstance(fill_value, Tensor)
+    if not python_value:  # a 0-d tensor as the value (the standard allows array scalars): cast, as NumPy's
         fill_value = fill_value.item()
     dt = dtypes.scalar_dtype(fill_value) if dtype is None else dtypes.dtype(dtype)
+    if python_value:
+        check_int_fits(fill_value, dt)
     return _fill(shape, fill_value, dt, device)
 
 

@@ -47,6 +47,26 @@ def _infer(arr: np.ndarray, data: Any) -> DType:
     raise DTypeError(f"unsupported data of dtype {arr.dtype} (zyx_dist has no complex, string or object tensors)")
 
 
+def check_int_fits(value: Any, dt: DType) -> None:
+    """OverflowError, as NumPy 2's, when `value` is a Python int outside integer dtype `dt`'s range (Python
+    ints are not cast silently; NumPy integers and other dtypes are left to the cast)."""
+    if dt.is_int and isinstance(value, int) and not isinstance(value, bool):
+        info = np.iinfo(dt.np_dtype)
+        if not int(info.min) <= value <= int(info.max):
+            raise OverflowError(f"Python integer {value} out of bounds for {dt.name}")
+
+
+def _overflow(data: Any, dt: DType, e: OverflowError) -> OverflowError:
+    """The OverflowError of Python `data` that does not fit `dt`, naming the first int that does not (NumPy's
+    own message does not for ints beyond int64: "Python int too large to convert to C long")."""
+    for v in np.ravel(np.array(data, dtype=object)):
+        try:
+            check_int_fits(v, dt)
+        except OverflowError as found:
+            return found
+    return OverflowError(f"cannot make a {dt.name} tensor of {type(data).__name__} data: {e}")
+
+
 def tensor(data: Any, dtype: Any = None, device: str | None = None, *, copy: bool | None = None) -> Tensor:
     """A tensor from a NumPy array (copied), nested lists, a scalar, or a Tensor (itself, or cast).
 
@@ -77,7 +97,9 @@ def tensor(data: Any, dtype: Any = None, device: str | None = None, *, copy: boo
             arr = np.array(data, copy=True, order="C")
         else:  # Python data with a dtype: convert directly, no detour through the default dtypes
             arr = np.array(data, dtype=want.np_dtype, order="C")
-    except (ValueError, OverflowError) as e:  # ragged nesting, or an int no dtype holds
+    except OverflowError as e:  # a Python int outside the dtype asked for: NumPy 2's error
+        raise _overflow(data, want, e) if want is not None else e from None
+    except ValueError as e:  # ragged nesting
         raise ShapeError(f"cannot make a tensor of {type(data).__name__} data: {e}") from None
     except TypeError as e:  # e.g. a list holding tensors of several elements
         raise DTypeError(f"cannot make a tensor of {type(data).__name__} data: {e}") from None
