@@ -202,4 +202,12 @@ def uniform(shape: Any, low: float = 0.0, high: float = 1.0, seed: int | None = 
             device: str | None = None) -> Tensor:
     """Uniform on [low, high)."""
     dt = _float_dtype(dtype)
-    return _host(_gen(seed).uniform(low, high, as_shape(shape)), dt, device)
+    exact = _gen(seed).uniform(low, high, as_shape(shape))  # float64
+    vals = exact.astype(dt.np_dtype)
+    # As in `rand`: rounding to a narrower float (bfloat16, float16, even float32) can reach high; keep the
+    # interval half-open with the largest value of the dtype below high (high itself may round up).
+    hi = np.asarray(high, np.float64)
+    top = hi.astype(dt.np_dtype)
+    top = np.where(top.astype(np.float64) >= hi, np.nextafter(top, dt.np_dtype.type(-np.inf)), top)
+    vals = np.where((vals.astype(np.float64) >= hi) & (np.asarray(low, np.float64) < hi), top, vals)
+    return _host(vals, dt, device)
