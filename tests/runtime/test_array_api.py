@@ -79,6 +79,9 @@ def test_cumulative_prod_and_cumsum():
     a = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
     np.testing.assert_allclose(zd.cumulative_prod(zd.tensor(a), axis=1).numpy(), np.cumprod(a, axis=1))
     np.testing.assert_allclose(zd.cumsum(zd.tensor(a)).numpy(), np.cumsum(a))
+    # the method, as NumPy's a.cumsum(axis)
+    np.testing.assert_allclose(zd.tensor(a).cumsum(1).numpy(), a.cumsum(1))
+    np.testing.assert_allclose(zd.tensor(a).cumsum().numpy(), a.cumsum())
 
 
 def test_searchsorted_sides_sorter_and_nan():

@@ -32,6 +32,18 @@ def test_reshape(dtype):
     assert_close(zd.zeros((0, 3)).reshape(3, 0, 2), np.zeros((3, 0, 2)), zd.float32)
 
 
+def test_reshape_method_shape_keyword():
+    """`x.reshape(shape=...)` (NumPy 2.1's `np.reshape(a, shape=...)` keyword) beside the varargs and tuple
+    forms; `copy=` as the function's."""
+    a = data((2, 3, 4), np.float32)
+    x = zd.tensor(a)
+    assert_close(x.reshape(shape=(4, -1)), np.reshape(a, shape=(4, -1)), zd.float32)
+    assert_close(x.reshape(shape=24), np.reshape(a, shape=24), zd.float32)
+    assert_close(x.reshape((6, 4), copy=False), np.reshape(a, (6, 4), copy=False), zd.float32)
+    with pytest.raises(TypeError, match="shape"):
+        x.reshape(4, 6, shape=(4, 6))
+
+
 def test_permute_transpose(dtype):
     a = data((2, 3, 4), dtype)
     x = zd.tensor(a)

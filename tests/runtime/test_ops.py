@@ -119,7 +119,7 @@ def test_operator_unary():
     assert_close(-x, -a, zd.float32)
     assert_close(+x, a, zd.float32)
     assert_close(abs(x), np.abs(a), zd.float32)
-    for m in ("abs", "negative", "square", "relu", "floor", "ceil", "round", "sign"):
+    for m in ("abs", "negative", "positive", "square", "relu", "floor", "ceil", "round", "sign"):
         assert_close(getattr(x, m)(), getattr(zd, m)(x).numpy(), zd.float32)
     i = data(SHAPE, np.int32)
     assert_close(~zd.tensor(i), ~i, zd.int32)

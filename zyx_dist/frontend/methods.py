@@ -15,7 +15,7 @@ from ..graph import ir as graph
 from ..graph.ir import BinaryOp
 from . import elementwise as ew
 from . import elementwise_std as ews
-from . import linalg, movement, reduce
+from . import linalg, movement, reduce, scan
 from .tensor import _OPERANDS, Tensor, is_operand
 
 _ADD, _SUB, _MUL, _DIV = BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL, BinaryOp.DIV
@@ -116,6 +116,7 @@ class _Methods:
     cast = astype
     def abs(self): return ew.abs(self)
     def negative(self): return ew.negative(self)
+    def positive(self): return ew.positive(self)
     def exp(self): return ew.exp(self)
     def exp2(self): return ew.exp2(self)
     def log(self): return ew.log(self)
@@ -153,10 +154,16 @@ class _Methods:
     def any(self, axis=None, keepdims=False): return reduce.any(self, axis, keepdims)
     def all(self, axis=None, keepdims=False): return reduce.all(self, axis, keepdims)
     def logsumexp(self, axis=None, keepdims=False): return reduce.logsumexp(self, axis, keepdims)
+    def cumsum(self, axis=None): return scan.cumsum(self, axis)
 
-    def reshape(self, *shape) -> Tensor:
-        """`x.reshape(2, -1)` or `x.reshape((2, -1))`."""
-        return movement.reshape(self, shape[0] if len(shape) == 1 else shape)
+    def reshape(self, *dims: Any, shape: Any = None, copy: bool | None = None) -> Tensor:
+        """`x.reshape(2, -1)`, `x.reshape((2, -1))` or `x.reshape(shape=(2, -1))` (NumPy 2.1's keyword)."""
+        if shape is not None:
+            if dims:
+                raise TypeError("reshape() got the shape both by position and as shape=")
+        else:
+            shape = dims[0] if len(dims) == 1 else dims
+        return movement.reshape(self, shape, copy=copy)
 
     def permute(self, *axes) -> Tensor:
         return movement.permute_dims(self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes)
