@@ -120,6 +120,20 @@ def test_allocation_above_limit_is_out_of_memory():
         assert w.info()["memory_bytes"] == 1 << 20
 
 
+def test_no_configured_limit_is_90_percent_of_the_free_memory():
+    """API.md section 9: `memory_limit: null` is 90% of free memory; a CPU device's memory is the host's, so its
+    free memory is the host's available memory, not the device's total."""
+    from zyx_dist.runtime.opencl import host_available_bytes
+
+    before = host_available_bytes()
+    with Worker("opencl:0") as w:
+        limit, total = w.info()["memory_bytes"], w.backend.memory_bytes
+        after = host_available_bytes()
+    if before is None:
+        pytest.skip("no /proc/meminfo here")
+    assert limit <= int(0.9 * min(total, max(before, after))) and limit >= int(0.9 * min(total, min(before, after))) * 0.9
+
+
 BOOL_NOT = "__kernel void bnot(__global const uchar* a, __global uchar* b){ int i=get_global_id(0); b[i]=!a[i]; }"
 HALF_SQ = """__kernel void hsq(__global const half* a, __global half* b){
     int i = get_global_id(0);

@@ -156,6 +156,7 @@ def test_session_debug_config_reaches_the_loggers(caplog):
         assert "zyx_dist.source" not in names
         text = caplog.text
         assert "zyx_dist: kernel k_" in text and "zyx_dist: place k_" in text and "zyx_dist: realize 1 kernels" in text
+        assert "kernelize and render" in text and "schedule" in text and "run" in text  # API.md 7: the three parts
     assert not logs.enabled("kernels")  # the default session has debug 0
 
 

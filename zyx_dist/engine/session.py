@@ -446,9 +446,12 @@ class Session(Recovery, Exchange, Readback):
         t3 = time.perf_counter()
         if self.trace_events is not None:
             self._trace(sched, results, (t0, t1, t2, t3))
-        if logs.enabled("timings"):
-            logs.logger("timings").debug(f"zyx_dist: realize {len(kernels)} kernels in {len(sched.steps)} steps: "
-                                         f"plan {1e3 * (t1 - t0):.2f} ms, run {1e3 * (t2 - t1):.2f} ms")
+        if logs.enabled("timings"):  # API.md section 7: kernelize, schedule, run (plan_phases: see plan)
+            ta, _, tc, td = self.plan_phases
+            logs.logger("timings").debug(
+                f"zyx_dist: realize {len(kernels)} kernels in {len(sched.steps)} steps: plan {1e3 * (t1 - t0):.2f} ms "
+                f"(kernelize and render {1e3 * (tc - ta):.2f}, schedule {1e3 * (td - tc):.2f}), "
+                f"run {1e3 * (t2 - t1):.2f} ms")
 
     def _measure(self, sched: Schedule, results: list[dict[str, BatchResult]]) -> None:
         """Feed device-side kernel times back to the scheduler's cost model (and keep each kernel's least)."""

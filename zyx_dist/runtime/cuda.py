@@ -242,6 +242,12 @@ class CudaBackend:
     def memory_bytes(self) -> int:
         return self._info["global_mem_size"]
 
+    @property
+    def free_bytes(self) -> int:
+        """The device's free memory now (the driver's count: other processes' use left out)."""
+        with self._dev:
+            return int(cp.cuda.runtime.memGetInfo()[0])
+
     def set_limit(self, nbytes: int | None) -> None:
         """Cap the CuPy pool at the worker's memory limit (None lifts the cap). The worker's own pool keeps
         the exact limit; this cap is the backstop, with a little slack for CuPy rounding every chunk up to

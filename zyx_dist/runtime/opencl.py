@@ -207,6 +207,18 @@ class _Kernel:
         self.program, self.kernel, self.name = program, kernel, name
 
 
+def host_available_bytes() -> int | None:
+    """The host's available memory (Linux: MemAvailable of /proc/meminfo), or None where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 class OpenCLBackend:
     """One OpenCL device (a `device.Device`): a context and one command queue. `spec` is what `open_index`
     takes ("0", "cpu@pocl")."""
@@ -235,6 +247,13 @@ class OpenCLBackend:
     @property
     def memory_bytes(self) -> int:
         return self._info["global_mem_size"]
+
+    @property
+    def free_bytes(self) -> int:
+        """Memory free now: for a CPU device the host's available memory (its memory is the host's), else
+        the device's whole memory (OpenCL reports no free memory for a GPU)."""
+        total = self._info["global_mem_size"]
+        return min(total, host_available_bytes() or total) if self._info["type"] == "cpu" else total
 
     def alloc(self, nbytes: int) -> Any:
         """A device buffer of `nbytes` (at least 1)."""

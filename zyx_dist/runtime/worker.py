@@ -92,9 +92,10 @@ class Worker:
         self.incarnation = uuid.uuid4().hex
         self.profile = logs.enabled("timings") if profile is None else profile
         device_mem = self.backend.memory_bytes
-        # no configured limit: 90% of the device's memory (API.md section 9), leaving room for the driver
+        # no configured limit: 90% of the device's free memory (API.md section 9), leaving room for the driver
         # and other processes; a configured one never exceeds the device
-        limit = int(device_mem * 0.9) if memory_limit is None else min(int(memory_limit), device_mem)
+        free = min(device_mem, getattr(self.backend, "free_bytes", device_mem))
+        limit = int(free * 0.9) if memory_limit is None else min(int(memory_limit), device_mem)
         self.pool = MemoryPool(self.backend, limit, device=self.device)
         if isinstance(self.backend, CappedDevice):  # a backend with its own allocator pool (CUDA) caps it too
             self.backend.set_limit(limit)
