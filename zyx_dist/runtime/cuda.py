@@ -244,9 +244,13 @@ class CudaBackend:
 
     @property
     def free_bytes(self) -> int:
-        """The device's free memory now (the driver's count: other processes' use left out)."""
-        with self._dev:
-            return int(cp.cuda.runtime.memGetInfo()[0])
+        """The device's free memory now (cudaMemGetInfo: other processes' use left out); its whole memory where
+        the driver cannot say."""
+        try:
+            with self._dev:
+                return int(cp.cuda.runtime.memGetInfo()[0])
+        except Exception:  # noqa: BLE001 -- a limit from the total is still a working limit
+            return self._info["global_mem_size"]
 
     def set_limit(self, nbytes: int | None) -> None:
         """Cap the CuPy pool at the worker's memory limit (None lifts the cap). The worker's own pool keeps
