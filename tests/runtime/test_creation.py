@@ -167,6 +167,15 @@ def test_eye(args, kw):
     assert_close(t, np.eye(*args), dtype)
 
 
+def test_eye_takes_a_dtype_third_as_api_md_writes_it():
+    """API.md section 3: `zd.eye(n, m=None, dtype=zd.float32)`; an int third is NumPy's k."""
+    t = zd.eye(2, 3, zd.int32)
+    assert t.dtype is zd.int32
+    assert_close(t, np.eye(2, 3), zd.int32)
+    assert_close(zd.eye(3, 3, 1), np.eye(3, 3, 1), zd.float32)
+    assert_close(zd.eye(3, None, np.float16), np.eye(3), zd.float16)
+
+
 # ---- random -------------------------------------------------------------------------------------------------
 
 

@@ -159,7 +159,11 @@ def linspace(a: Any, b: Any, num: Any = None, dtype: Any = None, device: str | N
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = dtypes.float32, device: str | None = None) -> Tensor:
-    """Ones on the k-th diagonal. Built lazily from two small index vectors, not an n*m host array."""
+    """Ones on the k-th diagonal. Built lazily from two small index vectors, not an n*m host array. A dtype
+    given third, as API.md section 3 writes `zd.eye(n, m=None, dtype=zd.float32)`, is taken as the dtype (k is
+    third in NumPy's and the standard's order: an int there is k)."""
+    if not isinstance(k, (int, np.integer)) and dtype is dtypes.float32:
+        k, dtype = 0, k
     n, m = as_shape((n, n if m is None else m))
     k = max(-n - 1, min(m + 1, operator.index(k)))  # a diagonal outside the matrix: all zeros, as any farther one
     rows = arange(n, dtype=dtypes.int64).reshape(n, 1) + k
