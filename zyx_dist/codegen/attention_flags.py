@@ -17,7 +17,7 @@ from ..graph.ir import Node
 from .attention import AttentionSpec, Evaluate
 from .attention_skip import (
     BN,
-    HALF_BITS,
+    K_WORDS,
     MAX_SCRATCH,
     THREADS,
     _Blocks,
@@ -26,6 +26,7 @@ from .attention_skip import (
     layout,
     packed_abs,
     rule,
+    v_words,
 )
 
 
@@ -196,7 +197,6 @@ if (zd_mine) {{  // its own blocks first: their k and v flags are this work-grou
         with zeros, which change neither), published as its flags."""
         if self.rule is None:
             return ""
-        exponents = f"{HALF_BITS[self.dtype][0] * 0x10001:#x}u"
         (k_at, k_bytes), (v_at, v_bytes) = self.k_tile, self.v_tile
 
         def words(at: int, nbytes: int, fold: str) -> str:
@@ -208,12 +208,12 @@ if (zd_mine) {{  // its own blocks first: their k and v flags are this work-grou
         k_scan = ""
         if self.rule.limit is not None:
             k_scan = ("  unsigned zd_k2 = 0u;  // k's largest magnitude, two halves at a time\n"
-                      + words(k_at, k_bytes, "zd_k2 = __vmaxu2(zd_k2, {} & 0x7fff7fffu);")
+                      + words(k_at, k_bytes, K_WORDS)
                       + f"  km = {packed_abs('zd_k2', self.dtype)};\n")
         code = f"""if ({block} % {self.lay.row_blocks} == zd_qb) {{  // an own block: its k and v flags, from the stage
   float km = 0.0f;
   bool fin = true;
-{k_scan}{words(v_at, v_bytes, f"fin = fin & (__vcmpeq2({{}} & {exponents}, {exponents}) == 0u);")}  fin = __syncthreads_and(fin);
+{k_scan}{words(v_at, v_bytes, v_words(self.dtype))}  fin = __syncthreads_and(fin);
 {block_max('km', 'zd_sred')}
   if (tid == 0) zd_flag_st(&zd_flags[(int)bz * {self.lay.key_blocks} + {block}], zd_tag, __float_as_uint(fin ? km : INFINITY));
 }}"""

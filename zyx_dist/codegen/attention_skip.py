@@ -209,6 +209,15 @@ HALF_BITS = {"bfloat16": (0x7F80, "__uint_as_float({} << 16)"),
              "float16": (0x7C00, "__half2float(__ushort_as_half((unsigned short)({})))")}
 
 
+K_WORDS = "zd_k2 = __vmaxu2(zd_k2, {} & 0x7fff7fffu);"  # k's two 16-bit magnitudes of a 32-bit word into zd_k2
+
+
+def v_words(dtype: str) -> str:
+    """C folding a 32-bit word `{}` of two `dtype` halves into `fin` (false where either is inf or NaN)."""
+    exponents = f"{HALF_BITS[dtype][0] * 0x10001:#x}u"
+    return f"fin = fin & (__vcmpeq2({{}} & {exponents}, {exponents}) == 0u);"
+
+
 def packed_abs(bits: str, dtype: str) -> str:
     """C of the larger magnitude held in the two 16-bit halves of `bits` (each |x| of `dtype`, sign cleared:
     integers that order as the values do, NaN above inf) as a float, NaN counting as inf."""
@@ -309,12 +318,11 @@ def _kv_scan(a: AttentionSpec, r: SkipRule, kernel: Kernel, evaluate: Evaluate, 
     half = dtype in HALF_BITS  # then 16-bit magnitudes and exponents are compared two at a time, as integers
     k_loads, k_folds = ("", "") if r.limit is None else _scan(
         a.k, a.qk_idx, keys, _Span("dd", "0", D, D), False, largest_abs("km", "{}"), views[0], dtype, evaluate, T,
-        as_used, "zd_wk", "zd_k2 = __vmaxu2(zd_k2, {} & 0x7fff7fffu);")
-    exponents = f"{HALF_BITS[dtype][0] * 0x10001:#x}u" if half else ""
+        as_used, "zd_wk", K_WORDS)
     v_loads, v_folds = _scan(a.v, spec.index(bz, sym.ZERO, gj, gk), keys, _Span(gj.name, "0", N, N), False,
                              "fin = fin & ((__float_as_uint({}) & 0x7f800000u) != 0x7f800000u);", views[1], dtype,
                              evaluate, T, as_used, "zd_wv",
-                             f"fin = fin & (__vcmpeq2({{}} & {exponents}, {exponents}) == 0u);" if half else "")
+                             v_words(dtype) if half else "")
     packed = ("    unsigned zd_k2 = 0u;  // k's largest magnitude, two halves at a time\n",
               f"    km = fmaxf(km, {packed_abs('zd_k2', dtype)});\n") if half and r.limit is not None else ("", "")
     return f"""    float km = 0.0f;

@@ -190,10 +190,7 @@ def _float_dtype(dtype: Any) -> DType:
 def rand(*shape: Any, seed: int | None = None, dtype: Any = dtypes.float32, device: str | None = None) -> Tensor:
     """Uniform on [0, 1). `rand(2, 3)` or `rand((2, 3))`."""
     dt = _float_dtype(dtype)
-    vals = _gen(seed).random(shape_args(shape)).astype(dt.np_dtype)
-    # Rounding to a narrower float can reach 1.0; keep the interval half-open.
-    vals = np.minimum(vals, np.nextafter(dt.np_dtype.type(1), dt.np_dtype.type(0)))
-    return _host(vals, dt, device)
+    return _host(_below(_gen(seed).random(shape_args(shape)).astype(dt.np_dtype), 1.0), dt, device)
 
 
 def randn(*shape: Any, seed: int | None = None, dtype: Any = dtypes.float32, device: str | None = None) -> Tensor:
@@ -206,12 +203,15 @@ def uniform(shape: Any, low: float = 0.0, high: float = 1.0, seed: int | None = 
             device: str | None = None) -> Tensor:
     """Uniform on [low, high)."""
     dt = _float_dtype(dtype)
-    exact = _gen(seed).uniform(low, high, as_shape(shape))  # float64
-    vals = exact.astype(dt.np_dtype)
-    # As in `rand`: rounding to a narrower float (bfloat16, float16, even float32) can reach high; keep the
-    # interval half-open with the largest value of the dtype below high (high itself may round up).
-    hi = np.asarray(high, np.float64)
-    top = hi.astype(dt.np_dtype)
-    top = np.where(top.astype(np.float64) >= hi, np.nextafter(top, dt.np_dtype.type(-np.inf)), top)
-    vals = np.where((vals.astype(np.float64) >= hi) & (np.asarray(low, np.float64) < hi), top, vals)
-    return _host(vals, dt, device)
+    vals = _gen(seed).uniform(low, high, as_shape(shape)).astype(dt.np_dtype)
+    return _host(_below(vals, high) if low < high else vals, dt, device)  # (low == high: all low, as NumPy)
+
+
+def _below(vals: np.ndarray, high: float) -> np.ndarray:
+    """`vals`, samples of [.., high) rounded to their dtype, kept below `high`: rounding to a narrower float
+    (bfloat16, float16, even float32) can reach high, or pass a high that itself rounds up; such values
+    become the dtype's largest value below high."""
+    top = np.asarray(high, vals.dtype)
+    if float(top) >= high:
+        top = np.nextafter(top, vals.dtype.type(-np.inf))
+    return np.minimum(vals, top)

@@ -47,12 +47,18 @@ def _infer(arr: np.ndarray, data: Any) -> DType:
     raise DTypeError(f"unsupported data of dtype {arr.dtype} (zyx_dist has no complex, string or object tensors)")
 
 
+def int_range(dt: DType) -> tuple[int, int]:
+    """(least, greatest) value of integer dtype `dt`."""
+    info = np.iinfo(dt.np_dtype)
+    return int(info.min), int(info.max)
+
+
 def check_int_fits(value: Any, dt: DType) -> None:
     """OverflowError, as NumPy 2's, when `value` is a Python int outside integer dtype `dt`'s range (Python
     ints are not cast silently; NumPy integers and other dtypes are left to the cast)."""
     if dt.is_int and isinstance(value, int) and not isinstance(value, bool):
-        info = np.iinfo(dt.np_dtype)
-        if not int(info.min) <= value <= int(info.max):
+        lo, hi = int_range(dt)
+        if not lo <= value <= hi:
             raise OverflowError(f"Python integer {value} out of bounds for {dt.name}")
 
 

@@ -20,6 +20,7 @@ from ..graph import ir as graph
 from ..graph.ir import BinaryOp, UnaryOp
 from . import common
 from .common import as_tensor, operands, to_node
+from .data import check_int_fits, int_range
 from .tensor import Tensor
 
 __all__ = [
@@ -208,12 +209,11 @@ def invert(x: Any) -> Tensor:
 
 # ---- binary --------------------------------------------------------------------------------------------
 
-# comparisons of an integer tensor with a Python int its dtype cannot hold: t < c holds everywhere when c is above
-# the dtype's range and nowhere when below it, and so on (NumPy 2 compares with the int's true value)
+# comparisons of an integer tensor t with a Python int c its dtype cannot hold: (result where c is above the
+# dtype's range, where below) of `t op c`; NumPy 2 compares with the int's true value. `c op t` is `t op' c`.
 _BEYOND = {BinaryOp.LT: (True, False), BinaryOp.LE: (True, False), BinaryOp.GT: (False, True),
-           BinaryOp.GE: (False, True), BinaryOp.EQ: (False, False), BinaryOp.NE: (True, True)}  # (above, below)
-_MIRRORED = {BinaryOp.LT: BinaryOp.GT, BinaryOp.LE: BinaryOp.GE, BinaryOp.GT: BinaryOp.LT, BinaryOp.GE: BinaryOp.LE,
-             BinaryOp.EQ: BinaryOp.EQ, BinaryOp.NE: BinaryOp.NE}
+           BinaryOp.GE: (False, True), BinaryOp.EQ: (False, False), BinaryOp.NE: (True, True)}
+_MIRRORED = {BinaryOp.LT: BinaryOp.GT, BinaryOp.LE: BinaryOp.GE, BinaryOp.GT: BinaryOp.LT, BinaryOp.GE: BinaryOp.LE}
 
 
 def _int_beyond(op: BinaryOp, a: Any, b: Any) -> Tensor | None:
@@ -223,12 +223,12 @@ def _int_beyond(op: BinaryOp, a: Any, b: Any) -> Tensor | None:
     t, c, mirrored = (a, b, False) if b.__class__ is int else (b, a, True)
     if t.__class__ is not Tensor or not t.dtype.is_int:
         return None
-    lo, hi = _int_range(t.dtype)
+    lo, hi = int_range(t.dtype)
     if lo <= c <= hi:
         return None
-    rule = _BEYOND.get(_MIRRORED[op] if mirrored and op in _MIRRORED else op)
+    rule = _BEYOND.get(_MIRRORED.get(op, op) if mirrored else op)
     if rule is None:
-        raise OverflowError(f"Python integer {c} out of bounds for {t.dtype} (in {op.value} with a {t.dtype} tensor)")
+        check_int_fits(c, t.dtype)  # (raises)
     return Tensor(graph.const(rule[0] if c > hi else rule[1], t.shape, dtypes.bool_))
 
 
@@ -388,15 +388,10 @@ def clip(x: Any, /, min: Any = None, max: Any = None, *, lo: Any = None, hi: Any
                 continue
             # a float bound on an integer tensor: the integers it admits (floor of a max, ceil of a min)
             bound = math.ceil(bound) if f is maximum else math.floor(bound)
-            info = _int_range(x.dtype)
+            info = int_range(x.dtype)
             bound = builtins.min(builtins.max(bound, info[0]), info[1])
         elif isinstance(bound, int) and not isinstance(bound, builtins.bool) and x.dtype.is_int:
-            info = _int_range(x.dtype)
+            info = int_range(x.dtype)
             bound = builtins.min(builtins.max(bound, info[0]), info[1])
         out = f(out, bound)
     return out if out.dtype is x.dtype else astype(out, x.dtype)
-
-
-def _int_range(d: DType) -> tuple[int, int]:
-    i = np.iinfo(d.np_dtype)
-    return int(i.min), int(i.max)
