@@ -252,6 +252,11 @@ __device__ __forceinline__ unsigned zd_pack_{kind}(float lo, float hi) {{
   asm("cvt.rn.{kind}x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }}
+__device__ __forceinline__ float zd_ex2(float x) {{  // 2^x in one instruction; a result below 2^-126 is 0
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}}
 __device__ __forceinline__ float zd_max_nan(float a, float b) {{  // NaN if either is (fmaxf drops a NaN)
   float r;
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
@@ -287,54 +292,115 @@ def o_init(N: int) -> str:
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // rows lane/4 and lane/4 + 8 of the warp's 16"""
 
 
+def _exps(exponent: str) -> str:
+    """C turning each score S[2 * t + u][h] into its probability in place, `exponent` being its power of 2 (its
+    row's max removed), with the rows' sums (l0, l1) gathering them."""
+    return f"""      #pragma unroll
+      for (int t = 0; t < {BN // 16}; t++)
+        #pragma unroll
+        for (int u = 0; u < 2; u++)
+          #pragma unroll
+          for (int h = 0; h < 4; h++) {{
+            const float e = zd_ex2({exponent});
+            S[2 * t + u][h] = e;
+            if (h < 2) l0 += e; else l1 += e;
+          }}"""
+
+
+def _pack(kind: str, pad: str) -> str:
+    """C rounding the probabilities in S to the half type, as the A fragments `pf` of p @ v."""
+    return "\n".join(pad + ln for ln in f"""#pragma unroll
+for (int t = 0; t < {BN // 16}; t++) {{
+  pf[t][0] = zd_pack_{kind}(S[2 * t][0], S[2 * t][1]);
+  pf[t][1] = zd_pack_{kind}(S[2 * t][2], S[2 * t][3]);
+  pf[t][2] = zd_pack_{kind}(S[2 * t + 1][0], S[2 * t + 1][1]);
+  pf[t][3] = zd_pack_{kind}(S[2 * t + 1][2], S[2 * t + 1][3]);
+}}""".splitlines())
+
+
+def _rescale(N: int, pad: str) -> str:
+    """C rescaling the output accumulators by the rows' factors al0, al1 (the online softmax's new max)."""
+    return f"""{pad}#pragma unroll
+{pad}for (int x = 0; x < {N // 8}; x++) {{
+{pad}  o[x][0] *= al0; o[x][1] *= al0; o[x][2] *= al1; o[x][3] *= al1;
+{pad}}}"""
+
+
+# the rows' new max, the factors al0, al1 of what was summed under the old one, and each score's probability in
+# place in S (the masked case, the rescaling of the output and the rounding to the half type are the caller's)
+_PROBABILITIES = f"""      // the lanes of a quad hold the same two rows: their max is the rows' max in the block
+      mb0 = zd_max_nan(mb0, __shfl_xor_sync(0xffffffffu, mb0, 1));
+      mb0 = zd_max_nan(mb0, __shfl_xor_sync(0xffffffffu, mb0, 2));
+      mb1 = zd_max_nan(mb1, __shfl_xor_sync(0xffffffffu, mb1, 1));
+      mb1 = zd_max_nan(mb1, __shfl_xor_sync(0xffffffffu, mb1, 2));
+      // online softmax: the running max moves, and what was summed under the old one is rescaled, only where a
+      // row's block max passes it by more than 8 in exp2's units (or is NaN): a probability is then at most 2^8,
+      // exact enough in the half type, and the sums and the output are the same to their rounding (the row's
+      // common factor divides out), while most blocks leave the output as it is (ex2.approx: within 2^-22 of
+      // 2^x, far below the half type the probabilities are rounded to; a probability under 2^-126 counts as 0)
+      up = __any_sync(0xffffffffu, !(mb0 <= m0 + {8 / LOG2E}f) || !(mb1 <= m1 + {8 / LOG2E}f));
+      if (up) {{
+        mb0 = zd_max_nan(m0, mb0);
+        mb1 = zd_max_nan(m1, mb1);
+        al0 = mb0 == -INFINITY ? 1.0f : zd_ex2((m0 - mb0) * {LOG2E}f);
+        al1 = mb1 == -INFINITY ? 1.0f : zd_ex2((m1 - mb1) * {LOG2E}f);
+        m0 = mb0;
+        m1 = mb1;
+        l0 *= al0;
+        l1 *= al1;
+      }}
+      // a row that is -inf so far takes 0 for its max, so its -inf scores give exp(-inf) = 0, not NaN, without a
+      // test per score
+      const float ms0 = m0 == -INFINITY ? 0.0f : m0, ms1 = m1 == -INFINITY ? 0.0f : m1;
+      // s * log2(e) - max * log2(e) is one FMA, exact but for max * log2(e)'s rounding: under 2^-17 where every
+      // max of the warp's rows is below 128 in magnitude (a relative error of 2^-17.5 in a probability). At larger
+      // scores that rounding grows with them (exp(0) = 1 is lost), so there the difference is taken first.
+      if (__all_sync(0xffffffffu, fabsf(ms0) < 128.0f && fabsf(ms1) < 128.0f)) {{
+        const float ml0 = ms0 * {LOG2E}f, ml1 = ms1 * {LOG2E}f;
+{_exps(f"fmaf(S[2 * t + u][h], {LOG2E}f, h < 2 ? -ml0 : -ml1)")}
+      }} else {{
+{_exps(f"(S[2 * t + u][h] - (h < 2 ? ms0 : ms1)) * {LOG2E}f")}
+      }}"""
+
+# a warp whose 16 rows score -inf at every key of the block (masked out) leaves its max, sums and output as they
+# are: the softmax is skipped, and its probabilities are 0
+_MASKED = """    const bool masked = __all_sync(0xffffffffu, mb0 == -INFINITY && mb1 == -INFINITY);
+    float al0 = 1.0f, al1 = 1.0f;
+    bool up = false;  // whether the running max moved (the output is then rescaled by al0, al1)"""
+
+
 def softmax(kind: str, N: int) -> str:
     """C that turns the block's scores S (the rows' block max in mb0, mb1) into the probabilities' A fragments
     `pf` of p @ v, with the online softmax's rescaling of the running sums and the output."""
-    return f"""    // a warp whose 16 rows score -inf at every key of the block (masked out) leaves its max, sums and
-    // output as they are: the softmax is skipped, and p @ v too unless v holds an inf or NaN (0 * inf is NaN)
-    const bool masked = __all_sync(0xffffffffu, mb0 == -INFINITY && mb1 == -INFINITY);
+    return f"""{_MASKED}
     unsigned pf[{BN // 16}][4];
     if (masked) {{
       #pragma unroll
       for (int t = 0; t < {BN // 16}; t++) pf[t][0] = pf[t][1] = pf[t][2] = pf[t][3] = 0u;
     }} else {{
-      // the lanes of a quad hold the same two rows: their max and the running max are the rows' max
-      mb0 = zd_max_nan(mb0, __shfl_xor_sync(0xffffffffu, mb0, 1));
-      mb0 = zd_max_nan(m0, zd_max_nan(mb0, __shfl_xor_sync(0xffffffffu, mb0, 2)));
-      mb1 = zd_max_nan(mb1, __shfl_xor_sync(0xffffffffu, mb1, 1));
-      mb1 = zd_max_nan(m1, zd_max_nan(mb1, __shfl_xor_sync(0xffffffffu, mb1, 2)));
-      // online softmax: what was summed under the old max is rescaled
-      const float al0 = mb0 == -INFINITY ? 1.0f : exp2f((m0 - mb0) * {LOG2E}f);
-      const float al1 = mb1 == -INFINITY ? 1.0f : exp2f((m1 - mb1) * {LOG2E}f);
-      m0 = mb0;
-      m1 = mb1;
-      // a row that is -inf so far takes 0 for its max, so its -inf scores give exp(-inf) = 0, not NaN, without a
-      // test per score (s * log2(e) - max * log2(e) in one FMA would save more, but loses exp(0) = 1 at large
-      // scores: the rounding of max * log2(e) is then far above 1)
-      const float ms0 = mb0 == -INFINITY ? 0.0f : mb0, ms1 = mb1 == -INFINITY ? 0.0f : mb1;
-      l0 *= al0;
-      l1 *= al1;
-      #pragma unroll
-      for (int x = 0; x < {N // 8}; x++) {{
-        o[x][0] *= al0; o[x][1] *= al0; o[x][2] *= al1; o[x][3] *= al1;
+{_PROBABILITIES}
+      if (up) {{
+{_rescale(N, "        ")}
       }}
-      #pragma unroll
-      for (int t = 0; t < {BN // 16}; t++) {{
-        float p[2][4];
-        #pragma unroll
-        for (int u = 0; u < 2; u++)
-          #pragma unroll
-          for (int h = 0; h < 4; h++) {{
-            const float e = exp2f((S[2 * t + u][h] - (h < 2 ? ms0 : ms1)) * {LOG2E}f);
-            p[u][h] = e;
-            if (h < 2) l0 += e; else l1 += e;
-          }}
-        pf[t][0] = zd_pack_{kind}(p[0][0], p[0][1]);
-        pf[t][1] = zd_pack_{kind}(p[0][2], p[0][3]);
-        pf[t][2] = zd_pack_{kind}(p[1][0], p[1][1]);
-        pf[t][3] = zd_pack_{kind}(p[1][2], p[1][3]);
-      }}
+{_pack(kind, "      ")}
     }}"""
+
+
+def softmax_deferred(kind: str, N: int) -> tuple[str, str]:
+    """`softmax` in two parts, for a kernel whose previous block's p @ v (reading `pf` and adding to the output) is
+    still running: the probabilities into S (before its wait), then the output's rescaling and `pf` (after)."""
+    before = f"""{_MASKED}
+    if (masked) {{
+      #pragma unroll
+      for (int ni = 0; ni < {BN // 8}; ni++) S[ni][0] = S[ni][1] = S[ni][2] = S[ni][3] = 0.0f;
+    }} else {{
+{_PROBABILITIES}
+    }}"""
+    after = f"""    if (up) {{
+{_rescale(N, "      ")}
+    }}
+{_pack(kind, "    ")}"""
+    return before, after
 
 
 def finish(T: str, M: int, N: int, body: str, row_stats: RowStats) -> str:
