@@ -33,8 +33,7 @@ from zyx_dist.protocol import Alloc, Compile, CopyIn, Free, Launch, Sync
 from zyx_dist.runtime.worker import Worker
 
 SHAPE = "8,16,1024,64"  # B, H, T, D
-FORMS = {"tma": KernelOpts(wgmma=2, stages=2), "tma s3": KernelOpts(wgmma=2, stages=3),
-         "tma pipe": KernelOpts(wgmma=2, stages=3, prefetch=1), "wgmma": KernelOpts(wgmma=1),
+FORMS = {"tma": KernelOpts(wgmma=2, stages=2), "tma s3": KernelOpts(wgmma=2, stages=3), "wgmma": KernelOpts(wgmma=1),
          "mma.sync": KernelOpts()}
 
 

@@ -17,7 +17,6 @@ from helpers import ref_attention
 
 import zyx_dist as zd
 from zyx_dist.codegen import attention
-from zyx_dist.codegen.options import KernelOpts
 from zyx_dist.fuse.kernelize import kernelize
 
 BF = np.dtype(ml_dtypes.bfloat16)
@@ -250,21 +249,21 @@ FORMS_CASES = _forms_cases()
 
 
 @pytest.mark.skipif(not compute_capability_9(), reason="wgmma needs compute capability 9.0")
-@pytest.mark.parametrize("wgmma,stages,pipelined", [(2, 2, 0), (2, 3, 0), (2, 3, 1), (1, 0, 0), (0, 0, 0)],
-                         ids=["tma", "tma_s3", "tma_pipelined", "wgmma", "mma_sync"])
+@pytest.mark.parametrize("wgmma,stages", [(2, 2), (2, 3), (1, 0), (0, 0)], ids=["tma", "tma_s3", "wgmma", "mma_sync"])
 @pytest.mark.parametrize("case", FORMS_CASES, ids=[f"{c[0]}_{np.dtype(c[1]).name}" for c in FORMS_CASES])
-def test_cuda_attention_every_tensor_core_form_against_numpy(cuda_worker, case, wgmma, stages, pipelined):
+def test_cuda_attention_every_tensor_core_form_against_numpy(cuda_worker, case, wgmma, stages):
     """Each of the tuner's forms of the half-type kernel on Hopper (codegen/attention_tma.py: TMA copies in 2
-    and 3 stages, and pipelined in 3; codegen/attention_tc.py: wgmma, and mma.sync), rendered with that option
-    and run kernel by kernel, against NumPy."""
+    and 3 stages; codegen/attention_tc.py: wgmma, and mma.sync), rendered with that option and run kernel by
+    kernel, against NumPy."""
     from helpers import run_kernels
 
+    from zyx_dist.codegen.options import KernelOpts
     from zyx_dist.codegen.render import CUDA_SM90A, render_kernel
 
     label, dtype, build, arrays, exp = case
     out = build([zd.tensor(x) for x in arrays])
     (kern,) = kernelize([out.node])
-    opts = KernelOpts(wgmma=wgmma, stages=stages, prefetch=pipelined)
+    opts = KernelOpts(wgmma=wgmma, stages=stages)
     src = render_kernel(kern, CUDA_SM90A, opts).source
     assert ("wgmma.mma_async" in src) == bool(wgmma) and ("mma.sync" in src) != bool(wgmma), label
     assert ("cp.async.bulk.tensor" in src) == (wgmma == 2 and label != "flipped_k"), label
@@ -275,8 +274,7 @@ def test_cuda_attention_every_tensor_core_form_against_numpy(cuda_worker, case, 
     np.testing.assert_allclose(got[~nan], exp[~nan], rtol=tol, atol=tol, err_msg=label)
 
 
-FORMS = {"tma": KernelOpts(wgmma=2, stages=2), "tma_pipelined": KernelOpts(wgmma=2, stages=3, prefetch=1),
-         "wgmma": KernelOpts(wgmma=1), "mma_sync": KernelOpts()}
+FORMS = {"tma": (2, 2), "wgmma": (1, 0), "mma_sync": (0, 0)}
 ROW_STATS_CASES = [(dtype, label, form) for dtype in (np.float16, BF) for label in ("causal", "per_batch", "where", "none")
                    for form in FORMS] + [(np.float32, label, "mma_sync") for label in ("causal", "where")]
 
@@ -291,6 +289,7 @@ def test_cuda_attention_backward_from_each_forms_row_statistics(cuda_worker, dty
     of q, k and v match NumPy's."""
     from helpers import ref_attention_grads, run_kernels
 
+    from zyx_dist.codegen.options import KernelOpts
 
     B, H, T, D = 2, 3, 200, 64
     q, k, v, g = (RNG.standard_normal((B, H, T, D)).astype(dtype) for _ in range(4))
@@ -311,7 +310,8 @@ def test_cuda_attention_backward_from_each_forms_row_statistics(cuda_worker, dty
     fused = [kern for kern in kernels if attention.match(kern) is not None]
     assert len(fused) == 1 and len(fused[0].outputs) == 2, label  # the output and the row statistics
     assert not any(o.size == B * H * T * T for o in fused[0].outputs + fused[0].inputs)
-    opts = FORMS[form]
+    wgmma, stages = FORMS[form]
+    opts = KernelOpts(wgmma=wgmma, stages=stages)
     got = run_kernels(cuda_worker, tuple(grads), lambda kern: opts if attention.match(kern) else None, "cuda_sm90a")
     tol = 5e-3 if dtype == np.float32 else 0.05
     for name, x, want in zip("qkv", got, ref_attention_grads(*f32[:3], 0.125, mask, f32[3])):
@@ -326,6 +326,7 @@ def test_cuda_attention_tma_form_trusts_no_flags_of_an_earlier_launch(cuda_worke
     launch before, trusted, would leave out blocks that count or keep a NaN out)."""
     from helpers import run_kernels
 
+    from zyx_dist.codegen.options import KernelOpts
 
     B, H, T = 2, 2, 320
     q, k, v = (RNG.standard_normal((B, H, T, 64)).astype(BF) for _ in range(3))

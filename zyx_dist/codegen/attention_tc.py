@@ -318,17 +318,18 @@ for (int t = 0; t < {BN // 16}; t++) {{
 }}""".splitlines())
 
 
-def _rescale(N: int, pad: str) -> str:
-    """C rescaling the output accumulators by the rows' factors al0, al1 (the online softmax's new max)."""
-    return f"""{pad}#pragma unroll
-{pad}for (int x = 0; x < {N // 8}; x++) {{
-{pad}  o[x][0] *= al0; o[x][1] *= al0; o[x][2] *= al1; o[x][3] *= al1;
-{pad}}}"""
-
-
-# the rows' new max, the factors al0, al1 of what was summed under the old one, and each score's probability in
-# place in S (the masked case, the rescaling of the output and the rounding to the half type are the caller's)
-_PROBABILITIES = f"""      // the lanes of a quad hold the same two rows: their max is the rows' max in the block
+def softmax(kind: str, N: int) -> str:
+    """C that turns the block's scores S (the rows' block max in mb0, mb1) into the probabilities' A fragments
+    `pf` of p @ v, with the online softmax's rescaling of the running sums and the output."""
+    return f"""    // a warp whose 16 rows score -inf at every key of the block (masked out) leaves its max, sums and
+    // output as they are: the softmax is skipped, and its probabilities are 0
+    const bool masked = __all_sync(0xffffffffu, mb0 == -INFINITY && mb1 == -INFINITY);
+    unsigned pf[{BN // 16}][4];
+    if (masked) {{
+      #pragma unroll
+      for (int t = 0; t < {BN // 16}; t++) pf[t][0] = pf[t][1] = pf[t][2] = pf[t][3] = 0u;
+    }} else {{
+      // the lanes of a quad hold the same two rows: their max is the rows' max in the block
       mb0 = zd_max_nan(mb0, __shfl_xor_sync(0xffffffffu, mb0, 1));
       mb0 = zd_max_nan(mb0, __shfl_xor_sync(0xffffffffu, mb0, 2));
       mb1 = zd_max_nan(mb1, __shfl_xor_sync(0xffffffffu, mb1, 1));
@@ -338,16 +339,19 @@ _PROBABILITIES = f"""      // the lanes of a quad hold the same two rows: their 
       // exact enough in the half type, and the sums and the output are the same to their rounding (the row's
       // common factor divides out), while most blocks leave the output as it is (ex2.approx: within 2^-22 of
       // 2^x, far below the half type the probabilities are rounded to; a probability under 2^-126 counts as 0)
-      up = __any_sync(0xffffffffu, !(mb0 <= m0 + {8 / LOG2E}f) || !(mb1 <= m1 + {8 / LOG2E}f));
-      if (up) {{
+      if (__any_sync(0xffffffffu, !(mb0 <= m0 + {8 / LOG2E}f) || !(mb1 <= m1 + {8 / LOG2E}f))) {{
         mb0 = zd_max_nan(m0, mb0);
         mb1 = zd_max_nan(m1, mb1);
-        al0 = mb0 == -INFINITY ? 1.0f : zd_ex2((m0 - mb0) * {LOG2E}f);
-        al1 = mb1 == -INFINITY ? 1.0f : zd_ex2((m1 - mb1) * {LOG2E}f);
+        const float al0 = mb0 == -INFINITY ? 1.0f : zd_ex2((m0 - mb0) * {LOG2E}f);
+        const float al1 = mb1 == -INFINITY ? 1.0f : zd_ex2((m1 - mb1) * {LOG2E}f);
         m0 = mb0;
         m1 = mb1;
         l0 *= al0;
         l1 *= al1;
+        #pragma unroll
+        for (int x = 0; x < {N // 8}; x++) {{
+          o[x][0] *= al0; o[x][1] *= al0; o[x][2] *= al1; o[x][3] *= al1;
+        }}
       }}
       // a row that is -inf so far takes 0 for its max, so its -inf scores give exp(-inf) = 0, not NaN, without a
       // test per score
@@ -360,47 +364,9 @@ _PROBABILITIES = f"""      // the lanes of a quad hold the same two rows: their 
 {_exps(f"fmaf(S[2 * t + u][h], {LOG2E}f, h < 2 ? -ml0 : -ml1)")}
       }} else {{
 {_exps(f"(S[2 * t + u][h] - (h < 2 ? ms0 : ms1)) * {LOG2E}f")}
-      }}"""
-
-# a warp whose 16 rows score -inf at every key of the block (masked out) leaves its max, sums and output as they
-# are: the softmax is skipped, and its probabilities are 0
-_MASKED = """    const bool masked = __all_sync(0xffffffffu, mb0 == -INFINITY && mb1 == -INFINITY);
-    float al0 = 1.0f, al1 = 1.0f;
-    bool up = false;  // whether the running max moved (the output is then rescaled by al0, al1)"""
-
-
-def softmax(kind: str, N: int) -> str:
-    """C that turns the block's scores S (the rows' block max in mb0, mb1) into the probabilities' A fragments
-    `pf` of p @ v, with the online softmax's rescaling of the running sums and the output."""
-    return f"""{_MASKED}
-    unsigned pf[{BN // 16}][4];
-    if (masked) {{
-      #pragma unroll
-      for (int t = 0; t < {BN // 16}; t++) pf[t][0] = pf[t][1] = pf[t][2] = pf[t][3] = 0u;
-    }} else {{
-{_PROBABILITIES}
-      if (up) {{
-{_rescale(N, "        ")}
       }}
 {_pack(kind, "      ")}
     }}"""
-
-
-def softmax_deferred(kind: str, N: int) -> tuple[str, str]:
-    """`softmax` in two parts, for a kernel whose previous block's p @ v (reading `pf` and adding to the output) is
-    still running: the probabilities into S (before its wait), then the output's rescaling and `pf` (after)."""
-    before = f"""{_MASKED}
-    if (masked) {{
-      #pragma unroll
-      for (int ni = 0; ni < {BN // 8}; ni++) S[ni][0] = S[ni][1] = S[ni][2] = S[ni][3] = 0.0f;
-    }} else {{
-{_PROBABILITIES}
-    }}"""
-    after = f"""    if (up) {{
-{_rescale(N, "      ")}
-    }}
-{_pack(kind, "    ")}"""
-    return before, after
 
 
 def finish(T: str, M: int, N: int, body: str, row_stats: RowStats) -> str:

@@ -38,14 +38,13 @@ KEYS = 4  # keys per thread and block
 
 def render_cuda(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate,
                 epilogue: Epilogue, index_type: str, row_stats: RowStats, wgmma: int = 0,
-                stages: int = 0, pipelined: bool = False) -> tuple[str, tuple, tuple]:
+                stages: int = 0) -> tuple[str, tuple, tuple]:
     """The CUDA dialect's fused attention: attention_tc.py's tensor cores where it takes the kernel (`wgmma` 1:
-    its wgmma form; 2: attention_tma.py's, in `stages` stages, `pipelined` or not, where TMA reads k and v, else
-    the wgmma form), else this module's float32 one."""
+    its wgmma form; 2: attention_tma.py's, in `stages` stages, where TMA reads k and v, else the wgmma form),
+    else this module's float32 one."""
     if attention_tc.usable(a, CUDA):
-        if wgmma == 2 and attention_tma.plan(a, kernel, stages, pipelined) is not None:
-            return attention_tma.render(a, name, kernel, params, evaluate, epilogue, index_type, row_stats, stages,
-                                        pipelined)
+        if wgmma == 2 and attention_tma.plan(a, kernel, stages) is not None:
+            return attention_tma.render(a, name, kernel, params, evaluate, epilogue, index_type, row_stats, stages)
         return attention_tc.render(a, name, kernel, params, evaluate, epilogue, index_type, row_stats, bool(wgmma))
     return render(a, name, kernel, params, evaluate, epilogue, index_type, row_stats)
 

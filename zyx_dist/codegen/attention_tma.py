@@ -35,13 +35,13 @@ from .attention_tc import (
     WAIT,
     ZERO_S,
     finish,
+    launch_bounds,
     o_init,
     pin,
     q_registers,
     score_loop,
     side_reads,
     softmax,
-    softmax_deferred,
     tc_helpers,
     wgmma_loop,
     wgmma_usable,
@@ -89,22 +89,14 @@ def _tile(name: str, m: gemm_tma.TensorMap | None, rows: int, cols: int, at: int
     return Staged(name, m, at, rows * cols * 2, -(-cols * 2 // PANEL), PANEL // 2)
 
 
-def per_sm(a: AttentionSpec, pipelined: bool) -> int:
-    """Work-groups an SM holds: 4 where head dims are up to 64, else 2; the pipelined form, whose probabilities
-    of one block stay in registers while the next block's scores come, 3 where the heads are up to 64 wide."""
-    if max(a.head, a.spec.N) > 64:
-        return 2
-    return 3 if pipelined else 4
+def budget(a: AttentionSpec) -> int:
+    """Dynamic shared bytes a work-group may take: as many as let the work-groups that fit an SM by
+    `launch_bounds` (4 where head dims are up to 64, else 2) share it."""
+    per_sm = 4 if max(a.head, a.spec.N) <= 64 else 2
+    return SHARED_LIMIT // per_sm - 1024 - STATIC  # the runtime reserves 1 KiB a work-group
 
 
-def budget(a: AttentionSpec, pipelined: bool = False) -> int:
-    """Dynamic shared bytes a work-group may take: as many as let the work-groups that fit an SM (`per_sm`)
-    share it."""
-    return SHARED_LIMIT // per_sm(a, pipelined) - 1024 - STATIC  # the runtime reserves 1 KiB a work-group
-
-
-def plan(a: AttentionSpec, kernel: Kernel, stages: int, pipelined: bool = False
-         ) -> tuple[int, list[Staged], list[tuple]] | None:
+def plan(a: AttentionSpec, kernel: Kernel, stages: int) -> tuple[int, list[Staged], list[tuple]] | None:
     """(stages, the staged tiles: k, v, then the scoring's side reads that fit, each side read's (node, index,
     dtype)) or None where k or v has no map or even two stages of k and v do not fit `budget`."""
     spec = a.spec
@@ -125,17 +117,16 @@ def plan(a: AttentionSpec, kernel: Kernel, stages: int, pipelined: bool = False
               2 * BN * D)
     if k is None or v is None:
         return None
-    limit = budget(a, pipelined)
     S = max(stages, 2)
-    while S > 2 and S * (k.nbytes + v.nbytes) + ATOM > limit:
+    while S > 2 and S * (k.nbytes + v.nbytes) + ATOM > budget(a):
         S -= 1
     at = k.nbytes + v.nbytes
-    if S * at + ATOM > limit:
+    if S * at + ATOM > budget(a):
         return None
     tiles, sides = [k, v], []
     for n, ix, dt in side_reads(a, kernel, 1 << 30):  # half types (maps read no others)
         t = _tile(f"zd_tma_m{len(sides)}", view_map(n, ix, dt, gk, ("gi", M), BN, BM), BM, BN, at)
-        if t is None or S * (at + t.nbytes) + ATOM > limit:
+        if t is None or S * (at + t.nbytes) + ATOM > budget(a):
             continue
         tiles.append(t)
         sides.append((n, ix, dt))
@@ -159,13 +150,9 @@ def _copies(t: Staged, dst: str, inner0: str, outer0: str, bar: str) -> list[str
 
 
 def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate,
-           epilogue: Epilogue, index_type: str, row_stats: RowStats, stages: int = 2,
-           pipelined: bool = False) -> tuple[str, tuple, tuple]:
+           epilogue: Epilogue, index_type: str, row_stats: RowStats, stages: int = 2) -> tuple[str, tuple, tuple]:
     """The kernel (`usable` must hold). `stages`: the ring's depth (2 or more, as the shared memory allows):
-    the copies of the next stages - 1 key blocks are in flight while one is computed. `pipelined`: a block's
-    p @ v runs while the next block is scored (its q @ k^T issued first, waited for alone, its probabilities
-    made while p @ v still runs), the stage it read refilled once it is done (so the ring's depth counts one
-    block fewer ahead: 3 stages keep one block's copies in flight)."""
+    the copies of the next stages - 1 key blocks are in flight while one is computed."""
     spec, T = a.spec, index_type
     M, N, K, D = spec.M, spec.N, spec.K, a.head
     groups = -(-M // BM)
@@ -173,7 +160,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     kind = "bf16" if a.q.dtype.name == "bfloat16" else "f16"
     half = a.q.dtype.name
     store = "zd_bf16_store({})" if kind == "bf16" else "__half_as_ushort(__float2half_rn({}))"
-    S, tiles, sides = plan(a, kernel, stages, pipelined)
+    S, tiles, sides = plan(a, kernel, stages)
     stage = sum(t.nbytes for t in tiles)
     k_tile, v_tile, side_tiles = tiles[0], tiles[1], tiles[2:]
     fill_q = fill(kernel, a.q, a.qk_idx, Tile("Qs[row][col]", BM, D, "gi", "q0", M, dd, D, half, store), evaluate,
@@ -199,7 +186,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     for t in side_tiles:
         c = _copies(t, f"zd_dst + {t.at}u", "zd_j", "(int)q0", "zd_bar")
         calls += [f"if (!zd_nclear) {{ {' '.join(c)} }}"] if t in clear_skips else c
-    copy = f"""      if (lane == 0) {{
+    issue = f"""{skip.walk(str(steps), "      ")}
+      if (lane == 0) {{
         const unsigned zd_bar = bars + st * 8u, zd_dst = zd_stages + st * {stage}u;
         if (zd_next < {steps}) {{
           const int zd_j = zd_next * {BN};
@@ -210,18 +198,11 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
           zd_info[st] = -1;  // the walk's end
           zd_bar_arrive(zd_bar);
         }}
-      }}"""
-    walk = skip.walk(str(steps), "      ")
-    issue = f"{walk}\n{copy}\n      {skip.advance()}"
+      }}
+      {skip.advance()}"""
     qk = wgmma_loop(kind, "kk", D // 16, BN, "S", "qf[kk]", f"zd_desc(ks + (kk >> 2) * {BN * 128} + (kk & 3) * 32, 16, 1024)",
                     0, "    ")
     pv = wgmma_loop(kind, "t", BN // 16, N, "o", "pf[t]", f"zd_desc(vs + t * 2048, {BN * 128}, 1024)", 1, "    ")
-    loop = (_pipelined_loop if pipelined else _loop)(
-        S=S, stage=stage, T=T, BN=BN, v_at=v_tile.at, zero=ZERO_S, qk=qk, pv=pv, wait=WAIT, copy=copy, walk=walk,
-        advance=skip.advance(), issue=issue, scan=skip.stage_scan("(zd_at >> 1)", "zd_stage", "    "),
-        scoring=skip.scoring(partial(score_loop, T, inside, False), evaluate, a.pattern.scores, a.scores_idx,
-                             overrides, "    "),
-        kind=kind, N=N)
     map_params = [f"const __grid_constant__ zd_tmap {t.name}" for t in tiles]
     marks = "".join(t.map.marker() + "\n" for t in tiles)
     coords = "".join(f"  {gemm_tma.coordinates(t.map, t.name)}\n" for t in tiles if t.map.digits)
@@ -232,7 +213,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
 {_ARRIVE}
 {skip.globals}{tc_helpers(kind)}
 // zyx_dist: dynamic shared bytes {S * stage + ATOM}
-{marks}extern "C" __global__ void __launch_bounds__({THREADS}, {per_sm(a, pipelined)}) {name}({', '.join(params + map_params)}) {{
+{marks}extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.join(params + map_params)}) {{
   extern __shared__ __align__(16) float zd_pool[];
   unsigned char* zd_base = reinterpret_cast<unsigned char*>(zd_pool) + (((zd_smem(zd_pool) + {ATOM - 1}u) & ~{ATOM - 1}u) - zd_smem(zd_pool));  // swizzle atoms: 1024-aligned
   // q is staged in the last stage, whose first block is copied once q is in registers
@@ -262,108 +243,33 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
 {skip.q_max_frags(half, D, declare=False)}{skip.forget()}  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // q's staging is the copies' from here on
   __syncthreads();  // q is in registers
 {o_init(N)}
-{SIDE_BASE if side_tiles else ""}{loop}
+{SIDE_BASE if side_tiles else ""}  for (int it = 0;; it++) {{
+    const int st = it % {S};
+    zd_bar_wait(bars + st * 8u, (it / {S}) & 1);  // this stage's copies have landed
+    const int zd_at = zd_info[st];
+    if (zd_at < 0) break;
+    const {T} j0 = ({T})(zd_at >> 1) * {BN};
+    const bool zd_clear = zd_at & 1;
+    const unsigned char* zd_stage = zd_base + st * {stage};
+    const unsigned ks = zd_stages + st * {stage}u, vs = ks + {v_tile.at}u;
+{ZERO_S}
+{qk}
+{skip.stage_scan("(zd_at >> 1)", "zd_stage", "    ")}
+    if (warp == 0) {{  // while the tensor cores score this block: the copies of block it + {S - 1} into the stage
+      const int st = (it + {S - 1}) % {S};  // the last block used (every warp was done with it at the barrier)
+{issue}
+    }}
+    {WAIT}  // the block's scores are in S
+{pin('S', BN // 2)}
+{skip.scoring(partial(score_loop, T, inside, False), evaluate, a.pattern.scores, a.scores_idx, overrides, "    ")}
+{ROW_MAX}
+{softmax(kind, N)}
+{pv}
+    {WAIT}
+    __syncthreads();  // every warp is done with this stage: the next block's copies may come in
+  }}
 {finish(T, M, N, body, row_stats)}
 {skip.finish}}}
 """
     return src, (spec.B * groups * THREADS,), (THREADS,)
 
-
-
-def _loop(*, S: int, stage: int, T: str, BN: int, v_at: int, zero: str, qk: str, pv: str, wait: str, copy: str,
-          walk: str, advance: str, issue: str, scan: str, scoring: str, kind: str, N: int) -> str:
-    """The walk over key blocks, one at a time: a block's p @ v is waited for, and every warp meets at a barrier,
-    before the next block's copies refill the stage the last block used."""
-    return f"""  for (int it = 0;; it++) {{
-    const int st = it % {S};
-    zd_bar_wait(bars + st * 8u, (it / {S}) & 1);  // this stage's copies have landed
-    const int zd_at = zd_info[st];
-    if (zd_at < 0) break;
-    const {T} j0 = ({T})(zd_at >> 1) * {BN};
-    const bool zd_clear = zd_at & 1;
-    const unsigned char* zd_stage = zd_base + st * {stage};
-    const unsigned ks = zd_stages + st * {stage}u, vs = ks + {v_at}u;
-{zero}
-{qk}
-{scan}
-    if (warp == 0) {{  // while the tensor cores score this block: the copies of block it + {S - 1} into the stage
-      const int st = (it + {S - 1}) % {S};  // the last block used (every warp was done with it at the barrier)
-{issue}
-    }}
-    {wait}  // the block's scores are in S
-{pin('S', BN // 2)}
-{scoring}
-{ROW_MAX}
-{softmax(kind, N)}
-{pv}
-    {wait}
-    __syncthreads();  // every warp is done with this stage: the next block's copies may come in
-  }}"""
-
-
-def _pipelined_loop(*, S: int, stage: int, T: str, BN: int, v_at: int, zero: str, qk: str, pv: str, wait: str,
-                    copy: str, walk: str, advance: str, issue: str, scan: str, scoring: str, kind: str, N: int) -> str:
-    """The walk over key blocks with the last block's p @ v in flight while this one is scored: q @ k^T is issued,
-    then the last block's p @ v (whose probabilities `pf` wait in registers), and q @ k^T alone is waited for;
-    the scores become probabilities in S while p @ v runs, and once it is done the output is rescaled, `pf` packed,
-    and (every warp past a barrier) the stage p @ v read takes the copies of the block chosen meanwhile."""
-    before, after = softmax_deferred(kind, N)
-    return f"""  unsigned pf[{BN // 16}][4];
-  int it = 0;
-  int zd_cn = 0;  // warp 0: the block chosen for the stage the last block's p @ v frees
-  bool zd_cc = false;
-  for (;; it++) {{
-    const int st = it % {S};
-    zd_bar_wait(bars + st * 8u, (it / {S}) & 1);  // this stage's copies have landed
-    const int zd_at = zd_info[st];
-    if (zd_at < 0) break;
-    const {T} j0 = ({T})(zd_at >> 1) * {BN};
-    const bool zd_clear = zd_at & 1;
-    const unsigned char* zd_stage = zd_base + st * {stage};
-    const unsigned ks = zd_stages + st * {stage}u;
-{zero}
-{qk}
-    if (it > 0) {{  // the last block's p @ v, behind this block's q @ k^T
-      const unsigned vs = zd_stages + ((it + {S - 1}) % {S}) * {stage}u + {v_at}u;
-{pv.rsplit(chr(10), 1)[0]}
-    }}
-    // committed either way (an empty group in the first block), so that one wait for all but the newest group
-    // means q @ k^T's in every block (ptxas serializes every wgmma where the groups pending differ by path)
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-{scan}
-    if (warp == 0) {{  // while the tensor cores work: the block whose copies come into the stage p @ v frees
-{walk}
-      zd_cn = zd_next;
-      zd_cc = zd_nclear;
-      {advance}
-    }}
-    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");  // q @ k^T (the older group) is done
-{pin('S', BN // 2)}
-{scoring}
-{ROW_MAX}
-{before}
-    {wait}  // the last block's p @ v is done: the output and pf are free
-{pin('o', N // 2)}
-{_pin_fragments(BN)}
-{after}
-    __syncthreads();  // every warp is done with the last block's stage
-    if (warp == 0) {{
-      const int st = (it + {S - 1}) % {S};
-      const int zd_next = zd_cn;
-      const bool zd_nclear = zd_cc;
-{copy}
-    }}
-  }}
-  if (it > 0) {{  // the last block's p @ v
-    const unsigned vs = zd_stages + ((it + {S - 1}) % {S}) * {stage}u + {v_at}u;
-{pv}
-    {wait}
-{pin('o', N // 2)}
-  }}"""
-
-
-def _pin_fragments(BN: int) -> str:
-    """An empty asm taking and giving the probabilities' fragments, after p @ v's wait: their next values are
-    written after it (the wgmma asm reads them at its issue, as far as the compiler knows)."""
-    cons = ", ".join(f'"+r"(pf[{t}][{h}])' for t in range(BN // 16) for h in range(4))
-    return f'    asm volatile("" : {cons} :: "memory");'

@@ -23,8 +23,7 @@ def render_body(spec: gemm.GemmSpec, fused: attention.AttentionSpec | None, grad
         return attention_grad.render(grad, name, kernel, params, operand, epilogue, T)
     if fused is not None and dialect.name == "cuda":
         return attention_tiled.render_cuda(fused, name, kernel, params, operand, epilogue, T, row_stats,
-                                           o.wgmma if attention_tc.wgmma_usable(fused, dialect) else 0, o.stages,
-                                           bool(o.prefetch))
+                                           o.wgmma if attention_tc.wgmma_usable(fused, dialect) else 0, o.stages)
     if fused is not None:
         return attention.render(fused, name, dialect, params, operand, epilogue, T, row_stats)
     if o.cpu_rows and dialect.name == "opencl":

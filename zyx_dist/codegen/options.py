@@ -24,8 +24,7 @@ class KernelOpts:
     unroll: int = 1  # `#pragma unroll` factor of reduce loops
     tile_k: int = 8  # GEMM: depth of the local-memory tiles
     prefetch: int = 0  # GEMM: 1 = load the next tiles into registers while multiplying the current ones (wgmma: copies
-    # one step deeper, each step's wgmma waited for); attention's TMA form: 1 = pipelined (a block's p @ v runs while the
-    # next block is scored)
+    # one step deeper, each step's wgmma waited for)
     cache: int = 0  # row kernels: 1 = keep the row's elements in registers across the passes over it (GEMM: the
     # output tile staged in shared memory, then stored row by row)
     lanes: int = 0  # reduce loops without work-groups: iterations per pass, with vector loads (CPUs)
@@ -78,7 +77,7 @@ def candidates(s: Shape) -> list[KernelOpts]:
     """Every variant worth timing, in order of preference (the default first)."""
     lws = [x for x in (256, 128, 512, 1024, 64) if x <= s.max_lws]
     if s.attention:  # wgmma's forms first where they run (TMA's first of them), mma.sync's beside them for the tuner
-        tma = [KernelOpts(wgmma=2, stages=2), KernelOpts(wgmma=2, stages=3, prefetch=1)] if s.tma else []
+        tma = [KernelOpts(wgmma=2, stages=2)] if s.tma else []
         return [*tma, KernelOpts(wgmma=1), KernelOpts()] if s.wgmma else [KernelOpts()]
     if s.gemm:
         return gemm_candidates(s)
