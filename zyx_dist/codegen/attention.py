@@ -53,6 +53,12 @@ class AttentionSpec:
             lines += ["{", *pre, store(i, node, value), "}"]
         return lines
 
+    def l2_batches(self) -> int:
+        """Batch entries whose k and v fit in L2 together (16 MiB): the chunks the CUDA kernels take them in
+        (attention_tc.work_order)."""
+        kv_bytes = self.spec.K * (self.head * self.k.dtype.itemsize + self.spec.N * self.v.dtype.itemsize)
+        return max(1, min(self.spec.B, (16 << 20) // max(kv_bytes, 1)))
+
 
 def _top_reduce(kernel: Kernel) -> Node | None:
     """The one reduce the output is reached from through elementwise ops and reshapes."""

@@ -79,7 +79,12 @@ class InlineSkips(_Blocks):
         self.globals = (f"{FLAG_HELPERS}\n__device__ unsigned long long {name}_flags[{kv + lay.mask_tiles}];  "
                         f"// per (batch, key block), then per mask tile: tag << 32 | flags\n"
                         f"__device__ unsigned {name}_epoch, {name}_done;  // launches so far; work-groups done in this one\n")
-        first, step = ("0", 1) if r.batched else ("(int)bz", lay.batches)
+        # a mask the batch entries share: each tile scanned once, by the first chunk of batch entries (the ones
+        # that run first, attention_tc.work_order), its work-groups of a query block taking the tiles of their
+        # row of tiles in turn (with the tiles of later chunks' work-groups, a long sequence's first chunks
+        # found the tiles of the blocks they might leave out not scanned yet, and computed them)
+        chunk = a.l2_batches()
+        first, step = ("0", 1) if r.batched else (f"((int)bz < {chunk} ? (int)bz : {lay.key_blocks})", chunk)
         # the tag and the flags, and q's bound not known yet (infinite: no block is left out on it) until
         # q_max_frags sets it
         self.setup = (f"  const unsigned zd_tag = *reinterpret_cast<volatile unsigned*>(&{name}_epoch) + 1u;  // this launch's\n"

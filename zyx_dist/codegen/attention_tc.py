@@ -81,12 +81,12 @@ def wgmma_usable(a: AttentionSpec, dialect) -> bool:
             and max(a.head, a.spec.N) <= 256)
 
 
-def work_order(batches: int, groups: int, kv_bytes: int, T: str) -> str:
+def work_order(a: AttentionSpec, groups: int, T: str) -> str:
     """C declaring `bz`, `zd_qb` (the query block) and `q0` from blockIdx.x, the longest work first: under a
     causal mask the last query blocks see the most keys, and in (batch, query block) order the longest ones
     ran last, leaving SMs idle at the end (Nsight Compute: 16% of the SMs' cycles). Batch entries are taken in
-    chunks whose k and v fit in L2 together (16 MiB), each chunk from its last query block to its first."""
-    chunk = max(1, min(batches, (16 << 20) // max(kv_bytes, 1)))
+    chunks whose k and v fit in L2 together (`l2_batches`), each chunk from its last query block to its first."""
+    batches, chunk = a.spec.B, a.l2_batches()
     per = chunk * groups
     last = f"min({chunk}, {batches} - zd_c * {chunk})" if batches % chunk else str(chunk)
     return (f"  const int zd_c = blockIdx.x / {per}, zd_r = blockIdx.x % {per}, zd_n = {last};\n"
@@ -508,7 +508,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
 {pool}
 {chr(10).join(views)}
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-{work_order(spec.B, groups, K * (D * a.k.dtype.itemsize + N * a.v.dtype.itemsize), T)}
+{work_order(a, groups, T)}
 {fill_q}
   zd_cp_commit();
   asm volatile("cp.async.wait_group 0;" ::: "memory");

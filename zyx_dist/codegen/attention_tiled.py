@@ -172,7 +172,7 @@ extern "C" __global__ void __launch_bounds__({attention_tc.launch_bounds(a)}) {n
   float* Vs = zd_pool + {v_at};  // Vs[key * {VP} + col], zero past the head dim
   float* Ps = zd_pool + {p_at};  // probabilities, where k was: Ps[key * {PP} + row]
   const int tid = threadIdx.x, tr = tid >> 4, tc = tid & 15;
-{attention_tc.work_order(spec.B, groups, K * (D * a.k.dtype.itemsize + N * a.v.dtype.itemsize), T)}
+{attention_tc.work_order(a, groups, T)}
   for (int e = tid; e < {BM * D}; e += {THREADS}) {{
     const int row = e / {D}, dd = e % {D};
     const {T} gi = q0 + row;

@@ -223,7 +223,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
   __shared__ int zd_info[{S}];  // per stage: 2 * its key block + (the mask leaves it clear), -1 past the walk's end
   const unsigned bars = zd_smem(zd_full);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-{work_order(spec.B, groups, K * (D * a.k.dtype.itemsize + N * a.v.dtype.itemsize), T)}
+{work_order(a, groups, T)}
 {coords}  if (tid == 0) {{
     for (int i = 0; i < {S}; i++) zd_bar_init(bars + i * 8u, 1);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
