@@ -268,8 +268,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     {WAIT}
     __syncthreads();  // every warp is done with this stage: the next block's copies may come in
   }}
-{finish(T, M, N, body, row_stats)}
-{skip.finish}}}
+{skip.finish}{finish(T, M, N, body, row_stats)}
+}}
 """
     return src, (spec.B * groups * THREADS,), (THREADS,)
 
