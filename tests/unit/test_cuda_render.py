@@ -822,3 +822,24 @@ def test_attention_row_statistics_in_every_cuda_form_and_apart():
         with tempfile.TemporaryDirectory() as tmp:
             errors = _nvcc(sources, tmp, ["-cubin", "-arch=sm_90a", "-x", "cu"])
         assert not errors, "\n\n".join(f"--- {n} ---\n{e}" for n, e in errors.items())
+
+
+def test_tensor_core_attention_stores_untested_where_every_block_of_rows_is_whole():
+    """The wgmma and TMA forms test each output row against M only where a block of 64 rows runs past it (a test
+    per store put each store in a branch of its own, waiting for the last store to read its register); the TMA
+    form counts its launch (the skip flags' epoch) before the output's stores, not after them."""
+    from zyx_dist.codegen import attention
+    from zyx_dist.codegen.options import KernelOpts
+    from zyx_dist.codegen.render import CUDA_SM90A
+
+    whole = 0
+    for name, k in _wgmma_attention_kernels().items():
+        M = attention.match(k).spec.M
+        whole += M % 64 == 0
+        for opts in (KernelOpts(wgmma=1), KernelOpts(wgmma=2)):
+            src = render_kernel(k, CUDA_SM90A, opts).source
+            stores = src[src.index("const float r0 = 1.0f / l0"):]
+            assert (f"if (gi < {M}) {{" in stores) == (M % 64 != 0), (name, opts)
+            if "_epoch) = zd_tag" in src:
+                assert src.index("_done, 1u)") < src.index("const float r0 = 1.0f / l0"), name
+    assert 0 < whole < len(_wgmma_attention_kernels())  # both kinds are checked
