@@ -159,6 +159,11 @@ def test_clip_keeps_dtype_and_accepts_both_spellings():
     np.testing.assert_array_equal(got.numpy(), np.clip(np.arange(10), 3, 7))
     np.testing.assert_array_equal(zd.clip(x, lo=1, hi=300).numpy(), np.clip(np.arange(10), 1, 127))
     np.testing.assert_array_equal(x.clip(max=4).numpy(), np.minimum(np.arange(10), 4))
+    # a bool tensor with a float bound: the integers it admits, as with an int bound (was NumPy's ValueError)
+    b = zd.tensor(np.array([True, False]))
+    assert zd.clip(b, 0.5).dtype == zd.bool
+    np.testing.assert_array_equal(zd.clip(b, 0.5).numpy(), zd.clip(b, 1).numpy())
+    np.testing.assert_array_equal(zd.clip(b, max=0.5).numpy(), [False, False])
 
 
 def test_manipulation_functions():

@@ -307,17 +307,6 @@ def _exps(exponent: str) -> str:
           }}"""
 
 
-def _pack(kind: str, pad: str) -> str:
-    """C rounding the probabilities in S to the half type, as the A fragments `pf` of p @ v."""
-    return "\n".join(pad + ln for ln in f"""#pragma unroll
-for (int t = 0; t < {BN // 16}; t++) {{
-  pf[t][0] = zd_pack_{kind}(S[2 * t][0], S[2 * t][1]);
-  pf[t][1] = zd_pack_{kind}(S[2 * t][2], S[2 * t][3]);
-  pf[t][2] = zd_pack_{kind}(S[2 * t + 1][0], S[2 * t + 1][1]);
-  pf[t][3] = zd_pack_{kind}(S[2 * t + 1][2], S[2 * t + 1][3]);
-}}""".splitlines())
-
-
 def softmax(kind: str, N: int) -> str:
     """C that turns the block's scores S (the rows' block max in mb0, mb1) into the probabilities' A fragments
     `pf` of p @ v, with the online softmax's rescaling of the running sums and the output."""
@@ -365,7 +354,13 @@ def softmax(kind: str, N: int) -> str:
       }} else {{
 {_exps(f"(S[2 * t + u][h] - (h < 2 ? ms0 : ms1)) * {LOG2E}f")}
       }}
-{_pack(kind, "      ")}
+      #pragma unroll
+      for (int t = 0; t < {BN // 16}; t++) {{  // rounded to the half type: the A fragments of p @ v
+        pf[t][0] = zd_pack_{kind}(S[2 * t][0], S[2 * t][1]);
+        pf[t][1] = zd_pack_{kind}(S[2 * t][2], S[2 * t][3]);
+        pf[t][2] = zd_pack_{kind}(S[2 * t + 1][0], S[2 * t + 1][1]);
+        pf[t][3] = zd_pack_{kind}(S[2 * t + 1][2], S[2 * t + 1][3]);
+      }}
     }}"""
 
 

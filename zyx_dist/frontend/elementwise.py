@@ -386,12 +386,10 @@ def clip(x: Any, /, min: Any = None, max: Any = None, *, lo: Any = None, hi: Any
         if isinstance(bound, builtins.float) and not x.dtype.is_float:
             if math.isnan(bound):
                 continue
-            # a float bound on an integer tensor: the integers it admits (floor of a max, ceil of a min)
+            # a float bound on an integer or bool tensor: the integers it admits (floor of a max, ceil of a min)
             bound = math.ceil(bound) if f is maximum else math.floor(bound)
-            info = int_range(x.dtype)
-            bound = builtins.min(builtins.max(bound, info[0]), info[1])
-        elif isinstance(bound, int) and not isinstance(bound, builtins.bool) and x.dtype.is_int:
-            info = int_range(x.dtype)
-            bound = builtins.min(builtins.max(bound, info[0]), info[1])
+        if isinstance(bound, int) and not isinstance(bound, builtins.bool) and x.dtype.is_int:
+            least, greatest = int_range(x.dtype)  # (an int the dtype cannot hold clips to its end)
+            bound = builtins.min(builtins.max(bound, least), greatest)
         out = f(out, bound)
     return out if out.dtype is x.dtype else astype(out, x.dtype)

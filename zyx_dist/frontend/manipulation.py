@@ -80,7 +80,7 @@ def broadcast_arrays(*arrays: Any) -> list[Tensor]:
     return [broadcast_to(t, shape) for t in ts]
 
 
-def _check_integer_indices(indices: Any, what: str) -> None:
+def check_integer_indices(indices: Any, what: str) -> None:
     """Raise DTypeError naming the dtype when `indices` (a tensor, array or nested list) are not integers:
     a dtype error of the call, as NumPy's TypeError for `np.take(a, [0.0])`, where `x[float_index]` is an
     IndexError. Bool passes here (the gather refuses masks itself), as does an empty list (NumPy gives it
@@ -98,7 +98,7 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Tensor:
     """Elements of `x` at integer `indices` along `axis` (the standard needs it for 1-D x when None);
     negative indices count from the end. The gather of `x[..., indices, ...]`. Non-integer indices raise
     DTypeError."""
-    _check_integer_indices(indices, "take: indices")
+    check_integer_indices(indices, "take: indices")
     x = as_tensor(x)
     if axis is None:
         if x.ndim != 1:

@@ -32,7 +32,7 @@ from ..graph.ir import ReduceOp
 from .common import as_tensor, norm_axis
 from .creation import arange
 from .elementwise import isnan, logical_not, where
-from .manipulation import _check_integer_indices, moveaxis, take
+from .manipulation import check_integer_indices, moveaxis, take
 from .movement import pad, reshape
 from .reduce import reduce_axes
 from .tensor import Tensor
@@ -175,7 +175,7 @@ def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None)
     if a.ndim != 1:
         raise ShapeError(f"searchsorted needs a 1-D sorted tensor, got shape {a.shape}")
     if sorter is not None:
-        _check_integer_indices(sorter, "searchsorted: sorter")
+        check_integer_indices(sorter, "searchsorted: sorter")
         s = sorter if isinstance(sorter, Tensor) else np.asarray(sorter)
         # a shorter sorter would search a shorter x1, a longer one repeat elements: both silently wrong
         if s.ndim != 1 or s.size != a.size:
