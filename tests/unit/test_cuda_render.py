@@ -843,3 +843,19 @@ def test_tensor_core_attention_stores_untested_where_every_block_of_rows_is_whol
             if "_epoch) = zd_tag" in src:
                 assert src.index("_done, 1u)") < src.index("const float r0 = 1.0f / l0"), name
     assert 0 < whole < len(_wgmma_attention_kernels())  # both kinds are checked
+
+
+def test_float32_attention_stores_test_only_the_tails():
+    """The float32 fused attention kernel tests a store's row against M only where a block of 64 rows runs past it,
+    and its column against N only where the value width is not whole 16s (one thread's columns step by 16)."""
+    from zyx_dist.codegen import attention
+
+    for Tq, Dv in ((64, 64), (70, 64), (64, 40), (70, 24)):
+        q, k, v = leaf(2, Tq, 32), leaf(2, 96, 32), leaf(2, 96, Dv)
+        kernel = one(_attention(_bmm(q, g.permute(k, (0, 2, 1))), v))
+        spec = attention.match(kernel).spec
+        assert (spec.M, spec.N) == (Tq, Dv)
+        src = render_kernel(kernel, CUDA).source
+        stores = src[src.index("const float acc = o[i][c] / sum") - 80:]
+        assert (f"gi < {Tq}" in stores) == (Tq % 64 != 0), (Tq, Dv)
+        assert (f"gj < {Dv}" in stores) == (Dv % 16 != 0), (Tq, Dv)

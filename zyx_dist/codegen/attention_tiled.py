@@ -159,6 +159,9 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     def shuffle_max(x: str) -> str:
         return " ".join(f"{x} = fmaxf({x}, __shfl_xor_sync(0xffffffffu, {x}, {w}));" for w in (1, 2, 4, 8))
 
+    # the stores' tests only where a block of rows or the columns have a tail (the tensor-core forms' reason:
+    # attention_tc.finish)
+    stored = " && ".join([f"gi < {M}"] * (M % BM != 0) + [f"gj < {N}"] * (N % 16 != 0)) or "true"
     src = f"""{_HELPERS}
 {skip.prologue}#ifndef ZD_FINITE
 #define ZD_FINITE
@@ -246,7 +249,7 @@ extern "C" __global__ void __launch_bounds__({attention_tc.launch_bounds(a)}) {n
     #pragma unroll
     for (int c = 0; c < {NC}; c++) {{
       const {T} gj = {col('c')};
-      if (gi < {M} && gj < {N}) {{
+      if ({stored}) {{
         const float acc = o[i][c] / sum;
 {body}
       }}
