@@ -2,15 +2,15 @@
 # One call on the GPU machine: the attention kernels of this checkout against the package in .oldzd/ (run: carry
 # [".devbundle", ".oldzd"], command `bash benchmarks/h200/attention_ab.sh`). Each package's forms (attention_forms.py,
 # bfloat16 and float16 at (8,16,1024,64), kernel time by CUDA events beside torch's sdpa) twice, alternating; each
-# package's fp32 and bf16 attention core through `realize()` (model_bench.py's sub-op, beside sdpa), twice,
-# alternating; this checkout's forms at a long sequence (LONG, default 4,16,4096,64); then the GPU tier (TIER_S
+# package's fp32 and bf16 attention core through `realize()` (model_bench.py's sub-op, beside sdpa; CORE_PKGS, default
+# "new old"); this checkout's forms at a long sequence (LONG, default 4,16,4096,64); then the GPU tier (TIER_S
 # seconds). Summary on stdout; the tier's log under $OUT.
 source benchmarks/h200/call_steps.sh
 for pkg in new old new old; do
   in_package $pkg timeout -s ABRT 90 python3 benchmarks/h200/attention_forms.py --dtypes bfloat16,float16 2>&1 \
     | grep -v -i warn | grep "tma \|sdpa(\|tma s3 " | grep -v diff | sed "s/^/$pkg: /"
 done
-for pkg in new old new old; do
+for pkg in ${CORE_PKGS:-new old}; do
   in_package $pkg timeout -s ABRT 120 python3 benchmarks/model_bench.py --sections subops --subops "attention core" \
     --repeats 30 --out /tmp/mb-$pkg 2>&1 | grep -v -i warn | grep "attention core" | sed "s/^/$pkg: /"
 done
