@@ -3,8 +3,9 @@
 # [".devbundle", ".oldzd"], command `bash benchmarks/h200/attention_ab.sh`). Each package's forms (attention_forms.py,
 # bfloat16 and float16 at (8,16,1024,64), kernel time by CUDA events beside torch's sdpa) twice, alternating; each
 # package's fp32 and bf16 attention core through `realize()` (model_bench.py's sub-op, beside sdpa; CORE_PKGS, default
-# "new old"); this checkout's forms at a long sequence (LONG, default 4,16,4096,64); then the GPU tier (TIER_S
-# seconds). Summary on stdout; the tier's log under $OUT.
+# "new old"); this checkout's forms at a long sequence (LONG, default 4,16,4096,64); with NCU set, Nsight Compute's
+# source view of the TMA form (CSV under $OUT); then the GPU tier (TIER_S seconds). Summary on stdout; the tier's log
+# under $OUT.
 source benchmarks/h200/call_steps.sh
 for pkg in new old new old; do
   in_package $pkg timeout -s ABRT 90 python3 benchmarks/h200/attention_forms.py --dtypes bfloat16,float16 2>&1 \
@@ -16,4 +17,11 @@ for pkg in ${CORE_PKGS:-new old}; do
 done
 timeout -s ABRT 90 python3 benchmarks/h200/attention_forms.py --dtypes bfloat16 --shape ${LONG:-4,16,4096,64} 2>&1 \
   | grep -v -i warn | grep "kernel\|sdpa(" | sed "s/^/new ${LONG:-4,16,4096,64}: /"
+if [ -n "${NCU:-}" ]; then  # the TMA form's stall samples per SASS instruction (DEVELOPERS item 22), as CSV under $OUT
+  timeout -s ABRT 150 ncu --section SourceCounters --section WarpStateStats -k regex:kc_ -c 1 -o /tmp/attn \
+    python3 benchmarks/h200/attention_forms.py --ncu --dtypes bfloat16 > /tmp/ncu.log 2>&1 || tail -3 /tmp/ncu.log
+  ncu -i /tmp/attn.ncu-rep --page source --csv --print-source sass > $OUT/attention-source.csv 2>/dev/null
+  ncu -i /tmp/attn.ncu-rep --page details --csv > $OUT/attention-details.csv 2>/dev/null
+  echo "ncu: $(wc -l < $OUT/attention-source.csv) source rows"
+fi
 gpu_tests gpu-tests.log ${TIER_S:-200} tests/gpu
