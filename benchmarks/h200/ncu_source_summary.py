@@ -28,7 +28,7 @@ def main() -> None:
     header, body = rows[at], rows[at + 1:]
     source = header.index("Source")
     total = next(i for i, h in enumerate(header) if h.startswith("Warp Stall Sampling (All"))
-    reasons = [(i, h) for i, h in enumerate(header) if h.startswith("stall_") or h.startswith("smsp__pcsamp_warps")]
+    reasons = [(i, h) for i, h in enumerate(header) if h.startswith(("stall_", "smsp__pcsamp_warps"))]
     samples = [number(r[total]) for r in body]
     whole = sum(samples) or 1.0
     print(f"total samples {whole:.0f} instructions {len(body)}")
