@@ -14,7 +14,8 @@
 #   train_gpt2w PKG NAME [ARGS...]         benchmarks/train_bench.py at GPT-2 widths (4 layers, bf16) in package PKG
 #                                          (new or old), beside torch unless ARGS say --no-torch, into $OUT/NAME.log
 #                                          and $OUT/NAME.json; prints its summary
-#   in_package PKG CMD...                  CMD with the package PKG first on PYTHONPATH, caches of its own
+#   in_package PKG CMD...                  CMD with the package PKG (new: this checkout; else .PKGzd/) first on
+#                                          PYTHONPATH, caches of its own
 # (a script that a call script runs after sourcing this one inherits the set-up: it is done once per call)
 if [ -z "${ZD_CALL_STEPS_READY:-}" ]; then
   source .devbundle/setup.sh
@@ -30,7 +31,7 @@ fi
 in_package() {
   local pkg=$1; shift
   local pp=$PYTHONPATH
-  [ "$pkg" = old ] && pp=$PWD/.oldzd:$PYTHONPATH
+  [ "$pkg" != new ] && pp=$PWD/.${pkg}zd:$PYTHONPATH  # (old: .oldzd/; any other NAME: .NAMEzd/, unbuilt)
   PYTHONPATH=$pp XDG_CACHE_HOME=$(mktemp -d) CUPY_CACHE_DIR=$(mktemp -d) "$@"
 }
 
