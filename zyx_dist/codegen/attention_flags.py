@@ -70,7 +70,7 @@ class InlineSkips(_Blocks):
     def __init__(self, a: AttentionSpec, kernel: Kernel, name: str, evaluate: Evaluate, T: str, dtype: str,
                  view_of, k_tile: tuple[int, int], v_tile: tuple[int, int]) -> None:
         self.rule = rule(a, kernel)
-        self.globals = self.setup = self.produce = self.finish = ""
+        self.globals = self.setup = self.produce = self.finish = self.counted = ""
         lay = layout(a, self.rule) if self.rule is not None else None
         if lay is None or 8 * (lay.batches * lay.key_blocks + lay.mask_tiles) > MAX_SCRATCH:
             self.rule = None
@@ -98,15 +98,19 @@ class InlineSkips(_Blocks):
 {_indent(_mask_tile(r, kernel, a.spec.M, a.spec.K, evaluate, T, view_of))}    if (tid == 0) zd_flag_st(&zd_flags[{kv} + {self._tile('zd_kb')}], zd_tag, (unsigned)masked | ((unsigned)clear << 1));
   }}
 """
-        # before the output's stores (every warp is past the loop's last barrier), so that the fence waits for no
-        # store of them (after them, Nsight Compute found 2.4% of the kernel's stall samples at it)
-        self.finish = f"""  if (tid == 0) {{  // the last work-group done with the flags counts the launches (every one has read this one's tag)
+        # counted before the output's stores (every warp is past the loop's last barrier), so that the fence waits
+        # for no store of them (after them, Nsight Compute found 2.4% of the kernel's stall samples at it); the
+        # count's answer is waited for after the stores (`counted`), not before them
+        self.finish = f"""  unsigned zd_before = 0u;  // thread 0: the work-groups done with the flags before this one
+  if (tid == 0) {{
     __threadfence();
-    if (atomicAdd(&{name}_done, 1u) == gridDim.x - 1) {{
-      atomicExch(&{name}_done, 0u);
-      __threadfence();
-      *reinterpret_cast<volatile unsigned*>(&{name}_epoch) = zd_tag;
-    }}
+    zd_before = atomicAdd(&{name}_done, 1u);
+  }}
+"""
+        self.counted = f"""  if (tid == 0 && zd_before == gridDim.x - 1) {{  // the last one counts the launches (all have read this one's tag)
+    atomicExch(&{name}_done, 0u);
+    __threadfence();
+    *reinterpret_cast<volatile unsigned*>(&{name}_epoch) = zd_tag;
   }}
 """
 
@@ -130,10 +134,12 @@ class InlineSkips(_Blocks):
             return ""
         return "  zd_wb = -64;  // the flags read so far were judged without q's bound\n"
 
-    def walk(self, steps: str, pad: str) -> str:
+    def walk(self, steps: str, pad: str, own_flags: bool = True) -> str:
         """C for warp 0 (every lane gets the same): `zd_next`, the work-group's next own key block while there is
         one, then the first key block after `zd_last` not left out (`steps` when none is left), and `zd_nclear`,
-        whether the mask leaves it clear; `advance()` then moves past it."""
+        whether the mask leaves it clear; `advance()` then moves past it. `own_flags` False: an own block is taken
+        as not clear without its mask flag read (the walk's first blocks, whose copies then start at once: the
+        read waited for the launch's tag, itself a read, before any copy began), its mask tile copied with it."""
         if self.rule is None:
             return f"{pad}const int zd_next = min(zd_last + 1, {steps});\n{pad}const bool zd_nclear = false;"
         lay, r = self.lay, self.rule
@@ -181,13 +187,14 @@ while (zd_b < {steps}) {{
   zd_nclear = (zd_kc >> zd_p) & 1u;
   break;
 }}"""
+        own = f"""
+  const unsigned long long zd_m = zd_flag_ld(&zd_flags[{kv} + {self._tile('zd_own')}]);
+  zd_nclear = (unsigned)(zd_m >> 32) == zd_tag && (zd_m & 2ull);""" if own_flags else ""
         code = f"""int zd_next = {steps};
 bool zd_nclear = false;
 const bool zd_mine = zd_own < {steps};
 if (zd_mine) {{  // its own blocks first: their k and v flags are this work-group's to publish, none left out
-  zd_next = zd_own;
-  const unsigned long long zd_m = zd_flag_ld(&zd_flags[{kv} + {self._tile('zd_own')}]);
-  zd_nclear = (unsigned)(zd_m >> 32) == zd_tag && (zd_m & 2ull);
+  zd_next = zd_own;{own}
 }} else {{
 {_indent(others)}
 }}"""

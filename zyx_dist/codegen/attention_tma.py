@@ -42,6 +42,7 @@ from .attention_tc import (
     score_loop,
     side_reads,
     softmax,
+    staged_output,
     tc_helpers,
     wgmma_loop,
     wgmma_usable,
@@ -171,7 +172,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     for (n, _ix, dt), t in zip(sides, side_tiles):
         ctype, value = SIDE_TYPES[dt]
         overrides[n.id] = value.format(f"*reinterpret_cast<const {ctype}*>(zd_stage + {t.at} + {SIDE_AT})")
-    body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
+    body, store = staged_output(a, kernel, params, epilogue, T, S * stage)  # (through the stages' memory)
     inside = "true" if M % BM == 0 and K % BN == 0 else f"gi < {M} && gk < {K}"
     steps = -(-K // BN)
 
@@ -186,7 +187,9 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     for t in side_tiles:
         c = _copies(t, f"zd_dst + {t.at}u", "zd_j", "(int)q0", "zd_bar")
         calls += [f"if (!zd_nclear) {{ {' '.join(c)} }}"] if t in clear_skips else c
-    issue = f"""{skip.walk(str(steps), "      ")}
+
+    def issue(own_flags: bool) -> str:
+        return f"""{skip.walk(str(steps), "      ", own_flags)}
       if (lane == 0) {{
         const unsigned zd_bar = bars + st * 8u, zd_dst = zd_stages + st * {stage}u;
         if (zd_next < {steps}) {{
@@ -203,6 +206,9 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     qk = wgmma_loop(kind, "kk", D // 16, BN, "S", "qf[kk]", f"zd_desc(ks + (kk >> 2) * {BN * 128} + (kk & 3) * 32, 16, 1024)",
                     0, "    ")
     pv = wgmma_loop(kind, "t", BN // 16, N, "o", "pf[t]", f"zd_desc(vs + t * 2048, {BN * 128}, 1024)", 1, "    ")
+    # q's bound, where the rule has one, passes a barrier of every thread after q is in registers: that one tells
+    # warp 0 it may copy into q's stage
+    q_bound = (skip.q_max_frags(half, D, declare=False) + skip.forget()).rstrip("\n")
     map_params = [f"const __grid_constant__ zd_tmap {t.name}" for t in tiles]
     marks = "".join(t.map.marker() + "\n" for t in tiles)
     coords = "".join(f"  {gemm_tma.coordinates(t.map, t.name)}\n" for t in tiles if t.map.digits)
@@ -234,14 +240,14 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
 {skip.state()}  if (warp == 0) {{
     for (int it = {1 - S}; it < 0; it++) {{  // the first blocks' copies, one a stage, while q and the scans come in
       const int st = it + {S - 1};
-{issue}
+{issue(False)}
     }}
   }}
 {skip.produce}  asm volatile("cp.async.wait_group 0;" ::: "memory");
   __syncthreads();
 {q_registers(D, "Qs[row][col]")}
-{skip.q_max_frags(half, D, declare=False)}{skip.forget()}  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // q's staging is the copies' from here on
-  __syncthreads();  // q is in registers
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // q's staging is the copies' once every warp is here
+{q_bound or "  __syncthreads();  // q is in registers"}
 {o_init(N)}
 {SIDE_BASE if side_tiles else ""}  for (int it = 0;; it++) {{
     const int st = it % {S};
@@ -257,7 +263,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
 {skip.stage_scan("(zd_at >> 1)", "zd_stage", "    ")}
     if (warp == 0) {{  // while the tensor cores score this block: the copies of block it + {S - 1} into the stage
       const int st = (it + {S - 1}) % {S};  // the last block used (every warp was done with it at the barrier)
-{issue}
+{issue(True)}
     }}
     {WAIT}  // the block's scores are in S
 {pin('S', BN // 2)}
@@ -268,8 +274,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     {WAIT}
     __syncthreads();  // every warp is done with this stage: the next block's copies may come in
   }}
-{skip.finish}{finish(T, M, N, body, row_stats)}
-}}
+{skip.finish}{finish(T, M, N, body, row_stats, store, freed=True)}
+{skip.counted}}}
 """
     return src, (spec.B * groups * THREADS,), (THREADS,)
 

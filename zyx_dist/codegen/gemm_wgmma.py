@@ -138,7 +138,7 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
     pool = S * stage_bytes(TN)  # the stages' memory by the tuner's option: the staged tiles may use all of it
     busy = min(S, steps) * stage_bytes(TN)  # the stages the k-steps fill (a short K fills fewer than S)
     body = "\n".join("        " + ln for ln in epilogue(spec.out_flat()))
-    store = _staged_store(spec, kernel, params, epilogue, TN, pool, busy, index_type, reads) if staged else None
+    store = staged_store(spec, kernel, params, epilogue, TN, pool, busy, index_type, reads) if staged else None
     early = loads = store_out = ""
     end = busy
     if store is not None:
@@ -215,21 +215,26 @@ def render(spec: GemmSpec, name: str, kernel: Kernel, params: list[str], operand
     return src, (spec.B * nbx * nby * THREADS,), (THREADS,)
 
 
-def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: Epilogue, tn: int, pool: int,
-                  busy: int, index_type: str, reads: list | None = None) -> tuple[str, str, str, str, int] | None:
+def staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: Epilogue, tn: int, pool: int,
+                 busy: int, index_type: str, reads: list | None = None, *, rows: int = BM, threads: int = THREADS,
+                 origin: str | None = None, outputs: int | None = None) -> tuple[str, str, str, str, int] | None:
     """(the epilogue into shared memory, the copies of the tiles of the inputs it reads along the columns into
     shared memory (`_staged_loads`) issued before the main loop, or else those made after it, the code that
     stores the tile, the bytes of shared memory used) or None when the outputs' tiles do not fit in the stages'
-    memory `pool`, of which the k-steps fill `busy`. Rows are padded by 16 bytes against bank conflicts."""
+    memory `pool`, of which the k-steps fill `busy`. Rows are padded by 16 bytes against bank conflicts. The tile
+    is `rows` x `tn` from (bi, bj), which the kernel declares, copied out by `threads` threads, in shared memory
+    from `origin` (an `unsigned char*`; by default this module's aligned `base`); `outputs`: how many of the
+    kernel's outputs the epilogue stores (the first ones; by default all)."""
+    stored = kernel.outputs[:len(kernel.outputs) if outputs is None else outputs]
     pitch = tn + 8
     offsets, at = [], 0
-    for o in kernel.outputs:
+    for o in stored:
         offsets.append(at)
-        at += -(-BM * pitch * o.dtype.itemsize // 16) * 16
+        at += -(-rows * pitch * o.dtype.itemsize // 16) * 16
     if at > pool:
         return None
-    ctypes = [_param_type(params, f"out{i}") for i in range(len(kernel.outputs))]
-    arrays = [f"zd_st{i}" for i in range(len(kernel.outputs))]
+    ctypes = [_param_type(params, f"out{i}") for i in range(len(stored))]
+    arrays = [f"zd_st{i}" for i in range(len(stored))]
     lines = epilogue(spec.out_flat())
     n = len(arrays)  # the epilogue ends with the outputs' stores, `out{i}[gid] = ...`: redirected to the tile
     stores = [ln.replace(f"out{i}[gid]", f"{a}[zd_l]", 1) for i, (a, ln) in enumerate(zip(arrays, lines[-n:]))]
@@ -240,26 +245,27 @@ def _staged_store(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: E
     _bz, gi, gj, _gk = spec.vars()
     out_flat = spec.out_flat()
     flat = sym.render(out_flat)
-    width = _store_width(out_flat, gj, kernel)
+    width = _store_width(out_flat, gj, stored)
     # outputs laid out along the tile's rows (a weight's gradient summed in the weight's layout): stored by
     # neighbouring threads at neighbouring rows, one element each
     rows_first = width == 1 and contiguous(out_flat, gi, 2)
-    lines, early, loads, at = _staged_loads(spec, kernel, params, lines, reads or [], pitch, at, pool, busy, tn, T)
-    decl = "\n".join(f"        {t}* {a} = {_tile(t, off)};" for t, a, off in zip(ctypes, arrays, offsets))
+    lines, early, loads, at = _staged_loads(spec, kernel, params, lines, reads or [], pitch, at, pool, busy, tn, T,
+                                            rows, threads, origin)
+    decl = "\n".join(f"        {t}* {a} = {_tile(t, off, origin)};" for t, a, off in zip(ctypes, arrays, offsets))
     body = (f"{decl}\n        const int zd_l = (int)(gi - bi) * {pitch} + (int)(gj - bj);\n"
             + "\n".join("        " + ln for ln in lines))
 
     def copy(i: int, itemsize: int, t: str, off: int) -> str:
-        tile = f"{_tile(t, off)} + r * {pitch} + c"
+        tile = f"{_tile(t, off, origin)} + r * {pitch} + c"
         if width == 1:
             return f"      out{i}[gid] = *({tile});"
         v = _COPY_TYPES[width * itemsize]
         return f"      *reinterpret_cast<{v}*>(out{i} + gid) = *reinterpret_cast<const {v}*>({tile});"
 
     copies = "\n".join(copy(i, o.dtype.itemsize, t, off)
-                        for i, (o, t, off) in enumerate(zip(kernel.outputs, ctypes, offsets)))
+                        for i, (o, t, off) in enumerate(zip(stored, ctypes, offsets)))
     store = "  __syncthreads();  // the whole tile is in shared memory\n" + _tile_loop(
-        spec, tn, width, T, "gid", flat, copies, "neighbours by neighbours in memory", rows_first)
+        spec, tn, width, T, "gid", flat, copies, "neighbours by neighbours in memory", rows_first, rows, threads)
     return body, early, loads, store, at
 
 
@@ -269,19 +275,19 @@ def _param_type(params: list[str], name: str) -> str:
     return param[:param.index("*")].replace("const", "").strip()
 
 
-def _tile(t: str, off: int) -> str:
-    """A `t*` to the shared-memory tile `off` bytes into the stages' pool."""
-    return f"reinterpret_cast<{t}*>(zd_pool + (base - zd_smem(zd_pool)) + {off})"
+def _tile(t: str, off: int, origin: str | None = None) -> str:
+    """A `t*` to the shared-memory tile `off` bytes into the stages' pool (from `origin`, else the aligned `base`)."""
+    return f"reinterpret_cast<{t}*>({origin or 'zd_pool + (base - zd_smem(zd_pool))'} + {off})"
 
 
 def _tile_loop(spec: GemmSpec, tn: int, width: int, T: str, name: str, index: str, body: str, why: str,
-               rows_first: bool = False) -> str:
-    """A loop of the work-group over its output tile, `width` columns a thread (neighbouring threads,
-    neighbouring columns; or, `rows_first`, one element a thread, neighbouring threads at neighbouring rows), with
-    `name` = `index` at each (gi, gj) inside the product and `body` run there."""
-    at = (f"const int r = e % {BM}, c = e / {BM};" if rows_first else
+               rows_first: bool = False, rows: int = BM, threads: int = THREADS) -> str:
+    """A loop of the work-group's `threads` over its output tile of `rows` rows, `width` columns a thread
+    (neighbouring threads, neighbouring columns; or, `rows_first`, one element a thread, neighbouring threads at
+    neighbouring rows), with `name` = `index` at each (gi, gj) inside the product and `body` run there."""
+    at = (f"const int r = e % {rows}, c = e / {rows};" if rows_first else
           f"const int r = e / {tn // width}, c = e % {tn // width} * {width};")
-    return f"""  for (int e = tid; e < {BM * tn // width}; e += {THREADS}) {{  // {why}
+    return f"""  for (int e = tid; e < {rows * tn // width}; e += {threads}) {{  // {why}
     {at}
     const {T} gi = bi + r, gj = bj + c;
     if (gi < {spec.M} && gj < {spec.N}) {{
@@ -293,7 +299,8 @@ def _tile_loop(spec: GemmSpec, tn: int, width: int, T: str, name: str, index: st
 
 
 def _staged_loads(spec: GemmSpec, kernel: Kernel, params: list[str], lines: list[str], reads: list, pitch: int,
-                  at: int, pool: int, busy: int, tn: int, T: str) -> tuple[list[str], str, str, int]:
+                  at: int, pool: int, busy: int, tn: int, T: str, rows: int = BM, threads: int = THREADS,
+                  origin: str | None = None) -> tuple[list[str], str, str, int]:
     """The epilogue `lines` with each plain read of an input that moves along the tile's columns (`reads`: input
     and offset of each; an operand of the output's shape, such as the softmax rows an attention gradient's GEMM
     multiplies by, a residual, a mask broadcast over the batch) redirected to a copy of its tile in shared memory
@@ -317,7 +324,7 @@ def _staged_loads(spec: GemmSpec, kernel: Kernel, params: list[str], lines: list
         w = min(16 // inp.dtype.itemsize, 8)
         while w > 1 and (tn % w or not contiguous(offset, gj, w)):
             w //= 2
-        size = -(-BM * pitch * inp.dtype.itemsize // 16) * 16
+        size = -(-rows * pitch * inp.dtype.itemsize // 16) * 16
         picked.append((k, offset, read, _param_type(params, f"in{k}"), w, w * inp.dtype.itemsize, size))
     early = bool(picked) and all(b == 16 for *_, b, _ in picked) and max(at, busy) + sum(p[-1] for p in picked) <= pool
     if early:
@@ -326,13 +333,13 @@ def _staged_loads(spec: GemmSpec, kernel: Kernel, params: list[str], lines: list
     for k, offset, read, t, w, nbytes, size in picked:
         if at + size > pool:
             continue  # (no room for this one's tile; a narrower input's may still fit)
-        tile = _tile(t, at)
+        tile = _tile(t, at, origin)
         lines = [ln.replace(read, f"{tile}[zd_l]") for ln in lines]
         v = _COPY_TYPES[nbytes] if w > 1 else t
         copy = (f"      zd_cp_async({tile} + r * {pitch} + c, in{k} + src, true);" if early else
                 f"      *reinterpret_cast<{v}*>({tile} + r * {pitch} + c) = *reinterpret_cast<const {v}*>(in{k} + src);")
         code.append(_tile_loop(spec, tn, w, T, "src", sym.render(offset), copy,
-                               f"input {k}'s tile, as the epilogue reads it"))
+                               f"input {k}'s tile, as the epilogue reads it", rows=rows, threads=threads))
         at += size
     if early:
         return lines, "".join(code) + "  zd_cp_commit();  // (waited for before the epilogue)\n", "", at
@@ -344,13 +351,13 @@ def _staged_loads(spec: GemmSpec, kernel: Kernel, params: list[str], lines: list
 _COPY_TYPES = {2: "unsigned short", 4: "unsigned", 8: "uint2", 16: "uint4"}  # by bytes copied at once
 
 
-def _store_width(out_flat: sym.Expr, gj: sym.Var, kernel: Kernel) -> int:
-    """Columns each thread copies from the staged tile at once: up to 16 bytes of the widest output (8 columns
+def _store_width(out_flat: sym.Expr, gj: sym.Var, outputs: list) -> int:
+    """Columns each thread copies from the staged tile at once: up to 16 bytes of the widest of `outputs` (8 columns
     of a half type, 4 of float32), where every output's columns (`out_flat` along `gj`) lie side by side in
     memory in aligned groups of that many (`contiguous`: the tile's columns are a multiple of it, so a group is
     wholly inside or outside the product); 1 otherwise. Shared-memory rows (pitch tn + 8) keep such groups
     aligned."""
-    width = min(16 // max(o.dtype.itemsize for o in kernel.outputs), 8)
+    width = min(16 // max(o.dtype.itemsize for o in outputs), 8)
     while width > 1 and not contiguous(out_flat, gj, width):
         width //= 2
     return width
