@@ -859,3 +859,34 @@ def test_float32_attention_stores_test_only_the_tails():
         stores = src[src.index("const float acc = o[i][c] / sum") - 80:]
         assert (f"gi < {Tq}" in stores) == (Tq % 64 != 0), (Tq, Dv)
         assert (f"gj < {Dv}" in stores) == (Dv % 16 != 0), (Tq, Dv)
+
+
+def test_tensor_core_attention_stages_the_output_tile():
+    """Every tensor-core attention form writes its output tile into shared memory and stores it in 16-byte pieces,
+    neighbours by neighbours (where the output's rows lie along memory); the TMA form without a barrier before the
+    tile (its main loop's last one freed the stages), counting its launch before the stores and waiting for the
+    count's answer after them, and copying its first key block without reading the block's mask flag."""
+    from zyx_dist.codegen import attention
+    from zyx_dist.codegen.options import KernelOpts
+    from zyx_dist.codegen.render import CUDA_SM90A
+
+    tma = 0
+    for name, k in _wgmma_attention_kernels().items():
+        N = attention.match(k).spec.N
+        for opts in (KernelOpts(), KernelOpts(wgmma=1), KernelOpts(wgmma=2)):
+            src = render_kernel(k, CUDA_SM90A, opts).source
+            tail = src[src.index("const float r0 = 1.0f / l0"):]
+            assert "zd_st0[zd_l] = " in tail and "*reinterpret_cast<uint4*>(out0 + gid)" in tail, (name, opts)
+            assert f"e < {64 * N // 8}; e += 128" in tail, (name, opts)  # 8 halves a thread, the 128 threads
+            before = src[:src.index("const float r0 = 1.0f / l0")]
+            free = "every warp is done with the stages the tile is staged in"
+            if "tensor map" not in src:
+                assert free in before, (name, opts)
+                continue
+            tma += 1
+            assert free not in before, name
+            if "_epoch) = zd_tag" in src:
+                assert src.index("_done, 1u)") < src.index("zd_st0[zd_l]") < src.index("zd_before == gridDim.x - 1")
+                first = src[src.index("the first blocks' copies"):src.index("for (int it = 0;; it++)")]
+                assert "zd_flag_ld(&zd_flags[" not in first.split("} else {")[0], name
+    assert tma
