@@ -890,3 +890,32 @@ def test_tensor_core_attention_stages_the_output_tile():
                 first = src[src.index("the first blocks' copies"):src.index("for (int it = 0;; it++)")]
                 assert "zd_flag_ld(&zd_flags[" not in first.split("} else {")[0], name
     assert tma
+
+
+def test_attention_backward_products_stage_their_output_tile():
+    """dQ, dK and dV on tensor cores (codegen/attention_grad.py) write their output tile into shared memory after
+    the loop and store it 16 bytes a thread, testing rows only where a block of 64 has a tail; nvcc compiles each."""
+    from helpers import attention_grads
+
+    from zyx_dist.codegen import attention_grad
+    from zyx_dist.fuse.kernelize import Limits
+
+    sources = {}
+    for dtype, mask, Tq, Tk, D in (("bfloat16", "causal", 64, 64, 32), ("float16", "where", 70, 72, 64)):
+        np_dtype = np.dtype(getattr(__import__("ml_dtypes"), dtype) if dtype == "bfloat16" else dtype)
+        grads, _ = attention_grads(np.random.default_rng(0), np_dtype, mask, 2, 2, Tq, Tk, D, 0.25)
+        products = [k for k in kernelize([x.node for x in grads], Limits(tensor_cores=True))
+                    if attention_grad.match(k) is not None]
+        assert len(products) == 3
+        for i, k in enumerate(products):
+            src = render_kernel(k, CUDA).source
+            M, N = attention_grad.match(k).spec.M, attention_grad.match(k).spec.N
+            tail = src[src.index("const float acc = o[x][h];") - 200:]
+            assert "zd_st0[zd_l] = " in tail and "*reinterpret_cast<uint4*>(out0 + gid)" in tail, (mask, i)
+            assert (f"if (gi < {M}) {{" in tail) == (M % 64 != 0), (mask, i, M)
+            assert f"e < {64 * N // 8}; e += 128" in tail, (mask, i)
+            sources[f"{mask}_{i}"] = src
+    if NVCC is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            errors = _nvcc(sources, tmp)
+        assert not errors, "\n\n".join(f"--- {n} ---\n{e}" for n, e in errors.items())

@@ -37,7 +37,7 @@ from .attention import AttentionSpec, Evaluate, RowStats
 from .attention_skip import Skips
 from .attention_tiles import SIDE_TYPES, Tile, copyable, fill, filled_check
 from .cexpr import move_index
-from .gemm import ELEMENTWISE, Epilogue, _walk, tidy
+from .gemm import ELEMENTWISE, Epilogue, GemmSpec, _walk, tidy
 from .gemm_tc import _HELPERS
 from .gemm_wgmma import _WGMMA_HELPERS, ARCH_MARK, ATOM, staged_store
 
@@ -364,17 +364,19 @@ def softmax(kind: str, N: int) -> str:
     }}"""
 
 
-def staged_output(a: AttentionSpec, kernel: Kernel, params: list[str], epilogue: Epilogue, T: str,
-                  pool: int) -> tuple[str, str]:
-    """(the epilogue's body, the code that stores the output's tile): the body writes the tile into shared memory
-    from `zd_base` (its first `pool` bytes free once the key blocks are done), which is then stored in up to 16
-    bytes a thread, neighbours by neighbours in memory (gemm_wgmma.staged_store). An accumulator's own layout
-    stores 2 bytes of 8 rows a warp: Nsight Compute found those stores and their drain at exit 8% of the TMA
-    form's stall samples. Where the tile does not fit: the body stores directly, and no code after it."""
-    staged = staged_store(a.spec, kernel, params, epilogue, a.spec.N, pool, 0, T, rows=BM, threads=THREADS,
-                          origin="zd_base", outputs=len(kernel.outputs) - len(a.stats))
+def staged_output(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: Epilogue, T: str, pool: int,
+                  outputs: int) -> tuple[str, str]:
+    """(the epilogue's body, the code that stores the output's tile) of a work-group of 128 threads owning 64 rows
+    of the product `spec` and all its columns: the body writes the tile of the `outputs` first outputs into shared
+    memory from `zd_base` (its first `pool` bytes free once the loop is done), which is then stored in up to 16
+    bytes a thread, neighbours by neighbours in memory (gemm_wgmma.staged_store; the kernel declares the tile's
+    origin `bi`, `bj`). An accumulator's own layout stores 2 bytes of 8 rows a warp: Nsight Compute found those
+    stores and their drain at exit 8% of the TMA form's stall samples. Where the tile does not fit: the body
+    stores directly, and no code after it."""
+    staged = staged_store(spec, kernel, params, epilogue, spec.N, pool, 0, T, rows=BM, threads=THREADS,
+                          origin="zd_base", outputs=outputs)
     if staged is None:
-        return "\n".join("        " + ln for ln in epilogue(a.spec.out_flat())), ""
+        return "\n".join("        " + ln for ln in epilogue(spec.out_flat())), ""
     body, _early, _loads, store, _used = staged  # (no input tiles staged: nothing before the main loop)
     return body, store
 
@@ -463,7 +465,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
         side_fills.append((n, fill(kernel, n, ix, Tile(f"Ms{i}[buf][row][col]", BM, BN, "gi", "q0", M, gk, K, dt, "",
                                                       "j0 + "), evaluate, T, THREADS)))
         overrides[n.id] = value.format(f"Ms{i}[it & 1][gi - q0][gk - j0]")
-    body, store_tile = staged_output(a, kernel, params, epilogue, T, at)
+    body, store_tile = staged_output(spec, kernel, params, epilogue, T, at, len(kernel.outputs) - len(a.stats))
     exponent = "0x7f80u" if kind == "bf16" else "0x7c00u"  # all ones in a non-finite value's exponent
     as_float = SIDE_TYPES[half][1]
     skip = Skips(a, kernel, name, params, evaluate, T, as_float.format(store), half,

@@ -172,7 +172,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     for (n, _ix, dt), t in zip(sides, side_tiles):
         ctype, value = SIDE_TYPES[dt]
         overrides[n.id] = value.format(f"*reinterpret_cast<const {ctype}*>(zd_stage + {t.at} + {SIDE_AT})")
-    body, store = staged_output(a, kernel, params, epilogue, T, S * stage)  # (through the stages' memory)
+    body, store = staged_output(spec, kernel, params, epilogue, T, S * stage,  # (through the stages' memory)
+                                len(kernel.outputs) - len(a.stats))
     inside = "true" if M % BM == 0 and K % BN == 0 else f"gi < {M} && gk < {K}"
     steps = -(-K // BN)
 
