@@ -208,7 +208,9 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
                     0, "    ")
     pv = wgmma_loop(kind, "t", BN // 16, N, "o", "pf[t]", f"zd_desc(vs + t * 2048, {BN * 128}, 1024)", 1, "    ")
     # q's bound, where the rule has one, passes a barrier of every thread after q is in registers: that one tells
-    # warp 0 it may copy into q's stage
+    # warp 0 it may copy into q's stage. The output's tile needs no barrier before it: every warp passed the main
+    # loop's last one after its last read of a stage, and the copies issued after that are the walk's end marks
+    # (blocks are issued in order, and the loop stops at the first mark), so none is in flight
     q_bound = (skip.q_max_frags(half, D, declare=False) + skip.forget()).rstrip("\n")
     map_params = [f"const __grid_constant__ zd_tmap {t.name}" for t in tiles]
     marks = "".join(t.map.marker() + "\n" for t in tiles)
