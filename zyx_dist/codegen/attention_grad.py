@@ -24,7 +24,7 @@ from ..graph.attention_grad import find as find_grad
 from ..graph.ir import Node, Op
 from . import symbolic as sym
 from .attention import Evaluate, _down, _qk_index, _top_reduce, contraction_operands
-from .attention_tc import PAD, ldm, mma_loop, staged_output, tc_helpers
+from .attention_tc import PAD, ldm, mma_loop, row_test, staged_output, tc_helpers
 from .attention_tiles import Tile, fill
 from .cexpr import move_index
 from .gemm import ELEMENTWISE, Epilogue, GemmSpec, _walk, tidy
@@ -244,9 +244,7 @@ def render(g: GradSpec, name: str, kernel: Kernel, params: list[str], evaluate: 
                        f"&L{op_tile}[buf][t * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][j * 16 + ((lane >> 4) << 3)]",
                        "    ")
     # the output's tile through the loop tiles' memory (free after the loop's last barrier), out 16 bytes a thread
-    body, store_tile = staged_output(spec, kernel, params, epilogue, T, at, len(kernel.outputs))
-    origin = f"  const {T} bi = r0, bj = 0;  // the output tile's origin\n" if store_tile else ""
-    stored = f"gi < {M}" if M % BM else "true"  # (where every block of rows is whole: no test, as attention_tc.finish)
+    out = staged_output(spec, kernel, params, epilogue, T, at, len(kernel.outputs), "r0")
     bz_expr = f"({T})(blockIdx.x / {groups})"
     src = f"""{_HELPERS}
 {tc_helpers(kind)}
@@ -311,18 +309,18 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
 {product}
     __syncthreads();  // every warp is done with this block's buffers before the next fill takes them
   }}
-{origin}  #pragma unroll
+{out.head}  #pragma unroll
   for (int x = 0; x < {N // 8}; x++) {{
     #pragma unroll
     for (int h = 0; h < 4; h++) {{
       const {T} gi = r0 + warp * 16 + (lane >> 2) + ((h >> 1) << 3);
       const {T} gj = x * 8 + ((lane & 3) << 1) + (h & 1);
-      if ({stored}) {{
+      if ({row_test(M)}) {{
         const float acc = o[x][h];
-{body}
+{out.body}
       }}
     }}
   }}
-{store_tile}}}
+{out.store}}}
 """
     return src, (spec.B * groups * THREADS,), (THREADS,)

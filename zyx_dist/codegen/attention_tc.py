@@ -27,6 +27,7 @@ dtypes and head dims take attention_tiled.py's float32 arithmetic on CUDA (no TF
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 from ..dtypes import dtype as dtype_named
 from ..fuse.kernelize import Kernel
@@ -364,28 +365,43 @@ def softmax(kind: str, N: int) -> str:
     }}"""
 
 
+class StagedOutput(NamedTuple):
+    """The output's epilogue of a 64-row work-group (`staged_output`): C declaring the tile's origin before the
+    accumulators' loop (empty where nothing is staged), the loop's body run at each accumulator, and the code
+    storing the tile after the loop (empty where the body stores directly)."""
+
+    head: str
+    body: str
+    store: str
+
+
 def staged_output(spec: GemmSpec, kernel: Kernel, params: list[str], epilogue: Epilogue, T: str, pool: int,
-                  outputs: int) -> tuple[str, str]:
-    """(the epilogue's body, the code that stores the output's tile) of a work-group of 128 threads owning 64 rows
-    of the product `spec` and all its columns: the body writes the tile of the `outputs` first outputs into shared
-    memory from `zd_base` (its first `pool` bytes free once the loop is done), which is then stored in up to 16
-    bytes a thread, neighbours by neighbours in memory (gemm_wgmma.staged_store; the kernel declares the tile's
-    origin `bi`, `bj`). An accumulator's own layout stores 2 bytes of 8 rows a warp: Nsight Compute found those
-    stores and their drain at exit 8% of the TMA form's stall samples. Where the tile does not fit: the body
-    stores directly, and no code after it."""
+                  outputs: int, row0: str) -> StagedOutput:
+    """The epilogue of a work-group of 128 threads owning 64 rows of the product `spec` from row `row0`, and all
+    its columns: the body writes the tile of the `outputs` first outputs into shared memory from `zd_base` (its
+    first `pool` bytes free once the loop is done), which is then stored in up to 16 bytes a thread, neighbours by
+    neighbours in memory (gemm_wgmma.staged_store). An accumulator's own layout stores 2 bytes of 8 rows a warp:
+    Nsight Compute found those stores and their drain at exit 8% of the TMA form's stall samples. Where the tile
+    does not fit, the body stores directly."""
     staged = staged_store(spec, kernel, params, epilogue, spec.N, pool, 0, T, rows=BM, threads=THREADS,
                           origin="zd_base", outputs=outputs)
     if staged is None:
-        return "\n".join("        " + ln for ln in epilogue(spec.out_flat())), ""
+        return StagedOutput("", "\n".join("        " + ln for ln in epilogue(spec.out_flat())), "")
     body, _early, _loads, store, _used = staged  # (no input tiles staged: nothing before the main loop)
-    return body, store
+    return StagedOutput(f"  const {T} bi = {row0}, bj = 0;  // the output tile's origin\n", body, store)
 
 
-def finish(T: str, M: int, N: int, body: str, row_stats: RowStats, staged: str = "", freed: bool = False) -> str:
+def row_test(M: int) -> str:
+    """The test of an output row `gi` of a 64-row work-group: none where every block of rows is whole (with one,
+    each store sat in a branch of its own, and each waited for the last to read its register: Nsight Compute, 9%
+    of the TMA form's stall samples)."""
+    return f"gi < {M}" if M % BM else "true"
+
+
+def finish(T: str, M: int, N: int, out: StagedOutput, row_stats: RowStats, freed: bool = False) -> str:
     """C that stores the row statistics (`row_stats`, where the kernel has them), divides each output row by its
-    sum and runs the epilogue `body` on every element. `staged`: the code that stores the output's tile, where
-    `body` writes it into shared memory (`staged_output`), after a barrier unless the stages are `freed` (every
-    warp done with them, and no copy into them in flight, at the main loop's end)."""
+    sum and runs the epilogue `out` (`staged_output`) on every element; a staged tile after a barrier unless the
+    stages are `freed` (every warp done with them, and no copy into them in flight, at the main loop's end)."""
     stats = ""
     if lines := row_stats("zd_m", "zd_l"):
         stats = f"""
@@ -399,12 +415,9 @@ def finish(T: str, M: int, N: int, body: str, row_stats: RowStats, staged: str =
       }}
     }}
   }}"""
-    # where every block of rows is whole the stores need no test: with one, each store sat in a branch of its own,
-    # and each waited for the last to read its register (Nsight Compute: 9% of the TMA form's stall samples)
-    inside = f"gi < {M}" if M % BM else "true"
-    tile = "" if not staged else f"  const {T} bi = q0, bj = 0;  // the output tile's origin\n" + (
-        "" if freed else "  __syncthreads();  // every warp is done with the stages the tile is staged in\n")
-    return f"""{tile}  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    barrier = "" if freed or not out.store else \
+        "  __syncthreads();  // every warp is done with the stages the tile is staged in\n"
+    return f"""{out.head}{barrier}  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
   l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 2);{stats}
@@ -417,12 +430,12 @@ def finish(T: str, M: int, N: int, body: str, row_stats: RowStats, staged: str =
     for (int h = 0; h < 4; h++) {{
       const {T} gi = q0 + warp * 16 + (lane >> 2) + ((h >> 1) << 3);
       const {T} gj = x * 8 + ((lane & 3) << 1) + (h & 1);
-      if ({inside}) {{
+      if ({row_test(M)}) {{
         const float acc = o[x][h] * (h < 2 ? r0 : r1);
-{body}
+{out.body}
       }}
     }}
-  }}{chr(10) + staged if staged else ""}"""
+  }}{chr(10) + out.store if out.store else ""}"""
 
 
 def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate,
@@ -465,7 +478,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
         side_fills.append((n, fill(kernel, n, ix, Tile(f"Ms{i}[buf][row][col]", BM, BN, "gi", "q0", M, gk, K, dt, "",
                                                       "j0 + "), evaluate, T, THREADS)))
         overrides[n.id] = value.format(f"Ms{i}[it & 1][gi - q0][gk - j0]")
-    body, store_tile = staged_output(spec, kernel, params, epilogue, T, at, len(kernel.outputs) - len(a.stats))
+    out = staged_output(spec, kernel, params, epilogue, T, at, len(kernel.outputs) - len(a.stats), "q0")
     exponent = "0x7f80u" if kind == "bf16" else "0x7c00u"  # all ones in a non-finite value's exponent
     as_float = SIDE_TYPES[half][1]
     skip = Skips(a, kernel, name, params, evaluate, T, as_float.format(store), half,
@@ -563,7 +576,7 @@ extern "C" __global__ void __launch_bounds__({launch_bounds(a)}) {name}({', '.jo
 {v_ready}
     s = next;
   }}
-{finish(T, M, N, body, row_stats, store_tile)}
+{finish(T, M, N, out, row_stats)}
 }}
 """
     return src, (spec.B * groups * THREADS,), (THREADS,)

@@ -160,7 +160,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
         return " ".join(f"{x} = fmaxf({x}, __shfl_xor_sync(0xffffffffu, {x}, {w}));" for w in (1, 2, 4, 8))
 
     # the stores' tests only where a block of rows or the columns have a tail (the tensor-core forms' reason:
-    # attention_tc.finish)
+    # attention_tc.row_test)
     stored = " && ".join([f"gi < {M}"] * (M % BM != 0) + [f"gj < {N}"] * (N % 16 != 0)) or "true"
     src = f"""{_HELPERS}
 {skip.prologue}#ifndef ZD_FINITE

@@ -172,8 +172,8 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     for (n, _ix, dt), t in zip(sides, side_tiles):
         ctype, value = SIDE_TYPES[dt]
         overrides[n.id] = value.format(f"*reinterpret_cast<const {ctype}*>(zd_stage + {t.at} + {SIDE_AT})")
-    body, store = staged_output(spec, kernel, params, epilogue, T, S * stage,  # (through the stages' memory)
-                                len(kernel.outputs) - len(a.stats))
+    out = staged_output(spec, kernel, params, epilogue, T, S * stage,  # (through the stages' memory)
+                        len(kernel.outputs) - len(a.stats), "q0")
     inside = "true" if M % BM == 0 and K % BN == 0 else f"gi < {M} && gk < {K}"
     steps = -(-K // BN)
 
@@ -277,7 +277,7 @@ def render(a: AttentionSpec, name: str, kernel: Kernel, params: list[str], evalu
     {WAIT}
     __syncthreads();  // every warp is done with this stage: the next block's copies may come in
   }}
-{skip.finish}{finish(T, M, N, body, row_stats, store, freed=True)}
+{skip.finish}{finish(T, M, N, out, row_stats, freed=True)}
 {skip.counted}}}
 """
     return src, (spec.B * groups * THREADS,), (THREADS,)
