@@ -1,7 +1,7 @@
 """The driver's own cost per cached realize (a script, not a test): the reference device with its launches made
 no-ops and CUDA graph capture stubbed in (this process only), so a realize costs only the driver's and the
 worker's Python, on any machine. Cases: `x * 2 + 1` on 1024 floats and the small step `relu(y @ w + b)` at
-256^2, each realized fresh every time (the graph built outside the clock, and the build's own cost apart).
+256^2 and the causal attention core in bf16, each realized fresh every time (the graph built outside the clock, and the build's own cost apart).
 
     python benchmarks/driver_alone.py [--batches 15] [--calls 1000]
 
@@ -19,6 +19,7 @@ import statistics
 import sys
 import time
 
+import ml_dtypes
 import numpy as np
 
 
@@ -94,6 +95,9 @@ def main() -> None:
     w = zd.tensor(rng.standard_normal((256, 256)).astype(np.float32)).realize()
     b = zd.tensor(rng.standard_normal(256).astype(np.float32)).realize()
     y = [zd.tensor(rng.standard_normal((256, 256)).astype(np.float32)).realize()]
+    T = 128  # the attention core of realize_profile.py (bf16, causal mask), at a shape the no-op device takes
+    q, k, v = (zd.tensor(rng.standard_normal((2, 2, T, 64)).astype(ml_dtypes.bfloat16)).realize() for _ in range(3))
+    mask = zd.tensor(np.triu(np.full((T, T), -np.inf, np.float32), 1).astype(ml_dtypes.bfloat16)).realize()
 
     def tiny() -> None:
         (x * 2 + 1).realize()
@@ -107,11 +111,19 @@ def main() -> None:
     def step_build() -> None:
         zd.relu(y[0] @ w + b)
 
+    def attention() -> None:
+        (zd.softmax((q @ k.mT) * 0.125 + mask, axis=-1) @ v).realize()
+
+    def attention_build() -> None:
+        zd.softmax((q @ k.mT) * 0.125 + mask, axis=-1) @ v
+
     for _ in range(200):
         tiny()
         step()
+        attention()
     print(f"Python {sys.version.split()[0]}: a function-call loop {interpreter_ns():.1f} ns per iteration")
-    for name, f in (("x * 2 + 1", tiny), ("  its build", tiny_build), ("small step", step), ("  its build", step_build)):
+    for name, f in (("x * 2 + 1", tiny), ("  its build", tiny_build), ("small step", step), ("  its build", step_build),
+                    ("attention", attention), ("  its build", attention_build)):
         med, iqr = per_call_us(f, args.batches, args.calls)
         ops, calls = bytecodes(f)
         print(f"{name:12s} {med:7.2f} us (IQR {iqr:.2f})  {ops:5d} bytecodes, {calls:3d} Python calls")
