@@ -80,12 +80,12 @@ def structure(targets: list[Node]) -> tuple[tuple, list[Node]]:
     return (tuple(flat), tuple([index[t] for t in targets])), list(index)
 
 
-def walk(targets: list[Node]) -> tuple[list[Node], tuple]:
+def walk(targets: list[Node], heads: tuple | None = None) -> tuple[list[Node], tuple]:
     """(the nodes reachable from `targets` in `structure`'s position order, a fingerprint): the walk of
     `structure` without its rows, about half its cost. The fingerprint is what a plan's replay needs to be
-    safe on this graph, not what makes it right: the node count, the targets' ops and shapes, and each
-    leaf's position, shape, dtype and pin (so a plan guessed from it reads every input within its bounds;
-    `PlanCache.guess`)."""
+    safe on this graph, not what makes it right: the node count, the targets' ops and shapes (`heads`, where
+    the caller has `heads_of(targets)` already), and each leaf's position, shape, dtype and pin (so a plan
+    guessed from it reads every input within its bounds; `PlanCache.guess`)."""
     index: dict[Node, int] = {}
     stack: list[Node] = []
     for t in targets:
@@ -104,7 +104,7 @@ def walk(targets: list[Node]) -> tuple[list[Node], tuple]:
                     push(s)
         elif n.op is leaf:
             keep((index[n], n.shape, n.dtype.name, n.device, n.arg))
-    return list(index), (len(index), heads_of(targets), tuple(leaves))
+    return list(index), (len(index), heads_of(targets) if heads is None else heads, tuple(leaves))
 
 
 def heads_of(targets: list[Node]) -> tuple:
@@ -148,9 +148,9 @@ if c_walks_enabled():
     structure = _c_walks.structure  # (the C form of the function above)
     _Key = _c_walks.Key  # (a lookup's hash and compare make no Python calls)
 
-    def walk(targets: list[Node]) -> tuple[list[Node], tuple]:  # (the C form of the one above)
+    def walk(targets: list[Node], heads: tuple | None = None) -> tuple[list[Node], tuple]:  # (the C form of the one above)
         order, leaves = _c_walks.walk(targets)
-        return order, (len(order), heads_of(targets), leaves)
+        return order, (len(order), heads_of(targets) if heads is None else heads, leaves)
 
 
 class Entry(list):
@@ -205,9 +205,12 @@ class PlanCache:
         """(nodes in key order, fingerprint, the entry to replay) when `targets`' fingerprint names an entry
         that has plan templates, else None. Cheaper than `lookup` (no rows, no hash of them, no compare);
         the caller checks the guess with `confirms` while the workers run it."""
-        if not self.heads or heads_of(targets) not in self.heads:  # (no walk for targets never guessed)
+        if not self.heads:
             return None
-        order, fingerprint = walk(targets)
+        heads = heads_of(targets)
+        if heads not in self.heads:  # (no walk for targets never guessed)
+            return None
+        order, fingerprint = walk(targets, heads)
         entry = self.guesses.get(fingerprint)
         if entry is None or not entry.templates:
             return None
