@@ -210,19 +210,19 @@ def option_graphs(rng):
     ]
 
 
-def run_kernels(worker, t, pick=lambda k: None, dialect: str = "opencl", with_ops: bool = False):
+def run_kernels(worker, t, pick=lambda k: None, dialect: str = "opencl", with_ops: bool = False, limits=None):
     """Run the graph of `t` (a tensor or a node, or a tuple of them) kernel by kernel on a `Worker`, each kernel
     rendered in `dialect` with `pick(kernel)` options (None: the default), each Compile carrying the kernel's op
-    list when `with_ops` (what a reference device interprets); gives the value of `t` (a tuple of values for a
-    tuple)."""
+    list when `with_ops` (what a reference device interprets), the graph kernelized with `limits` (None: the
+    default ones); gives the value of `t` (a tuple of values for a tuple)."""
     if isinstance(t, tuple):
         nodes = [getattr(x, "node", x) for x in t]
-        return tuple(_run_kernels(worker, nodes, pick, dialect, with_ops))
-    return _run_kernels(worker, [getattr(t, "node", t)], pick, dialect, with_ops)[0]
+        return tuple(_run_kernels(worker, nodes, pick, dialect, with_ops, limits))
+    return _run_kernels(worker, [getattr(t, "node", t)], pick, dialect, with_ops, limits)[0]
 
 
-def _run_kernels(worker, nodes, pick, dialect: str, with_ops: bool) -> list[np.ndarray]:
-    kernels = kernelize(nodes)
+def _run_kernels(worker, nodes, pick, dialect: str, with_ops: bool, limits) -> list[np.ndarray]:
+    kernels = kernelize(nodes) if limits is None else kernelize(nodes, limits)
     ids, cmds = iter(range(1, 10**6)), []  # fresh ids: every run frees what it made
     bufs: dict[int, int] = {}
     for k in kernels:

@@ -892,6 +892,42 @@ def test_tensor_core_attention_stages_the_output_tile():
     assert tma
 
 
+def test_attention_backward_products_wgmma_form():
+    """On Hopper the tuner also gets the backward products' wgmma form (codegen/attention_grad.py): each
+    contraction and the product one `wgmma.mma_async` per k16 step, no mma.sync, the loop tiles swizzled from a
+    1024-aligned base; head dims not in whole 64-half rows keep mma.sync's form only. nvcc compiles each for sm_90a
+    with no wgmma made to wait or serialized (C7514, C7515, C7517)."""
+    from helpers import attention_grads
+
+    from zyx_dist.codegen import attention_grad
+    from zyx_dist.codegen.options import KernelOpts
+    from zyx_dist.codegen.render import CUDA_SM90A, facts
+    from zyx_dist.fuse.kernelize import Limits
+
+    sources = {}
+    for dtype, mask, Tq, Tk, D in (("bfloat16", "causal", 128, 128, 64), ("float16", "where", 70, 72, 64),
+                                   ("bfloat16", "none", 64, 96, 128), ("bfloat16", "causal", 64, 64, 32)):
+        np_dtype = np.dtype(getattr(__import__("ml_dtypes"), dtype) if dtype == "bfloat16" else dtype)
+        grads, _ = attention_grads(np.random.default_rng(0), np_dtype, mask, 2, 2, Tq, Tk, D, 0.25)
+        products = [k for k in kernelize([x.node for x in grads], Limits(tensor_cores=True))
+                    if attention_grad.match(k) is not None]
+        assert len(products) == 3
+        for i, k in enumerate(products):
+            assert facts(k, CUDA_SM90A).wgmma == (D % 64 == 0), (mask, D, i)
+            assert not facts(k, CUDA).wgmma
+            if D % 64:
+                continue
+            src = render_kernel(k, CUDA_SM90A, KernelOpts(wgmma=1)).source
+            assert "wgmma.mma_async" in src and "mma.sync" not in src and "zd_swz_at(row, col)" in src, (mask, i)
+            assert "mma.sync" in render_kernel(k, CUDA_SM90A, KernelOpts()).source
+            sources[f"{mask}_{D}_{i}"] = src
+    if NVCC is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            for flag in ("C7514", "C7515", "C7517"):
+                errors = _nvcc(sources, tmp, ["-cubin", "-arch=sm_90a", "-x", "cu"], flag=flag)
+                assert not errors, "\n\n".join(f"--- {n} ---\n{e}" for n, e in errors.items())
+
+
 def test_attention_backward_products_stage_their_output_tile():
     """dQ, dK and dV on tensor cores (codegen/attention_grad.py) write their output tile into shared memory after
     the loop and store it 16 bytes a thread, testing rows only where a block of 64 has a tail; nvcc compiles each."""

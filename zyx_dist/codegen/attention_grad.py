@@ -24,11 +24,12 @@ from ..graph.attention_grad import find as find_grad
 from ..graph.ir import Node, Op
 from . import symbolic as sym
 from .attention import Evaluate, _down, _qk_index, _top_reduce, contraction_operands
-from .attention_tc import PAD, ldm, mma_loop, row_test, staged_output, tc_helpers
+from .attention_tc import _SWIZZLE, PAD, WAIT, ldm, mma_loop, pin, row_test, staged_output, tc_helpers, wgmma_loop
 from .attention_tiles import Tile, fill
 from .cexpr import move_index
 from .gemm import ELEMENTWISE, Epilogue, GemmSpec, _walk, tidy
 from .gemm_tc import _HELPERS
+from .gemm_wgmma import _WGMMA_HELPERS, ARCH_MARK, ATOM
 
 BM = 64  # rows per work-group, 16 per warp
 THREADS = 128
@@ -104,6 +105,12 @@ def match(kernel: Kernel) -> GradSpec | None:
     return GradSpec(pattern, spec, weights_idx, tuple(contractions), operand_idx)
 
 
+def wgmma_usable(g: GradSpec, kernel: Kernel, dialect) -> bool:
+    """Whether the wgmma form applies: a dialect with wgmma, and every loop tile (the contractions' loop operands
+    and the product's operand) in whole 128-byte swizzle rows (64 halves) up to the widest wgmma."""
+    return dialect.wgmma and all(w % 64 == 0 and w <= 256 for _n, _ix, w in _tiles(kernel, g)[0])
+
+
 def _tiles(kernel: Kernel, g: GradSpec) -> tuple[list[tuple[Node, tuple, int]], list[int]]:
     """The distinct (node, index, width) of the loop operands, and which of them each contraction's loop operand
     and then the product's operand reads: one tile serves two that load the same elements (k in dQ's kernel, q in
@@ -161,7 +168,13 @@ def _vector_reads(g: GradSpec, kernel: Kernel) -> tuple[list[tuple[Node, tuple]]
 
 
 def render(g: GradSpec, name: str, kernel: Kernel, params: list[str], evaluate: Evaluate, epilogue: Epilogue,
-           index_type: str) -> tuple[str, tuple, tuple]:
+           index_type: str, wgmma: bool = False) -> tuple[str, tuple, tuple]:
+    """The kernel; with `wgmma` (where `wgmma_usable`), each contraction and the product are Hopper's
+    `wgmma.mma_async` of the work-group's one warpgroup, as in attention_tc.py's wgmma form: the rows' operands and
+    the weights stay A fragments in registers (per warp the m16k16 ones of mma.sync, and the accumulators keep
+    mma.sync's m16n8 layout, so the weights' code is the same), the loop tiles are read by the tensor cores from
+    shared memory through matrix descriptors, 128-byte-swizzled (as B of the contractions contiguous along the head
+    dim, as the product's B read transposed), so their ldmatrix loads and address arithmetic are gone."""
     spec, T = g.spec, index_type
     M, N, K = spec.M, spec.N, spec.K
     widest = max(N, *(c.head for c in g.contractions))
@@ -172,9 +185,25 @@ def render(g: GradSpec, name: str, kernel: Kernel, params: list[str], evaluate: 
     store = "zd_bf16_store({})" if kind == "bf16" else "__half_as_ushort(__float2half_rn({}))"
     tiles, uses = _tiles(kernel, g)
 
-    # shared memory: the rows' operands staged once (then held as fragments), the loop tiles twice (cp.async into
-    # one buffer while the other is computed on)
+    # shared memory: the loop tiles twice (cp.async into one buffer while the other is computed on; in the wgmma
+    # form swizzled, from a 1024-aligned base), the rows' operands staged once (then held as fragments)
     pool, at = [], 0
+    loop_fill = []
+    for t, (node, index, width) in enumerate(tiles):
+        dd = sym.Var("dd", 0, width - 1)
+        if wgmma:
+            pool.append(f"  unsigned short* L{t} = reinterpret_cast<unsigned short*>(zd_base + {at});\n"
+                        f"  const unsigned l{t} = zd_smem(L{t});")
+            at += 2 * BN * width * 2
+            slot = f"L{t}[buf * {BN * width} + zd_swz_at(row, col)]"
+        else:
+            pitch = width + PAD
+            pool.append(f"  unsigned short (*L{t})[{BN}][{pitch}] = "
+                        f"reinterpret_cast<unsigned short (*)[{BN}][{pitch}]>(zd_base + {at});")
+            at += 2 * BN * pitch * 2
+            slot = f"L{t}[buf][row][col]"
+        loop_fill.append(fill(kernel, node, index, Tile(slot, BN, width, "gk", "j0", K, dd, width, half, store),
+                              evaluate, T, THREADS))
     rows_fill = []
     for i, c in enumerate(g.contractions):
         pitch = c.head + PAD
@@ -183,15 +212,6 @@ def render(g: GradSpec, name: str, kernel: Kernel, params: list[str], evaluate: 
         dd = sym.Var("dd", 0, c.head - 1)
         rows_fill.append(fill(kernel, c.row, c.index, Tile(f"R{i}[row][col]", BM, c.head, "gi", "r0", M, dd, c.head,
                                                           half, store), evaluate, T, THREADS))
-    loop_fill = []
-    for t, (node, index, width) in enumerate(tiles):
-        pitch = width + PAD
-        pool.append(f"  unsigned short (*L{t})[{BN}][{pitch}] = "
-                    f"reinterpret_cast<unsigned short (*)[{BN}][{pitch}]>(zd_base + {at});")
-        at += 2 * BN * pitch * 2
-        dd = sym.Var("dd", 0, width - 1)
-        loop_fill.append(fill(kernel, node, index, Tile(f"L{t}[buf][row][col]", BN, width, "gk", "j0", K, dd, width,
-                                                       half, store), evaluate, T, THREADS))
     row_reads, loop_reads = _vector_reads(g, kernel)
     overrides = {}
     for i, (n, ix) in enumerate(loop_reads):
@@ -229,7 +249,15 @@ def render(g: GradSpec, name: str, kernel: Kernel, params: list[str], evaluate: 
     scores = []
     for i, c in enumerate(g.contractions):
         t = uses[i]
-        scores.append(f"""    float S{i}[{BN // 8}][4];
+        if wgmma:  # (k16 steps of 32 bytes along a 128-byte row, panels of 64 head-dim columns BN rows apart; the
+            # first step overwrites the accumulators: zeroed in C, a second contraction's zeros were moved by the
+            # compiler after the first's issue, and ptxas then waited for that wgmma, C7517)
+            scores.append(f"    float S{i}[{BN // 8}][4];\n" + wgmma_loop(
+                kind, "kk", c.head // 16, BN, f"S{i}", f"rf{i}[kk]",
+                f"zd_desc(l{t} + buf * {2 * BN * tiles[t][2]}u + (kk >> 2) * {BN * 128} + (kk & 3) * 32, 16, 1024)",
+                0, "    ", fresh=True))
+        else:
+            scores.append(f"""    float S{i}[{BN // 8}][4];
     #pragma unroll
     for (int ni = 0; ni < {BN // 8}; ni++)
       #pragma unroll
@@ -237,21 +265,33 @@ def render(g: GradSpec, name: str, kernel: Kernel, params: list[str], evaluate: 
 {mma_loop(kind, "kk", c.head // 16, BN // 16, f"S{i}", f"rf{i}[kk]", False,
           f"&L{t}[buf][j * 16 + ((lane >> 4) << 3) + (lane & 7)][kk * 16 + (((lane >> 3) & 1) << 3)]", "    ")}""")
         overrides[c.node.id] = f"S{i}[ni][h]"
+    if wgmma:  # every contraction's group waited for at once, their accumulators pinned below the wait
+        scores.append(f"    {WAIT}\n" + "\n".join(pin(f"S{i}", BN // 2) for i in range(len(g.contractions))))
     w_lines, w_val = evaluate(g.pattern.weights, g.weights_idx, overrides)
     inside = "true" if M % BM == 0 and K % BN == 0 else f"gi < {M} && gk < {K}"
     op_tile = uses[-1]
-    product = mma_loop(kind, "t", BN // 16, N // 16, "o", "pf[t]", True,
-                       f"&L{op_tile}[buf][t * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][j * 16 + ((lane >> 4) << 3)]",
-                       "    ")
+    if wgmma:  # (16 rows of 128 bytes per k16 step, panels of 64 columns BN rows apart, read transposed)
+        product = wgmma_loop(kind, "t", BN // 16, N, "o", "pf[t]",
+                             f"zd_desc(l{op_tile} + buf * {2 * BN * N}u + t * 2048, {BN * 128}, 1024)", 1, "    ")
+        product += f"\n    {WAIT}"
+        ready = ('    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // ... and visible to wgmma\n')
+        base = (f"  unsigned char* zd_base = reinterpret_cast<unsigned char*>(zd_pool) + "
+                f"(((zd_smem(zd_pool) + {ATOM - 1}u) & ~{ATOM - 1}u) - zd_smem(zd_pool));  // swizzle atoms: 1024-aligned")
+        head, slack = f"{ARCH_MARK}\n{_HELPERS}\n{_WGMMA_HELPERS}\n{_SWIZZLE.format(rows=BN)}", ATOM
+    else:
+        product = mma_loop(kind, "t", BN // 16, N // 16, "o", "pf[t]", True,
+                           f"&L{op_tile}[buf][t * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][j * 16 + ((lane >> 4) << 3)]",
+                           "    ")
+        ready, base, head, slack = "", "  unsigned char* zd_base = reinterpret_cast<unsigned char*>(zd_pool);", _HELPERS, 0
     # the output's tile through the loop tiles' memory (free after the loop's last barrier), out 16 bytes a thread
     out = staged_output(spec, kernel, params, epilogue, T, at, len(kernel.outputs), "r0")
     bz_expr = f"({T})(blockIdx.x / {groups})"
-    src = f"""{_HELPERS}
+    src = f"""{head}
 {tc_helpers(kind)}
 extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params)}) {{
-  // zyx_dist: dynamic shared bytes {at}
+  // zyx_dist: dynamic shared bytes {at + slack}
   extern __shared__ __align__(16) float zd_pool[];
-  unsigned char* zd_base = reinterpret_cast<unsigned char*>(zd_pool);
+{base}
 {chr(10).join(pool)}
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const {T} bz = {bz_expr};
@@ -282,7 +322,7 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
     }}
     zd_cp_commit();
     asm volatile("cp.async.wait_group 1;" ::: "memory");  // this block's tiles have landed
-    __syncthreads();  // ... for every thread
+{ready}    __syncthreads();  // ... for every thread
     const int buf = s & 1;
     const {T} j0 = ({T})s * {BN};
 {chr(10).join(scores)}

@@ -168,9 +168,10 @@ for (int {step} = 0; {step} < {steps}; {step}++) {{
 
 
 def wgmma_loop(kind: str, step: str, steps: int, cols: int, acc: str, frag: str, desc: str, trans: int,
-               pad: str) -> str:
+               pad: str, fresh: bool = False) -> str:
     """`acc` (cols / 2 accumulators a thread) += a @ b over `steps` k16 steps (`step`), one m64n{cols}k16
-    wgmma each: a's fragments in registers (`frag`), b's descriptor `desc`; committed, not waited for."""
+    wgmma each: a's fragments in registers (`frag`), b's descriptor `desc`; committed, not waited for. `fresh`:
+    `acc` = a @ b, the first step not adding the accumulators (which need no zeroing before it)."""
     regs = cols // 2
     outs = ", ".join(f"%{i}" for i in range(regs))
     cons = ", ".join(f'"+f"({acc}[{i // 4}][{i % 4}])' for i in range(regs))
@@ -178,7 +179,7 @@ def wgmma_loop(kind: str, step: str, steps: int, cols: int, acc: str, frag: str,
     mma = (f'asm volatile("{{ .reg .pred p; setp.ne.b32 p, %{regs + 5}, 0; '
            f'wgmma.mma_async.sync.aligned.m64n{cols}k16.f32.{kind}.{kind} {{{outs}}}, '
            f'{{%{regs},%{regs + 1},%{regs + 2},%{regs + 3}}}, %{regs + 4}, p, 1, 1, {trans}; }}" : {cons} : '
-           f'{frag_in}, "l"({desc}), "r"(1) : "memory");')
+           f'{frag_in}, "l"({desc}), "r"({f"(int)({step} > 0)" if fresh else 1}) : "memory");')
     return "\n".join(pad + line for line in f"""asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
 for (int {step} = 0; {step} < {steps}; {step}++) {{

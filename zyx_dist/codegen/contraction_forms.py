@@ -20,7 +20,8 @@ def render_body(spec: gemm.GemmSpec, fused: attention.AttentionSpec | None, grad
                 T: str, o: KernelOpts, row_stats: RowStats, reads: list) -> tuple[str, tuple, tuple]:
     """`reads`: the epilogue's plain loads, as its last rendering made them (the wgmma GEMM stages them)."""
     if grad is not None:
-        return attention_grad.render(grad, name, kernel, params, operand, epilogue, T)
+        return attention_grad.render(grad, name, kernel, params, operand, epilogue, T,
+                                     bool(o.wgmma) and attention_grad.wgmma_usable(grad, kernel, dialect))
     if fused is not None and dialect.name == "cuda":
         return attention_tiled.render_cuda(fused, name, kernel, params, operand, epilogue, T, row_stats,
                                            o.wgmma if attention_tc.wgmma_usable(fused, dialect) else 0, o.stages)

@@ -559,8 +559,10 @@ def facts(kernel: Kernel, dialect: Dialect | str = OPENCL, gpu: bool | None = No
     if fused is not None:  # one form, or more where wgmma (and TMA) can run it
         return options.Shape(prod(kernel.shape), 1, 0, 0, False, False, d.name, gpu, max_lws, attention=True,
                              wgmma=attention_tc.wgmma_usable(fused, d), tma=attention_tma.usable(fused, kernel, d))
-    if d.name == "cuda" and attention_grad.match(kernel) is not None:  # one form
-        return options.Shape(prod(kernel.shape), 1, 0, 0, False, False, d.name, gpu, max_lws, attention=True)
+    grad = attention_grad.match(kernel) if d.name == "cuda" else None
+    if grad is not None:  # mma.sync's form, and wgmma's where it runs
+        return options.Shape(prod(kernel.shape), 1, 0, 0, False, False, d.name, gpu, max_lws, attention=True,
+                             wgmma=attention_grad.wgmma_usable(grad, kernel, d))
     if apart(kernel):
         return options.Shape(prod(kernel.shape), 1, 0, 0, False, False, d.name, gpu, max_lws)
     spec = gemm.match(kernel)
