@@ -22,6 +22,12 @@ typedef struct {
     PyObject *weakrefs;
     PyObject *id, *op, *srcs, *arg, *shape, *dtype, *guards, *size, *buffer, *host, *device, *lineage, *origin,
         *weight;
+    /* The plan cache's graph walks (fuse/_structure.c) number the nodes they meet here, not in a dict: the stamp
+     * of the last walk that met this node and its position in that walk. Plain C, zero at allocation (tp_alloc
+     * zeroes), read and written only by those walks; Python sees them read-only, as _walk_mark and _walk_pos,
+     * which is how _structure.c finds their offsets. */
+    unsigned long long walk_mark;
+    Py_ssize_t walk_pos;
 } NodeObject;
 
 static PyObject *ids;           /* ir._ids, an itertools.count */
@@ -67,6 +73,8 @@ static PyMemberDef node_members[] = {
     FIELD(lineage, "how to recompute its value once realized (graph/lineage.py), or None"),
     FIELD(origin, "in a recipe: a weak reference to the live node it describes"),
     FIELD(weight, "in a recipe: a bound on its size in nodes"),
+    {"_walk_mark", T_ULONGLONG, offsetof(NodeObject, walk_mark), READONLY, "the stamp of the last plan walk here"},
+    {"_walk_pos", T_PYSSIZET, offsetof(NodeObject, walk_pos), READONLY, "its position in that walk"},
     {NULL},
 };
 
