@@ -20,20 +20,57 @@ static PyObject *s_op, *s_arg, *s_shape, *s_dtype, *s_name, *s_device, *s_srcs;
 static PyTypeObject *node_type;
 static Py_ssize_t off_op, off_arg, off_shape, off_dtype, off_device, off_srcs;
 
+/* Numbering the nodes. A dict (node -> position) cost about half of each walk: a hash, a probe and, for a new
+ * node, an insert and a position int. A node of the configured type carries its own number instead (graph/_node.c's
+ * NodeObject: walk_mark, walk_pos): each walk takes a fresh stamp from a 64-bit counter, and a node whose mark is
+ * that stamp was met in this walk, at walk_pos; any other mark is an earlier walk's, stale by construction, so a
+ * walk that stops on an error leaves nothing to undo. Nodes of any other type (graph/node.py's PyNode, where
+ * _node.c is not built or ZYX_DIST_C_NODES=0; a subclass) are numbered in a dict, made at the first one met.
+ *
+ * One walk at a time uses the marks: a walk calls Python (a constant's repr, a dtype's name, a node's fields by
+ * getattr), which could start another walk, or let another thread run one, and two walks with their own stamps
+ * would overwrite each other's marks on the nodes they share, so the outer one would number a node twice. A walk
+ * that starts while one is in progress (`marking`) numbers every node in its dict instead: slower, never wrong; and
+ * configure() is refused meanwhile (the walk reads the marks at its class's offsets). */
+static Py_ssize_t off_mark = -1, off_pos = -1;  /* the class's walk_mark and walk_pos; -1: it has none */
+static unsigned long long last_stamp;  /* the last walk's stamp (0 is a node never walked) */
+static int marking;                    /* a walk that uses the marks is in progress */
+
 /* The dtypes met so far and their names (dtypes are unique objects, so the pointer names one; their class is a
  * dataclass whose hash is Python code, so no dict). */
 #define DTYPES 64
 static PyObject *dtype_seen[DTYPES], *dtype_names[DTYPES];
 static int dtypes_seen;
 
-static int slot_offset(PyTypeObject *type, const char *name, Py_ssize_t *offset) {
+/* The offset of `type`'s member `name` of member type `kind` (T_OBJECT_EX: a slot); -1 with TypeError where it is
+ * something else, -1 with AttributeError where it is none. */
+static int member_offset(PyTypeObject *type, const char *name, int kind, Py_ssize_t *offset) {
     PyObject *d = PyObject_GetAttrString((PyObject *)type, name);
     if (d == NULL) return -1;
-    int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+    int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == kind;
     if (ok) *offset = ((PyMemberDescrObject *)d)->d_member->offset;
     Py_DECREF(d);
-    if (!ok) PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", type->tp_name, name);
+    if (!ok) PyErr_Format(PyExc_TypeError, "%s.%s is not a member of the expected type", type->tp_name, name);
     return ok ? 0 : -1;
+}
+
+static int slot_offset(PyTypeObject *type, const char *name, Py_ssize_t *offset) {
+    return member_offset(type, name, T_OBJECT_EX, offset);
+}
+
+/* The walk mark's and position's offsets of `type` into off_mark, off_pos: -1 each where it has none. */
+static int mark_offsets(PyTypeObject *type) {
+    Py_ssize_t mark, pos;
+    off_mark = off_pos = -1;
+    if (member_offset(type, "_walk_mark", T_ULONGLONG, &mark) < 0 ||
+        member_offset(type, "_walk_pos", T_PYSSIZET, &pos) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();  /* (no marks: the dict) */
+        return 0;
+    }
+    off_mark = mark;
+    off_pos = pos;
+    return 0;
 }
 
 static PyObject *configure(PyObject *self, PyObject *args) {
@@ -41,9 +78,13 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!OOOO", &PyType_Type, &type, &leaf, &cast, &cnst, &pad))
         return NULL;
     PyTypeObject *t = (PyTypeObject *)type;
+    if (marking) {  /* (a walk in progress reads the marks at the offsets of the class it started with) */
+        PyErr_SetString(PyExc_RuntimeError, "configure() during a walk");
+        return NULL;
+    }
     if (slot_offset(t, "op", &off_op) < 0 || slot_offset(t, "arg", &off_arg) < 0 ||
         slot_offset(t, "shape", &off_shape) < 0 || slot_offset(t, "dtype", &off_dtype) < 0 ||
-        slot_offset(t, "device", &off_device) < 0 || slot_offset(t, "srcs", &off_srcs) < 0)
+        slot_offset(t, "device", &off_device) < 0 || slot_offset(t, "srcs", &off_srcs) < 0 || mark_offsets(t) < 0)
         return NULL;
     Py_XSETREF(node_type, (PyTypeObject *)Py_NewRef(type));
     Py_XSETREF(op_leaf, Py_NewRef(leaf));
@@ -53,43 +94,99 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* The walks' stack: borrowed references (the index dict, which numbers every node pushed, holds each one). */
+/* The walk's stack of nodes still to expand, each with its position: borrowed references (the walk's order list
+ * holds every node it has numbered). */
 typedef struct {
-    PyObject **items;
-    Py_ssize_t size, cap;
-} Stack;
+    PyObject *node;
+    Py_ssize_t pos;
+} Pending;
 
-static int push(Stack *st, PyObject *node) {
-    if (st->size == st->cap) {
-        Py_ssize_t cap = st->cap ? 2 * st->cap : 64;
-        PyObject **items = PyMem_Realloc(st->items, cap * sizeof(PyObject *));
+typedef struct {
+    Pending *items;
+    Py_ssize_t size, cap;
+    PyObject *order;           /* the nodes numbered so far, in position order: the walk's result */
+    PyObject *index;           /* node -> position for nodes without marks; NULL until one is met */
+    unsigned long long stamp;  /* this walk's stamp, or 0 where it numbers every node in `index` */
+} Walk;
+
+/* A walk begun: its order list and stamp, and the marks taken where no other walk holds them; -1 on error. */
+static int begin(Walk *w) {
+    *w = (Walk){NULL, 0, 0, PyList_New(0), NULL, 0};
+    if (w->order == NULL) return -1;
+    if (off_mark >= 0 && !marking) {
+        marking = 1;
+        w->stamp = ++last_stamp;
+    }
+    return 0;
+}
+
+/* A walk ended, whether it finished or failed: what it holds released, the marks free for the next one. */
+static void end(Walk *w) {
+    if (w->stamp) marking = 0;
+    PyMem_Free(w->items);
+    Py_XDECREF(w->order);
+    Py_XDECREF(w->index);
+}
+
+static int push(Walk *w, PyObject *node, Py_ssize_t pos) {
+    if (w->size == w->cap) {
+        Py_ssize_t cap = w->cap ? 2 * w->cap : 64;
+        Pending *items = PyMem_Realloc(w->items, cap * sizeof(Pending));
         if (items == NULL) {
             PyErr_NoMemory();
             return -1;
         }
-        st->items = items;
-        st->cap = cap;
+        w->items = items;
+        w->cap = cap;
     }
-    st->items[st->size++] = node;
+    w->items[w->size++] = (Pending){node, pos};
     return 0;
 }
 
-/* The position of `node` in `index` (borrowed), numbering it and pushing it first when new; NULL on error. */
-static PyObject *position(PyObject *index, Stack *st, PyObject *node) {
-    PyObject *pos = PyDict_GetItemWithError(index, node);
-    if (pos != NULL || PyErr_Occurred()) return pos;
-    pos = PyLong_FromSsize_t(PyDict_GET_SIZE(index));
-    if (pos == NULL) return NULL;
-    int err = PyDict_SetItem(index, node, pos);
-    Py_DECREF(pos);  /* (the dict holds it) */
-    if (err < 0 || push(st, node) < 0) return NULL;
+/* A new node's position: the next one, the node appended to the order and pushed; -1 on error. */
+static Py_ssize_t number(Walk *w, PyObject *node) {
+    Py_ssize_t pos = PyList_GET_SIZE(w->order);
+    if (PyList_Append(w->order, node) < 0 || push(w, node, pos) < 0) return -1;
     return pos;
 }
 
-/* Number the targets (first sight order) and push each new one. */
-static int seed(PyObject *targets, PyObject *index, Stack *st) {
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(targets); i++)
-        if (position(index, st, PyList_GET_ITEM(targets, i)) == NULL) return -1;
+/* The position of `node` in this walk, numbering and pushing it first when new; -1 on error. */
+static Py_ssize_t position(Walk *w, PyObject *node) {
+    if (w->stamp && Py_TYPE(node) == node_type) {
+        unsigned long long *mark = (unsigned long long *)((char *)node + off_mark);
+        Py_ssize_t *at = (Py_ssize_t *)((char *)node + off_pos);
+        if (*mark == w->stamp) return *at;
+        Py_ssize_t pos = number(w, node);
+        if (pos >= 0) {
+            *mark = w->stamp;
+            *at = pos;
+        }
+        return pos;
+    }
+    if (w->index == NULL && (w->index = PyDict_New()) == NULL) return -1;
+    PyObject *known = PyDict_GetItemWithError(w->index, node);
+    if (known != NULL) return PyLong_AsSsize_t(known);
+    if (PyErr_Occurred()) return -1;
+    Py_ssize_t pos = PyList_GET_SIZE(w->order);
+    PyObject *p = PyLong_FromSsize_t(pos);
+    if (p == NULL) return -1;
+    int err = PyDict_SetItem(w->index, node, p);
+    Py_DECREF(p);
+    return err < 0 ? -1 : number(w, node);
+}
+
+/* Number the targets (first sight order) and push each new one; `heads` (NULL: none wanted) gets each target's
+ * position. */
+static int seed(Walk *w, PyObject *targets, PyObject *heads) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(targets); i++) {
+        Py_ssize_t pos = position(w, PyList_GET_ITEM(targets, i));
+        if (pos < 0) return -1;
+        if (heads != NULL) {
+            PyObject *p = PyLong_FromSsize_t(pos);
+            if (p == NULL) return -1;
+            PyTuple_SET_ITEM(heads, i, p);
+        }
+    }
     return 0;
 }
 
@@ -206,11 +303,11 @@ static int check(PyObject *targets) {
 /* structure(targets) -> ((key rows, target positions), nodes in key order): plan_cache.structure. */
 static PyObject *structure(PyObject *self, PyObject *targets) {
     if (check(targets) < 0) return NULL;
-    Stack st = {NULL, 0, 0};
-    PyObject *index = PyDict_New(), *flat = PyList_New(0), *result = NULL;
-    if (index == NULL || flat == NULL || seed(targets, index, &st) < 0) goto done;
-    while (st.size) {
-        PyObject *n = st.items[--st.size];  /* (borrowed: the index holds it) */
+    Walk w;
+    PyObject *flat = PyList_New(0), *heads = PyTuple_New(PyList_GET_SIZE(targets)), *result = NULL;
+    if (begin(&w) < 0 || flat == NULL || heads == NULL || seed(&w, targets, heads) < 0) goto done;
+    while (w.size) {
+        PyObject *n = w.items[--w.size].node;  /* (borrowed: the order holds it) */
         PyObject *op = field(n, s_op);
         if (op == NULL) goto done;
         if (op == op_leaf) {
@@ -227,36 +324,21 @@ static PyObject *structure(PyObject *self, PyObject *targets) {
         Py_DECREF(srcs);
         if (seq == NULL) goto done;
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-            PyObject *pos = position(index, &st, PySequence_Fast_GET_ITEM(seq, i));
-            if (pos == NULL || PyList_Append(flat, pos) < 0) {
+            Py_ssize_t pos = position(&w, PySequence_Fast_GET_ITEM(seq, i));
+            if (pos < 0 || append_new(flat, PyLong_FromSsize_t(pos)) < 0) {
                 Py_DECREF(seq);
                 goto done;
             }
         }
         Py_DECREF(seq);
     }
-    Py_ssize_t nt = PyList_GET_SIZE(targets);
-    PyObject *heads = PyTuple_New(nt);
-    if (heads == NULL) goto done;
-    for (Py_ssize_t i = 0; i < nt; i++) {
-        PyObject *pos = PyDict_GetItemWithError(index, PyList_GET_ITEM(targets, i));
-        if (pos == NULL) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "a target left the walk's index");
-            Py_DECREF(heads);
-            goto done;
-        }
-        PyTuple_SET_ITEM(heads, i, Py_NewRef(pos));
-    }
     PyObject *rows = PyList_AsTuple(flat);
-    PyObject *order = rows ? PyDict_Keys(index) : NULL;  /* insertion order is position order */
-    if (order != NULL) result = Py_BuildValue("((NN)N)", rows, heads, order);
-    else {
-        Py_XDECREF(rows);
-        Py_DECREF(heads);
+    if (rows != NULL) {
+        result = Py_BuildValue("((NO)O)", rows, heads, w.order);
     }
 done:
-    PyMem_Free(st.items);
-    Py_XDECREF(index);
+    end(&w);
+    Py_XDECREF(heads);
     Py_XDECREF(flat);
     return result;
 }
@@ -265,39 +347,37 @@ done:
  * without the fingerprint's count and head, which Python adds. */
 static PyObject *walk(PyObject *self, PyObject *targets) {
     if (check(targets) < 0) return NULL;
-    Stack st = {NULL, 0, 0};
-    PyObject *index = PyDict_New(), *leaves = PyList_New(0), *result = NULL;
-    if (index == NULL || leaves == NULL || seed(targets, index, &st) < 0) goto done;
-    while (st.size) {
-        PyObject *n = st.items[--st.size];
-        PyObject *srcs = field(n, s_srcs);
+    Walk w;
+    PyObject *leaves = PyList_New(0), *result = NULL;
+    if (begin(&w) < 0 || leaves == NULL || seed(&w, targets, NULL) < 0) goto done;
+    while (w.size) {
+        Pending p = w.items[--w.size];
+        PyObject *srcs = field(p.node, s_srcs);
         if (srcs == NULL) goto done;
         PyObject *seq = PySequence_Fast(srcs, "a node's srcs must be a sequence");
         Py_DECREF(srcs);
         if (seq == NULL) goto done;
         Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
         for (Py_ssize_t i = 0; i < count; i++) {
-            if (position(index, &st, PySequence_Fast_GET_ITEM(seq, i)) == NULL) {
+            if (position(&w, PySequence_Fast_GET_ITEM(seq, i)) < 0) {
                 Py_DECREF(seq);
                 goto done;
             }
         }
         Py_DECREF(seq);
         if (count) continue;
-        PyObject *op = field(n, s_op);
+        PyObject *op = field(p.node, s_op);
         if (op == NULL) goto done;
         int is_leaf = op == op_leaf;
         Py_DECREF(op);
         if (!is_leaf) continue;
-        PyObject *pos = PyDict_GetItemWithError(index, n);
-        if (pos == NULL || append_new(leaves, row(n, Py_NewRef(pos), leaf_fields, 4)) < 0) goto done;
+        PyObject *pos = PyLong_FromSsize_t(p.pos);
+        if (pos == NULL || append_new(leaves, row(p.node, pos, leaf_fields, 4)) < 0) goto done;
     }
-    PyObject *order = PyDict_Keys(index), *kept = order ? PyList_AsTuple(leaves) : NULL;
-    if (kept != NULL) result = Py_BuildValue("(NN)", order, kept);
-    else Py_XDECREF(order);
+    PyObject *kept = PyList_AsTuple(leaves);
+    if (kept != NULL) result = Py_BuildValue("(ON)", w.order, kept);
 done:
-    PyMem_Free(st.items);
-    Py_XDECREF(index);
+    end(&w);
     Py_XDECREF(leaves);
     return result;
 }
