@@ -2,6 +2,7 @@
 stored kernels onto the new nodes; anything that changes the kernels (a constant, a shape, a pin) misses."""
 
 import numpy as np
+import pytest
 
 from zyx_dist import dtypes as dt
 from zyx_dist.fuse.kernelize import kernelize
@@ -206,3 +207,96 @@ def test_the_plan_cache_walks_in_c_unless_told_not_to():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**__import__("os").environ, "ZYX_DIST_C_WALKS": "0"}).stdout
     assert out.strip() == "True"
+
+
+# ---- the C walks' numbering: a C node carries its walk mark (graph/_node.c), any other node takes a dict ----------
+
+def _marked(pc, order):
+    """Whether the last walk numbered `order` with the nodes' own marks: one stamp, each node at its position."""
+    stamps = {n._walk_mark for n in order}
+    return len(stamps) == 1 and 0 not in stamps and all(n._walk_pos == i for i, n in enumerate(order))
+
+
+def test_c_walks_take_a_fresh_stamp_each_walk():
+    pc = _c_walks()
+    if not hasattr(g.Node, "_walk_mark"):
+        pytest.skip("no C nodes (graph/_node.c not built, or ZYX_DIST_C_NODES=0): every node is numbered in a dict")
+    x = leaf(4, 8)
+    a = g.unary(g.UnaryOp.NEG, x)
+    b = scaled(a, 3.0)
+    one, two = g.binary(g.BinaryOp.ADD, a, b), g.binary(g.BinaryOp.MUL, b, x)
+    for targets in ([one], [one], [two], [one, two], [two, one], [two], [a], [one]):  # shared nodes, other positions
+        _same_walks(pc, targets)
+        assert _marked(pc, pc._c_walks.walk(targets)[0]) and _marked(pc, pc._c_walks.structure(targets)[1])
+    stamp = x._walk_mark
+    pc._c_walks.walk([one])
+    assert x._walk_mark > stamp  # a new stamp, so no position of an earlier walk is read as this one's
+    # a walk that fails midway leaves stale marks only, and the marks to the next walk
+    with pytest.raises(AttributeError):
+        pc._c_walks.structure([one, object()])
+    _same_walks(pc, [two])
+    assert _marked(pc, pc._c_walks.walk([two])[0])
+
+
+def test_c_walks_number_nodes_of_another_type_in_a_dict():
+    """Python-form nodes (graph/node.py's PyNode) among the C ones, each sharing sources with the other kind."""
+    pc = _c_walks()
+    x = leaf(4, 8)
+    a = g.unary(g.UnaryOp.NEG, x)
+    p = g.PyNode(g.Op.BINARY, (a, x), g.BinaryOp.ADD, (4, 8), dt.float32)
+    q = g.PyNode(g.Op.UNARY, (p,), g.UnaryOp.EXP, (4, 8), dt.float32)
+    c = g.unary(g.UnaryOp.NEG, a)
+    c.srcs = (q,)  # a C node reading a Python one
+    mixed = [g.binary(g.BinaryOp.ADD, c, a), g.PyNode(g.Op.BINARY, (p, c), g.BinaryOp.MUL, (4, 8), dt.float32), q]
+    for targets in (mixed, mixed[::-1], [mixed[1]], [p, x]):
+        _same_walks(pc, targets)
+    # the walks configured with a class that has no marks: every node in the dict
+    try:
+        pc._c_walks.configure(g.PyNode, g.Op.LEAF, g.Op.CAST, g.Op.CONST, g.Op.PAD)
+        for targets in (mixed, [mixed[0]]):
+            _same_walks(pc, targets)
+    finally:
+        pc._c_walks.configure(g.Node, g.Op.LEAF, g.Op.CAST, g.Op.CONST, g.Op.PAD)
+
+
+def test_c_walks_nested_in_a_walk_keep_both_right():
+    """A constant's repr (which `structure` calls) walks another graph sharing the outer one's nodes: the inner
+    walk must not renumber the nodes the outer one has met."""
+    pc = _c_walks()
+    x = leaf(4, 8)
+    a = g.unary(g.UnaryOp.NEG, x)
+    b = g.binary(g.BinaryOp.ADD, a, x)
+    inner_targets = [g.unary(g.UnaryOp.EXP, b), b, x]
+    seen = []
+
+    class Walking:
+        def __repr__(self):
+            seen.append((pc._c_walks.structure(inner_targets), pc._c_walks.walk(inner_targets)))
+            return "Walking()"
+
+    odd = g.Node(g.Op.CONST, (), Walking(), (4, 8), dt.float32)
+    outer = [g.binary(g.BinaryOp.MUL, g.binary(g.BinaryOp.ADD, b, odd), g.binary(g.BinaryOp.SUB, a, x)), a]
+    key, order = pc.python_structure(outer)
+    c_key, c_order = pc._c_walks.structure(outer)
+    assert len(seen) == 2  # (the Python walk's repr, then the C walk's)
+    assert c_key == key and len(c_order) == len(order) and all(m is n for m, n in zip(c_order, order))
+    want_key, want_order = pc.python_structure(inner_targets)
+    want_nodes, want_fingerprint = pc.python_walk(inner_targets)
+    for (i_key, i_order), (i_nodes, i_leaves) in seen:
+        assert i_key == want_key and all(m is n for m, n in zip(i_order, want_order))
+        assert i_leaves == want_fingerprint[2] and all(m is n for m, n in zip(i_nodes, want_nodes))
+    _same_walks(pc, outer)
+    # nor can it change the class whose marks the outer walk reads
+    refused = []
+
+    class Configuring:
+        def __repr__(self):
+            try:
+                pc._c_walks.configure(g.Node, g.Op.LEAF, g.Op.CAST, g.Op.CONST, g.Op.PAD)  # (as it is)
+            except RuntimeError as e:
+                refused.append(str(e))
+            return "Configuring()"
+
+    _same_walks(pc, [g.binary(g.BinaryOp.ADD, a, g.Node(g.Op.CONST, (), Configuring(), (4, 8), dt.float32))])
+    if hasattr(g.Node, "_walk_mark"):
+        assert refused == ["configure() during a walk"]  # (the C structure's repr; the Python one's may configure)
