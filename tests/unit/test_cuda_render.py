@@ -895,8 +895,8 @@ def test_tensor_core_attention_stages_the_output_tile():
 def test_attention_backward_products_wgmma_form():
     """On Hopper the tuner also gets the backward products' wgmma form (codegen/attention_grad.py): each
     contraction and the product one `wgmma.mma_async` per k16 step, no mma.sync, the loop tiles swizzled from a
-    1024-aligned base; head dims not in whole 64-half rows keep mma.sync's form only. nvcc compiles each for sm_90a
-    with no wgmma made to wait or serialized (C7514, C7515, C7517)."""
+    1024-aligned base, the rows' fragments loaded at every block; head dims not in whole 64-half rows keep mma.sync's
+    form only. nvcc compiles each for sm_90a with no wgmma made to wait or serialized (C7514, C7515, C7517)."""
     from helpers import attention_grads
 
     from zyx_dist.codegen import attention_grad
@@ -919,6 +919,10 @@ def test_attention_backward_products_wgmma_form():
                 continue
             src = render_kernel(k, CUDA_SM90A, KernelOpts(wgmma=1)).source
             assert "wgmma.mma_async" in src and "mma.sync" not in src and "zd_swz_at(row, col)" in src, (mask, i)
+            # the rows' fragments loaded at every block (held across the loop, ptxas gave their registers away)
+            loop = src.index("for (int s = 0; s < steps; s++)")
+            contractions = len(attention_grad.match(k).contractions)
+            assert src.index("unsigned rf0[") > loop and src.count("ldmatrix") == contractions, (mask, i)
             assert "mma.sync" in render_kernel(k, CUDA_SM90A, KernelOpts()).source
             sources[f"{mask}_{D}_{i}"] = src
     if NVCC is not None:

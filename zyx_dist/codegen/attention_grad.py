@@ -239,6 +239,9 @@ def render(g: GradSpec, name: str, kernel: Kernel, params: list[str], evaluate: 
   }}""")
         overrides[n.id] = f"zd_r{i}[h >> 1]"
 
+    # the rows' fragments, by ldmatrix from their tiles: once, or in the wgmma form at every block (held across the
+    # loop as wgmma's A, ptxas 13.0 gave their registers to the block's weights with two contractions, the second's
+    # fragments then garbage from the second block on: found by the GPU tests, bf16 with tails)
     frags = []
     for i, c in enumerate(g.contractions):
         addr = f"&R{i}[warp * 16 + (((lane >> 3) & 1) << 3) + (lane & 7)][kk * 16 + ((lane >> 4) << 3)]"
@@ -300,7 +303,7 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
   zd_cp_commit();
   asm volatile("cp.async.wait_group 0;" ::: "memory");
   __syncthreads();
-{chr(10).join(frags)}
+{"" if wgmma else chr(10).join(frags)}
 {chr(10).join(per_row)}
   float o[{N // 8}][4];
   #pragma unroll
@@ -325,6 +328,7 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
 {ready}    __syncthreads();  // ... for every thread
     const int buf = s & 1;
     const {T} j0 = ({T})s * {BN};
+{chr(10).join(frags) if wgmma else ""}
 {chr(10).join(scores)}
     // the weights at each accumulator's row and loop index (0 past either end), as the A fragments of the product
     #pragma unroll
