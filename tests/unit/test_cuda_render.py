@@ -892,26 +892,35 @@ def test_tensor_core_attention_stages_the_output_tile():
     assert tma
 
 
+def _grad_products(dtype: str, mask: str, Tq: int, Tk: int, D: int) -> list:
+    """The three kernels of an attention's backward products (dQ, dK, dV recomputing their weights) for random data
+    (helpers.attention_grads: batch 2, 2 heads, scale 0.25), as the kernelizer makes them where tensor cores are."""
+    from helpers import attention_grads
+
+    from zyx_dist.codegen import attention_grad
+    from zyx_dist.fuse.kernelize import Limits
+
+    np_dtype = np.dtype(getattr(__import__("ml_dtypes"), dtype) if dtype == "bfloat16" else dtype)
+    grads, _ = attention_grads(np.random.default_rng(0), np_dtype, mask, 2, 2, Tq, Tk, D, 0.25)
+    products = [k for k in kernelize([x.node for x in grads], Limits(tensor_cores=True))
+                if attention_grad.match(k) is not None]
+    assert len(products) == 3
+    return products
+
+
 def test_attention_backward_products_wgmma_form():
     """On Hopper the tuner also gets the backward products' wgmma form (codegen/attention_grad.py): each
     contraction and the product one `wgmma.mma_async` per k16 step, no mma.sync, the loop tiles swizzled from a
     1024-aligned base, the rows' fragments loaded at every block; head dims not in whole 64-half rows keep mma.sync's
     form only. nvcc compiles each for sm_90a with no wgmma made to wait or serialized (C7514, C7515, C7517)."""
-    from helpers import attention_grads
-
     from zyx_dist.codegen import attention_grad
     from zyx_dist.codegen.options import KernelOpts
     from zyx_dist.codegen.render import CUDA_SM90A, facts
-    from zyx_dist.fuse.kernelize import Limits
 
     sources = {}
     for dtype, mask, Tq, Tk, D in (("bfloat16", "causal", 128, 128, 64), ("float16", "where", 70, 72, 64),
                                    ("bfloat16", "none", 64, 96, 128), ("bfloat16", "causal", 64, 64, 32)):
-        np_dtype = np.dtype(getattr(__import__("ml_dtypes"), dtype) if dtype == "bfloat16" else dtype)
-        grads, _ = attention_grads(np.random.default_rng(0), np_dtype, mask, 2, 2, Tq, Tk, D, 0.25)
-        products = [k for k in kernelize([x.node for x in grads], Limits(tensor_cores=True))
-                    if attention_grad.match(k) is not None]
-        assert len(products) == 3
+        products = _grad_products(dtype, mask, Tq, Tk, D)
         for i, k in enumerate(products):
             assert facts(k, CUDA_SM90A).wgmma == (D % 64 == 0), (mask, D, i)
             assert not facts(k, CUDA).wgmma
@@ -935,18 +944,11 @@ def test_attention_backward_products_wgmma_form():
 def test_attention_backward_products_stage_their_output_tile():
     """dQ, dK and dV on tensor cores (codegen/attention_grad.py) write their output tile into shared memory after
     the loop and store it 16 bytes a thread, testing rows only where a block of 64 has a tail; nvcc compiles each."""
-    from helpers import attention_grads
-
     from zyx_dist.codegen import attention_grad
-    from zyx_dist.fuse.kernelize import Limits
 
     sources = {}
     for dtype, mask, Tq, Tk, D in (("bfloat16", "causal", 64, 64, 32), ("float16", "where", 70, 72, 64)):
-        np_dtype = np.dtype(getattr(__import__("ml_dtypes"), dtype) if dtype == "bfloat16" else dtype)
-        grads, _ = attention_grads(np.random.default_rng(0), np_dtype, mask, 2, 2, Tq, Tk, D, 0.25)
-        products = [k for k in kernelize([x.node for x in grads], Limits(tensor_cores=True))
-                    if attention_grad.match(k) is not None]
-        assert len(products) == 3
+        products = _grad_products(dtype, mask, Tq, Tk, D)
         for i, k in enumerate(products):
             src = render_kernel(k, CUDA).source
             M, N = attention_grad.match(k).spec.M, attention_grad.match(k).spec.N
