@@ -11,7 +11,10 @@ exp2(s * log2(e) - lse * log2(e)) with the scale and the mask, dO @ V^T - D, the
 expression) are evaluated at each accumulator's row and loop index by the renderer's evaluator, rounded to the
 half type as the A fragments of weights @ operand (an m16n8 accumulator pair has the layout of an m16k16 A
 fragment), which accumulates in registers across the blocks. Nothing T x T is stored or read. Weights outside
-the rows or the loop are 0, so tails need no other care.
+the rows or the loop are 0, so tails need no other care. On Hopper, where the loop tiles are whole 64-half rows,
+the same kernel has a wgmma form (`KernelOpts(wgmma=1)`, the tuner's first candidate there, `wgmma_usable`), with
+the same arithmetic: each contraction and the product `wgmma.mma_async`, the loop tiles swizzled for its
+descriptors, the rows' fragments loaded at every block.
 """
 
 from __future__ import annotations
@@ -186,7 +189,7 @@ def render(g: GradSpec, name: str, kernel: Kernel, params: list[str], evaluate: 
     tiles, uses = _tiles(kernel, g)
 
     # shared memory: the loop tiles twice (cp.async into one buffer while the other is computed on; in the wgmma
-    # form swizzled, from a 1024-aligned base), the rows' operands staged once (then held as fragments)
+    # form swizzled, from a 1024-aligned base), the rows' operands staged once (their fragments loaded from there)
     pool, at = [], 0
     loop_fill = []
     for t, (node, index, width) in enumerate(tiles):
