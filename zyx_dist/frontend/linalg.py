@@ -15,9 +15,7 @@ from ..graph.ir import Node, ReduceOp
 from .common import Axis, as_tensor, broadcast_shapes, norm_axes
 from .elementwise import as_float
 from .movement import permute_dims
-from .reduce import max as max_
 from .reduce import mean, reduce_axes
-from .reduce import sum as sum_
 from .tensor import Tensor
 
 __all__ = ["dot", "einsum", "layer_norm", "log_softmax", "matmul", "softmax", "tensordot"]
@@ -177,18 +175,20 @@ def softmax(x: Any, axis: Axis = -1) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) over `axis` (int or tuple), in float. Its gradient is p * (g - sum(g * p)),
     read from the result (graph/autograd.py `composite`)."""
     x = as_float(x)
-    e = (x - max_(x, axis, keepdims=True)).exp()
-    out = e / sum_(e, axis, keepdims=True)
-    autograd.composite(out.node, "softmax", x.node, norm_axes(axis, x.shape))
+    axes = norm_axes(axis, x.shape)  # (once: max and sum of a float are reductions in its dtype over these)
+    e = (x - reduce_axes(ReduceOp.MAX, x, axes, True)).exp()
+    out = e / reduce_axes(ReduceOp.SUM, e, axes, True, 0)
+    autograd.composite(out.node, "softmax", x.node, axes)
     return out
 
 
 def log_softmax(x: Any, axis: Axis = -1) -> Tensor:
     """x - max - log(sum(exp(x - max))) over `axis`, in float. Its gradient is g - exp(y) * sum(g)."""
     x = as_float(x)
-    shifted = x - max_(x, axis, keepdims=True)
-    out = shifted - sum_(shifted.exp(), axis, keepdims=True).log()
-    autograd.composite(out.node, "log_softmax", x.node, norm_axes(axis, x.shape))
+    axes = norm_axes(axis, x.shape)
+    shifted = x - reduce_axes(ReduceOp.MAX, x, axes, True)
+    out = shifted - reduce_axes(ReduceOp.SUM, shifted.exp(), axes, True, 0).log()
+    autograd.composite(out.node, "log_softmax", x.node, axes)
     return out
 
 

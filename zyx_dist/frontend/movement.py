@@ -76,9 +76,10 @@ def permute_dims(x: Any, axes: Any) -> Tensor:
 def matrix_transpose(x: Any) -> Tensor:
     """Swap the last two axes (`x.mT`)."""
     x = as_tensor(x)
-    if x.ndim < 2:
+    n = x.ndim
+    if n < 2:
         raise ShapeError(f"matrix transpose needs at least 2 dims, got shape {x.shape}")
-    return permute_dims(x, (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2))
+    return Tensor(graph.permute(x.node, (*range(n - 2), n - 1, n - 2)))  # (a permutation by construction)
 
 
 def broadcast_to(x: Any, shape: Any) -> Tensor:
