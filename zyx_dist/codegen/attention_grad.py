@@ -192,12 +192,13 @@ def render(g: GradSpec, name: str, kernel: Kernel, params: list[str], evaluate: 
     # form swizzled, from a 1024-aligned base), the rows' operands staged once (their fragments loaded from there)
     pool, at = [], 0
     loop_fill = []
+    buffer = [BN * width * 2 for _n, _ix, width in tiles]  # bytes of one buffer of each loop tile (wgmma form)
     for t, (node, index, width) in enumerate(tiles):
         dd = sym.Var("dd", 0, width - 1)
         if wgmma:
             pool.append(f"  unsigned short* L{t} = reinterpret_cast<unsigned short*>(zd_base + {at});\n"
                         f"  const unsigned l{t} = zd_smem(L{t});")
-            at += 2 * BN * width * 2
+            at += 2 * buffer[t]
             slot = f"L{t}[buf * {BN * width} + zd_swz_at(row, col)]"
         else:
             pitch = width + PAD
@@ -252,6 +253,7 @@ def render(g: GradSpec, name: str, kernel: Kernel, params: list[str], evaluate: 
   #pragma unroll
   for (int kk = 0; kk < {c.head // 16}; kk++)
     {ldm(False, addr, (f"rf{i}[kk][0]", f"rf{i}[kk][1]", f"rf{i}[kk][2]", f"rf{i}[kk][3]"))}""")
+    frags_once, frags_per_block = ("", "\n".join(frags)) if wgmma else ("\n".join(frags), "")
     scores = []
     for i, c in enumerate(g.contractions):
         t = uses[i]
@@ -260,7 +262,7 @@ def render(g: GradSpec, name: str, kernel: Kernel, params: list[str], evaluate: 
             # compiler after the first's issue, and ptxas then waited for that wgmma, C7517)
             scores.append(f"    float S{i}[{BN // 8}][4];\n" + wgmma_loop(
                 kind, "kk", c.head // 16, BN, f"S{i}", f"rf{i}[kk]",
-                f"zd_desc(l{t} + buf * {2 * BN * tiles[t][2]}u + (kk >> 2) * {BN * 128} + (kk & 3) * 32, 16, 1024)",
+                f"zd_desc(l{t} + buf * {buffer[t]}u + (kk >> 2) * {BN * 128} + (kk & 3) * 32, 16, 1024)",
                 0, "    ", fresh=True))
         else:
             scores.append(f"""    float S{i}[{BN // 8}][4];
@@ -278,7 +280,7 @@ def render(g: GradSpec, name: str, kernel: Kernel, params: list[str], evaluate: 
     op_tile = uses[-1]
     if wgmma:  # (16 rows of 128 bytes per k16 step, panels of 64 columns BN rows apart, read transposed)
         product = wgmma_loop(kind, "t", BN // 16, N, "o", "pf[t]",
-                             f"zd_desc(l{op_tile} + buf * {2 * BN * N}u + t * 2048, {BN * 128}, 1024)", 1, "    ")
+                             f"zd_desc(l{op_tile} + buf * {buffer[op_tile]}u + t * 2048, {BN * 128}, 1024)", 1, "    ")
         product += f"\n    {WAIT}"
         ready = ('    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // ... and visible to wgmma\n')
         base = (f"  unsigned char* zd_base = reinterpret_cast<unsigned char*>(zd_pool) + "
@@ -306,7 +308,7 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
   zd_cp_commit();
   asm volatile("cp.async.wait_group 0;" ::: "memory");
   __syncthreads();
-{"" if wgmma else chr(10).join(frags)}
+{frags_once}
 {chr(10).join(per_row)}
   float o[{N // 8}][4];
   #pragma unroll
@@ -331,7 +333,7 @@ extern "C" __global__ void __launch_bounds__({THREADS}) {name}({', '.join(params
 {ready}    __syncthreads();  // ... for every thread
     const int buf = s & 1;
     const {T} j0 = ({T})s * {BN};
-{chr(10).join(frags) if wgmma else ""}
+{frags_per_block}
 {chr(10).join(scores)}
     // the weights at each accumulator's row and loop index (0 past either end), as the A fragments of the product
     #pragma unroll

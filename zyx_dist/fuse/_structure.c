@@ -23,8 +23,9 @@ static PyTypeObject *node_type;
 static Py_ssize_t off_op, off_arg, off_shape, off_dtype, off_device, off_srcs;
 
 /* Numbering the nodes. A dict (node -> position) cost most of `walk` and a third of `structure`: a hash, a probe
- * and, for a new node, an insert, a position int and at the end the key list. A node of the configured type carries its own number instead (graph/_node.c's
- * NodeObject: walk_mark, walk_pos): each walk takes a fresh stamp from a 64-bit counter, and a node whose mark is
+ * and, for a new node, an insert, a position int and at the end the key list. A node of the configured type
+ * carries its own number instead (graph/_node.c's NodeObject: walk_mark, walk_pos): each walk takes a fresh
+ * stamp from a 64-bit counter, and a node whose mark is
  * that stamp was met in this walk, at walk_pos; any other mark is an earlier walk's, stale by construction, so a
  * walk that stops on an error leaves nothing to undo. Nodes of any other type (graph/node.py's PyNode, where
  * _node.c is not built or ZYX_DIST_C_NODES=0; a subclass) are numbered in a dict, made at the first one met.
