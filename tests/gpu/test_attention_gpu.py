@@ -382,6 +382,33 @@ def test_cuda_attention_backward_products_on_tensor_cores(dtype, label, H, Tq, T
         del session
 
 
+@pytest.mark.skipif(not compute_capability_9(), reason="the default applies on compute capability 9.0")
+@pytest.mark.parametrize("B,H,T,D", [(2, 4, 200, 64), (2, 4, 200, 32), (1, 2, 2048, 64)])
+def test_cuda_attention_backward_recomputes_by_default_on_hopper_at_whole_64_head_dims(B, H, T, D, monkeypatch):
+    """Unasked (no ZYX_DIST_ATTENTION_GRAD), a Hopper session recomputes the products where wgmma's form applies
+    (head dim 64: three product kernels, nothing T x T stored; with few heads and long rows too, whose sums split-K
+    leaves whole) and keeps the stored p and dS elsewhere (head dim 32); the gradients match NumPy's either way."""
+    from helpers import attention_grads
+
+    from zyx_dist.codegen import attention_grad
+    from zyx_dist.engine import session as zsession
+
+    monkeypatch.delenv("ZYX_DIST_ATTENTION_GRAD", raising=False)
+    session = zd.init(ray=False, devices=["cuda:0"])
+    try:
+        grads, want = attention_grads(RNG, BF, "causal", B, H, T, T, D, 0.125)
+        kernels, _, _ = zsession.current().plan([x.node for x in grads])
+        square = sum(o.size == B * H * T * T for kern in kernels for o in kern.outputs)
+        products = sum(attention_grad.match(kern) is not None for kern in kernels)
+        assert (square, products) == ((0, 3) if D == 64 else (2, 0)), (square, products)
+        zd.realize(*grads)
+        for name, x, exp in zip("qkv", grads, want):
+            np.testing.assert_allclose(x.numpy().astype(np.float64), exp, rtol=0.05, atol=0.05, err_msg=f"d{name}")
+    finally:
+        zd.shutdown()
+        del session
+
+
 # (wgmma's form only where the head dims are whole 64-half rows)
 FORM_CASES = [(*c, form) for c in BACKWARD_CASES[:4] for form in ((1, 0) if c[5] % 64 == 0 else (0,))]
 

@@ -107,11 +107,50 @@ def test_nvcc_accepts_the_backward_products():
                 assert spills and max(spills) <= 16, f"{name} {arch} spills:\n{r.stderr}"
 
 
-def test_sessions_ask_for_the_products_only_on_cuda_with_tensor_cores_and_when_asked(monkeypatch):
-    from zyx_dist.engine.session import _tensor_cores
+def test_sessions_recompute_the_products_by_default_on_hopper_at_wgmma_head_dims(monkeypatch):
+    """By default only Hopper (wgmma's form, head dims of whole 64s) recomputes; asked for, every CUDA device with
+    mma.sync on half types at any head dim in 16s; told not to, none; never OpenCL."""
+    from zyx_dist.engine.session import _grad_heads
 
-    hopper, volta = {"backend": "cuda", "compute_capability": "9.0"}, {"backend": "cuda", "compute_capability": "7.0"}
-    assert not _tensor_cores(hopper)  # off by default: slower than the stored path for now (the README's figures)
+    def at(cc: str, backend: str = "cuda") -> int:
+        return _grad_heads({"backend": backend, "compute_capability": cc})
+
+    monkeypatch.delenv("ZYX_DIST_ATTENTION_GRAD", raising=False)
+    assert (at("9.0"), at("8.0"), at("10.0"), at("9.0", "opencl")) == (64, 0, 0, 0)
     monkeypatch.setenv("ZYX_DIST_ATTENTION_GRAD", "1")
-    assert _tensor_cores(hopper) and not _tensor_cores(volta)
-    assert not _tensor_cores({"backend": "opencl", "compute_capability": "9.0"})
+    assert (at("9.0"), at("8.6"), at("7.0"), at("9.0", "opencl")) == (16, 16, 0, 0)
+    monkeypatch.setenv("ZYX_DIST_ATTENTION_GRAD", "off")
+    assert at("9.0") == 0
+
+
+def test_the_default_on_hopper_recomputes_only_products_at_whole_64_head_dims():
+    """Limits(grad_heads=64): a head dim of 64 recomputes (nothing T x T stored), one of 32 keeps the stored p and
+    dS, with the same gradients' kernels otherwise."""
+    for D, recomputed in ((64, True), (32, False)):
+        grads, _, square = _graph("bfloat16", "causal", 96, 96, D)  # (T != D: sizes tell p apart)
+        kernels = kernelize([g.node for g in grads], Limits(tensor_cores=True, grad_heads=64))
+        assert sum(x.size == square for kern in kernels for x in kern.outputs) == (0 if recomputed else 2), D
+        assert sum(attention_grad.match(kern) is not None for kern in kernels) == (3 if recomputed else 0), D
+
+
+def test_split_k_leaves_the_products_whole_where_they_recompute(monkeypatch):
+    """Few heads and long rows: split-K (on in GPU sessions) would cut each product's sum over 1024 queries or keys
+    into partial GEMMs, which read p and dS stored T x T. Where the products recompute (the session's grad_heads in
+    ir.GRAD_HEADS), the sums stay whole, each product is one kernel and the gradients equal NumPy's; without it the
+    split and the stored weights are as before."""
+    from zyx_dist.graph import ir
+
+    plans = zsession.current().plans
+    monkeypatch.setattr(plans, "limits", dataclasses.replace(plans.limits, tensor_cores=True))
+    monkeypatch.setattr(ir, "SPLIT_K", True)
+    for heads in (0, 16):
+        monkeypatch.setattr(ir, "GRAD_HEADS", heads)
+        grads, want = attention_grads(np.random.default_rng(5), np.dtype(ml_dtypes.bfloat16), "causal", 1, 1, 1024,
+                                      1024, 16, 0.25)
+        kernels, _, _ = zsession.current().plan([g.node for g in grads])
+        square = sum(x.size == 1024 * 1024 for kern in kernels for x in kern.outputs)
+        products = sum(attention_grad.match(kern) is not None for kern in kernels)
+        assert (square, products) == ((0, 3) if heads else (2, 0)), heads
+    zd.realize(*grads)
+    for name, got, exp in zip("qkv", grads, want):
+        np.testing.assert_allclose(got.numpy().astype(np.float64), exp, rtol=0.05, atol=0.05, err_msg=f"d{name}")

@@ -125,9 +125,12 @@ class Session(Recovery, Exchange, Readback):
         # only add to the walk
         self.guess_plans = templates.guesses_enabled(self.split_k or self.backend.round_trip_seconds > 0)
         # graph structure -> kernels and their programs; every kernel must fit every device's argument space
+        grad_heads = [_grad_heads(i) for i in self.infos.values()]
         self.plans = PlanCache(Limits(param_bytes=min(int(i.get("max_parameter_bytes") or 1024)
                                                       for i in self.infos.values()),
-                                      tensor_cores=all(_tensor_cores(i) for i in self.infos.values())))
+                                      tensor_cores=all(grad_heads), grad_heads=max(grad_heads) or Limits.grad_heads))
+        self.grad_heads = max(grad_heads) if all(grad_heads) else 0
+        ir.GRAD_HEADS = self.grad_heads  # (split-K leaves those products whole)
         self.peaks = {}
         # (kernel, device) -> the least device time any run measured: a bound on how long its replays wait for
         # it (the cost model's moving average keeps half of a first, cold launch: templates.hidden_seconds)
@@ -497,14 +500,24 @@ class Session(Recovery, Exchange, Readback):
         return out
 
 
-def _tensor_cores(info: dict) -> bool:
-    """Whether an attention's backward products may recompute their weights on this device
-    (codegen/attention_grad.py): CUDA's mma.sync on half types (compute capability 8.0 and up), and asked for with
-    ZYX_DIST_ATTENTION_GRAD=1. Off by default: on an H200 those kernels took 346, 271 and 192 us a layer of the
-    GPT-2-width step, against ~600 us for the GEMMs that read the stored p and dS (step 8.51 against 7.58 ms)."""
+def _grad_heads(info: dict) -> int:
+    """The head dims (their multiple) at which an attention's backward products recompute their weights on this
+    device (codegen/attention_grad.py), 0 where they never do. ZYX_DIST_ATTENTION_GRAD=1 asks for them at every
+    head dim in whole 16s on CUDA with mma.sync on half types (compute capability 8.0 and up), =0 never. By
+    default they do on Hopper (9.x) where wgmma's form applies (head dims of whole 64s): on an H100, GPT-2-width
+    bf16 training stepped in 7.90 ms that way against 8.18 with the stored p and dS GEMMs, and stores no T x T
+    matrix. mma.sync's form alone was slower than the stored path (an H200's step 8.51 against 7.58 ms), so
+    other devices and head dims keep that path unless asked."""
+    if info.get("backend") != "cuda":
+        return 0
     cc = str(info.get("compute_capability", "")).split(".")[0]
-    wanted = os.environ.get("ZYX_DIST_ATTENTION_GRAD", "0").strip().lower() in ("1", "true", "on")
-    return wanted and info.get("backend") == "cuda" and cc.isdigit() and int(cc) >= 8
+    major = int(cc) if cc.isdigit() else 0
+    asked = os.environ.get("ZYX_DIST_ATTENTION_GRAD", "").strip().lower()
+    if asked in ("1", "true", "on"):
+        return 16 if major >= 8 else 0
+    if asked in ("0", "false", "off"):
+        return 0
+    return 64 if major == 9 else 0
 
 
 def _variant_key(info: dict) -> str:
@@ -565,6 +578,7 @@ def set_aside() -> Iterator[None]:
             _session = saved
             logs.apply_debug(saved.debug if saved is not None else 0)  # the debug output of the session back
             ir.SPLIT_K = saved is not None and saved.split_k
+            ir.GRAD_HEADS = saved.grad_heads if saved is not None else 0
 
 
 def devices() -> list[DeviceInfo]:

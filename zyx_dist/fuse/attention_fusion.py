@@ -102,14 +102,15 @@ def computing_kernel(n: Node, stored: set[int], users: dict[int, list[Node]]) ->
 
 
 def fused_attention_grads(order: list[Node], targets: set[int], users: dict[int, list[Node]],
-                          stored: set[int]) -> set[int]:
+                          stored: set[int], head_multiple: int = 16) -> set[int]:
     """Nodes that the kernels of an attention's backward products (graph/attention_grad.py: dV, dQ, dK) compute
     themselves rather than read, with `stored` as the kernelizer decided it otherwise: each product's weights
     (the recomputed scores and probabilities, dO @ V^T, dS) down to the contractions. A product is kept only
     where nothing else reads those nodes (nor requests or pins them), and what its contractions and its operand
     read is stored, an input, or computed without a reduce (else each kernel would run that reduce per
-    element)."""
-    found = [g for n in order if n.op is Op.REDUCE and (g := find_attention_grad(n)) is not None]
+    element), and whose head dims are multiples of `head_multiple`."""
+    found = [g for n in order if n.op is Op.REDUCE and (g := find_attention_grad(n)) is not None
+             and all(h % head_multiple == 0 for h in g.heads)]
     by_id = {n.id: n for n in order}
     while True:  # dropping a product can leave another's nodes with an outside reader
         inner = set().union(*(g.nodes for g in found))

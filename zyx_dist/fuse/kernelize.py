@@ -53,12 +53,14 @@ class Limits:
     source (and its compile time) whatever the graph; `tensor_cores`: every device runs CUDA's mma.sync on
     half types (sm_80 and up) and the session asks for it (engine/session.py), so an attention's backward
     products may recompute their weights in one kernel each (codegen/attention_grad.py), which elsewhere
-    would run as plain loops."""
+    would run as plain loops; `grad_heads`: those products do where their head dims are multiples of it (64
+    where only wgmma's form of them is wanted)."""
 
     param_bytes: int = 1024
     pointer_bytes: int = 8
     nodes: int = 512
     tensor_cores: bool = False
+    grad_heads: int = 16
 
     @property
     def buffers(self) -> int:
@@ -141,7 +143,8 @@ def kernelize(targets: list[Node], limits: Limits = DEFAULT_LIMITS,
             break
         stored |= extra
     # an attention's backward products recompute their weights: nothing T x T is stored
-    if limits.tensor_cores and (recomputed := fused_attention_grads(order, {t.id for t in targets}, users, stored)):
+    if limits.tensor_cores and (recomputed := fused_attention_grads(order, {t.id for t in targets}, users, stored,
+                                                                       limits.grad_heads)):
         stored -= recomputed
         groups = _group(order, stored, affinity)
     if fused:

@@ -30,6 +30,12 @@ class ChainedProduct:
     nodes: frozenset[int]  # ids of what the kernel computes and never stores: from the product down to the
     # contractions' products, inclusive (not the contractions' operands, nor what the weights read under a broadcast)
 
+    @property
+    def heads(self) -> tuple[int, ...]:
+        """The head dims of its loop operands: each contraction's, then the operand's (what the weights are
+        broadcast over in the product)."""
+        return (*map(_head, self.contractions), self.out.srcs[0].size // max(self.weights.size, 1))
+
 
 def _strip(n: Node) -> Node:
     while n.op in MOVES:
