@@ -136,15 +136,18 @@ def test_the_default_on_hopper_recomputes_only_products_at_whole_64_head_dims():
 def test_split_k_leaves_the_products_whole_where_they_recompute(monkeypatch):
     """Few heads and long rows: split-K (on in GPU sessions) would cut each product's sum over 1024 queries or keys
     into partial GEMMs, which read p and dS stored T x T. Where the products recompute (the session's grad_heads in
-    ir.GRAD_HEADS), the sums stay whole, each product is one kernel and the gradients equal NumPy's; without it the
+    ir.WHOLE_SUMS), the sums stay whole, each product is one kernel and the gradients equal NumPy's; without it the
     split and the stored weights are as before."""
+    from functools import partial
+
     from zyx_dist.graph import ir
+    from zyx_dist.graph.attention_grad import recomputes
 
     plans = zsession.current().plans
     monkeypatch.setattr(plans, "limits", dataclasses.replace(plans.limits, tensor_cores=True))
     monkeypatch.setattr(ir, "SPLIT_K", True)
     for heads in (0, 16):
-        monkeypatch.setattr(ir, "GRAD_HEADS", heads)
+        monkeypatch.setattr(ir, "WHOLE_SUMS", partial(recomputes, head_multiple=heads) if heads else None)
         grads, want = attention_grads(np.random.default_rng(5), np.dtype(ml_dtypes.bfloat16), "causal", 1, 1, 1024,
                                       1024, 16, 0.25)
         kernels, _, _ = zsession.current().plan([g.node for g in grads])

@@ -17,6 +17,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from .. import context, logs
@@ -27,7 +28,7 @@ from ..config import Config, load_config
 from ..errors import ConfigError, DeviceError, WorkerLostError, ZyxError
 from ..fuse.kernelize import Limits
 from ..fuse.plan_cache import PlanCache
-from ..graph import companions, guards, history, ir, lineage, shard
+from ..graph import attention_grad, companions, guards, history, ir, lineage, shard
 from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
 from ..protocol import BatchResult, DropTemplate, Failed, Free, Sync
@@ -129,8 +130,9 @@ class Session(Recovery, Exchange, Readback):
         self.plans = PlanCache(Limits(param_bytes=min(int(i.get("max_parameter_bytes") or 1024)
                                                       for i in self.infos.values()),
                                       tensor_cores=all(grad_heads), grad_heads=max(grad_heads) or Limits.grad_heads))
-        self.grad_heads = max(grad_heads) if all(grad_heads) else 0
-        ir.GRAD_HEADS = self.grad_heads  # (split-K leaves those products whole)
+        # (split-K leaves the sums of the products that recompute their weights whole)
+        self.whole_sums = partial(attention_grad.recomputes, head_multiple=max(grad_heads)) if all(grad_heads) else None
+        ir.WHOLE_SUMS = self.whole_sums
         self.peaks = {}
         # (kernel, device) -> the least device time any run measured: a bound on how long its replays wait for
         # it (the cost model's moving average keeps half of a first, cold launch: templates.hidden_seconds)
@@ -578,7 +580,7 @@ def set_aside() -> Iterator[None]:
             _session = saved
             logs.apply_debug(saved.debug if saved is not None else 0)  # the debug output of the session back
             ir.SPLIT_K = saved is not None and saved.split_k
-            ir.GRAD_HEADS = saved.grad_heads if saved is not None else 0
+            ir.WHOLE_SUMS = saved.whole_sums if saved is not None else None
 
 
 def devices() -> list[DeviceInfo]:

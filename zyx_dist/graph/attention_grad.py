@@ -80,6 +80,17 @@ def find(out: Node) -> ChainedProduct | None:
     return None
 
 
+def recomputes(x: Node, axes: tuple[int, ...], shape: tuple[int, ...], head_multiple: int) -> bool:
+    """Whether the sum of `x` over `axes` (to `shape`) is a product that the kernelizer runs as one kernel
+    recomputing its weights at head dims in multiples of `head_multiple` (the session's Limits.grad_heads). Split-K
+    leaves such a sum whole (ir.WHOLE_SUMS): the kernel loops over the whole length, while split into partial
+    GEMMs the product would read its weights (p, dS: T x T) stored."""
+    if not x.dtype.is_half:
+        return False
+    g = find(Node(Op.REDUCE, (x,), (ReduceOp.SUM, axes), shape, x.dtype))
+    return g is not None and all(h % head_multiple == 0 for h in g.heads)
+
+
 def _weights(top: Node) -> tuple[tuple[Node, ...], set[int]] | None:
     """The contractions `top` is computed from (1 or 2, reached with no broadcast between) and the ids of the
     nodes down to them and their products, where `top` reaches them through WEIGHT_OPS only and one of those

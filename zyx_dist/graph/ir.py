@@ -334,7 +334,7 @@ def reduce(op: ReduceOp, x: Node, axes: tuple[int, ...]) -> Node:
     # norm's or RMS norm's sum of squares, is one row kernel's loop: split, it took three kernels)
     if SPLIT_K and op is ReduceOp.SUM and len(axes) == 1 and x.shape[axes[0]] >= SPLIT_K_AT and broadcast_product(x):
         parts = _split_k_parts(x.shape[axes[0]], prod(shape))
-        if parts > 1 and not any(_softmax_like(f) for f in x.srcs) and not _recomputed_product(x, axes, shape):
+        if parts > 1 and not any(_softmax_like(f) for f in x.srcs) and not (WHOLE_SUMS and WHOLE_SUMS(x, axes, shape)):
             return _split_contraction(x, axes[0], parts, shape)
     return Node(Op.REDUCE, (x,), (op, axes), shape, x.dtype)
 
@@ -360,8 +360,8 @@ def _split_reduce(op: ReduceOp, x: Node, axes: tuple[int, ...], shape: Shape) ->
 
 SPLIT_K = False  # split-K and column splits on: the session sets it when one of its devices is a GPU (graphs are
 # built before they are placed, so this is the session's choice, not a device's)
-GRAD_HEADS = 0  # where an attention's backward products recompute their weights, their head dims' multiple (the
-# session's Limits.grad_heads; 0: they never do): split-K leaves those sums whole
+WHOLE_SUMS = None  # the session's test of a sum (x, axes, shape) that split-K leaves whole: an attention backward's
+# product whose kernel recomputes its weights (graph/attention_grad.recomputes), where the session's devices do that
 COLUMN_SPLIT_AT = 4096  # a sum over leading axes this long, into at most COLUMN_SPLIT_COLUMNS outputs, is split
 COLUMN_SPLIT_COLUMNS = 1 << 14
 COLUMN_SPLIT_OUTPUTS = 1 << 16  # outputs of its first stage: enough work-items to fill a GPU
@@ -457,18 +457,6 @@ def _softmax_like(f: Node, limit: int = 32) -> bool:
                     seen.add(src.id)
                     queue.append(src)
     return False
-
-
-def _recomputed_product(x: Node, axes: tuple[int, ...], shape: Shape) -> bool:
-    """Whether the sum of `x` over `axes` is an attention backward's product that the kernelizer runs as one kernel
-    recomputing its weights (graph/attention_grad.py, at the session's GRAD_HEADS): that kernel loops over the
-    whole length, and split, its weights (p, dS: T x T) would be stored for the partial GEMMs."""
-    if not GRAD_HEADS or not x.dtype.is_half:
-        return False
-    from .attention_grad import find  # (it imports this module)
-
-    g = find(Node(Op.REDUCE, (x,), (ReduceOp.SUM, axes), shape, x.dtype))
-    return g is not None and all(h % GRAD_HEADS == 0 for h in g.heads)
 
 
 def view_base(n: Node) -> Node:
