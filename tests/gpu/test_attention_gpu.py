@@ -382,18 +382,18 @@ def test_cuda_attention_backward_products_on_tensor_cores(dtype, label, H, Tq, T
         del session
 
 
-@pytest.mark.skipif(not compute_capability_9(), reason="the default applies on compute capability 9.0")
+@pytest.mark.skipif(not compute_capability_9(), reason="ZYX_DIST_ATTENTION_GRAD=wgmma applies on compute capability 9.0")
 @pytest.mark.parametrize("B,H,T,D", [(2, 4, 200, 64), (2, 4, 200, 32), (1, 2, 2048, 64)])
-def test_cuda_attention_backward_recomputes_by_default_on_hopper_at_whole_64_head_dims(B, H, T, D, monkeypatch):
-    """Unasked (no ZYX_DIST_ATTENTION_GRAD), a Hopper session recomputes the products where wgmma's form applies
-    (head dim 64: three product kernels, nothing T x T stored; with few heads and long rows too, whose sums split-K
+def test_cuda_attention_backward_recomputes_where_wgmma_applies(B, H, T, D, monkeypatch):
+    """With ZYX_DIST_ATTENTION_GRAD=wgmma, a Hopper session recomputes the products where wgmma's form applies (head
+    dim 64: three product kernels, nothing T x T stored; with few heads and long rows too, whose sums split-K
     leaves whole) and keeps the stored p and dS elsewhere (head dim 32); the gradients match NumPy's either way."""
     from helpers import attention_grads
 
     from zyx_dist.codegen import attention_grad
     from zyx_dist.engine import session as zsession
 
-    monkeypatch.delenv("ZYX_DIST_ATTENTION_GRAD", raising=False)
+    monkeypatch.setenv("ZYX_DIST_ATTENTION_GRAD", "wgmma")
     session = zd.init(ray=False, devices=["cuda:0"])
     try:
         grads, want = attention_grads(RNG, BF, "causal", B, H, T, T, D, 0.125)

@@ -107,23 +107,25 @@ def test_nvcc_accepts_the_backward_products():
                 assert spills and max(spills) <= 16, f"{name} {arch} spills:\n{r.stderr}"
 
 
-def test_sessions_recompute_the_products_by_default_on_hopper_at_wgmma_head_dims(monkeypatch):
-    """By default only Hopper (wgmma's form, head dims of whole 64s) recomputes; asked for, every CUDA device with
-    mma.sync on half types at any head dim in 16s; told not to, none; never OpenCL."""
+def test_sessions_recompute_the_products_where_asked(monkeypatch):
+    """Unset, no device recomputes; =1 every CUDA device with mma.sync on half types at any head dim in 16s; =wgmma
+    only Hopper (wgmma's form, head dims of whole 64s); never OpenCL."""
     from zyx_dist.engine.session import _grad_heads
 
     def at(cc: str, backend: str = "cuda") -> int:
         return _grad_heads({"backend": backend, "compute_capability": cc})
 
     monkeypatch.delenv("ZYX_DIST_ATTENTION_GRAD", raising=False)
-    assert (at("9.0"), at("8.0"), at("10.0"), at("9.0", "opencl")) == (64, 0, 0, 0)
+    assert (at("9.0"), at("8.0")) == (0, 0)
     monkeypatch.setenv("ZYX_DIST_ATTENTION_GRAD", "1")
     assert (at("9.0"), at("8.6"), at("7.0"), at("9.0", "opencl")) == (16, 16, 0, 0)
+    monkeypatch.setenv("ZYX_DIST_ATTENTION_GRAD", "wgmma")
+    assert (at("9.0"), at("8.0"), at("10.0"), at("9.0", "opencl")) == (64, 0, 0, 0)
     monkeypatch.setenv("ZYX_DIST_ATTENTION_GRAD", "off")
     assert at("9.0") == 0
 
 
-def test_the_default_on_hopper_recomputes_only_products_at_whole_64_head_dims():
+def test_at_grad_heads_64_only_products_at_whole_64_head_dims_recompute():
     """Limits(grad_heads=64): a head dim of 64 recomputes (nothing T x T stored), one of 32 keeps the stored p and
     dS, with the same gradients' kernels otherwise."""
     for D, recomputed in ((64, True), (32, False)):

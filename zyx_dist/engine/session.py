@@ -505,21 +505,17 @@ class Session(Recovery, Exchange, Readback):
 def _grad_heads(info: dict) -> int:
     """The head dims (their multiple) at which an attention's backward products recompute their weights on this
     device (codegen/attention_grad.py), 0 where they never do. ZYX_DIST_ATTENTION_GRAD=1 asks for them at every
-    head dim in whole 16s on CUDA with mma.sync on half types (compute capability 8.0 and up), =0 never. By
-    default they do on Hopper (9.x) where wgmma's form applies (head dims of whole 64s): on an H100, GPT-2-width
-    bf16 training stepped in 7.90 ms that way against 8.18 with the stored p and dS GEMMs, and stores no T x T
-    matrix. mma.sync's form alone was slower than the stored path (an H200's step 8.51 against 7.58 ms), so
-    other devices and head dims keep that path unless asked."""
-    if info.get("backend") != "cuda":
-        return 0
-    cc = str(info.get("compute_capability", "")).split(".")[0]
-    major = int(cc) if cc.isdigit() else 0
+    head dim in whole 16s on CUDA with mma.sync on half types (compute capability 8.0 and up); =wgmma only where
+    wgmma's form of them applies, Hopper (9.x) at head dims of whole 64s: on an H100 the GPT-2-width bf16
+    training step took 7.90 ms that way against 8.18 with the stored p and dS GEMMs, and stores no T x T matrix,
+    while mma.sync's form alone was slower than the stored path (an H200's step 8.51 against 7.58 ms). Unset, or
+    anything else, the stored path everywhere: =wgmma becomes the default once the GPU tier has passed with it."""
     asked = os.environ.get("ZYX_DIST_ATTENTION_GRAD", "").strip().lower()
+    cc = str(info.get("compute_capability", "")).split(".")[0]
+    major = int(cc) if cc.isdigit() and info.get("backend") == "cuda" else 0
     if asked in ("1", "true", "on"):
         return 16 if major >= 8 else 0
-    if asked in ("0", "false", "off"):
-        return 0
-    return 64 if major == 9 else 0
+    return 64 if asked == "wgmma" and major == 9 else 0
 
 
 def _variant_key(info: dict) -> str:
