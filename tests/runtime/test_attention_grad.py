@@ -109,7 +109,7 @@ def test_nvcc_accepts_the_backward_products():
 
 def test_sessions_recompute_the_products_where_asked(monkeypatch):
     """Unset, no device recomputes; =1 every CUDA device with mma.sync on half types at any head dim in 16s; =wgmma
-    only Hopper (wgmma's form, head dims of whole 64s); never OpenCL."""
+    only Hopper (wgmma's form, head dims of whole 64s); never OpenCL; a misspelt value is a ConfigError."""
     from zyx_dist.engine.session import _grad_heads
 
     def at(cc: str, backend: str = "cuda") -> int:
@@ -123,6 +123,15 @@ def test_sessions_recompute_the_products_where_asked(monkeypatch):
     assert (at("9.0"), at("8.0"), at("10.0"), at("9.0", "opencl")) == (64, 0, 0, 0)
     monkeypatch.setenv("ZYX_DIST_ATTENTION_GRAD", "off")
     assert at("9.0") == 0
+    monkeypatch.setenv("ZYX_DIST_ATTENTION_GRAD", "wgmm")
+    with pytest.raises(zd.ConfigError, match="ZYX_DIST_ATTENTION_GRAD: 'wgmm'"):
+        at("9.0")
+    with zsession.set_aside():  # a session refuses it as it starts, and a later one starts as usual
+        with pytest.raises(zd.ConfigError, match="use 1, wgmma or 0"):
+            zd.init(ray=False)
+        monkeypatch.delenv("ZYX_DIST_ATTENTION_GRAD")
+        with zd.init(ray=False):
+            np.testing.assert_array_equal((zd.arange(4) * 2).numpy(), np.arange(4) * 2)
 
 
 def test_at_grad_heads_64_only_products_at_whole_64_head_dims_recompute():

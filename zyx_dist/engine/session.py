@@ -508,9 +508,12 @@ def _grad_heads(info: dict) -> int:
     head dim in whole 16s on CUDA with mma.sync on half types (compute capability 8.0 and up); =wgmma only where
     wgmma's form of them applies, Hopper (9.x) at head dims of whole 64s: on an H100 the GPT-2-width bf16
     training step took 7.90 ms that way against 8.18 with the stored p and dS GEMMs, and stores no T x T matrix,
-    while mma.sync's form alone was slower than the stored path (an H200's step 8.51 against 7.58 ms). Unset, or
-    anything else, the stored path everywhere: =wgmma becomes the default once the GPU tier has passed with it."""
+    while mma.sync's form alone was slower than the stored path (an H200's step 8.51 against 7.58 ms). Unset or 0,
+    the stored path everywhere (=wgmma becomes the default once the GPU tier has passed with it); any other value
+    is a ConfigError."""
     asked = os.environ.get("ZYX_DIST_ATTENTION_GRAD", "").strip().lower()
+    if asked not in ("", "0", "false", "off", "1", "true", "on", "wgmma"):
+        raise ConfigError(f"ZYX_DIST_ATTENTION_GRAD: {asked!r} is not a setting (use 1, wgmma or 0)")
     cc = str(info.get("compute_capability", "")).split(".")[0]
     major = int(cc) if cc.isdigit() and info.get("backend") == "cuda" else 0
     if asked in ("1", "true", "on"):
