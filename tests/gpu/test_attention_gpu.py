@@ -348,7 +348,7 @@ def test_cuda_attention_tma_form_trusts_no_flags_of_an_earlier_launch(cuda_worke
         np.testing.assert_allclose(got[~nan], exp[~nan], rtol=2e-2, atol=2e-2)
 
 
-# (the last: heads enough that split-K leaves the products' sums over 1024 whole, else they are not recognised)
+# (the last: sums over 1024 rows, which split-K leaves whole where the products are asked for)
 BACKWARD_CASES = [(BF, "causal", 8, 200, 200, 64), (np.float16, "where", 2, 64, 130, 128), (BF, "none", 4, 96, 64, 32),
                   (BF, "per_batch", 2, 150, 150, 64), (np.float16, "causal", 32, 1024, 1024, 64)]
 
@@ -361,25 +361,8 @@ def test_cuda_attention_backward_products_on_tensor_cores(dtype, label, H, Tq, T
     and dV are each one mma.sync kernel that recomputes the scores, p and dS (codegen/attention_grad.py): nothing
     T x T is stored, and the gradients match NumPy's for each mask (an additive causal -1e9, `where` with -inf, one
     per batch entry, none), head dims 32 to 128, lengths past the blocks and cross-attention."""
-    from helpers import attention_grads
-
-    from zyx_dist.codegen import attention_grad
-    from zyx_dist.engine import session as zsession
-
     monkeypatch.setenv("ZYX_DIST_ATTENTION_GRAD", "1")
-    session = zd.init(ray=False, devices=["cuda:0"])
-    try:
-        B = 2
-        grads, want = attention_grads(RNG, dtype, label, B, H, Tq, Tk, D, 0.125)
-        kernels, _, _ = zsession.current().plan([x.node for x in grads])
-        assert not any(o.size == B * H * Tq * Tk for kern in kernels for o in kern.outputs)
-        assert sum(attention_grad.match(kern) is not None for kern in kernels) == 3
-        zd.realize(*grads)
-        for name, x, exp in zip("qkv", grads, want):
-            np.testing.assert_allclose(x.numpy().astype(np.float64), exp, rtol=0.05, atol=0.05, err_msg=f"d{name}")
-    finally:
-        zd.shutdown()
-        del session
+    assert _session_grads(dtype, label, 2, H, Tq, Tk, D) == (0, 3)
 
 
 @pytest.mark.skipif(not compute_capability_9(), reason="ZYX_DIST_ATTENTION_GRAD=wgmma applies on compute capability 9.0")
@@ -388,22 +371,29 @@ def test_cuda_attention_backward_recomputes_where_wgmma_applies(B, H, T, D, monk
     """With ZYX_DIST_ATTENTION_GRAD=wgmma, a Hopper session recomputes the products where wgmma's form applies (head
     dim 64: three product kernels, nothing T x T stored; with few heads and long rows too, whose sums split-K
     leaves whole) and keeps the stored p and dS elsewhere (head dim 32); the gradients match NumPy's either way."""
+    monkeypatch.setenv("ZYX_DIST_ATTENTION_GRAD", "wgmma")
+    assert _session_grads(BF, "causal", B, H, T, T, D) == ((0, 3) if D == 64 else (2, 0))
+
+
+def _session_grads(dtype, label: str, B: int, H: int, Tq: int, Tk: int, D: int) -> tuple[int, int]:
+    """The attention's gradients (tests/helpers.attention_grads) in a session of its own on cuda:0, as
+    ZYX_DIST_ATTENTION_GRAD sets it, checked against NumPy's: (the kernels' T x T outputs, the product kernels
+    that recompute their weights) in its plan."""
     from helpers import attention_grads
 
     from zyx_dist.codegen import attention_grad
     from zyx_dist.engine import session as zsession
 
-    monkeypatch.setenv("ZYX_DIST_ATTENTION_GRAD", "wgmma")
     session = zd.init(ray=False, devices=["cuda:0"])
     try:
-        grads, want = attention_grads(RNG, BF, "causal", B, H, T, T, D, 0.125)
+        grads, want = attention_grads(RNG, dtype, label, B, H, Tq, Tk, D, 0.125)
         kernels, _, _ = zsession.current().plan([x.node for x in grads])
-        square = sum(o.size == B * H * T * T for kern in kernels for o in kern.outputs)
+        square = sum(o.size == B * H * Tq * Tk for kern in kernels for o in kern.outputs)
         products = sum(attention_grad.match(kern) is not None for kern in kernels)
-        assert (square, products) == ((0, 3) if D == 64 else (2, 0)), (square, products)
         zd.realize(*grads)
         for name, x, exp in zip("qkv", grads, want):
             np.testing.assert_allclose(x.numpy().astype(np.float64), exp, rtol=0.05, atol=0.05, err_msg=f"d{name}")
+        return square, products
     finally:
         zd.shutdown()
         del session
