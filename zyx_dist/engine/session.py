@@ -126,12 +126,14 @@ class Session(Recovery, Exchange, Readback):
         # only add to the walk
         self.guess_plans = templates.guesses_enabled(self.split_k or self.backend.round_trip_seconds > 0)
         # graph structure -> kernels and their programs; every kernel must fit every device's argument space
-        grad_heads = [_grad_heads(i) for i in self.infos.values()]
+        # an attention's backward products recompute their weights where every device does, at the head dims all
+        # of them take (split-K then leaves those products' sums whole)
+        each = [_grad_heads(i) for i in self.infos.values()]
+        heads = max(each) if all(each) else 0
         self.plans = PlanCache(Limits(param_bytes=min(int(i.get("max_parameter_bytes") or 1024)
                                                       for i in self.infos.values()),
-                                      tensor_cores=all(grad_heads), grad_heads=max(grad_heads) or Limits.grad_heads))
-        # (split-K leaves the sums of the products that recompute their weights whole)
-        self.whole_sums = partial(attention_grad.recomputes, head_multiple=max(grad_heads)) if all(grad_heads) else None
+                                      tensor_cores=heads > 0, grad_heads=heads or Limits.grad_heads))
+        self.whole_sums = partial(attention_grad.recomputes, head_multiple=heads) if heads else None
         ir.WHOLE_SUMS = self.whole_sums
         self.peaks = {}
         # (kernel, device) -> the least device time any run measured: a bound on how long its replays wait for
