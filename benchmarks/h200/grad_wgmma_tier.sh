@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on the GPU machine (`device` tool, carry [".devbundle"], `bash benchmarks/h200/grad_wgmma_tier.sh`): what
-# making ZYX_DIST_ATTENTION_GRAD=wgmma the default wants (engine/session._grad_heads: the attention backward's products
+# making ZYX_DIST_ATTENTION_GRAD=wgmma the default wants (engine/limits.grad_heads: the attention backward's products
 # recompute their weights on Hopper where wgmma's form applies). The GPU tier with it set, then the bf16 training step
 # at GPT-2 widths (step_profile.py: device time per step, its largest kernels) with the stored T x T path (unset) and
 # with it, in one cache (the second run reuses the first's tuning); $OUT/step-profile.txt, the tuner's trials in

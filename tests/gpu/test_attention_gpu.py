@@ -420,7 +420,7 @@ def test_cuda_attention_backward_products_in_each_form(cuda_worker, dtype, label
     from zyx_dist.fuse.kernelize import Limits
 
     grads, want = attention_grads(RNG, dtype, label, 2, H, Tq, Tk, D, 0.125)
-    limits = Limits(tensor_cores=True)
+    limits = Limits(grad_heads=16)
     products = [kern for kern in kernelize([x.node for x in grads], limits) if attention_grad.match(kern) is not None]
     assert len(products) == 3
     for kern in products:

@@ -42,7 +42,7 @@ def _graph(dtype, mask: str, Tq: int, Tk: int, D: int, seed: int = 3):
 @pytest.mark.parametrize("dtype,mask,Tq,Tk,D", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}x{c[3]}-d{c[4]}" for c in CASES])
 def test_attention_backward_products_recompute_their_weights(dtype, mask, Tq, Tk, D, monkeypatch):
     plans = zsession.current().plans
-    monkeypatch.setattr(plans, "limits", dataclasses.replace(plans.limits, tensor_cores=True))
+    monkeypatch.setattr(plans, "limits", dataclasses.replace(plans.limits, grad_heads=16))
     grads, want, square = _graph(dtype, mask, Tq, Tk, D)
     kernels, _, _ = zsession.current().plan([g.node for g in grads])
     assert not any(x.size == square for kern in kernels for x in kern.outputs), "nothing T x T is stored"
@@ -60,7 +60,7 @@ def test_without_tensor_cores_the_backward_stores_its_probabilities():
     grads, _, square = _graph("bfloat16", "causal", 64, 64, 16)
     nodes = [g.node for g in grads]
     assert sum(x.size == square for kern in kernelize(nodes) for x in kern.outputs) == 2
-    assert not any(x.size == square for kern in kernelize(nodes, Limits(tensor_cores=True)) for x in kern.outputs)
+    assert not any(x.size == square for kern in kernelize(nodes, Limits(grad_heads=16)) for x in kern.outputs)
 
 
 def test_weights_requested_too_are_stored_and_nothing_recomputes_them():
@@ -73,7 +73,7 @@ def test_weights_requested_too_are_stored_and_nothing_recomputes_them():
     found = [g for n in toposort([g.node for g in grads]) if (g := find(n)) is not None]
     assert len(found) == 3
     ds = next(g.weights for g in found if len(g.contractions) == 2)
-    kernels = kernelize([g.node for g in grads] + [ds], Limits(tensor_cores=True))
+    kernels = kernelize([g.node for g in grads] + [ds], Limits(grad_heads=16))
     assert any(x is ds for kern in kernels for x in kern.outputs)
     assert not any(attention_grad.match(kern) for kern in kernels)
 
@@ -90,7 +90,7 @@ def test_nvcc_accepts_the_backward_products():
     sources = {}
     for dtype, mask, Tq, Tk, D in COMPILED:
         grads, _, _ = _graph(dtype, mask, Tq, Tk, D)
-        for kern in kernelize([g.node for g in grads], Limits(param_bytes=4096, tensor_cores=True)):
+        for kern in kernelize([g.node for g in grads], Limits(param_bytes=4096, grad_heads=16)):
             if attention_grad.match(kern) is not None:
                 sources[f"{dtype}_{mask}_{Tq}x{Tk}_d{D}_{len(sources)}"] = render_kernel(kern, "cuda").source
     assert len(sources) == 3 * len(COMPILED)
@@ -110,10 +110,10 @@ def test_nvcc_accepts_the_backward_products():
 def test_sessions_recompute_the_products_where_asked(monkeypatch):
     """Unset, no device recomputes; =1 every CUDA device with mma.sync on half types at any head dim in 16s; =wgmma
     only Hopper (wgmma's form, head dims of whole 64s); never OpenCL; a misspelt value is a ConfigError."""
-    from zyx_dist.engine.session import _grad_heads
+    from zyx_dist.engine.limits import grad_heads
 
     def at(cc: str, backend: str = "cuda") -> int:
-        return _grad_heads({"backend": backend, "compute_capability": cc})
+        return grad_heads({"backend": backend, "compute_capability": cc})
 
     monkeypatch.delenv("ZYX_DIST_ATTENTION_GRAD", raising=False)
     assert (at("9.0"), at("8.0")) == (0, 0)
@@ -139,7 +139,7 @@ def test_at_grad_heads_64_only_products_at_whole_64_head_dims_recompute():
     dS, with the same gradients' kernels otherwise."""
     for D, recomputed in ((64, True), (32, False)):
         grads, _, square = _graph("bfloat16", "causal", 96, 96, D)  # (T != D: sizes tell p apart)
-        kernels = kernelize([g.node for g in grads], Limits(tensor_cores=True, grad_heads=64))
+        kernels = kernelize([g.node for g in grads], Limits(grad_heads=64))
         assert sum(x.size == square for kern in kernels for x in kern.outputs) == (0 if recomputed else 2), D
         assert sum(attention_grad.match(kern) is not None for kern in kernels) == (3 if recomputed else 0), D
 
@@ -155,7 +155,7 @@ def test_split_k_leaves_the_products_whole_where_they_recompute(monkeypatch):
     from zyx_dist.graph.attention_grad import recomputes
 
     plans = zsession.current().plans
-    monkeypatch.setattr(plans, "limits", dataclasses.replace(plans.limits, tensor_cores=True))
+    monkeypatch.setattr(plans, "limits", dataclasses.replace(plans.limits, grad_heads=16))
     monkeypatch.setattr(ir, "SPLIT_K", True)
     for heads in (0, 16):
         monkeypatch.setattr(ir, "WHOLE_SUMS", partial(recomputes, head_multiple=heads) if heads else None)

@@ -902,7 +902,7 @@ def _grad_products(dtype: str, mask: str, Tq: int, Tk: int, D: int) -> list:
 
     np_dtype = np.dtype(getattr(__import__("ml_dtypes"), dtype) if dtype == "bfloat16" else dtype)
     grads, _ = attention_grads(np.random.default_rng(0), np_dtype, mask, 2, 2, Tq, Tk, D, 0.25)
-    products = [k for k in kernelize([x.node for x in grads], Limits(tensor_cores=True))
+    products = [k for k in kernelize([x.node for x in grads], Limits(grad_heads=16))
                 if attention_grad.match(k) is not None]
     assert len(products) == 3
     return products

@@ -17,7 +17,6 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from .. import context, logs
@@ -26,9 +25,8 @@ from ..codegen.autotune import Target, Tuner
 from ..codegen.program import Program, kernel_key
 from ..config import Config, load_config
 from ..errors import ConfigError, DeviceError, WorkerLostError, ZyxError
-from ..fuse.kernelize import Limits
 from ..fuse.plan_cache import PlanCache
-from ..graph import attention_grad, companions, guards, history, ir, lineage, shard
+from ..graph import companions, guards, history, ir, lineage, shard
 from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
 from ..protocol import BatchResult, DropTemplate, Failed, Free, Sync
@@ -38,6 +36,7 @@ from .backends import InProcessBackend, LostWorkers, resolve_devices
 from .buffer_ref import BufferRef
 from .exchange import Exchange
 from .failures import Recovery, worker_error
+from .limits import session_limits
 from .readback import Readback
 
 
@@ -125,15 +124,10 @@ class Session(Recovery, Exchange, Readback):
         # Python (GPUs) or a round trip to Ray workers hides it; in process on CPU devices the check would
         # only add to the walk
         self.guess_plans = templates.guesses_enabled(self.split_k or self.backend.round_trip_seconds > 0)
-        # graph structure -> kernels and their programs; every kernel must fit every device's argument space
-        # an attention's backward products recompute their weights where every device does, at the head dims all
-        # of them take (split-K then leaves those products' sums whole)
-        each = [_grad_heads(i) for i in self.infos.values()]
-        heads = max(each) if all(each) else 0
-        self.plans = PlanCache(Limits(param_bytes=min(int(i.get("max_parameter_bytes") or 1024)
-                                                      for i in self.infos.values()),
-                                      tensor_cores=heads > 0, grad_heads=heads or Limits.grad_heads))
-        self.whole_sums = partial(attention_grad.recomputes, head_multiple=heads) if heads else None
+        # graph structure -> kernels and their programs, within what every device allows (engine/limits.py); split-K
+        # leaves whole the sums of the attention backward's products that recompute their weights
+        limits, self.whole_sums = session_limits(list(self.infos.values()))
+        self.plans = PlanCache(limits)
         ir.WHOLE_SUMS = self.whole_sums
         self.peaks = {}
         # (kernel, device) -> the least device time any run measured: a bound on how long its replays wait for
@@ -502,25 +496,6 @@ class Session(Recovery, Exchange, Readback):
         out: dict[str, Any] = dict(self.counters)
         out["bytes_in_use"] = dict(self.bytes_in_use)
         return out
-
-
-def _grad_heads(info: dict) -> int:
-    """The head dims (their multiple) at which an attention's backward products recompute their weights on this
-    device (codegen/attention_grad.py), 0 where they never do. ZYX_DIST_ATTENTION_GRAD=1 asks for them at every
-    head dim in whole 16s on CUDA with mma.sync on half types (compute capability 8.0 and up); =wgmma only where
-    wgmma's form of them applies, Hopper (9.x) at head dims of whole 64s: on an H100 the GPT-2-width bf16
-    training step took 7.90 ms that way against 8.18 with the stored p and dS GEMMs, and stores no T x T matrix,
-    while mma.sync's form alone was slower than the stored path (an H200's step 8.51 against 7.58 ms). Unset or 0,
-    the stored path everywhere (=wgmma becomes the default once the GPU tier has passed with it); any other value
-    is a ConfigError."""
-    asked = os.environ.get("ZYX_DIST_ATTENTION_GRAD", "").strip().lower()
-    if asked not in ("", "0", "false", "off", "1", "true", "on", "wgmma"):
-        raise ConfigError(f"ZYX_DIST_ATTENTION_GRAD: {asked!r} is not a setting (use 1, wgmma or 0)")
-    cc = str(info.get("compute_capability", "")).split(".")[0]
-    major = int(cc) if cc.isdigit() and info.get("backend") == "cuda" else 0
-    if asked in ("1", "true", "on"):
-        return 16 if major >= 8 else 0
-    return 64 if asked == "wgmma" and major == 9 else 0
 
 
 def _variant_key(info: dict) -> str:

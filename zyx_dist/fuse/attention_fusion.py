@@ -102,7 +102,7 @@ def computing_kernel(n: Node, stored: set[int], users: dict[int, list[Node]]) ->
 
 
 def fused_attention_grads(order: list[Node], targets: set[int], users: dict[int, list[Node]],
-                          stored: set[int], head_multiple: int = 16) -> set[int]:
+                          stored: set[int], head_multiple: int) -> set[int]:
     """Nodes that the kernels of an attention's backward products (graph/attention_grad.py: dV, dQ, dK) compute
     themselves rather than read, with `stored` as the kernelizer decided it otherwise: each product's weights
     (the recomputed scores and probabilities, dO @ V^T, dS) down to the contractions. A product is kept only

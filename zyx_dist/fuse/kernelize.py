@@ -50,17 +50,15 @@ class Limits:
     """What one kernel may hold. `param_bytes`: the device's kernel argument space (OpenCL's
     CL_DEVICE_MAX_PARAMETER_SIZE, at least 1024 on every full-profile device; CUDA's 4 KiB), spent at
     `pointer_bytes` per buffer argument; `nodes`: the computed nodes of one kernel, which bounds its
-    source (and its compile time) whatever the graph; `tensor_cores`: every device runs CUDA's mma.sync on
-    half types (sm_80 and up) and the session asks for it (engine/session.py), so an attention's backward
-    products may recompute their weights in one kernel each (codegen/attention_grad.py), which elsewhere
-    would run as plain loops; `grad_heads`: those products do where their head dims are multiples of it (64
-    where only wgmma's form of them is wanted)."""
+    source (and its compile time) whatever the graph; `grad_heads`: where every device runs CUDA's tensor
+    cores on half types and the session asks for it (engine/limits.py), an attention's backward products whose
+    head dims are multiples of it recompute their weights in one kernel each (codegen/attention_grad.py; 16
+    for mma.sync's form, 64 for wgmma's alone), which elsewhere would run as plain loops; 0: none does."""
 
     param_bytes: int = 1024
     pointer_bytes: int = 8
     nodes: int = 512
-    tensor_cores: bool = False
-    grad_heads: int = 16
+    grad_heads: int = 0
 
     @property
     def buffers(self) -> int:
@@ -143,8 +141,8 @@ def kernelize(targets: list[Node], limits: Limits = DEFAULT_LIMITS,
             break
         stored |= extra
     # an attention's backward products recompute their weights: nothing T x T is stored
-    if limits.tensor_cores and (recomputed := fused_attention_grads(order, {t.id for t in targets}, users, stored,
-                                                                       limits.grad_heads)):
+    if limits.grad_heads and (recomputed := fused_attention_grads(order, {t.id for t in targets}, users, stored,
+                                                                     limits.grad_heads)):
         stored -= recomputed
         groups = _group(order, stored, affinity)
     if fused:
