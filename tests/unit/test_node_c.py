@@ -275,11 +275,13 @@ def test_a_node_becomes_a_leaf_in_c_as_in_python(c_nodes):
 def test_the_c_constructors_compose_views_as_python_does(c_nodes):
     x = g.Node(g.Op.LEAF, (), None, (2, 3, 4), dt.float32)
     p = g.permute(x, (2, 0, 1))
-    assert g.permute(p, (1, 2, 0)) is x  # two permutes that undo each other
+    undone = g.permute(p, (1, 2, 0))  # two permutes that undo each other: an identity reshape recording them
+    assert undone.op is g.Op.RESHAPE and undone.srcs == (x,) and undone.merged == (g.Op.PERMUTE, (1, 2, 0), p)
     pp = g.permute(p, (0, 2, 1))
-    assert pp.srcs == (x,) and pp.arg == (2, 1, 0) and pp.shape == (4, 3, 2)
+    assert pp.srcs == (x,) and pp.arg == (2, 1, 0) and pp.shape == (4, 3, 2) and pp.merged[2] is p
     r = g.reshape(x, (6, 4))
-    assert g.reshape(r, (2, 3, 4)) is x and g.reshape(r, (24,)).srcs == (x,)
+    back = g.reshape(r, (2, 3, 4))
+    assert back.srcs == (x,) and back.shape == x.shape and g.reshape(r, (24,)).srcs == (x,)
     e = g.expand(g.reshape(x, (1, 2, 3, 4)), (5, 2, 3, 4))
     assert g.expand(e, (5, 2, 3, 4)) is e
     with pytest.raises(ShapeError, match="cannot reshape"):

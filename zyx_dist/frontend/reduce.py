@@ -98,18 +98,25 @@ def _count(x: Tensor, axes: tuple[int, ...]) -> int:
 
 
 def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
-    """sum / n in float (float32 for integer input); an empty axis gives NaN as NumPy."""
+    """sum / n in float (float32 for integer input); an empty axis gives NaN as NumPy. Half types are summed and
+    divided in float32, as NumPy does (a count past 65504 is inf in float16, and 1023 is 1024 in bfloat16)."""
     x = as_tensor(x)
     axes = norm_axes(axis, x.shape)
-    x = x.astype(_float_dtype(x.dtype))
+    dt = _float_dtype(x.dtype)
+    if dt.is_half:
+        return mean(x.astype(dtypes.float32), axes, keepdims).astype(dt)
+    x = x.astype(dt)
     return reduce_axes(ReduceOp.SUM, x, axes, keepdims, 0) / _count(x, axes)
 
 
 def var(x: Any, axis: Axis = None, keepdims: bool = False, correction: float = 0) -> Tensor:
-    """sum((x - mean)^2) / (n - correction), in float."""
+    """sum((x - mean)^2) / (n - correction), in float (half types in float32, as `mean`)."""
     x = as_tensor(x)
     axes = norm_axes(axis, x.shape)
-    x = x.astype(_float_dtype(x.dtype))
+    dt = _float_dtype(x.dtype)
+    if dt.is_half:
+        return var(x.astype(dtypes.float32), axes, keepdims, correction).astype(dt)
+    x = x.astype(dt)
     d = x - mean(x, axes, keepdims=True)
     return reduce_axes(ReduceOp.SUM, d * d, axes, keepdims, 0) / builtins.max(_count(x, axes) - correction, 0)
 
@@ -124,7 +131,7 @@ def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
     axes = norm_axes(axis, x.shape)
     x = x.astype(_float_dtype(x.dtype))
     m = reduce_axes(ReduceOp.MAX, x, axes, True)
-    autograd.shift_only(m.node)  # (the result does not depend on the shift: its gradient is zero)
+    autograd.shift_only(m.node, x.node)  # (the result does not depend on the shift: its gradient is zero)
     shift = where(m.isinf(), 0, m)
     s = reduce_axes(ReduceOp.SUM, (x - shift).exp(), axes, True, 0).log() + shift
     return s if keepdims else s.reshape(_kept_shape(x.shape, axes, False))

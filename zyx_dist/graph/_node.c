@@ -21,7 +21,7 @@ typedef struct {
     PyObject_HEAD
     PyObject *weakrefs;
     PyObject *id, *op, *srcs, *arg, *shape, *dtype, *guards, *size, *buffer, *host, *device, *lineage, *origin,
-        *weight;
+        *weight, *merged;
     /* The plan cache's graph walks (fuse/_structure.c) number the nodes they meet here, not in a dict: the stamp
      * of the last walk that met this node and its position in that walk. Plain C, zero at allocation (tp_alloc
      * zeroes), read and written only by those walks; Python sees them read-only, as _walk_mark and _walk_pos,
@@ -73,6 +73,7 @@ static PyMemberDef node_members[] = {
     FIELD(lineage, "how to recompute its value once realized (graph/lineage.py), or None"),
     FIELD(origin, "in a recipe: a weak reference to the live node it describes"),
     FIELD(weight, "in a recipe: a bound on its size in nodes"),
+    FIELD(merged, "a view merged into the one below it: (op, arg, the view it was built on), else None"),
     {"_walk_mark", T_ULONGLONG, offsetof(NodeObject, walk_mark), READONLY, "the stamp of the last plan walk here"},
     {"_walk_pos", T_PYSSIZET, offsetof(NodeObject, walk_pos), READONLY, "its position in that walk"},
     {NULL},
@@ -168,6 +169,7 @@ static PyObject *make_node(PyTypeObject *type, PyObject *op, PyObject *srcs, PyO
     n->lineage = Py_NewRef(Py_None);
     n->origin = Py_NewRef(Py_None);
     n->weight = Py_NewRef(one);
+    n->merged = Py_NewRef(Py_None);
     return (PyObject *)n;
 }
 
@@ -203,6 +205,7 @@ static int node_traverse(NodeObject *n, visitproc visit, void *arg) {
     Py_VISIT(n->lineage);
     Py_VISIT(n->origin);
     Py_VISIT(n->weight);
+    Py_VISIT(n->merged);
     return 0;
 }
 
@@ -221,6 +224,7 @@ static int node_clear(NodeObject *n) {
     Py_CLEAR(n->lineage);
     Py_CLEAR(n->origin);
     Py_CLEAR(n->weight);
+    Py_CLEAR(n->merged);
     return 0;
 }
 
@@ -325,6 +329,9 @@ static PyObject *only_source(PyObject *x) {
     return is_node(s) ? s : NULL;
 }
 
+/* ir.TRACKING.views, as ir.track_views sets it: merged views record what they were built on (ir.py's `_merged`). */
+static int views_tracked = 1;
+
 /* A new node of ir.Node of one source `x` (borrowed). */
 static PyObject *view_node(PyObject *op, PyObject *x, PyObject *arg, PyObject *shape, PyObject *dtype) {
     PyObject *srcs = PyTuple_Pack(1, x);
@@ -334,6 +341,36 @@ static PyObject *view_node(PyObject *op, PyObject *x, PyObject *arg, PyObject *s
     return n;
 }
 
+/* `out` (a new reference, or NULL) built as op(view, arg) on view's source: with its record, while views are tracked
+ * (ir.py's `_merged`). */
+static PyObject *merged_node(PyObject *out, PyObject *op, PyObject *arg, PyObject *view) {
+    if (out == NULL || !views_tracked) return out;
+    PyObject *record = PyTuple_Pack(3, op, arg, view);
+    if (record == NULL) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    Py_SETREF(((NodeObject *)out)->merged, record);
+    return out;
+}
+
+/* op(view, arg) where it cancels `view`, whose source is `src` (ir.py's `_kept`): src, or while views are tracked an
+ * identity reshape of src that records it. */
+static PyObject *kept_node(PyObject *op, PyObject *arg, PyObject *view, PyObject *src) {
+    if (!views_tracked) return Py_NewRef(src);
+    return merged_node(view_node(op_reshape, src, F(src, shape), F(src, shape), F(src, dtype)), op, arg, view);
+}
+
+static PyObject *c_track_views(PyObject *self, PyObject *on) {
+    int was = views_tracked;
+    views_tracked = PyObject_IsTrue(on);
+    if (views_tracked < 0) {
+        views_tracked = was;
+        return NULL;
+    }
+    return PyBool_FromLong(was);
+}
+
 #define FALLBACK(fn) return PyObject_Vectorcall(fn, args, nargs, NULL)
 #define CONFIGURED(fn) \
     if (fn == NULL) { \
@@ -341,8 +378,8 @@ static PyObject *view_node(PyObject *op, PyObject *x, PyObject *arg, PyObject *s
         return NULL; \
     }
 
-/* ir.reshape(x, shape): a reshape of a reshape reshapes its source; a constant, an error and a shape of other
- * than exact ints go to Python. */
+/* ir.reshape(x, shape): a reshape of a reshape reshapes its source (and records it, ir.py's `_merged`); a constant,
+ * an error and a shape of other than exact ints go to Python. */
 static PyObject *c_reshape(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     CONFIGURED(py_reshape)
     long long dims[MAXDIMS], have[MAXDIMS];
@@ -363,14 +400,14 @@ static PyObject *c_reshape(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (src == NULL) FALLBACK(py_reshape);
         int ns = int_dims(F(src, shape), have);
         if (ns < 0) FALLBACK(py_reshape);
-        if (same_dims(dims, n, have, ns)) return Py_NewRef(src);
-        x = src;
+        if (same_dims(dims, n, have, ns)) return kept_node(op_reshape, shape, x, src);
+        return merged_node(view_node(op_reshape, src, shape, shape, F(x, dtype)), op_reshape, shape, x);
     }
     return view_node(op_reshape, x, shape, shape, F(x, dtype));
 }
 
-/* ir.expand(x, shape): an expand of an expand expands its source; a constant, an empty result, an error and a
- * shape of other than exact ints go to Python. */
+/* ir.expand(x, shape): an expand of an expand expands its source (and records it); a constant, an empty result, an
+ * error and a shape of other than exact ints go to Python. */
 static PyObject *c_expand(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     CONFIGURED(py_expand)
     long long dims[MAXDIMS], have[MAXDIMS];
@@ -389,14 +426,15 @@ static PyObject *c_expand(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (same) return Py_NewRef(x);
     if (F(x, op) == op_const) FALLBACK(py_expand);
     if (F(x, op) == op_expand) {
-        x = only_source(x);
-        if (x == NULL) FALLBACK(py_expand);
+        PyObject *src = only_source(x);
+        if (src == NULL) FALLBACK(py_expand);
+        return merged_node(view_node(op_expand, src, shape, shape, F(x, dtype)), op_expand, shape, x);
     }
     return view_node(op_expand, x, shape, shape, F(x, dtype));
 }
 
-/* ir.permute(x, axes): a permute of a permute composes the two; a constant, an error and axes of other than exact
- * ints go to Python. */
+/* ir.permute(x, axes): a permute of a permute composes the two (and records it); a constant, an error and axes of
+ * other than exact ints go to Python. */
 static PyObject *c_permute(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     CONFIGURED(py_permute)
     long long axes[MAXDIMS], have[MAXDIMS], inner[MAXDIMS];
@@ -413,34 +451,29 @@ static PyObject *c_permute(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     if (identity) return Py_NewRef(x);
     if (F(x, op) == op_const) FALLBACK(py_permute);
+    PyObject *src = NULL;
+    if (F(x, op) == op_permute) {  /* compose: x's source is no permute (they compose as built) */
+        src = only_source(x);
+        if (src == NULL || int_dims(F(x, arg), inner) != n) FALLBACK(py_permute);
+        identity = 1;
+        for (int i = 0; i < n; i++) identity &= inner[axes[i]] == i;
+        if (identity) return kept_node(op_permute, given, x, src);
+    }
     PyObject *shape = PyTuple_New(n);
     if (shape == NULL) return NULL;
     for (int i = 0; i < n; i++) PyTuple_SET_ITEM(shape, i, Py_NewRef(PyTuple_GET_ITEM(F(x, shape), axes[i])));
-    PyObject *arg = Py_NewRef(given), *result = NULL;
-    if (F(x, op) == op_permute) {  /* compose: x's source is no permute (they compose as built) */
-        PyObject *src = only_source(x);
-        if (src == NULL || int_dims(F(x, arg), inner) != n) {
-            Py_DECREF(shape);
-            Py_DECREF(arg);
-            FALLBACK(py_permute);
-        }
-        identity = 1;
-        Py_SETREF(arg, PyTuple_New(n));
-        if (arg == NULL) goto done;
-        for (int i = 0; i < n; i++) {
-            PyTuple_SET_ITEM(arg, i, Py_NewRef(PyTuple_GET_ITEM(F(x, arg), axes[i])));
-            identity &= inner[axes[i]] == i;
-        }
-        x = src;
-        if (identity) {
-            result = Py_NewRef(x);
-            goto done;
+    PyObject *result = NULL;
+    if (src == NULL) {
+        result = view_node(op_permute, x, given, shape, F(x, dtype));
+    } else {
+        PyObject *composed = PyTuple_New(n);
+        if (composed != NULL) {
+            for (int i = 0; i < n; i++) PyTuple_SET_ITEM(composed, i, Py_NewRef(PyTuple_GET_ITEM(F(x, arg), axes[i])));
+            result = merged_node(view_node(op_permute, src, composed, shape, F(x, dtype)), op_permute, given, x);
+            Py_DECREF(composed);
         }
     }
-    result = view_node(op_permute, x, arg, shape, F(x, dtype));
-done:
     Py_DECREF(shape);
-    Py_XDECREF(arg);
     return result;
 }
 
@@ -734,6 +767,8 @@ static PyMethodDef methods[] = {
     {"configure_constructors", configure_constructors, METH_VARARGS,
      "configure_constructors(Node, (CONST, RESHAPE, EXPAND, PERMUTE, CAST, UNARY, BINARY), unary rules, binary rules, "
      "((dtype, kind), ...), bool_, (reshape, expand, permute, cast, unary, binary))."},
+    {"track_views", (PyCFunction)c_track_views, METH_O,
+     "track_views(on): whether merged views record what they were built on (ir.track_views); the old setting."},
     {"reshape", (PyCFunction)(void (*)(void))c_reshape, METH_FASTCALL, "ir.reshape's usual case."},
     {"expand", (PyCFunction)(void (*)(void))c_expand, METH_FASTCALL, "ir.expand's usual case."},
     {"permute", (PyCFunction)(void (*)(void))c_permute, METH_FASTCALL, "ir.permute's usual case."},

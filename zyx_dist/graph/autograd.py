@@ -10,7 +10,9 @@ rounding and integer ops contribute nothing. The contributions to a node used se
 a fixed order (a balanced tree in the order the consumers were visited), so the same graph always gives
 the same gradient graph. Constants folded out of a movement of another constant (`ir.FOLDED`) are walked
 through as the movement they replaced, so a parameter made by `zd.zeros` and then broadcast still gets
-its gradient. A node realized before `grad` was called is walked through as the computation it was where
+its gradient; likewise a view merged into the one below it (its `merged` record) is walked through the view it was
+built on where that leads to an x, so a gradient with respect to a view (`x = t.reshape(2, 3)`, and then
+`x.reshape(6)`) finds it. A node realized before `grad` was called is walked through as the computation it was where
 graph/history.py kept that (a result of one element, or a gradient, of the last two realizes); any other
 realized leaf counts as a constant.
 """
@@ -34,13 +36,15 @@ from .recompute import attention_stand_ins
 _SHIFTS: weakref.WeakSet[Node] = weakref.WeakSet()
 
 
-def shift_only(m: Node) -> None:
-    """Declare the row max `m` (a reduce, under any reshape) a shift that its consumer's result does not
-    depend on (logsumexp: m + log(sum(exp(x - m)))). Only a reduce node is marked: one made by the caller,
-    so no node the user holds is; a max over size-1 axes is its input itself and stays as it is."""
+def shift_only(m: Node, x: Node) -> None:
+    """Declare the row max `m` of `x` (a reduce, under any reshape) a shift that its consumer's result does not
+    depend on (logsumexp: m + log(sum(exp(x - m)))). Only a reduce node the caller made is marked: a max over
+    size-1 axes is x itself under a reshape, which may be a max the user holds, and stays as it is."""
     while m.op is Op.RESHAPE:
         m = m.srcs[0]
-    if m.op is Op.REDUCE and m.arg[0] is ReduceOp.MAX:
+    while x.op is Op.RESHAPE:
+        x = x.srcs[0]
+    if m is not x and m.op is Op.REDUCE and m.arg[0] is ReduceOp.MAX:
         _SHIFTS.add(m)
 
 
@@ -61,15 +65,23 @@ def composite(out: Node, kind: str, x: Node, axes: tuple[int, ...]) -> None:
 def gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
     """d(sum(seed * y)) / dx for each x in `xs` (seed has y's shape and dtype); an x that y does not depend
     on through float ops gets zeros of its shape and dtype."""
+    tracked = ir.track_views(False)  # (the gradient's own views: nobody differentiates by them)
+    try:
+        return _gradients(y, xs, seed)
+    finally:
+        ir.track_views(tracked)
+
+
+def _gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
     views: dict[Node, tuple] = {}  # each node's view, taken once (nodes hash by identity)
+    wanted = {x.id for x in xs}
 
     def sources(n: Node) -> tuple[Node, ...]:
         rule = _RULES.get(n)
-        v = views[n] = _view(n) if rule is None else (None, rule, (rule[1],))
+        v = views[n] = _view(n, wanted) if rule is None else (None, rule, (rule[1],))
         return v[2]
 
     order = ir.toposort([y], sources=sources)
-    wanted = {x.id for x in xs}
     # nodes through which a gradient can reach some x: float nodes on a path from an x to y
     live: set[int] = set()
     for n in order:
@@ -131,9 +143,13 @@ def _carrying(c: Node, guards: tuple, fresh: int) -> Node:
     return c
 
 
-def _view(n: Node) -> tuple[Op, Any, tuple[Node, ...]]:
-    """(op, arg, sources) of n as the gradient sees it: a folded constant is the movement it replaced, and a
-    realized leaf whose history graph/history.py kept the computation it was."""
+def _view(n: Node, wanted: set[int]) -> tuple[Op, Any, tuple[Node, ...]]:
+    """(op, arg, sources) of n as the gradient sees it: a folded constant is the movement it replaced, a realized
+    leaf whose history graph/history.py kept the computation it was, and a view merged into the one below it (its
+    `merged` record) the view it was built on, where that leads to a node of `wanted` (ids)."""
+    record = n.merged
+    if record is not None and _leads_to(record[2], wanted):
+        return record[0], record[1], (record[2],)
     if n.op is Op.CONST:
         folded = ir.FOLDED.get(n)
         if folded is not None:
@@ -143,6 +159,16 @@ def _view(n: Node) -> tuple[Op, Any, tuple[Node, ...]]:
         if former is not None:
             return former
     return n.op, n.arg, n.srcs
+
+
+def _leads_to(view: Node, wanted: set[int]) -> bool:
+    """Whether `view`, or a view it was merged from (its `merged` record, transitively), is one of `wanted`."""
+    while view.id not in wanted:
+        record = view.merged
+        if record is None:
+            return False
+        view = record[2]
+    return True
 
 
 def _sum(parts: list[Node]) -> Node:

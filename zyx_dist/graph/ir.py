@@ -121,6 +121,47 @@ def _fold(out: Node, op: Op, arg: Any, src: Node) -> Node:
     return out
 
 
+# A view merged into the view below it (a reshape of a reshape, a permute of a permute, an expand of an expand, a
+# flip of a flip, a crop of a pad) reads the lower view's source, so the view the user built it on is not in the
+# graph: the node records (op, arg, that view) in its `merged` field, and a gradient with respect to that view
+# (autograd.py) walks through it. Where the two views cancel, the result is an identity reshape of that source
+# (`_kept`), a node of its own to hold the record (the source itself may be read by other nodes too); a view of it
+# merges it away again. Both only while views are tracked (`track_views`; graph/_node.c keeps its own copy): the
+# gradient pass builds its own graphs, where nobody holds a view to differentiate by, with tracking off (for the
+# pass's duration, restored after it), and cancelled views give the source itself.
+class _Tracking:
+    __slots__ = ("views",)
+
+    def __init__(self) -> None:
+        self.views = True
+
+
+TRACKING = _Tracking()
+
+
+def track_views(on: bool) -> bool:
+    """Whether merged views record what they were built on, here and in graph/_node.c; the old setting."""
+    was, TRACKING.views = TRACKING.views, bool(on)
+    if _c_node is not None:
+        _c_node.track_views(TRACKING.views)
+    return was
+
+
+def _merged(out: Node, op: Op, arg: Any, view: Node) -> Node:
+    """`out`, op(view, arg) built on view's source, with its record (while views are tracked)."""
+    if TRACKING.views:
+        out.merged = (op, arg, view)
+    return out
+
+
+def _kept(op: Op, arg: Any, view: Node, source: Node) -> Node:
+    """op(view, arg) where it cancels `view` (whose source is `source`): source, or, while views are tracked, an
+    identity reshape of source recording what it was built as (a gradient with respect to `view` finds it there)."""
+    if not TRACKING.views:
+        return source
+    return _merged(Node(Op.RESHAPE, (source,), source.shape, source.shape, source.dtype), op, arg, view)
+
+
 # ---- movement ------------------------------------------------------------------------------------------
 
 def reshape(x: Node, shape: Shape) -> Node:
@@ -132,9 +173,10 @@ def reshape(x: Node, shape: Shape) -> Node:
     if x.op is Op.CONST:
         return _fold(const(x.arg, shape, x.dtype), Op.RESHAPE, shape, x)
     if x.op is Op.RESHAPE:
-        x = x.srcs[0]
-        if shape == x.shape:
-            return x
+        src = x.srcs[0]
+        if shape == src.shape:
+            return _kept(Op.RESHAPE, shape, x, src)
+        return _merged(Node(Op.RESHAPE, (src,), shape, shape, x.dtype), Op.RESHAPE, shape, x)
     return Node(Op.RESHAPE, (x,), shape, shape, x.dtype)
 
 
@@ -148,10 +190,11 @@ def permute(x: Node, axes: tuple[int, ...]) -> Node:
     if x.op is Op.CONST:
         return _fold(const(x.arg, shape, x.dtype), Op.PERMUTE, axes, x)
     if x.op is Op.PERMUTE:  # compose two permutes into one (x's source is no permute: they compose as built)
-        axes = tuple(x.arg[a] for a in axes)
-        x = x.srcs[0]
-        if axes == tuple(range(len(axes))):
-            return x
+        composed = tuple(x.arg[a] for a in axes)
+        src = x.srcs[0]
+        if composed == tuple(range(len(axes))):
+            return _kept(Op.PERMUTE, axes, x, src)
+        return _merged(Node(Op.PERMUTE, (src,), composed, shape, x.dtype), Op.PERMUTE, axes, x)
     return Node(Op.PERMUTE, (x,), axes, shape, x.dtype)
 
 
@@ -172,7 +215,7 @@ def expand(x: Node, shape: Shape) -> Node:
     if x.op is Op.CONST:
         return _fold(const(x.arg, shape, x.dtype), Op.EXPAND, shape, x)
     if x.op is Op.EXPAND:
-        x = x.srcs[0]
+        return _merged(Node(Op.EXPAND, (x.srcs[0],), shape, shape, x.dtype), Op.EXPAND, shape, x)
     return Node(Op.EXPAND, (x,), shape, shape, x.dtype)
 
 
@@ -199,14 +242,16 @@ def pad(x: Node, widths: tuple[tuple[int, int], ...], value: Any = 0) -> Node:
     if x.op is Op.CONST and (all(lo <= 0 and hi <= 0 for lo, hi in widths) or _same(x.arg, value)):
         return _fold(const(x.arg, shape, x.dtype), Op.PAD, (widths, value), x)
     # crop of a pad that cuts all of its padding away: crop the source, so slicing a padded tensor adds no mask
+    view, asked = x, (widths, value)
     while (x.op is Op.PAD and all(lo <= 0 and hi <= 0 for lo, hi in widths)
            and all(lo >= 0 and hi >= 0 and -wlo >= lo and -whi >= hi for (wlo, whi), (lo, hi) in zip(widths, x.arg[0]))):
         x, widths, value = x.srcs[0], tuple((wlo + lo, whi + hi) for (wlo, whi), (lo, hi) in zip(widths, x.arg[0])), 0
         if all(lo == 0 and hi == 0 for lo, hi in widths):
-            return x
+            return _kept(Op.PAD, asked, view, x)
         if x.op is Op.CONST:
             return _fold(const(x.arg, shape, x.dtype), Op.PAD, (widths, value), x)
-    return noted(Node(Op.PAD, (x,), (widths, value), shape, x.dtype))
+    out = noted(Node(Op.PAD, (x,), (widths, value), shape, x.dtype))
+    return out if x is view else _merged(out, Op.PAD, asked, view)
 
 
 def is_crop(n: Node) -> bool:
@@ -227,10 +272,11 @@ def flip(x: Node, axes: tuple[int, ...]) -> Node:
     if x.op is Op.CONST:  # the same values, but a node of its own, so a gradient flows back flipped
         return _fold(const(x.arg, x.shape, x.dtype), Op.FLIP, axes, x)
     if x.op is Op.FLIP:  # flipping twice cancels (x's source is no flip: flips combine as built)
-        axes = tuple(sorted(set(axes) ^ set(x.arg)))
-        x = x.srcs[0]
-        if not axes:
-            return x
+        combined = tuple(sorted(set(axes) ^ set(x.arg)))
+        src = x.srcs[0]
+        if not combined:
+            return _kept(Op.FLIP, axes, x, src)
+        return _merged(noted(Node(Op.FLIP, (src,), combined, x.shape, x.dtype)), Op.FLIP, axes, x)
     return noted(Node(Op.FLIP, (x,), axes, x.shape, x.dtype))
 
 

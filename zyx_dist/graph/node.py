@@ -58,6 +58,7 @@ class PyNode(_NodeMethods):
         "host",
         "id",
         "lineage",
+        "merged",
         "op",
         "origin",
         "shape",
@@ -82,6 +83,7 @@ class PyNode(_NodeMethods):
         self.lineage: Node | None = None  # how to recompute the value once realized (see lineage.py)
         self.origin: Any = None  # in a recipe: a weak reference to the live node it describes
         self.weight = 1  # in a recipe: a bound on its size in nodes (see lineage.recipe)
+        self.merged: Any = None  # a view merged into the one below it: (op, arg, the view it was built on), ir.py
 
 
 def merged_guards(a: tuple, b: tuple) -> tuple:
