@@ -99,7 +99,7 @@ def test_pad_load_is_guarded(build):
 def test_pad_of_an_expression_selects_the_value(build):
     x = leaf(6)
     p = build(one(g.pad(g.unary(g.UnaryOp.EXP, x), ((2, 0),), -1.0)))
-    assert "? in0[" in p.source and "exp(" in p.source and ": -1.0f)" in p.source
+    assert "? in0[" in p.source and "exp(" in p.source and ": (-1.0f))" in p.source
 
 
 def test_crop_needs_no_guard(build):

@@ -25,6 +25,13 @@ def ctype(dt: DType, dialect: Dialect = OPENCL) -> str:
 
 
 def literal(value, dt: DType, dialect: Dialect = OPENCL) -> str:
+    """`value` as a C literal of `dt`; a negative one in parentheses, so that no operator written before it (a
+    negation, a cast, a subtraction) forms `--` or reads as something else."""
+    s = _literal(value, dt, dialect)
+    return f"({s})" if s[0] == "-" else s
+
+
+def _literal(value, dt: DType, dialect: Dialect) -> str:
     if dt is bool_:
         return "true" if value else "false"
     if dt.is_float:

@@ -72,10 +72,14 @@ def empty(shape: Any, dtype: Any = None, device: str | None = None) -> Tensor:
 def full(shape: Any, fill_value: Any, dtype: Any = None, device: str | None = None) -> Tensor:
     """Every element `fill_value`; the dtype follows the value (bool, int32/int64, float32) unless given. A
     Python int outside an integer dtype's range raises OverflowError, as NumPy 2's `full` (not wrapped)."""
-    python_value = not isinstance(fill_value, Tensor)
-    if not python_value:  # a 0-d tensor as the value (the standard allows array scalars): cast, as NumPy's
+    typed = getattr(fill_value, "dtype", None)  # a 0-d tensor or array, a NumPy scalar: NumPy's full keeps its dtype
+    python_value = typed is None
+    if not python_value:  # (the standard allows array scalars as the value: cast, as NumPy's)
         fill_value = fill_value.item()
-    dt = dtypes.scalar_dtype(fill_value) if dtype is None else dtypes.dtype(dtype)
+    if dtype is None:
+        dt = dtypes.scalar_dtype(fill_value) if python_value else dtypes.dtype(typed)
+    else:
+        dt = dtypes.dtype(dtype)
     if python_value:
         check_int_fits(fill_value, dt)
     return _fill(shape, fill_value, dt, device)
@@ -121,7 +125,9 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, devic
     int32 (int64 when a value does not fit), any float gives float32. Built on the host (exact)."""
     if stop is None:
         start, stop = 0, start
-    args = (start, stop, step)
+    # 0-d tensors and arrays as their values (NumPy takes 0-d arrays)
+    args = tuple(v.item() if isinstance(v, (Tensor, np.ndarray)) and v.ndim == 0 else v for v in (start, stop, step))
+    start, stop, step = args
     if any(not isinstance(v, numbers.Real) or not math.isfinite(v) for v in args):
         raise ShapeError(f"arange needs finite real start, stop and step, got {args}")
     if step == 0:

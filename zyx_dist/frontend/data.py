@@ -31,9 +31,10 @@ def resolve_device(device: str | None) -> str | None:
 
 
 def _infer(arr: np.ndarray, data: Any) -> DType:
-    """The dtype of data given without one: NumPy arrays and scalars keep theirs; Python data takes
-    bool, int32 (int64 when a value does not fit) or float32."""
-    if isinstance(data, (np.ndarray, np.generic)):
+    """The dtype of data given without one: NumPy arrays and scalars keep theirs, as do nested lists of nothing
+    but such values and tensors (their dtypes promoted as NumPy does); Python data takes bool, int32 (int64 when
+    a value does not fit) or float32."""
+    if isinstance(data, (np.ndarray, np.generic)) or _all_typed(data):
         return dtypes.dtype(arr.dtype)
     kind = arr.dtype.kind
     if kind == "b":
@@ -45,6 +46,23 @@ def _infer(arr: np.ndarray, data: Any) -> DType:
     if kind == "f":
         return dtypes.float32
     raise DTypeError(f"unsupported data of dtype {arr.dtype} (zyx_dist has no complex, string or object tensors)")
+
+
+def _all_typed(data: Any) -> bool:
+    """Whether `data` is a list or tuple whose leaves (at any depth) all carry a dtype: NumPy scalars and arrays,
+    tensors; no Python scalar."""
+    if not isinstance(data, (list, tuple)):
+        return False
+    stack, seen = [data], False
+    while stack:
+        for v in stack.pop():
+            if isinstance(v, (list, tuple)):
+                stack.append(v)
+            elif getattr(v, "dtype", None) is None:
+                return False
+            else:
+                seen = True
+    return seen
 
 
 def int_range(dt: DType) -> tuple[int, int]:

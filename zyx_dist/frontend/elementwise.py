@@ -287,12 +287,17 @@ def remainder(a: Any, b: Any) -> Tensor:
     return _binary(BinaryOp.MOD, a, b)
 
 
+class NegativePowerError(DTypeError, ValueError):
+    """An integer tensor to a negative integer constant: a DTypeError, and a ValueError as NumPy's is."""
+
+
 def pow(a: Any, b: Any) -> Tensor:
-    """a ** b. An integer tensor to a negative integer constant raises DTypeError (NumPy raises too)."""
+    """a ** b. An integer tensor to a negative integer constant raises NegativePowerError (NumPy raises too)."""
     if isinstance(b, int) and not isinstance(b, builtins.bool) and b < 0:
         base = as_tensor(a)
         if not base.dtype.is_float:
-            raise DTypeError(f"integers to negative integer powers are not allowed (dtype {base.dtype}, exponent {b})")
+            raise NegativePowerError(f"integers to negative integer powers are not allowed (dtype {base.dtype}, "
+                                     f"exponent {b})")
     return _binary(BinaryOp.POW, a, b)
 
 

@@ -21,6 +21,7 @@ from ..graph.guards import IndexGuard, guarded, index_guard
 from ..graph.ir import Node, Op, ReduceOp
 from .common import Axis, as_shape, as_tensor, norm_axes, norm_axis, to_node
 from .creation import arange, tensor
+from .data import check_int_fits
 from .elementwise import where
 from .reduce import reduce_axes
 from .tensor import Tensor
@@ -132,6 +133,7 @@ def pad(x: Any, pad_width: Any, value: Any = 0) -> Tensor:
         raise ShapeError(f"pad_width {pad_width!r} does not fit shape {x.shape}") from None
     if (w < 0).any():
         raise ShapeError(f"pad_width {pad_width!r} has negative widths (shape {x.shape})")
+    check_int_fits(value, x.dtype)  # (a Python int the dtype cannot hold: NumPy 2's OverflowError, not a wrap)
     return Tensor(graph.pad(x.node, tuple((int(lo), int(hi)) for lo, hi in w), value))
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import context
 from ..dtypes import DType
+from ..errors import ShapeError
 from ..graph.ir import Node
 
 
@@ -85,7 +86,7 @@ class Tensor:
 
     def _scalar(self) -> Any:
         if self.size != 1:
-            raise ValueError(f"can only convert a tensor of size 1 to a Python scalar, got shape {self.shape}")
+            raise NotAScalarError(f"can only convert a tensor of size 1 to a Python scalar, got shape {self.shape}")
         return self.numpy().reshape(()).item()
 
     def item(self) -> Any:
@@ -101,10 +102,19 @@ class Tensor:
         return int(self._scalar())
 
     def __bool__(self) -> bool:
+        if self.size == 0:
+            raise NotAScalarError(f"the truth value of an empty tensor (shape {self.shape}) is ambiguous; "
+                                  "use x.size > 0 to test for emptiness")
         if self.size != 1:
-            raise ValueError("The truth value of a tensor with more than one element is ambiguous. "
-                             "Use x.any() or x.all()")
+            raise NotAScalarError(f"the truth value of a tensor with more than one element (shape {self.shape}) is "
+                                  "ambiguous; use x.any() or x.all()")
         return bool(self._scalar())
+
+
+class NotAScalarError(ShapeError, TypeError):
+    """A tensor of other than one element where a Python scalar is asked for (`item()`, `float(x)`, `int(x)`,
+    `bool(x)`, an index): a ShapeError, so a ValueError as `item()`'s is in NumPy, and a TypeError as NumPy 2's
+    `float()` and `int()` of an array raise (NumPy's AxisError is likewise both a ValueError and an IndexError)."""
 
 
 def is_operand(x: Any) -> bool:

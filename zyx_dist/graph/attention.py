@@ -69,7 +69,8 @@ def _one_reduce(n: Node) -> tuple[int, ...] | None:
 
 
 def find(out: Node) -> Attention | None:
-    if _one_reduce(out) is None or out.arg[0] is not ReduceOp.SUM or not out.dtype.is_float:
+    # (float64 stays unfused: the fused kernels compute in float32 and half types)
+    if _one_reduce(out) is None or out.arg[0] is not ReduceOp.SUM or not out.dtype.is_float or out.dtype.itemsize > 4:
         return None
     src = out.srcs[0]
     if src.op is not Op.BINARY or src.arg is not BinaryOp.MUL:

@@ -70,12 +70,28 @@ def _float_only(fn):
     return f
 
 
+def _shift(left: bool):
+    """x << n or x >> n with NumPy's result for any count, as the kernels spell it out: counts outside [0, bits)
+    give 0, or for >> the sign's fill."""
+    def f(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+        bits = 8 * x.dtype.itemsize
+        inside = (n >= 0) & (n < bits)
+        count = np.where(inside, n, 0).astype(x.dtype)
+        if left:
+            return np.where(inside, np.left_shift(x, count), 0).astype(x.dtype)
+        fill = np.where(x < 0, -1, 0) if x.dtype.kind == "i" else 0
+        return np.where(inside, np.right_shift(x, count), fill).astype(x.dtype)
+    return f
+
+
 UNARY = {
     "neg": np.negative, "not": _not, "abs": lambda x: x if x.dtype.kind in "bu" else np.abs(x),
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
     "rsqrt": lambda x: 1 / np.sqrt(x), "recip": lambda x: np.divide(x.dtype.type(1), x), "sin": np.sin,
     "cos": np.cos, "tan": np.tan, "tanh": np.tanh, "floor": _float_only(np.floor), "ceil": _float_only(np.ceil),
-    "round": _float_only(np.rint),
+    "round": _float_only(np.rint), "trunc": _float_only(np.trunc), "log1p": np.log1p, "log10": np.log10,
+    "expm1": np.expm1, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
     "isnan": lambda x: np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, np.bool_),
     "isinf": lambda x: np.isinf(x) if x.dtype.kind == "f" else np.zeros(x.shape, np.bool_),
 }
@@ -84,7 +100,8 @@ BINARY = {
     "floordiv": _int_safe(np.floor_divide), "mod": _int_safe(np.remainder), "pow": _pow,
     "max": np.maximum, "min": np.minimum, "eq": np.equal, "ne": np.not_equal, "lt": np.less,
     "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "and": np.bitwise_and, "or": np.bitwise_or,
-    "xor": np.bitwise_xor,
+    "xor": np.bitwise_xor, "atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign,
+    "nextafter": np.nextafter, "shl": _shift(True), "shr": _shift(False),
 }
 BOOL_BINARY = {"add": np.logical_or, "max": np.logical_or, "or": np.logical_or, "mul": np.logical_and,
                "min": np.logical_and, "and": np.logical_and, "xor": np.not_equal}
