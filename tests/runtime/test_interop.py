@@ -335,3 +335,53 @@ def test_numpy_sort_and_argsort_accept_numpy_kinds():
         np.sort(x, kind="bogus")
     with pytest.raises(ValueError, match="sort kind"):
         np.argsort(x, kind="bogus")
+
+
+# ---- NumPy's protocols at their edges (an audit of API.md section 10) -----------------------------------------
+
+def test_numpy_trace_and_diagonal_read_axes_0_and_1_as_numpy_does():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    x = zd.asarray(a)
+    np.testing.assert_allclose(np.trace(x).numpy(), np.trace(a))
+    np.testing.assert_allclose(np.diagonal(x).numpy(), np.diagonal(a))
+    np.testing.assert_allclose(np.trace(x, 1, axis1=1, axis2=2).numpy(), np.trace(a, 1, axis1=1, axis2=2))
+    assert np.trace(zd.asarray(np.ones((3, 3), np.int32)), dtype=np.float32).dtype == zd.float32
+
+
+def test_ufunc_reductions_apply_initial_and_where():
+    b = np.arange(6.0).reshape(2, 3)
+    y = zd.asarray(b)
+    np.testing.assert_allclose(np.add.reduce(y, axis=1, initial=100.0).numpy(), [103.0, 112.0])
+    assert float(np.maximum.reduce(zd.asarray([1.0, 2.0]), initial=10.0)) == 10.0
+    mask = np.array([True, False, True])
+    assert float(np.add.reduce(zd.asarray([1.0, 2.0, 4.0]), where=mask)) == 5.0
+    assert float(np.maximum.reduce(zd.asarray([1.0, 2.0, 7.0]), where=~mask, initial=-5.0)) == 2.0
+    with pytest.raises(ValueError, match="initial"):
+        np.maximum.reduce(zd.asarray([1.0, 2.0]), where=mask[:2])
+    assert np.exp(y, where=True).shape == (2, 3)  # (where=True is the default)
+    with pytest.raises(TypeError, match="where"):
+        np.exp(y, where=mask)
+
+
+def test_numpy_take_where_tril_size_and_qr_modes():
+    b = np.arange(6.0).reshape(2, 3)
+    y = zd.asarray(b)
+    np.testing.assert_array_equal(np.take(y, [[0, 5]]).numpy(), np.take(b, [[0, 5]]))  # flattened, without an axis
+    np.testing.assert_array_equal(np.take(y, [4, -1], axis=1, mode="wrap").numpy(), np.take(b, [4, -1], 1, mode="wrap"))
+    np.testing.assert_array_equal(np.take(y, [7], mode="clip").numpy(), np.take(b, [7], mode="clip"))
+    (nz,) = np.where(zd.asarray([0, 1, 1]))
+    np.testing.assert_array_equal(nz.numpy(), [1, 2])
+    np.testing.assert_array_equal(np.tril(zd.asarray([1, 2, 3])).numpy(), np.tril(np.array([1, 2, 3])))
+    assert np.size(y, 1) == 3
+    q, r = np.linalg.qr(zd.eye(3), mode="reduced")
+    np.testing.assert_allclose((q @ r).numpy(), np.eye(3), atol=1e-6)
+    np.testing.assert_allclose(np.vecdot(y, y, axis=0).numpy(), (b * b).sum(0))
+    assert np.pad(y, 1, mode="constant").shape == (4, 5)
+    with pytest.raises(TypeError, match="mode='edge'"):
+        np.pad(y, 1, mode="edge")
+
+
+def test_empty_tensors_export_without_a_copy():
+    e = zd.zeros((0, 3)) + 1
+    assert np.from_dlpack(e, copy=False).shape == (0, 3)
+    assert np.asarray(e, copy=False).shape == (0, 3)

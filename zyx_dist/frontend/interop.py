@@ -91,9 +91,12 @@ def from_dlpack(x: Any, /, *, device: str | None = None, copy: bool | None = Non
 # ---- the Tensor's side of DLPack and NumPy's protocols ------------------------------------------------
 
 def _export(t: Tensor) -> Any:
-    """A zero-copy array view of the realized tensor, or None."""
+    """A zero-copy array view of the realized tensor, or None. An empty tensor's is an empty read-only host array:
+    there is nothing to copy."""
     if t.size == 0:
-        return None
+        empty = np.empty(t.shape, t.dtype.np_dtype)
+        empty.flags.writeable = False
+        return empty
     t.realize()
     return context.session().export(t.node)
 
@@ -164,6 +167,22 @@ _UFUNC_NAMES = {
 _UFUNC_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min", "logical_and": "all",
                  "logical_or": "any"}
 _UFUNC_ACCUMULATE = {"add": "cumulative_sum", "multiply": "cumulative_prod"}
+# a reduction's identity (what a where= mask puts in place of an element), and how initial= joins its result
+_UFUNC_IDENTITY = {"add": 0, "multiply": 1, "logical_and": True, "logical_or": False}
+_UFUNC_COMBINE = {"add": "add", "multiply": "multiply", "maximum": "maximum", "minimum": "minimum",
+                  "logical_and": "logical_and", "logical_or": "logical_or"}
+# ufunc keywords at the defaults NumPy passes or a caller may spell out: nothing to do
+_UFUNC_DEFAULTS = {"casting": "same_kind", "order": "K", "subok": True, "initial": np._NoValue, "where": True}
+
+
+def _ufunc_default(key: str, value: Any) -> bool:
+    """Whether ufunc keyword `key` is at its default (a where= mask, an array, never is)."""
+    if key not in _UFUNC_DEFAULTS:
+        return False
+    default = _UFUNC_DEFAULTS[key]
+    if isinstance(value, (bool, np.bool_)):
+        return default is True and bool(value)
+    return value is default or (isinstance(value, str) and value == default)
 
 
 def _namespace() -> Any:
@@ -177,25 +196,41 @@ def _array_ufunc(self: Tensor, ufunc: Any, method: str, *inputs: Any, **kwargs: 
     name = ufunc.__name__
     if kwargs.get("out") is not None:
         raise TypeError(f"numpy.{name}(..., out=...) is not supported: zyx_dist tensors are immutable")
-    extra = {k: v for k, v in kwargs.items() if k != "out" and v is not None}
+    # keywords at NumPy's defaults mean nothing here; a where= mask and initial= are applied by reductions
+    extra = {k: v for k, v in kwargs.items() if k != "out" and v is not None and not _ufunc_default(k, v)}
+    dtype = extra.pop("dtype", None)
     if method == "__call__":
         fname = _UFUNC_NAMES.get(name, name)
         f = getattr(zd, fname, None) if fname else None
-        if f is None or extra.keys() - {"dtype"}:
+        passed = {k: extra.pop(k) for k in ("axis", "axes", "keepdims") if k in extra}  # (gufuncs': np.vecdot)
+        if f is None or extra:
             raise TypeError(f"zyx_dist does not implement numpy.{name}"
                             + (f" with {sorted(extra)}" if f is not None else ""))
-        out = f(*inputs)
-        return out.astype(extra["dtype"]) if "dtype" in extra else out
+        out = f(*inputs, **passed)
+        return out if dtype is None else out.astype(dtype)
     table = {"reduce": _UFUNC_REDUCE, "accumulate": _UFUNC_ACCUMULATE}.get(method, {})
     fname = table.get(name)
-    if fname is None or len(inputs) != 1:
-        raise TypeError(f"zyx_dist does not implement numpy.{name}.{method}")
-    axis = kwargs.get("axis", 0)
-    if method == "reduce":
-        out = getattr(zd, fname)(inputs[0], axis=axis, keepdims=bool(kwargs.get("keepdims", False)))
-    else:
-        out = getattr(zd, fname)(inputs[0], axis=axis)
-    return out.astype(extra["dtype"]) if "dtype" in extra else out
+    allowed = {"axis", "keepdims", "initial", "where"} if method == "reduce" else {"axis"}
+    if fname is None or len(inputs) != 1 or extra.keys() - allowed:
+        raise TypeError(f"zyx_dist does not implement numpy.{name}.{method}"
+                        + (f" with {sorted(extra.keys() - allowed)}" if fname is not None else ""))
+    x, axis = inputs[0], kwargs.get("axis", 0)
+    if method == "accumulate":
+        out = getattr(zd, fname)(x, axis=axis)
+        return out if dtype is None else out.astype(dtype)
+    initial, where = extra.get("initial", np._NoValue), extra.get("where")
+    if dtype is not None:  # (the reduction's dtype: NumPy accumulates in it)
+        x = zd.asarray(x).astype(dtype)
+    if where is not None:  # masked-out elements are the reduction's identity (max/min have none: initial stands in)
+        identity = _UFUNC_IDENTITY.get(name, initial)
+        if identity is np._NoValue:
+            raise ValueError(f"reduction operation '{name}' does not have an identity, so to use a where mask one "
+                             "has to specify 'initial'")
+        x = zd.where(zd.asarray(where), x, identity)
+    out = getattr(zd, fname)(x, axis=axis, keepdims=bool(kwargs.get("keepdims", False)))
+    if initial is not np._NoValue:
+        out = getattr(zd, _UFUNC_COMBINE[name])(out, initial)
+    return out
 
 
 # NumPy function -> (zyx_dist function, {NumPy parameter: zyx_dist keyword}, how many leading parameters
@@ -211,12 +246,12 @@ _FUNCTIONS: dict[str, tuple[str, dict[str, str], int]] = {
     "transpose": ("_transpose", _SAME, 1), "permute_dims": ("permute_dims", _SAME, 2),
     "squeeze": ("squeeze", _SAME, 1), "expand_dims": ("expand_dims", _SAME, 2), "flip": ("flip", _SAME, 1),
     "moveaxis": ("moveaxis", _SAME, 3), "roll": ("roll", _SAME, 2), "tile": ("tile", {"A": "x"}, 2),
-    "repeat": ("repeat", _SAME, 2), "where": ("where", _SAME, 3), "clip": ("clip", {"a_min": "min", "a_max": "max"}, 1),
+    "repeat": ("repeat", _SAME, 2), "where": ("_np_where", _SAME, 3), "clip": ("clip", {"a_min": "min", "a_max": "max"}, 1),
     "sort": ("_np_sort", _SAME, 1), "argsort": ("_np_argsort", _SAME, 1), "searchsorted": ("_np_searchsorted", _SAME, 2),
     "dot": ("dot", _SAME, 2), "tensordot": ("tensordot", _SAME, 2), "einsum": ("einsum", _SAME, 0),
     "broadcast_to": ("broadcast_to", _SAME, 2), "broadcast_arrays": ("broadcast_arrays", _SAME, 0),
     "diff": ("_np_diff", _SAME, 1), "count_nonzero": ("count_nonzero", _SAME, 1), "nonzero": ("nonzero", _SAME, 1),
-    "take": ("take", _SAME, 2), "tril": ("tril", _SAME, 1), "triu": ("triu", _SAME, 1),
+    "take": ("_np_take", _SAME, 2), "tril": ("_np_tril", _SAME, 1), "triu": ("_np_triu", _SAME, 1),
     "meshgrid": ("meshgrid", _SAME, 0), "zeros_like": ("zeros_like", _SAME, 1), "ones_like": ("ones_like", _SAME, 1),
     "full_like": ("full_like", _SAME, 2), "empty_like": ("empty_like", _SAME, 1), "round": ("round", _SAME, 1),
     "around": ("round", _SAME, 1), "split": ("split", _SAME, 2), "pad": ("pad", {"constant_values": "value"}, 2),
@@ -246,8 +281,9 @@ _LINALG_FUNCTIONS: dict[str, tuple[str, dict[str, str], int]] = {
 # their defaults: eigh reads the lower triangle, svd computes u and vh): ignored at their defaults,
 # refused otherwise
 _IGNORED_DEFAULTS = {"out": None, "where": True, "order": "C", "casting": "same_kind", "subok": True,
-                     "initial": np._NoValue, "mode": "constant", "UPLO": "L", "hermitian": False, "compute_uv": True,
-                     "tol": None}
+                     "initial": np._NoValue, "UPLO": "L", "hermitian": False, "compute_uv": True, "tol": None}
+# the same, for one function's own keyword (np.pad's mode: only "constant" is padding zyx_dist does)
+_IGNORED_FOR = {"pad": {"mode": "constant"}}
 
 
 def _adapters() -> dict[str, Callable[..., Any]]:
@@ -279,6 +315,46 @@ def _adapters() -> dict[str, Callable[..., Any]]:
     def np_searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Tensor:
         return zd.searchsorted(a, v, side=side, sorter=sorter)
 
+    def last_two(a: Any, axis1: int, axis2: int) -> Tensor:
+        """NumPy's axis1 and axis2 (the diagonal's, 0 and 1 by default) moved last, where zd.linalg reads it."""
+        t = zd.asarray(a)
+        return zd.moveaxis(t, (axis1, axis2), (-2, -1))
+
+    def np_trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None) -> Tensor:
+        return zd.linalg.trace(last_two(a, axis1, axis2), offset=offset, dtype=dtype)
+
+    def np_diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+        return zd.linalg.diagonal(last_two(a, axis1, axis2), offset=offset)
+
+    def np_take(a: Any, indices: Any, axis: Any = None, mode: str = "raise") -> Tensor:
+        """NumPy's take: from the flattened array without an axis; mode 'raise' (an index out of range is an
+        IndexError at the realize), 'wrap' or 'clip'."""
+        t = zd.asarray(a)
+        if axis is None:
+            t, axis = t.reshape(-1), 0
+        if mode not in ("raise", "wrap", "clip"):
+            raise ValueError(f"numpy.take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+        idx = zd.asarray(indices)
+        n = t.shape[axis]
+        if mode == "wrap":
+            idx = idx % n
+        elif mode == "clip":
+            idx = zd.clip(idx, 0, n - 1)
+        return zd.take(t, idx.reshape(-1), axis=axis).reshape(
+            t.shape[:axis % t.ndim] + tuple(idx.shape) + t.shape[axis % t.ndim + 1:])
+
+    def np_where(condition: Any, x: Any = None, y: Any = None) -> Any:
+        if x is None and y is None:  # NumPy's one-argument where is nonzero
+            return zd.nonzero(condition)
+        if x is None or y is None:
+            raise ValueError("numpy.where: either both or neither of x and y should be given")
+        return zd.where(condition, x, y)
+
+    def square(m: Any) -> Tensor:
+        """NumPy's tril and triu take a 1-D array as the rows of a square matrix."""
+        t = zd.asarray(m)
+        return zd.broadcast_to(t, (t.shape[0], t.shape[0])) if t.ndim == 1 else t
+
     def np_diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue, append: Any = np._NoValue) -> Tensor:
         return zd.diff(a, n=n, axis=axis, prepend=None if prepend is np._NoValue else prepend,
                        append=None if append is np._NoValue else append)
@@ -286,11 +362,11 @@ def _adapters() -> dict[str, Callable[..., Any]]:
     return {
         "_transpose": transpose, "_np_sort": np_sort, "_np_argsort": np_argsort, "_np_searchsorted": np_searchsorted,
         "_np_diff": np_diff, "_outer": lambda a, b: zd.linalg.outer(zd.asarray(a).reshape(-1), zd.asarray(b).reshape(-1)),
-        "_trace": lambda a, offset=0: zd.linalg.trace(a, offset=offset),
-        "_diagonal": lambda a, offset=0: zd.linalg.diagonal(a, offset=offset),
+        "_trace": np_trace, "_diagonal": np_diagonal, "_np_take": np_take, "_np_where": np_where,
+        "_np_tril": lambda m, k=0: zd.tril(square(m), k=k), "_np_triu": lambda m, k=0: zd.triu(square(m), k=k),
         "_cross": lambda a, b, axis=-1: zd.linalg.cross(a, b, axis=axis),
         "_shape": lambda a: zd.asarray(a).shape, "_ndim": lambda a: zd.asarray(a).ndim,
-        "_size": lambda a: zd.asarray(a).size,
+        "_size": lambda a, axis=None: zd.asarray(a).size if axis is None else zd.asarray(a).shape[axis],
     }
 
 
@@ -310,6 +386,7 @@ def _array_function(self: Tensor, func: Any, types: Any, args: tuple, kwargs: di
     if entry is None:
         raise TypeError(f"zyx_dist does not implement {qual} (call it on x.numpy() to run it in NumPy)")
     fname, renames, n_pos = entry
+    own = _IGNORED_FOR.get(name, {}) if ns is zd else {}
     try:
         bound = inspect.signature(func).bind(*args, **kwargs)
     except (TypeError, ValueError):
@@ -328,8 +405,8 @@ def _array_function(self: Tensor, func: Any, types: Any, args: tuple, kwargs: di
                 call_args.extend(v if kind is inspect.Parameter.VAR_POSITIONAL else [v])
                 continue
             for kk, vv in (v.items() if kind is inspect.Parameter.VAR_KEYWORD else [(k, v)]):
-                if kk in _IGNORED_DEFAULTS:
-                    default = _IGNORED_DEFAULTS[kk]
+                if kk in _IGNORED_DEFAULTS or kk in own:
+                    default = own.get(kk, _IGNORED_DEFAULTS.get(kk))
                     if vv is default or (isinstance(vv, str) and vv == default) or (vv is None and kk != "where"):
                         continue
                     raise TypeError(f"{qual}(..., {kk}={vv!r}) is not supported on zyx_dist tensors")
