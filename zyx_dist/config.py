@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from platformdirs import user_cache_dir
 
-from .errors import ConfigError
+from .errors import ConfigError, DeviceError
 from .logs import parse_debug
 
 __all__ = [
@@ -246,6 +246,11 @@ def parse_size(value: Any, key: str = "size") -> int:
     return nbytes
 
 
+class DeviceNameError(ConfigError, DeviceError):
+    """A device list naming something that is no device: a bad value of the devices key (ConfigError) and an
+    unknown device name (DeviceError), as API.md section 8 lists both."""
+
+
 def parse_devices(value: Any, key: str = "devices") -> Devices:
     """Validate a devices value: "auto", a list/tuple of names matching (cuda|opencl):N (returned as
     a tuple, no duplicates), or {"opencl-cpu": N} with an int N >= 1 (returned as a new dict)."""
@@ -259,7 +264,7 @@ def parse_devices(value: Any, key: str = "devices") -> Devices:
         names: list[str] = []
         for i, name in enumerate(value):
             if not isinstance(name, str) or not DEVICE_NAME.match(name):
-                raise ConfigError(f"{key}[{i}]: {_show(name)} is not a device name (use 'cuda:N' or 'opencl:N')")
+                raise DeviceNameError(f"{key}[{i}]: {_show(name)} is not a device name (use 'cuda:N' or 'opencl:N')")
             if name in names:
                 raise ConfigError(f"{key}[{i}]: {name!r} is listed twice (name each device once)")
             names.append(name)

@@ -195,6 +195,40 @@ def test_bad_config(config, key):
     assert_close(zd.arange(3) * 2, np.array([0, 2, 4]), zd.int32)
 
 
+def test_an_unknown_device_name_given_to_init_is_a_device_error():
+    zd.shutdown()
+    try:
+        for name in ("tpu:0", "Reference:0"):
+            with pytest.raises(zd.DeviceError, match=name) as info:
+                zd.init(ray=False, devices=[name])
+            assert isinstance(info.value, zd.ConfigError)  # (and a bad value of the devices key)
+    finally:
+        zd.shutdown()
+        zd.init(ray=False)
+
+
+def test_a_tensor_of_a_shut_down_session_is_refused_in_the_next_one():
+    zd.shutdown()
+    try:
+        zd.init(ray=False, devices=["reference:0", "reference:1"])
+        a = zd.tensor([1.0, 2.0, 3.0]).realize()
+        b = (a * 2).realize()
+        pinned = zd.ones(3, device="reference:1") * 2
+        zd.shutdown()
+        zd.init(ray=False, devices=["reference:0"])
+        d = zd.tensor([10.0, 20.0, 30.0]).realize()  # (its buffer id once was a's: ids now run on across sessions)
+        (d * 2).realize()
+        for use in (lambda: a + 1, lambda: a * d, lambda: b + 1, lambda: a):
+            with pytest.raises(zd.ZyxError, match="shutdown"):
+                use().numpy()
+        with pytest.raises(zd.DeviceError, match="reference:1"):
+            pinned.numpy()
+        assert_close(d + 1, np.array([11.0, 21.0, 31.0]), zd.float32)
+    finally:
+        zd.shutdown()
+        zd.init(ray=False)
+
+
 def test_shutdown_twice_is_safe():
     zd.shutdown()
     zd.shutdown()

@@ -30,7 +30,7 @@ from ..graph import companions, guards, history, ir, lineage, shard
 from ..graph.ir import Node, Op
 from ..graph.lineage import LOST
 from ..protocol import BatchResult, DropTemplate, Failed, Free, Sync
-from ..sched.scheduler import DeviceModel, Schedule, SchedulerState, schedule
+from ..sched.scheduler import DeviceModel, IdCounter, Schedule, SchedulerState, schedule
 from . import debug, index_checks, probe, templates
 from .backends import InProcessBackend, LostWorkers, resolve_devices
 from .buffer_ref import BufferRef
@@ -151,7 +151,7 @@ class Session(Recovery, Exchange, Readback):
                                     int(i["memory_bytes"]), dialect=i["backend"], nccl_rank=i.get("nccl_rank"),
                                     variant=_variant_key(i))
                   for name, i in self.infos.items()}
-        self.state = SchedulerState(models, policy=self.config.scheduler.policy)
+        self.state = SchedulerState(models, policy=self.config.scheduler.policy, ids=_IDS)
         if len(self.device_names) > 1:
             self.state.link = probe.links(self.backend, self.device_names, self.state.new_id,
                                           {n: m.nccl_rank for n, m in models.items()},
@@ -301,16 +301,30 @@ class Session(Recovery, Exchange, Readback):
                 found = self.plans.lookup(targets, affinity)
             kernels, programs = self.plans.kernels_at(found, targets, self.render, affinity)
         tb = tc = time.perf_counter()
-        lost = [x for x in [*nodes, *(x for k in kernels for x in k.inputs)] if x.op is Op.LEAF and x.arg is LOST]
+        leaves = [x for x in [*nodes, *(x for k in kernels for x in k.inputs)] if x.op is Op.LEAF]
+        lost = [x for x in leaves if x.arg is LOST]
         if lost:
             raise WorkerLostError("lost with their worker and impossible to recompute: " + ", ".join(
                 f"tensor #{x.id} {x.shape} {x.dtype}" for x in {x.id: x for x in lost}.values()))
+        self._check_session_of(leaves, kernels)
         # leaves realized directly (zd.tensor(a).realize()) are uploads without a kernel
         uploads = [n for n in nodes if n.op is Op.LEAF and n.buffer is None and n.size and n.host is not None]
         with gc_paused():
             sched = schedule(kernels, programs, self.state, self.default_device, uploads)
         self.plan_phases = (ta, tb, tc, time.perf_counter())  # for zd.trace
         return kernels, programs, sched
+
+    def _check_session_of(self, leaves: list[Node], kernels: list) -> None:
+        """ZyxError for a leaf whose buffer a shut-down session held, DeviceError for a kernel or leaf pinned to a
+        device this session does not have (a tensor made in another session)."""
+        for x in leaves:
+            if x.buffer is not None and x.buffer.session() is not self:
+                raise ZyxError(f"the data of tensor #{x.id} {x.shape} {x.dtype} was freed by zd.shutdown(): a tensor "
+                               "of a session that was shut down cannot be used in a later one")
+        pinned = {k.device for k in kernels if k.device is not None} | {x.device for x in leaves if x.device}
+        for dev in sorted(pinned - self.state.devices.keys()):
+            raise DeviceError(f"a tensor is pinned to device {dev!r}, which this session does not have (its devices: "
+                              f"{', '.join(self.state.devices)})")
 
     def _prepare(self, todo: list[Node]) -> tuple[dict[int, str], bool]:
         """The rewrites before the plan cache's lookup (whose key is the rewritten structure): small views
@@ -505,6 +519,9 @@ def _variant_key(info: dict) -> str:
 # ---- the module-level session (API.md section 1) ---------------------------------------------------------
 
 _session: Session | None = None
+# buffer, program and transfer ids: one sequence for every session of the process, so that a tensor kept from a
+# session that was shut down names no buffer of a later one (its replay finds no buffer and plans, which refuses it)
+_IDS = IdCounter()
 
 
 def init(config: Any = None, *, address: str | None = None, ray: bool = True, devices: Any = None) -> Session:
