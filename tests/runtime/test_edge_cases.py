@@ -120,3 +120,10 @@ def test_an_integer_tensor_to_a_negative_power_is_refused_as_numpy_refuses_it():
     with pytest.raises(ValueError, match="negative integer powers") as raised:
         x ** -1
     assert isinstance(raised.value, zd.DTypeError)
+
+
+def test_a_realized_empty_tensor_names_its_device():
+    t = zd.zeros((0, 3))
+    assert t.device is None
+    t.realize()
+    assert t.device == zd.tensor([1.0]).realize().device

@@ -174,6 +174,41 @@ def test_each_shard_runs_on_its_device(in_process_only):
             np.testing.assert_allclose(g.numpy(), w, rtol=1e-10, atol=1e-13)
 
 
+def test_elementwise_work_on_shards_runs_on_their_devices(in_process_only):
+    """An op pushed through the shards runs per shard, on the shard's device, and only its result moves to be
+    joined (before, the per-shard work was fused into the join's kernel on one device, which read every shard)."""
+    with detached_session():
+        zd.init({"autotune": {"enabled": False}}, ray=False, devices={"opencl-cpu": 2})
+        devs = [d.name for d in zd.devices()]
+        a = np.arange(4000, dtype=np.float32).reshape(1000, 4)
+        x = zd.tensor(a).shard(devs)
+        plan = zd.explain(x * 2)
+        pinned = sorted(k.device for k in plan.kernels if k.reason == "pinned")
+        assert pinned == sorted(devs), plan
+        zd.reset_stats()
+        r = ((x * 2 + 1).sum(axis=1)).realize()
+        np.testing.assert_allclose(r.numpy(), (a * 2 + 1).sum(1))
+        assert zd.stats()["bytes_transferred"] == 500 * 4  # the second shard's row sums, not its rows
+
+
+def test_a_device_tensor_is_cut_where_it_lives_and_its_pieces_kept(in_process_only):
+    with detached_session():
+        zd.init({"autotune": {"enabled": False}}, ray=False, devices={"opencl-cpu": 2})
+        devs = [d.name for d in zd.devices()]
+        a = np.arange(4000, dtype=np.float32).reshape(1000, 4)
+        w = zd.tensor(a, device=devs[0]).realize()
+        ws = w.shard(devs)
+        zd.reset_stats()
+        ws.realize()
+        moved = zd.stats()["bytes_transferred"]
+        assert moved <= 2 * 8000, moved  # the second piece out, and back for the joined value: never all of w
+        for i in range(3):  # the pieces stay realized: every op moves only its per-shard result
+            zd.reset_stats()
+            r = (ws + i).sum(axis=1).realize()
+            np.testing.assert_allclose(r.numpy(), (a + i).sum(1))
+            assert zd.stats()["bytes_transferred"] == 500 * 4
+
+
 def test_sharded_ops_give_the_unsharded_results(in_process_only):
     """Ops pushed through the shards, and those that fall back to the joined value, against NumPy."""
     with detached_session():

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import context, dtypes
 from ..errors import DeviceError, ShapeError
+from ..graph import companions
 from ..graph import ir as graph
 from ..graph import shard as shard_graph
 from ..graph.guards import IndexGuard, guarded, index_guard
@@ -426,9 +427,11 @@ def to_device(x: Tensor, device: str | None) -> Tensor:
 
 def shard(x: Tensor, devices: list[str], axis: int = 0) -> Tensor:
     """`x.shard(devices, axis)`: nearly equal pieces along `axis` (np.array_split sizes), each pinned to its
-    device (host data is cut on the host, so each device gets only its piece), joined back; the result is
-    registered with `graph.shard`, which makes later ops run per shard when they are realized. A device
-    whose piece would be empty (more devices than rows) gets none."""
+    device (host data is cut on the host, and a tensor on a device there, so each device receives only its
+    piece), joined back; the result is registered with `graph.shard`, which makes later ops run per shard when
+    they are realized, and its pieces are realized with it (graph/companions.py), so later ops read them where
+    they are rather than cutting them again. A device whose piece would be empty (more devices than rows) gets
+    none."""
     if isinstance(devices, str) or not devices:
         raise DeviceError(f"shard needs a non-empty list of device names, got {devices!r}")
     devs = [context.session().resolve_device(d) for d in devices]
@@ -441,6 +444,7 @@ def shard(x: Tensor, devices: list[str], axis: int = 0) -> Tensor:
     starts = np.cumsum([0, *sizes])
     node = x.node
     host = node.host if node.op is Op.LEAF and node.buffer is None and node.host is not None else None
+    home = node.buffer.device if node.op is Op.LEAF and node.buffer is not None else None  # (x realized there)
     pieces, used = [], []
     for a, b, d in zip(starts[:-1], starts[1:], devs):
         if a == b and pieces:
@@ -448,10 +452,13 @@ def shard(x: Tensor, devices: list[str], axis: int = 0) -> Tensor:
         key = (*lead, slice(int(a), int(b)))
         if host is not None:
             pieces.append(Tensor(graph.leaf(np.ascontiguousarray(host[key]), x.dtype, device=d)))
+        elif home is not None and home != d:  # cut where x is, then move the piece (not the whole x) to d
+            pieces.append(x[key].to(home).to(d))
         else:
             pieces.append(x[key].to(d))
         used.append(d)
     out = concat(pieces, ax)
     if len(pieces) > 1:
         shard_graph.register(out.node, ax, [p.node for p in pieces], used)
+        companions.attach(out.node, [p.node for p in pieces])
     return out

@@ -17,7 +17,7 @@ import numpy as np
 from .. import context
 from ..dtypes import DType
 from ..errors import ShapeError
-from ..graph.ir import Node
+from ..graph.ir import Node, Op
 
 
 class Tensor:
@@ -54,10 +54,14 @@ class Tensor:
 
     @property
     def device(self) -> str | None:
-        """The device holding the result once realized, else None."""
-        if self.node.buffer is None:  # not realized: no need to ask the session
+        """The device holding the result once realized, else None. An empty result, realized, holds no buffer: its
+        device is the one it was pinned to, else the session's default."""
+        node = self.node
+        if node.buffer is None:  # not realized (no need to ask the session), or realized empty
+            if node.size == 0 and node.op is Op.LEAF and node.host is None:
+                return node.device or context.session().default_device
             return None
-        return self.node.buffer.device
+        return node.buffer.device
 
     def __len__(self) -> int:
         if not self.shape:

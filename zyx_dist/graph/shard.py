@@ -101,11 +101,16 @@ class _Pass:
         self.affinity: dict[int, str] = {}
 
     def whole(self, f: Node | Sharded) -> Node:
+        """The value of `f` in one piece: a Sharded one joined, each piece this pass computed pinned to its shard's
+        device first (stored there), so that the work per shard runs on its device and only its result moves to
+        the join; without the pin the kernelizer would fuse the pieces' work into the join's kernel, on one device."""
         if isinstance(f, Node):
             return f
         j = self.joined.get(id(f))
         if j is None:
-            j = self.joined[id(f)] = join(f)
+            pieces = tuple(pin(p, d) if p.id > self.newest and p.op is not Op.LEAF and p.op is not Op.CONST else p
+                           for p, d in zip(f.pieces, f.devices))
+            j = self.joined[id(f)] = join(Sharded(f.axis, pieces, f.devices))
         return j
 
     def mark(self, node: Node, device: str) -> Node:
