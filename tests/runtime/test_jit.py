@@ -299,3 +299,96 @@ def test_a_new_sharded_batch_every_step_on_3_workers(in_process_only):
     np.testing.assert_array_equal(jit_losses, plain_losses)
     for a, b in zip(jitted, plain):
         np.testing.assert_array_equal(a, b)
+
+
+# ---- what a capture must not confuse (an audit of zd.jit) ---------------------------------------------------
+
+def test_a_tensor_given_twice_does_not_replay_for_two_different_tensors():
+    w, b = zd.tensor([1.0, 2.0, 3.0]).realize(), zd.tensor([10.0, 20.0, 30.0]).realize()
+
+    @zd.jit
+    def g(x, y):
+        return x * 2 + y
+
+    for _ in range(3):
+        np.testing.assert_allclose(g(w, w).numpy(), [3.0, 6.0, 9.0])
+    np.testing.assert_allclose(g(w, b).numpy(), [12.0, 24.0, 36.0])  # (was b * 2 + b: one leaf bound for both)
+    np.testing.assert_allclose(g(x=w, y=b).numpy(), [12.0, 24.0, 36.0])
+
+
+def test_a_tensor_read_from_outside_and_also_given_runs_every_call():
+    w, b = zd.tensor([1.0, 2.0, 3.0]).realize(), zd.tensor([10.0, 20.0, 30.0]).realize()
+
+    def f(x):
+        return x + w
+
+    jf = zd.jit(f)
+    with pytest.warns(RuntimeWarning, match="also one of its arguments"):
+        for _ in range(3):
+            jf(w)
+    np.testing.assert_allclose(jf(b).numpy(), [11.0, 22.0, 33.0])  # (was b + b)
+
+
+def test_a_tensor_read_from_outside_that_is_reassigned_is_read_anew():
+    scale = [zd.tensor([1.0, 1.0, 1.0]).realize()]
+    x = zd.tensor([1.0, 2.0, 3.0]).realize()
+    w = scale[0]
+
+    def make():
+        def predict(v):
+            return v * w
+        return predict
+
+    predict = zd.jit(make())
+    for _ in range(3):
+        np.testing.assert_allclose(predict(x).numpy(), [1.0, 2.0, 3.0])
+    assert predict.replays >= 1
+    cells = predict.fn.__closure__
+    assert cells is not None and cells[0].cell_contents is w
+    w = zd.tensor([5.0, 5.0, 5.0]).realize()  # the closure's cell now holds another tensor
+    del scale
+    np.testing.assert_allclose(predict(x).numpy(), [5.0, 10.0, 15.0])  # (the captured one was replayed)
+
+
+def test_negative_zero_is_a_constant_of_its_own():
+    w = zd.tensor([1.0, 2.0, 3.0]).realize()
+
+    @zd.jit
+    def h(x, c):
+        return 1.0 / (x * c)
+
+    for _ in range(3):
+        assert np.isposinf(h(w, 0.0).numpy()).all()
+    assert np.isneginf(h(w, -0.0).numpy()).all()
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+@pytest.mark.parametrize("make", [lambda ps: zd.optim.SGD(ps, lr=0.1, momentum=0.9), lambda ps: zd.optim.Adam(ps, 0.05)],
+                         ids=["sgd", "adam"])
+def test_a_failed_step_leaves_the_optimizer_as_it_was(jitted, make):
+    e0 = np.random.default_rng(0).standard_normal((6, 3)).astype(np.float32)
+    y = zd.tensor(np.ones((2, 3), np.float32))
+
+    def step(params, opt, idx):
+        loss = ((params[0][idx] - y) ** 2).mean()
+        return loss, opt.step(zd.grad(loss, params))
+
+    def train(batches):
+        params = [zd.tensor(e0)]
+        opt = make(params)
+        f = zd.jit(step) if jitted else step
+        for idx in batches:
+            try:
+                loss, new = f(params, opt, zd.tensor(np.array(idx)))
+                zd.realize(loss, *new)
+                params = new
+            except IndexError:
+                pass
+        return params[0].numpy(), opt.steps
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got, steps = train([[1, 2], [0, 5], [2, 9], [3, 4], [1, 1]])  # 9: out of range of 6 rows
+        want, want_steps = train([[1, 2], [0, 5], [3, 4], [1, 1]])
+    assert steps == want_steps == 4
+    np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -14,7 +14,10 @@ replayed as a repeated realize would be, without building, hashing or walking a 
 template no longer applies (its inputs live elsewhere, the cache dropped it, a recovery retired it) runs
 `fn` again. What cannot be replayed safely runs `fn` on every call (correct, only slower), after one
 warning saying why: a captured tensor or host data that changed between calls (Python-side state that is
-not an argument), or values read back inside `fn` (which may steer its Python). As with any tracing JIT,
+not an argument), a tensor read from outside that is also an argument, or values read back inside `fn` (which
+may steer its Python). A tensor `fn` reads by name (a closure cell, a global) that is reassigned after the
+capture drops it, so `fn` runs and captures again; one reached otherwise (an attribute of a constant argument)
+is not seen. A tensor given in two places is part of the signature. As with any tracing JIT,
 the Python side effects of `fn` happen only on the calls that run it. The results of a replayed call
 carry no lineage: if their worker is lost they are reported lost, as a long training loop's results are
 once their history outgrows lineage's bound.
@@ -114,8 +117,54 @@ def _flatten(tree: Any) -> tuple[list[Tensor], list[Optimizer], tuple]:
                 raise TypeError(f"zd.jit: {_where(where)} is a {cls.__name__}, neither a tensor (alone or in a "
                                 "tuple, list or dict) nor a hashable constant; make it a zd.tensor or close over "
                                 "it") from None
-            sig.append(("const", cls, x))
-    return tensors, opts, tuple(sig)
+            # a float by its bits: 0.0 == -0.0 (and 1 / x tells them apart), and NaN equals no NaN
+            sig.append(("const", cls, float(x).hex() if isinstance(x, (float, np.floating)) else x))
+    return tensors, opts, (*sig, *_aliases(tensors))
+
+
+def _aliases(tensors: list[Tensor]) -> tuple:
+    """The signature's note of tensors given more than once (the same node in two places: a capture binds one
+    leaf for both, which two different tensors must not replay), else nothing."""
+    ids = [id(t.node) for t in tensors]
+    if len(set(ids)) == len(ids):
+        return ()
+    first: dict[int, int] = {}
+    return (("same", tuple(first.setdefault(i, k) for k, i in enumerate(ids))),)
+
+
+def _outside(fn: Callable) -> list[tuple[Any, Any, Tensor]]:
+    """The tensors `fn` reads from outside by name (its closure's cells and the globals its code names), as
+    (holder, name, tensor): a capture holds their values, so a replay checks they are still the ones `fn`
+    would read (a tensor reached another way, such as an attribute of a constant argument, is not seen)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    found: list[tuple[Any, Any, Tensor]] = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # (an empty cell)
+            continue
+        if value.__class__ is Tensor:
+            found.append((cell, None, value))
+    g = getattr(fn, "__globals__", {})
+    for name in code.co_names:
+        value = g.get(name)
+        if value.__class__ is Tensor:
+            found.append((g, name, value))
+    return found
+
+
+def _still(outside: list[tuple[Any, Any, Tensor]]) -> bool:
+    """Whether every tensor `_outside` found is still where it was."""
+    for holder, name, value in outside:
+        try:
+            now = holder.cell_contents if name is None else holder.get(name)
+        except ValueError:
+            return False
+        if now is not value:
+            return False
+    return True
 
 
 def _results(tree: Any) -> tuple[list[Tensor], tuple]:
@@ -160,7 +209,7 @@ class _Capture:
     each input leaf came from, which positions the plan computes, where each result is, and how many steps
     each optimizer argument took."""
 
-    __slots__ = ("checks", "computed", "entry", "inputs", "key", "outputs", "spec", "steps")
+    __slots__ = ("checks", "computed", "entry", "inputs", "key", "outputs", "outside", "spec", "steps")
 
     def __init__(self, key: Any, entry: Any, inputs: list[tuple], computed: dict[int, tuple],
                  checks: tuple[int, ...]) -> None:
@@ -171,6 +220,7 @@ class _Capture:
         self.outputs: list[tuple] = []  # per result tensor: ("pos", position) | ("arg", index) | ("node", node)
         self.spec: tuple = ()
         self.steps: list[int] = []
+        self.outside: list[tuple] = []  # the tensors fn read from outside by name (`_outside`), as it ran
 
     def differs(self, other: _Capture) -> str | None:
         """None when `other` is the same step (so a replay is what running fn would do), else why not."""
@@ -259,7 +309,7 @@ class Jit:
             # tensors alone, the usual step: its signature without the general walk (tagged, so no other
             # arguments can have the same one)
             tensors, opts = list(args), []
-            sig = (_TENSORS, *[(t.node.shape, t.node.dtype.name) for t in args])
+            sig = (_TENSORS, *[(t.node.shape, t.node.dtype.name) for t in args], *_aliases(tensors))
         else:
             tensors, opts, sig = _flatten((args, kwargs))
         entry = self._signatures.get(sig)
@@ -275,9 +325,12 @@ class Jit:
         if lazy:
             s.realize(lazy)
         if entry.capture is not None:
-            out = self._replay(s, entry.capture, tensors, opts)
-            if out is not None:
-                return out
+            if entry.capture.outside and not _still(entry.capture.outside):  # fn would read other tensors now
+                entry.capture = entry.last = None
+            else:
+                out = self._replay(s, entry.capture, tensors, opts)
+                if out is not None:
+                    return out
         return self._run(s, entry, args, kwargs, tensors, opts)
 
     # ---- a run of fn, recorded ----
@@ -285,7 +338,11 @@ class Jit:
     def _run(self, s: Any, entry: _Signature, args: tuple, kwargs: dict, tensors: list[Tensor],
              opts: list[Optimizer]) -> Any:
         self.runs += 1
-        rec = _Recorder({id(t.node): i for i, t in enumerate(tensors)})
+        arg_nodes: dict[int, int] = {}
+        for i, t in enumerate(tensors):
+            arg_nodes.setdefault(id(t.node), i)  # (a tensor given twice: its first place, as `_aliases` notes)
+        rec = _Recorder(arg_nodes)
+        outside = _outside(self.fn)
         steps_before = [o.steps for o in opts]
         before, s.recorder = s.recorder, rec
         guards.recording += 1  # (a gather's index is checked in the plan, whatever data later calls bind)
@@ -310,8 +367,11 @@ class Jit:
         if entry.given_up:
             return result
         why, c = self._recorded(s, rec, targets, todo)
+        if c is not None and any(id(t.node) in arg_nodes for _h, _n, t in outside):
+            why, c = ("it reads a tensor from outside that is also one of its arguments (one leaf of the plan "
+                      "for both: a replay could not tell them apart)"), None
         if c is not None:
-            c.spec, c.steps = spec, [o.steps - b for o, b in zip(opts, steps_before)]
+            c.spec, c.steps, c.outside = spec, [o.steps - b for o, b in zip(opts, steps_before)], outside
             if entry.last is not None:
                 why = entry.last.differs(c)
             entry.capture = c if entry.last is not None and why is None else None

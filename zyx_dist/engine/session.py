@@ -348,14 +348,22 @@ class Session(Recovery, Exchange, Readback):
         try:  # the first attempt outside the loop: most realizes need no other
             return self._realize(nodes)
         except LostWorkers as e:
-            self.recover(e.devices)
-        for _ in range(self.config.ray.max_restarts):
-            try:
-                return self._realize(nodes)
-            except LostWorkers as e:
-                self.recover(e.devices)
-        raise WorkerLostError(f"workers kept failing while realizing {len(nodes)} tensors "
-                              f"(more than ray.max_restarts={self.config.ray.max_restarts} recoveries)")
+            lost = e.devices
+        except Exception:
+            companions.failed(nodes)  # (an optimizer whose new state this was steps from its old one)
+            raise
+        try:
+            self.recover(lost)
+            for _ in range(self.config.ray.max_restarts):
+                try:
+                    return self._realize(nodes)
+                except LostWorkers as e:
+                    self.recover(e.devices)
+            raise WorkerLostError(f"workers kept failing while realizing {len(nodes)} tensors "
+                                  f"(more than ray.max_restarts={self.config.ray.max_restarts} recoveries)")
+        except Exception:
+            companions.failed(nodes)
+            raise
 
     def _realize(self, nodes: list[Node], checked: bool = False) -> None:
         """Compute `nodes` once (`realize` recovers and tries again). Where they depend on value checks (a

@@ -18,6 +18,7 @@ step, and `jit_load` puts a replay's results back, so the object stays current w
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -84,6 +85,9 @@ class Optimizer:
             raise ValueError(f"learning rate must be >= 0, got {lr}")
         self.lr = float(lr)
         self.steps = 0
+        # the state before the last step, held weakly (while the step's new state is unrealized, its graph keeps
+        # the old state alive; once it is realized nothing is held), and the step count then
+        self._before: tuple[list, int] | None = None
 
     def _grads(self, grads: Any) -> list[Node]:
         gs = list(grads)
@@ -103,6 +107,24 @@ class Optimizer:
     def step(self, grads: Any) -> list[Tensor]:
         raise NotImplementedError
 
+    def _begin_step(self) -> None:
+        """Before a step replaces the state: go back from a step whose realize failed, and note the state."""
+        self._recover()
+        self._before = ([None if x is None else [weakref.ref(t.node) for t in x] for x in self._state()], self.steps)
+
+    def _recover(self) -> None:
+        """The state before the last step, where that step's new parameters failed to compute (a realize of
+        them raised): a failed step leaves the optimizer as it was, as it leaves every other tensor."""
+        if self._before is None or not companions.any_failed() or \
+                not any(companions.has_failed(p.node) for p in self.params):
+            return
+        refs, steps = self._before
+        state = [None if x is None else [r() for r in x] for x in refs]
+        if all(n is not None for x in state if x is not None for n in x):  # (the failed graph keeps them alive)
+            self._set_state([None if x is None else [Tensor(n) for n in x] for x in state])
+            self.steps = steps
+        self._before = None
+
     # ---- the state as zd.jit sees it (see the module docstring) ----
 
     def _state(self) -> list[list[Tensor] | None]:
@@ -113,10 +135,12 @@ class Optimizer:
 
     def jit_static(self) -> tuple:
         """What a captured step bakes in: a change (a new learning rate) makes zd.jit trace again."""
+        self._recover()
         return (type(self).__name__, self.lr, tuple(len(x) if x is not None else -1 for x in self._state()))
 
     def jit_inputs(self) -> list[Tensor]:
         """The tensors a step reads: the state (and, for Adam, the next step's scalars)."""
+        self._recover()
         return self.jit_outputs()
 
     def jit_outputs(self) -> list[Tensor]:
@@ -142,6 +166,7 @@ class SGD(Optimizer):
 
     def step(self, grads: Any) -> list[Tensor]:
         gs = self._grads(grads)
+        self._begin_step()
         self.steps += 1
         mu = self.momentum
         new_params, new_velocity = [], []
@@ -209,6 +234,7 @@ class Adam(Optimizer):
 
     def jit_inputs(self) -> list[Tensor]:
         """The state and the next step's scalars, one host tensor per name and compute dtype."""
+        self._recover()
         t = self.steps + 1
         step_size, inv_bc2 = self._step_scalars(t)
         made: dict = {}
@@ -228,6 +254,7 @@ class Adam(Optimizer):
 
     def step(self, grads: Any) -> list[Tensor]:
         gs = self._grads(grads)
+        self._begin_step()
         self.steps += 1
         t = self.steps
         b1, b2 = self.betas

@@ -3,7 +3,8 @@ come from one fused expression, and the state must be realized whenever the para
 stay a lazy graph growing with every step. `attach(node, others)` records that `others` are to be
 computed whenever `node` is; `with_companions(nodes)` gives the nodes to realize: `nodes` plus the live,
 unrealized companions of each. Companions are held weakly: a state that its owner has dropped is not
-computed.
+computed. `failed(nodes)` notes nodes whose realize raised, so that an optimizer whose new state failed to
+compute goes back to the state before that step (`has_failed`).
 """
 
 from __future__ import annotations
@@ -36,3 +37,23 @@ def with_companions(nodes: list[Node]) -> list[Node]:
         return nodes
     seen = {n.id for n in nodes}
     return list(nodes) + [o for o in extra if o.id not in seen and not seen.add(o.id)]
+
+
+_FAILED: weakref.WeakSet[Node] = weakref.WeakSet()
+
+
+def failed(nodes: list[Node]) -> None:
+    """Note that a realize of `nodes` raised (those still unrealized)."""
+    for n in nodes:
+        if not n.realized:
+            _FAILED.add(n)
+
+
+def any_failed() -> bool:
+    """Whether any node noted by `failed` lives (a check made on every optimizer step: the set's own data)."""
+    return bool(_FAILED.data)
+
+
+def has_failed(node: Node) -> bool:
+    """Whether a realize of `node` raised, and it is still unrealized."""
+    return node in _FAILED and not node.realized
