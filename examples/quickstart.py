@@ -1,4 +1,4 @@
-"""Quickstart: a few lazy ops, fused into kernels on the default device (PoCL on a CPU-only machine).
+"""Quickstart: a few lazy ops, fused into kernels on the default device (an OpenCL CPU device on a CPU-only machine).
 
     python examples/quickstart.py
 """

@@ -418,7 +418,8 @@ def _benchmark(bench: Any) -> BenchmarkConfig:
     for i, w in enumerate(workloads):
         key = f"benchmark.workloads[{i}]"
         if isinstance(w, str):  # a bare name is not enough: sizes are required
-            w = {"name": w}
+            raise ConfigError(f"{key}: {w!r} is a workload's name alone (use {{name: {w}, sizes: [...]}}: its sizes "
+                              "are required)")
         if not isinstance(w, Mapping):
             raise ConfigError(f"{key}: {_show(w)} is not a mapping (use {{name, sizes, dtypes}})")
         _check_keys(w, _WORKLOAD_KEYS, key)

@@ -72,6 +72,10 @@ def parse_debug(text: str, key: str = "ZYX_DIST_DEBUG") -> int:
                 from None
     if value < 0:
         raise ConfigError(f"{key}: {value} is too small (use an integer >= 0)")
+    every = sum(AREAS.values())
+    if value & ~every:
+        raise ConfigError(f"{key}: {value} sets bits no area has (the areas: "
+                          f"{', '.join(f'{bit} {area}' for area, bit in AREAS.items())}; all of them: {every})")
     return value
 
 
@@ -124,7 +128,7 @@ def apply_debug(mask: int) -> None:
             lg.setLevel(logging.NOTSET)
             _set_by_us.discard(name)
     root = logging.getLogger(ROOT)
-    if mask and _fallback not in root.handlers:
+    if _fallback not in root.handlers:  # (also where a level the user set on an area logger switched it on)
         root.addHandler(_fallback)
 
 

@@ -111,3 +111,23 @@ def test_trace_ends_cleanly_and_keeps_kernel_timing(tmp_path):
     assert json.loads((tmp_path / "a.json").read_text())["traceEvents"]  # the track names, at least
     for w in getattr(s.backend, "workers", {}).values():
         assert w.profile  # device timing stays on: the scheduler's cost model needs it
+
+
+def test_a_trace_inside_another_leaves_the_outer_one_whole(tmp_path):
+    x = zd.tensor(np.arange(8, dtype=np.float32))
+    outer, inner = tmp_path / "outer.json", tmp_path / "inner.json"
+    with zd.trace(outer):
+        (x + 1).realize()
+        with zd.trace(inner):
+            (x + 2).realize()
+        (x + 3).realize()  # (lost before: the inner trace's end switched all tracing off)
+    def realizes(path):
+        return sum(e.get("name") == "realize" for e in json.loads(path.read_text())["traceEvents"])
+    assert realizes(inner) == 1 and realizes(outer) == 3
+
+
+def test_a_trace_to_a_path_it_cannot_write_fails_before_its_block():
+    ran = []
+    with pytest.raises(OSError), zd.trace("/nonexistent-dir/t.json"):
+        ran.append(1)
+    assert not ran

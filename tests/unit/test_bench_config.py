@@ -81,6 +81,7 @@ def test_cli_style_error_for_an_unknown_workload():
         ({"workloads": [5]}, "benchmark.workloads[0]: 5 is not a mapping", "name, sizes, dtypes"),
         ({"workloads": [{"sizes": [1]}]}, "benchmark.workloads[0].name: missing", "softmax"),
         ({"workloads": [{"name": "sum"}]}, "benchmark.workloads[0].sizes: missing", "integers >= 1"),
+        ({"workloads": ["sum"]}, "benchmark.workloads[0]: 'sum' is a workload's name alone", "sizes"),
         ({"workloads": [{"name": "sum", "sizes": []}]}, "benchmark.workloads[0].sizes: [] is not allowed", ">= 1"),
         ({"workloads": [{"name": "sum", "sizes": [8, 0]}]}, "benchmark.workloads[0].sizes[1]: 0 is too small", ">= 1"),
         ({"workloads": [{"name": "sum", "sizes": ["big"]}]}, "benchmark.workloads[0].sizes[0]: 'big' is not an integer",

@@ -86,13 +86,22 @@ def test_wrong_config_is_one_line_with_status_2(capsys, no_session, tmp_path, co
         (["bench", "{root}/configs/default.yaml"], "no benchmark: section"),
         (["bench", "{tiny}", "--baseline", "jax"], "--baseline: 'jax' is not one of numpy, cupy, torch"),
         (["bench", "{tiny}", "--compare", "{tmp}/old.json"], "--compare: cannot read"),
-        (["bench", "{tiny}", "--threshold", "-5"], "--threshold: -5 is negative"),
+        (["bench", "{tiny}", "--threshold", "-5"], "--threshold: -5 is not a percentage"),
+        (["bench", "{tiny}", "--threshold", "nan"], "--threshold: nan is not a percentage"),
+        (["bench", "{tiny}", "--noise", "nan"], "--noise: nan is not a multiple"),
+        (["bench", "{tiny}", "--out", "{tiny}"], "--out {tiny}: cannot make that directory"),
+        (["trace", "{tiny}", "--out", "{tmp}/none/t.json"], "not a file in an existing directory"),
+        (["trace", "{tiny}", "--out", "{tmp}"], "not a file in an existing directory"),
         (["explain", "{tmp}/none.py"], "is not a file"),
+        (["explain", "{tiny}", "--config", "{tmp}/none.yaml"], "--config {tmp}/none.yaml: no such file"),
+        (["--config", "{tiny}", "bench", "{tiny}"], "--config is not read by `bench`"),
         (["info", "--devices", "gpu:7"], "--devices: 'gpu:7' is not allowed"),
+        (["info", "--address", "auto"], "give --ray with it"),
     ],
 )
 def test_bad_options_are_one_line_errors(capsys, no_session, tmp_path, tiny, argv, message):
     argv = [a.format(tmp=tmp_path, root=ROOT, tiny=tiny) for a in argv]
+    message = message.format(tmp=tmp_path, tiny=tiny)
     code, out, err = run(capsys, *argv)
     assert code == 2, out + err
     assert err.startswith("zyx-dist: error: ") and err.count("\n") == 1 and message in err, err
@@ -213,3 +222,12 @@ def test_cluster_launchers_are_valid_with_token_auth(name):
     assert cfg["file_mounts"]["~/.ray/auth_token"] == "~/.ray/auth_token"
     assert any("zyx_dist[cuda12" in c for c in cfg["setup_commands"])  # from the checkout: tests/unit/test_install.py
     assert cfg["provider"]["type"] == ("aws" if "aws" in name else "local")
+
+
+@pytest.mark.parametrize(("source", "message"), [("def build(:\n", "line 1"),
+                                                 ("import zyx_dist as zd\nzd.init(ray=False)\n", "explain starts")])
+def test_explain_of_a_broken_script_is_one_line(capsys, no_session, tmp_path, source, message):
+    script = tmp_path / "s.py"
+    script.write_text(source)
+    code, _out, err = run(capsys, "explain", script)
+    assert code == 2 and err.startswith("zyx-dist: error: ") and err.count("\n") == 1 and message in err, err

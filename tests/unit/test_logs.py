@@ -54,7 +54,7 @@ def test_parse_debug_forms(text, value):
     assert logs.parse_debug(text) == value
 
 
-@pytest.mark.parametrize("text", ["loud", "-1", "2.0", "0xg"])
+@pytest.mark.parametrize("text", ["loud", "-1", "2.0", "0xg", "1024", "0xff"])  # (bits past 64 name no area)
 def test_parse_debug_errors_name_the_variable(text):
     with pytest.raises(ConfigError, match="^ZYX_DIST_DEBUG: "):
         logs.parse_debug(text)
@@ -180,3 +180,27 @@ def test_what_a_terminal_shows(mode):
         assert "\nzyx_dist: source of k_" in "\n" + res.stderr and "zyx_dist: source" not in res.stdout
     else:  # the application's format and stream
         assert "APP zyx_dist.source zyx_dist: source of k_" in res.stdout and "zyx_dist: source" not in res.stderr
+
+
+def test_a_level_set_on_an_area_logger_prints_without_zyx_dist_debug(capsys):
+    """README: `logging.getLogger("zyx_dist.autotune").setLevel(logging.DEBUG)` switches that area on, and with no
+    logging configured its lines go to stderr (they went to logging's last resort, which drops DEBUG)."""
+    lg = logging.getLogger("zyx_dist.autotune")
+    lg.setLevel(logging.DEBUG)
+    try:
+        with no_root_handlers():
+            assert logs.enabled("autotune")
+            logs.emit("autotune", "zyx_dist: autotune line")
+        assert capsys.readouterr().err == "zyx_dist: autotune line\n"
+    finally:
+        lg.setLevel(logging.NOTSET)
+
+
+def test_the_devices_line_names_each_worker_as_the_session_does(capsys):
+    """Several CPU workers open one OpenCL device: each line names its worker (both read opencl:0 before)."""
+    logs.apply_debug(1)
+    with no_root_handlers():
+        w = Worker("reference:0", name="reference:7")
+        w.close()
+    err = capsys.readouterr().err
+    assert "worker reference:7 opened" in err and w.device == "reference:7"

@@ -81,7 +81,7 @@ class InProcessBackend:
         self._replayed: Any = None  # the worker of the last run_replay
         try:
             for name, spec in devices:
-                self.workers[name] = Worker(spec, memory_limit, profile=True)
+                self.workers[name] = Worker(spec, memory_limit, profile=True, name=name)
         except Exception:
             self.close()
             raise

@@ -178,8 +178,11 @@ def write_trace(path: str | os.PathLike, events: list[dict], devices: list[str],
 def trace(path: str | os.PathLike) -> Iterator[None]:
     """Record every realize (driver phases; kernels with device-side durations, transfers with bytes, allocations,
     frees and spills on each device) and every read back, then write Chrome/Perfetto trace JSON to `path`."""
+    with open(path, "w", encoding="utf-8"):  # a path that cannot be written fails here, before the block runs
+        pass
     s = _session.current()
     events = Recorder()
+    outer, outer_read = s.trace_events, s.__dict__.get("read")  # (a trace inside another: the outer's, restored)
     s.trace_events = events
     workers = getattr(s.backend, "workers", {})  # in-process workers; Ray actors always time their kernels
     profile = {name: w.profile for name, w in workers.items()}
@@ -204,8 +207,13 @@ def trace(path: str | os.PathLike) -> Iterator[None]:
     try:
         yield
     finally:
-        s.trace_events = None
-        s.__dict__.pop("read", None)
+        s.trace_events = outer
+        if outer_read is None:
+            s.__dict__.pop("read", None)
+        else:
+            s.read = outer_read
+        if outer is not None:  # the outer trace covers this one's time too
+            outer.extend(events)
         for name, w in workers.items():
             w.profile = profile[name]
         if time_replays is not None:

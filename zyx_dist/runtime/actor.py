@@ -79,7 +79,7 @@ class WorkerActor:
         logs.apply_debug(logs.debug_from_env() if debug is None else debug)
         self.name = name
         self.lock = threading.Lock()  # plain calls, the compiled graph's thread and the replay socket take turns
-        self.worker = Worker(local_spec(spec), memory_limit, profile=True)
+        self.worker = Worker(local_spec(spec), memory_limit, profile=True, name=name)
         self.replay_socket: replay_socket.ReplaySocketServer | None = None
 
     def open_replay_socket(self, spin_seconds: float = 0.0) -> tuple[str, bytes] | None:

@@ -85,10 +85,12 @@ def _failure(index: int, e: BaseException) -> Failed:
 class Worker:
     """Runs command batches on one device (e.g. "opencl:0") with a memory pool capped at `memory_limit` bytes."""
 
-    def __init__(self, device: str, memory_limit: int | None = None, profile: bool | None = None) -> None:
+    def __init__(self, device: str, memory_limit: int | None = None, profile: bool | None = None,
+                 name: str | None = None) -> None:
         self.backend: Device = _open_backend(device)
         self.has_peer = isinstance(self.backend, PeerDevice)  # NCCL send/recv (a protocol check is slow: once)
-        self.device = self.backend.name
+        # the session's name of this worker (several CPU workers share one OpenCL device), else the backend's
+        self.device = name or self.backend.name
         self.incarnation = uuid.uuid4().hex
         self.profile = logs.enabled("timings") if profile is None else profile
         device_mem = self.backend.memory_bytes

@@ -107,6 +107,8 @@ def _print_opencl_table(always: bool) -> None:
 def _info(args: argparse.Namespace) -> int:
     import zyx_dist as zd
 
+    if args.address and not args.ray:
+        raise CLIError("--address joins a Ray cluster: give --ray with it")
     try:
         session = _start(getattr(args, "config", None), ray=args.ray, address=args.address,
                          devices=_devices_option(args.devices))
@@ -151,6 +153,13 @@ def _explain_script(path: str) -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
         ns = runpy.run_path(path, run_name="__zyx_dist_explain__")
+    except SyntaxError as e:
+        raise CLIError(f"{path}: line {e.lineno}: {e.msg}") from None
+    except zd.ZyxError as e:
+        if "already called" in str(e):
+            raise CLIError(f"{path} calls zd.init() as it is loaded; explain starts the session itself (from "
+                           "--config and --devices): call zd.init only under `if __name__ == '__main__':`") from None
+        raise
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
     build = ns.get("build")
@@ -200,6 +209,9 @@ def _trace(args: argparse.Namespace) -> int:
 
     cfg = _load_bench_config(args.config_file)
     b = cfg.benchmark
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    if os.path.isdir(args.out) or not os.path.isdir(out_dir):  # (fail now, not after the run)
+        raise CLIError(f"--out {args.out}: not a file in an existing directory")
     _start(cfg, ray=args.ray or b.ray)
     try:
         cases = [bench.make_case(w.name, n, dt) for w in b.workloads for n in w.sizes for dt in w.dtypes]
@@ -314,6 +326,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_config_option(args: argparse.Namespace) -> None:
+    """`--config` names a file, and is given where it is read: `info`, and a script given to `explain` (a CONFIG
+    given to bench, trace or explain carries its own session settings)."""
+    path = getattr(args, "config", None)
+    if path is None:
+        return
+    if not os.path.isfile(path):
+        raise CLIError(f"--config {path}: no such file")
+    command = getattr(args, "command", None)
+    if command in ("bench", "trace") or (command == "explain" and not args.target.endswith(".py")):
+        raise CLIError(f"--config is not read by `{command}` with a config file, which carries its own settings "
+                       "(give them there)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -323,6 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ..errors import ZyxError
 
     try:
+        _check_config_option(args)
         return args.func(args)
     except (ZyxError, CLIError) as e:
         print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -283,15 +284,18 @@ def _read_results(path: str) -> list[dict]:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    if args.threshold < 0:
-        raise CLIError(f"--threshold: {args.threshold:g} is negative (use a percentage >= 0)")
+    if not math.isfinite(args.threshold) or args.threshold < 0:
+        raise CLIError(f"--threshold: {args.threshold:g} is not a percentage >= 0")
     noise = getattr(args, "noise", records.NOISE_IQR)
-    if noise < 0:
-        raise CLIError(f"--noise: {noise:g} is negative (use a multiple of the IQR >= 0)")
+    if not math.isfinite(noise) or noise < 0:
+        raise CLIError(f"--noise: {noise:g} is not a multiple of the IQR >= 0")
     old = _read_results(args.compare) if args.compare else None  # fail before the long run, not after it
-    rows = run_benchmarks(args.configs, args.baseline, progress=not args.quiet, ray=args.ray)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:  # (likewise: a directory that cannot be made fails now)
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CLIError(f"--out {args.out}: cannot make that directory ({e.strerror or e})") from None
+    rows = run_benchmarks(args.configs, args.baseline, progress=not args.quiet, ray=args.ray)
     (out / "results.json").write_text(json.dumps(rows, indent=1) + "\n")
     md = results_markdown(rows)
     (out / "results.md").write_text(md)
