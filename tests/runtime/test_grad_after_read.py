@@ -5,6 +5,7 @@ alive goes when the result is dropped, and an optimizer's new parameters keep no
 from __future__ import annotations
 
 import gc
+import warnings
 
 import numpy as np
 import pytest
@@ -71,3 +72,19 @@ def test_an_optimizer_step_keeps_no_history():
     w2.realize()
     assert history.former(w2.node) is None
     assert all(history.former(t.node) is None for t in opt.m + opt.v)
+
+
+def test_a_gradient_cut_by_an_earlier_read_warns():
+    """A tensor of more than one element realized before zd.grad is a constant to the gradient (its computation
+    is not kept): where an x then gets no gradient, zd.grad says why instead of returning the zeros silently."""
+    w = zd.tensor(np.ones(3, np.float32))
+    h = w * 3
+    h.numpy()
+    with pytest.warns(RuntimeWarning, match="before zd.grad was called"):
+        (g,) = zd.grad((h * h).sum(), [w])
+    np.testing.assert_array_equal(g.numpy(), np.zeros(3))  # (the zeros API.md gives an x y does not depend on)
+    h2 = w * 3  # not read: the gradient flows, and nothing is said
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        (g,) = zd.grad((h2 * h2).sum(), [w])
+    np.testing.assert_allclose(g.numpy(), np.full(3, 18.0))

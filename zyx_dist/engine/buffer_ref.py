@@ -15,10 +15,11 @@ class BufferRef:
     session's `holders` name (for recovery); freed on the worker when garbage collected (its `__del__` queues the
     free: cheaper than a weakref.finalize per buffer, which a replayed realize would pay)."""
 
-    __slots__ = ("__weakref__", "device", "frees", "id", "nbytes", "session")
+    __slots__ = ("__weakref__", "computed", "device", "frees", "id", "nbytes", "session")
 
-    def __init__(self, session: Any, node: Node, device: str, buf: int, nbytes: int):
+    def __init__(self, session: Any, node: Node, device: str, buf: int, nbytes: int, computed: bool = False):
         self.id, self.device, self.nbytes = buf, device, nbytes
+        self.computed = computed  # a realize computed it (not host data uploaded): graph/autograd.py's warning
         self.session = session.weak  # weakref.ref(session), made once
         self.frees = session.pending_frees
         session.holders[buf] = weakref.ref(node)

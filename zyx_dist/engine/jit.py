@@ -441,7 +441,7 @@ class Jit:
         for pos, slot, dev, nbytes in t.outputs:  # the results, as fresh leaves (no lineage: see the docstring)
             shape, dtype, pin = computed[pos]
             n = Node(Op.LEAF, (), None, shape, dtype, device=pin)
-            n.buffer = BufferRef(s, n, dev, ids[slot], nbytes)
+            n.buffer = BufferRef(s, n, dev, ids[slot], nbytes, True)
             made[pos] = Tensor(n)
         if c.checks and any(bad.any() for bad in s._copy_out([made[p].node for p in c.checks], compiled=True)):
             return None  # an index out of range: these results are dropped (freed), and fn's run raises

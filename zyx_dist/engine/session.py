@@ -463,7 +463,7 @@ class Session(Recovery, Exchange, Readback):
                     by_id[nid].lineage = lineage.recipe(by_id[nid], memo)
             history.keep([by_id[nid] for nid in sched.outputs])  # (gradients after a read: before become_leaf)
             for nid, (dev, buf, nbytes) in sched.outputs.items():
-                by_id[nid].become_leaf(BufferRef(self, by_id[nid], dev, buf, nbytes))
+                by_id[nid].become_leaf(BufferRef(self, by_id[nid], dev, buf, nbytes, True))
         if planned is not None:
             templates.keep(self, found, inputs, sched, planned, before)
         t3 = time.perf_counter()

@@ -275,7 +275,7 @@ def _commit(s, t: PlanTemplate, ids: tuple, ids_in: list, uploads: tuple, order:
         for pos, slot, dev, nbytes in t.outputs:
             n = order[pos]
             attached.append((n, n.op, n.srcs, n.arg, n.host, n.guards))
-            n.become_leaf(BufferRef(s, n, dev, ids[slot], nbytes))
+            n.become_leaf(BufferRef(s, n, dev, ids[slot], nbytes, True))
 
 
 def _uncommit(s, t: PlanTemplate, ids: tuple, attached: list) -> None:

@@ -20,6 +20,7 @@ realized leaf counts as a constant.
 from __future__ import annotations
 
 import math
+import warnings
 import weakref
 from typing import Any
 
@@ -127,7 +128,24 @@ def _gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
                     pending[src.id] = [contribution]
                 else:
                     parts.append(contribution)
+    if len(found) < len(wanted):
+        _warn_if_cut(order, wanted, found, views)
     return [found[x.id] if x.id in found else ir.const(0, x.shape, x.dtype) for x in xs]
+
+
+def _warn_if_cut(order: list[Node], wanted: set[int], found: dict[int, Node], views: dict[Node, tuple]) -> None:
+    """A RuntimeWarning where some x got no gradient and y reads a tensor a realize computed before `grad` was
+    called whose computation was not kept (graph/history.py): it is a constant to the gradient, which is zero
+    (or partial) if that tensor was computed from x. The zeros are what API.md promises for an x that y does not
+    depend on, so this only warns."""
+    for n in order:
+        if n.op is Op.LEAF and n.id not in wanted and getattr(n.buffer, "computed", False) and not views[n][2]:
+            missing = len(wanted) - len(found)
+            warnings.warn(f"zd.grad: {missing} of the xs got no gradient, and y reads tensor #{n.id} {n.shape} "
+                          f"{n.dtype}, computed by a realize (a read, realize() or numpy()) before zd.grad was "
+                          "called: its computation is not kept, so no gradient flows through it. If it was computed "
+                          "from those xs, take the gradient before reading it", RuntimeWarning, stacklevel=5)
+            return
 
 
 def _carrying(c: Node, guards: tuple, fresh: int) -> Node:
