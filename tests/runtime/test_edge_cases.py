@@ -127,3 +127,33 @@ def test_a_realized_empty_tensor_names_its_device():
     assert t.device is None
     t.realize()
     assert t.device == zd.tensor([1.0]).realize().device
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_signed_integer_overflow_wraps_as_numpy(dtype):
+    """Signed overflow is undefined in C, and compilers assumed it away (`(x + x) > 0` held for x = 2**30); the
+    kernels compute signed sums, products, negations and left shifts in the unsigned twin, which wraps."""
+    info = np.iinfo(dtype)
+    a = np.array([info.max // 2 + 3, info.min + 1, -468161101, 5, info.min], dtype)
+    x = zd.tensor(a)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal((x * x).numpy(), a * a)
+        np.testing.assert_array_equal(((x + x) > 0).numpy(), (a + a) > 0)
+        np.testing.assert_array_equal((x - 7).numpy(), a - dtype(7))
+        np.testing.assert_array_equal((-x).numpy(), -a)
+        np.testing.assert_array_equal((x << 3).numpy(), a << dtype(3))
+        np.testing.assert_array_equal(zd.sum(x, dtype=zd.dtype(np.dtype(dtype))).numpy(), a.sum(dtype=dtype))
+        np.testing.assert_array_equal(zd.prod(x, dtype=zd.dtype(np.dtype(dtype))).numpy(), a.prod(dtype=dtype))
+
+
+def test_conditional_reads_in_a_loop_of_a_small_launch():
+    """Intel's OpenCL CPU compiler took work-item 0's side of `(gid <= 0) ? in[r] : 0` inside a reduction loop for
+    work-item 1 too (kernels whose output is smaller than the work-group): a matmul of a zero-padded operand and a
+    stack of two fused matmuls."""
+    w = np.ones((255, 1), np.float32)
+    xa = np.ones((1, 255), np.float32)
+    got = zd.matmul(zd.tensor(xa), zd.pad(zd.tensor(w), ((0, 0), (0, 1)))).numpy()
+    np.testing.assert_array_equal(got, xa @ np.pad(w, ((0, 0), (0, 1))))
+    v, m = np.ones(1000, np.float32), np.ones((1000, 1), np.float32)
+    y = zd.relu(zd.matmul(zd.tensor(v), zd.tensor(m)) + 0.5)
+    np.testing.assert_array_equal(zd.stack([y, y], -1).numpy(), np.stack([np.maximum(v @ m + 0.5, 0)] * 2, -1))

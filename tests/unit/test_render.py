@@ -360,7 +360,7 @@ def test_index_type_is_long_for_a_huge_input(build):
     big = g.expand(leaf(1, 1), (2**16, 2**15))
     k = Kernel([g.reduce(g.ReduceOp.SUM, big, (1,))], [big])  # pretend the expanded view is a stored buffer
     p = build(k)
-    assert "  long gid = get_global_id(0);" in p.source
+    assert "  #define gid ((long)get_global_id(0))" in p.source  # (OpenCL: the call at each use, see render.py)
     assert re.search(r"for \(long r\d+ = 0; r\d+ < 32768;", p.source)
 
 

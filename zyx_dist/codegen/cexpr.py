@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..dtypes import DType, bfloat16, bool_, float16, float64
+from ..dtypes import DType, bfloat16, bool_, float16, float64, uint32, uint64
 from ..fuse.kernelize import Kernel
 from ..graph.ir import BinaryOp, Node, Op, UnaryOp
 from . import symbolic as sym
@@ -121,12 +121,14 @@ FLOAT_BINARY_FN = {BinaryOp.ATAN2: "atan2", BinaryOp.HYPOT: "hypot", BinaryOp.CO
                    BinaryOp.NEXTAFTER: "nextafter"}
 
 
-def shift(op: BinaryOp, a: str, b: str, dt: DType, t: str) -> str:
+def shift(op: BinaryOp, a: str, b: str, dt: DType, t: str, dialect: Dialect = OPENCL) -> str:
     """a << b or a >> b with NumPy's results for any count: C leaves counts outside [0, bits) undefined
     (OpenCL takes them modulo the width), so those are spelled out: 0, or the sign fill for >>."""
     bits = 8 * dt.itemsize
-    if op is BinaryOp.SHL:
-        return f"(({b} < 0 || {b} >= {bits}) ? ({t})0 : ({t})({a} << {b}))"
+    if op is BinaryOp.SHL:  # (a signed value shifted as its unsigned twin: a negative one shifted left is undefined)
+        unsigned = dialect.type("ulong" if dt.itemsize == 8 else "uint")
+        shifted = f"({t})({a} << {b})" if dt.is_unsigned else f"({t})(({unsigned}){a} << {b})"
+        return f"(({b} < 0 || {b} >= {bits}) ? ({t})0 : {shifted})"
     fill = f"({a} < 0 ? ({t})-1 : ({t})0)" if not dt.is_unsigned else f"({t})0"
     return f"(({b} < 0 || {b} >= {bits}) ? {fill} : ({t})({a} >> {b}))"
 
@@ -148,9 +150,22 @@ HALF_DIVISION = (
     "  return (a * s) * __frcp_rn(b * s);\n}")
 
 
+_WRAPPING = {BinaryOp.ADD: "+", BinaryOp.SUB: "-", BinaryOp.MUL: "*"}
+
+
+def wrapping(op: BinaryOp, a: str, b: str, dt: DType, dialect: Dialect = OPENCL) -> str | None:
+    """`a op b` for a signed int of 32 or 64 bits computed in its unsigned twin and cast back, so that an overflow
+    wraps as NumPy's does (signed overflow is undefined in C: compilers assume it away, and `x * x > 0` held for
+    an x whose square wraps negative); None for other ops and dtypes (narrower ints are promoted to int first)."""
+    if op not in _WRAPPING or not dt.is_int or dt.is_unsigned or dt.itemsize < 4:
+        return None
+    u = ctype(uint64 if dt.itemsize == 8 else uint32, dialect)
+    return f"(({ctype(dt, dialect)})(({u}){a} {_WRAPPING[op]} ({u}){b}))"
+
+
 def unary(op: UnaryOp, x: str, dt: DType, dialect: Dialect = OPENCL) -> str:
     if op is UnaryOp.NEG:
-        return f"(-{x})"
+        return wrapping(BinaryOp.SUB, "0", x, dt, dialect) or f"(-{x})"
     if op is UnaryOp.NOT:
         return f"(!{x})" if dt is bool_ else f"(~{x})"
     if op is UnaryOp.ABS:
@@ -181,13 +196,16 @@ def binary_op(op: BinaryOp, a: str, b: str, dt: DType, dialect: Dialect, temp: C
               BinaryOp.AND: "&", BinaryOp.OR: "|", BinaryOp.XOR: "!=" if dt is bool_ else "^"}
     if op is BinaryOp.DIV and dt.is_half and dialect.name == "cuda":
         return f"zd_hdiv({a}, {b})"  # (HALF_DIVISION)
+    wrapped = wrapping(op, a, b, dt, dialect)
+    if wrapped is not None:
+        return wrapped
     if op in simple:
         return f"({a} {simple[op]} {b})"
     if op in FLOAT_BINARY_FN:
         fn = FLOAT_BINARY_FN[op]
         return f"{fn}({a}, {b})" if f else f"(({t}){fn}((float){a}, (float){b}))"
     if op in (BinaryOp.SHL, BinaryOp.SHR):
-        return shift(op, a, b, dt, t)
+        return shift(op, a, b, dt, t, dialect)
     if op in (BinaryOp.MAX, BinaryOp.MIN):
         cmp = ">" if op is BinaryOp.MAX else "<"
         nan = f" || {a} != {a}" if f else ""

@@ -42,7 +42,19 @@ from . import (
 )
 from . import symbolic as sym
 from .blocks import Block
-from .cexpr import all_nodes, binary_op, ctype, flat_index, limit, literal, preamble, render_conds, strides, unary
+from .cexpr import (
+    all_nodes,
+    binary_op,
+    ctype,
+    flat_index,
+    limit,
+    literal,
+    preamble,
+    render_conds,
+    strides,
+    unary,
+    wrapping,
+)
 from .dialects import CUDA, CUDA_SM90A, DIALECTS, OPENCL, Dialect  # noqa: F401 -- re-exported
 from .loop_reads import reads_along_memory
 from .options import KernelOpts
@@ -308,6 +320,11 @@ class _Renderer(RowKernels):
         return acc, at
 
     def update(self, rop: ReduceOp, dt: DType, acc: str, v: str, loop: Block) -> str:
+        if rop is ReduceOp.SUM or rop is ReduceOp.PROD:
+            op = BinaryOp.ADD if rop is ReduceOp.SUM else BinaryOp.MUL
+            wrapped = wrapping(op, acc, v, dt, self.d)  # (a signed int's sum wraps as NumPy's)
+            if wrapped is not None:
+                return f"{acc} = {wrapped};"
         if rop is ReduceOp.SUM:
             return f"{acc} = {acc} || {v};" if dt is bool_ else f"{acc} += {v};"
         if rop is ReduceOp.PROD:
@@ -316,6 +333,10 @@ class _Renderer(RowKernels):
         return f"{acc} = {self.binary(bop, acc, v, dt, loop)};"
 
     def combine(self, rop: ReduceOp, dt: DType, a: str, b: str) -> str:
+        if rop is ReduceOp.SUM or rop is ReduceOp.PROD:
+            wrapped = wrapping(BinaryOp.ADD if rop is ReduceOp.SUM else BinaryOp.MUL, a, b, dt, self.d)
+            if wrapped is not None:
+                return wrapped
         if rop is ReduceOp.SUM:
             return f"({a} || {b})" if dt is bool_ else f"({a} + {b})"
         if rop is ReduceOp.PROD:
@@ -419,6 +440,11 @@ class _Renderer(RowKernels):
         if loops or (o.vec == 1 and o.elems == 1):
             threads = -(-total // o.lws) * o.lws
             head = [f"{self.index_type} gid = {self.d.global_id[self.index]};"]
+            if loops and self.d.name == "opencl":
+                # Intel's OpenCL CPU compiler (2026.2) miscompiles a select on a comparison of this variable inside
+                # a loop (`(gid<=0) ? in1[r] : 0.0f` took the first work-item's branch for its neighbour: a matmul
+                # of a padded operand, a stack of fused matmuls); written as the call at each use, it does not
+                head = [f"#define gid (({self.index_type}){self.d.global_id[self.index]})"]
             if threads != total:
                 head.append(f"if (gid >= {total}) return;")
             return self.program(threads, o.lws, head)
