@@ -157,3 +157,18 @@ def test_conditional_reads_in_a_loop_of_a_small_launch():
     v, m = np.ones(1000, np.float32), np.ones((1000, 1), np.float32)
     y = zd.relu(zd.matmul(zd.tensor(v), zd.tensor(m)) + 0.5)
     np.testing.assert_array_equal(zd.stack([y, y], -1).numpy(), np.stack([np.maximum(v @ m + 0.5, 0)] * 2, -1))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint32])
+def test_bitwise_not_around_and_inside_max_and_min(dtype):
+    """Intel's OpenCL CPU compiler rewrote `~` of an integer max reduction (and `~` inside one) wrongly:
+    ~max([-10, -17, 19, 3]) gave 19."""
+    a = np.array([10, 17, 19, 3, 0, 100], dtype)
+    if np.issubdtype(dtype, np.signedinteger):
+        a = a * np.array([-1, -1, 1, 1, 1, -1], dtype)
+    x = zd.tensor(a)
+    np.testing.assert_array_equal((~zd.max(x)).numpy(), ~a.max())
+    np.testing.assert_array_equal((~zd.min(x)).numpy(), ~a.min())
+    np.testing.assert_array_equal(zd.max(~x, axis=0).numpy(), (~a).max(axis=0))
+    np.testing.assert_array_equal(zd.min(~x).numpy(), (~a).min())
+    np.testing.assert_array_equal((~x).numpy(), ~a)

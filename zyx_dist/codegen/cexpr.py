@@ -167,7 +167,14 @@ def unary(op: UnaryOp, x: str, dt: DType, dialect: Dialect = OPENCL) -> str:
     if op is UnaryOp.NEG:
         return wrapping(BinaryOp.SUB, "0", x, dt, dialect) or f"(-{x})"
     if op is UnaryOp.NOT:
-        return f"(!{x})" if dt is bool_ else f"(~{x})"
+        if dt is bool_:
+            return f"(!{x})"
+        if dialect.name == "opencl":
+            # x ^ -1 with a -1 the compiler cannot see: Intel's OpenCL CPU compiler (2026.2) rewrites `~` of an
+            # integer max or min reduction (and `~` inside one) into the other reduction of inverted values, and
+            # gets it wrong (~max([-10, -17, 19, 3]) gave 19; checked through pyopencl on the kernels themselves)
+            return f"({x} ^ -({ctype(dt, dialect)})(get_work_dim() > 0))"
+        return f"(~{x})"
     if op is UnaryOp.ABS:
         return f"fabs({x})" if dt.is_float else x if (dt.is_unsigned or dt is bool_) else f"({x} < 0 ? -{x} : {x})"
     if op is UnaryOp.RECIP:
