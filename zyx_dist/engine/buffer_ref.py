@@ -1,12 +1,14 @@
 """Driver side: the driver's handle of one device buffer (`BufferRef`), which a realized node holds in `buffer`. Takes
 the session, the node, the worker's device and the buffer's id and size; gives the handle, which registers its node in
-the session's `holders` (for recovery) and queues the buffer's free when it is garbage collected."""
+the session's `holders` (for recovery) and queues the buffer's free when it is garbage collected. `refuse_foreign`
+refuses a plan's leaves that another session made."""
 
 from __future__ import annotations
 
 import weakref
 from typing import Any
 
+from ..errors import DeviceError, ZyxError
 from ..graph.ir import Node
 
 
@@ -26,3 +28,18 @@ class BufferRef:
 
     def __del__(self) -> None:
         self.frees.append((self.device, self.id))
+
+
+def refuse_foreign(session: Any, leaves: list[Node], kernels: list) -> None:
+    """ZyxError for a leaf whose buffer another session held (one shut down: the ids of a later one's buffers run on
+    past its own, so nothing of this session's is read), DeviceError for a kernel or leaf pinned to a device that
+    `session` does not have (a tensor made in another session)."""
+    for x in leaves:
+        if x.buffer is not None and x.buffer.session() is not session:
+            raise ZyxError(f"tensor #{x.id} {x.shape} {x.dtype} belongs to another session: its data was freed by "
+                           "zd.shutdown() (or that session is set aside), and a tensor cannot move between sessions")
+    devices = session.state.devices
+    pinned = {k.device for k in kernels if k.device is not None} | {x.device for x in leaves if x.device}
+    for dev in sorted(pinned - devices.keys()):
+        raise DeviceError(f"a tensor is pinned to device {dev!r}, which this session does not have (its devices: "
+                          f"{', '.join(devices)})")

@@ -33,7 +33,7 @@ from ..protocol import BatchResult, DropTemplate, Failed, Free, Sync
 from ..sched.scheduler import DeviceModel, IdCounter, Schedule, SchedulerState, schedule
 from . import debug, index_checks, probe, templates
 from .backends import InProcessBackend, LostWorkers, resolve_devices
-from .buffer_ref import BufferRef
+from .buffer_ref import BufferRef, refuse_foreign
 from .exchange import Exchange
 from .failures import Recovery, worker_error
 from .limits import session_limits
@@ -306,25 +306,13 @@ class Session(Recovery, Exchange, Readback):
         if lost:
             raise WorkerLostError("lost with their worker and impossible to recompute: " + ", ".join(
                 f"tensor #{x.id} {x.shape} {x.dtype}" for x in {x.id: x for x in lost}.values()))
-        self._check_session_of(leaves, kernels)
+        refuse_foreign(self, leaves, kernels)
         # leaves realized directly (zd.tensor(a).realize()) are uploads without a kernel
         uploads = [n for n in nodes if n.op is Op.LEAF and n.buffer is None and n.size and n.host is not None]
         with gc_paused():
             sched = schedule(kernels, programs, self.state, self.default_device, uploads)
         self.plan_phases = (ta, tb, tc, time.perf_counter())  # for zd.trace
         return kernels, programs, sched
-
-    def _check_session_of(self, leaves: list[Node], kernels: list) -> None:
-        """ZyxError for a leaf whose buffer a shut-down session held, DeviceError for a kernel or leaf pinned to a
-        device this session does not have (a tensor made in another session)."""
-        for x in leaves:
-            if x.buffer is not None and x.buffer.session() is not self:
-                raise ZyxError(f"the data of tensor #{x.id} {x.shape} {x.dtype} was freed by zd.shutdown(): a tensor "
-                               "of a session that was shut down cannot be used in a later one")
-        pinned = {k.device for k in kernels if k.device is not None} | {x.device for x in leaves if x.device}
-        for dev in sorted(pinned - self.state.devices.keys()):
-            raise DeviceError(f"a tensor is pinned to device {dev!r}, which this session does not have (its devices: "
-                              f"{', '.join(self.state.devices)})")
 
     def _prepare(self, todo: list[Node]) -> tuple[dict[int, str], bool]:
         """The rewrites before the plan cache's lookup (whose key is the rewritten structure): small views
@@ -345,15 +333,11 @@ class Session(Recovery, Exchange, Readback):
 
     def realize(self, nodes: list[Node]) -> None:
         """Compute `nodes`; when workers are lost on the way, recover and recompute from lineage."""
-        try:  # the first attempt outside the loop: most realizes need no other
-            return self._realize(nodes)
-        except LostWorkers as e:
-            lost = e.devices
-        except Exception:
-            companions.failed(nodes)  # (an optimizer whose new state this was steps from its old one)
-            raise
         try:
-            self.recover(lost)
+            try:  # the first attempt outside the loop: most realizes need no other
+                return self._realize(nodes)
+            except LostWorkers as e:
+                self.recover(e.devices)
             for _ in range(self.config.ray.max_restarts):
                 try:
                     return self._realize(nodes)
@@ -362,7 +346,7 @@ class Session(Recovery, Exchange, Readback):
             raise WorkerLostError(f"workers kept failing while realizing {len(nodes)} tensors "
                                   f"(more than ray.max_restarts={self.config.ray.max_restarts} recoveries)")
         except Exception:
-            companions.failed(nodes)
+            companions.failed(nodes)  # (an optimizer whose new state this was goes back to its old one)
             raise
 
     def _realize(self, nodes: list[Node], checked: bool = False) -> None:
