@@ -385,3 +385,12 @@ def test_empty_tensors_export_without_a_copy():
     e = zd.zeros((0, 3)) + 1
     assert np.from_dlpack(e, copy=False).shape == (0, 3)
     assert np.asarray(e, copy=False).shape == (0, 3)
+
+
+def test_from_dlpack_of_a_tensor_to_a_device_is_there():
+    x = zd.zeros((0,), dtype=zd.bool)
+    dev = zd.tensor([1.0]).realize().device
+    assert zd.from_dlpack(x, device=dev).device == dev
+    y = zd.from_dlpack(zd.ones(3) + 1, device=dev)
+    assert y.device == dev
+    np.testing.assert_array_equal(y.numpy(), [2.0, 2.0, 2.0])

@@ -71,6 +71,8 @@ def from_dlpack(x: Any, /, *, device: str | None = None, copy: bool | None = Non
     4096 bytes, PoCL takes any). Otherwise one host copy, uploaded lazily. `copy=True` always copies; `copy=False`
     raises BufferError when a copy is needed."""
     if isinstance(x, Tensor):
+        if device is not None and device != x.device:  # another device asked for: moved there, as DLPack does
+            return x.to(device).realize()
         return Tensor(x.node) if copy else x
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"from_dlpack needs an object with __dlpack__ (a NumPy, CuPy or torch array), "
@@ -91,12 +93,10 @@ def from_dlpack(x: Any, /, *, device: str | None = None, copy: bool | None = Non
 # ---- the Tensor's side of DLPack and NumPy's protocols ------------------------------------------------
 
 def _export(t: Tensor) -> Any:
-    """A zero-copy array view of the realized tensor, or None. An empty tensor's is an empty read-only host array:
-    there is nothing to copy."""
+    """A zero-copy array view of the realized tensor, or None. An empty tensor's is an empty host array: there is
+    nothing to copy (and nothing to write, so it needs no read-only flag, which legacy DLPack cannot carry)."""
     if t.size == 0:
-        empty = np.empty(t.shape, t.dtype.np_dtype)
-        empty.flags.writeable = False
-        return empty
+        return np.empty(t.shape, t.dtype.np_dtype)
     t.realize()
     return context.session().export(t.node)
 

@@ -54,12 +54,13 @@ class Tensor:
 
     @property
     def device(self) -> str | None:
-        """The device holding the result once realized, else None. An empty result, realized, holds no buffer: its
-        device is the one it was pinned to, else the session's default."""
+        """The device holding the result once realized, else None. An empty tensor holds no buffer: its device is
+        the one it was pinned to (`device=`, `from_dlpack(..., device=)`), else once realized the session's default."""
         node = self.node
-        if node.buffer is None:  # not realized (no need to ask the session), or realized empty
-            if node.size == 0 and node.op is Op.LEAF and node.host is None:
-                return node.device or context.session().default_device
+        if node.buffer is None:  # not realized (no need to ask the session), or empty
+            if node.size == 0:
+                realized = node.op is Op.LEAF and node.host is None
+                return node.device or (context.session().default_device if realized else None)
             return None
         return node.buffer.device
 
