@@ -120,8 +120,8 @@ def test_pad_fully_outside_is_the_literal(build):
 # ---- reduces --------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("op, dtype, identity, update", [
-    (g.ReduceOp.SUM, f32, "0.0f", "+="),
-    (g.ReduceOp.PROD, f32, "1.0f", "*="),
+    (g.ReduceOp.SUM, f32, "0.0f", "= ({acc} + "),
+    (g.ReduceOp.PROD, f32, "1.0f", "= ({acc} * "),
     (g.ReduceOp.MAX, f32, "(-INFINITY)", ">"),
     (g.ReduceOp.MIN, f32, "INFINITY", "<"),
     (g.ReduceOp.MAX, dt.int32, "(-2147483647-1)", ">"),
@@ -130,10 +130,10 @@ def test_pad_fully_outside_is_the_literal(build):
     (g.ReduceOp.MIN, dt.uint8, "255u", "<"),
     (g.ReduceOp.MAX, dt.int8, "((char)-128)", ">"),
     (g.ReduceOp.MIN, dt.uint64, "18446744073709551615ul", "<"),
-    (g.ReduceOp.SUM, dt.int16, "((short)0)", "+="),
+    (g.ReduceOp.SUM, dt.int16, "((short)0)", "= ({acc} + "),
     (g.ReduceOp.MAX, dt.bool_, "false", "||"),
     (g.ReduceOp.MIN, dt.bool_, "true", "&&"),
-    (g.ReduceOp.SUM, dt.float64, "0.0", "+="),
+    (g.ReduceOp.SUM, dt.float64, "0.0", "= ({acc} + "),
 ])
 def test_reduce_loop_and_identity(build, op, dtype, identity, update):
     x = leaf(4, 6, dtype=dtype)
@@ -144,7 +144,7 @@ def test_reduce_loop_and_identity(build, op, dtype, identity, update):
     assert m.group(3) == identity
     assert f"in0[(gid*6+{m.group(4)})]" in src
     body = src[m.end():src.index("}", m.end())]
-    assert update in body and m.group(2) in body
+    assert update.format(acc=m.group(2)) in body and m.group(2) in body
 
 
 def test_float_max_reduce_propagates_nan(build):

@@ -42,19 +42,7 @@ from . import (
 )
 from . import symbolic as sym
 from .blocks import Block
-from .cexpr import (
-    all_nodes,
-    binary_op,
-    ctype,
-    flat_index,
-    limit,
-    literal,
-    preamble,
-    render_conds,
-    strides,
-    unary,
-    wrapping,
-)
+from .cexpr import all_nodes, binary_op, ctype, flat_index, limit, literal, preamble, render_conds, strides, unary
 from .dialects import CUDA, CUDA_SM90A, DIALECTS, OPENCL, Dialect  # noqa: F401 -- re-exported
 from .loop_reads import reads_along_memory
 from .options import KernelOpts
@@ -74,6 +62,9 @@ def _terms(e: sym.Expr) -> tuple:
     s = e if isinstance(e, sym.Sum) else sym.Sum(((e, 1),), 0)
     return frozenset(s.terms), s.const
 
+
+# the binary op that accumulates each reduction
+COMBINE = {ReduceOp.SUM: BinaryOp.ADD, ReduceOp.PROD: BinaryOp.MUL, ReduceOp.MAX: BinaryOp.MAX, ReduceOp.MIN: BinaryOp.MIN}
 
 class _Renderer(RowKernels):
     def __init__(self, kernel: Kernel, dialect: Dialect, name: str, opts: KernelOpts):
@@ -320,28 +311,11 @@ class _Renderer(RowKernels):
         return acc, at
 
     def update(self, rop: ReduceOp, dt: DType, acc: str, v: str, loop: Block) -> str:
-        if rop is ReduceOp.SUM or rop is ReduceOp.PROD:
-            op = BinaryOp.ADD if rop is ReduceOp.SUM else BinaryOp.MUL
-            wrapped = wrapping(op, acc, v, dt, self.d)  # (a signed int's sum wraps as NumPy's)
-            if wrapped is not None:
-                return f"{acc} = {wrapped};"
-        if rop is ReduceOp.SUM:
-            return f"{acc} = {acc} || {v};" if dt is bool_ else f"{acc} += {v};"
-        if rop is ReduceOp.PROD:
-            return f"{acc} = {acc} && {v};" if dt is bool_ else f"{acc} *= {v};"
-        bop = BinaryOp.MAX if rop is ReduceOp.MAX else BinaryOp.MIN
-        return f"{acc} = {self.binary(bop, acc, v, dt, loop)};"
+        return f"{acc} = {self.binary(COMBINE[rop], acc, v, dt, loop)};"
 
     def combine(self, rop: ReduceOp, dt: DType, a: str, b: str) -> str:
-        if rop is ReduceOp.SUM or rop is ReduceOp.PROD:
-            wrapped = wrapping(BinaryOp.ADD if rop is ReduceOp.SUM else BinaryOp.MUL, a, b, dt, self.d)
-            if wrapped is not None:
-                return wrapped
-        if rop is ReduceOp.SUM:
-            return f"({a} || {b})" if dt is bool_ else f"({a} + {b})"
-        if rop is ReduceOp.PROD:
-            return f"({a} && {b})" if dt is bool_ else f"({a} * {b})"
-        return self.binary(BinaryOp.MAX if rop is ReduceOp.MAX else BinaryOp.MIN, a, b, dt, self.root)
+        """Two partial results of a reduction as one (binary_op's semantics: bools or/and, signed ints wrap)."""
+        return self.binary(COMBINE[rop], a, b, dt, self.root)
 
     def merge_lane_loads(self, loop: Block, width: int, loads: list[tuple]) -> None:
         """Where the lanes of a loop load `width` adjacent float32 elements of one input (lane u at lane 0's
@@ -440,10 +414,8 @@ class _Renderer(RowKernels):
         if loops or (o.vec == 1 and o.elems == 1):
             threads = -(-total // o.lws) * o.lws
             head = [f"{self.index_type} gid = {self.d.global_id[self.index]};"]
-            if loops and self.d.name == "opencl":
-                # Intel's OpenCL CPU compiler (2026.2) miscompiles a select on a comparison of this variable inside
-                # a loop (`(gid<=0) ? in1[r] : 0.0f` took the first work-item's branch for its neighbour: a matmul
-                # of a padded operand, a stack of fused matmuls); written as the call at each use, it does not
+            if loops and self.d.name == "opencl":  # the call at each use: Intel's OpenCL CPU compiler (2026.2)
+                # gave a select on this variable inside a loop (`(gid<=0) ? in1[r] : 0`) work-item 0's side for all
                 head = [f"#define gid (({self.index_type}){self.d.global_id[self.index]})"]
             if threads != total:
                 head.append(f"if (gid >= {total}) return;")

@@ -97,28 +97,28 @@ def _count(x: Tensor, axes: tuple[int, ...]) -> int:
     return graph.prod(x.shape[a] for a in axes)
 
 
-def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
-    """sum / n in float (float32 for integer input); an empty axis gives NaN as NumPy. Half types are summed and
-    divided in float32, as NumPy does (a count past 65504 is inf in float16, and 1023 is 1024 in bfloat16)."""
-    x = as_tensor(x)
-    axes = norm_axes(axis, x.shape)
+def _in_float(x: Tensor) -> tuple[Tensor, DType]:
+    """x in the dtype mean and var compute in, and the dtype of their result: float (float32 for integer input);
+    half types are summed and divided in float32, as NumPy does (a count past 65504 is inf in float16, and 1023 is
+    1024 in bfloat16), and their result rounded back."""
     dt = _float_dtype(x.dtype)
-    if dt.is_half:
-        return mean(x.astype(dtypes.float32), axes, keepdims).astype(dt)
-    x = x.astype(dt)
-    return reduce_axes(ReduceOp.SUM, x, axes, keepdims, 0) / _count(x, axes)
+    return x.astype(dtypes.float32 if dt.is_half else dt), dt
+
+
+def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
+    """sum / n in float (`_in_float`); an empty axis gives NaN as NumPy."""
+    x, dt = _in_float(as_tensor(x))
+    axes = norm_axes(axis, x.shape)
+    return (reduce_axes(ReduceOp.SUM, x, axes, keepdims, 0) / _count(x, axes)).astype(dt)
 
 
 def var(x: Any, axis: Axis = None, keepdims: bool = False, correction: float = 0) -> Tensor:
-    """sum((x - mean)^2) / (n - correction), in float (half types in float32, as `mean`)."""
-    x = as_tensor(x)
+    """sum((x - mean)^2) / (n - correction), in float (`_in_float`)."""
+    x, dt = _in_float(as_tensor(x))
     axes = norm_axes(axis, x.shape)
-    dt = _float_dtype(x.dtype)
-    if dt.is_half:
-        return var(x.astype(dtypes.float32), axes, keepdims, correction).astype(dt)
-    x = x.astype(dt)
     d = x - mean(x, axes, keepdims=True)
-    return reduce_axes(ReduceOp.SUM, d * d, axes, keepdims, 0) / builtins.max(_count(x, axes) - correction, 0)
+    return (reduce_axes(ReduceOp.SUM, d * d, axes, keepdims, 0) / builtins.max(_count(x, axes) - correction, 0)
+            ).astype(dt)
 
 
 def std(x: Any, axis: Axis = None, keepdims: bool = False, correction: float = 0) -> Tensor:

@@ -19,6 +19,7 @@ import numpy as np
 from .. import dtypes
 from ..dtypes import DType, bool_, float32
 from ..errors import DTypeError, ShapeError
+from .merged_views import kept_view, merged_view, track_views  # noqa: F401 -- track_views re-exported
 from .node import (  # noqa: F401 -- the node, re-exported: passes and tests name it through this module
     _C_NODES,
     Node,
@@ -121,47 +122,6 @@ def _fold(out: Node, op: Op, arg: Any, src: Node) -> Node:
     return out
 
 
-# A view merged into the view below it (a reshape of a reshape, a permute of a permute, an expand of an expand, a
-# flip of a flip, a crop of a pad) reads the lower view's source, so the view the user built it on is not in the
-# graph: the node records (op, arg, that view) in its `merged` field, and a gradient with respect to that view
-# (autograd.py) walks through it. Where the two views cancel, the result is an identity reshape of that source
-# (`_kept`), a node of its own to hold the record (the source itself may be read by other nodes too); a view of it
-# merges it away again. Both only while views are tracked (`track_views`; graph/_node.c keeps its own copy): the
-# gradient pass builds its own graphs, where nobody holds a view to differentiate by, with tracking off (for the
-# pass's duration, restored after it), and cancelled views give the source itself.
-class _Tracking:
-    __slots__ = ("views",)
-
-    def __init__(self) -> None:
-        self.views = True
-
-
-TRACKING = _Tracking()
-
-
-def track_views(on: bool) -> bool:
-    """Whether merged views record what they were built on, here and in graph/_node.c; the old setting."""
-    was, TRACKING.views = TRACKING.views, bool(on)
-    if _c_node is not None:
-        _c_node.track_views(TRACKING.views)
-    return was
-
-
-def _merged(out: Node, op: Op, arg: Any, view: Node) -> Node:
-    """`out`, op(view, arg) built on view's source, with its record (while views are tracked)."""
-    if TRACKING.views:
-        out.merged = (op, arg, view)
-    return out
-
-
-def _kept(op: Op, arg: Any, view: Node, source: Node) -> Node:
-    """op(view, arg) where it cancels `view` (whose source is `source`): source, or, while views are tracked, an
-    identity reshape of source recording what it was built as (a gradient with respect to `view` finds it there)."""
-    if not TRACKING.views:
-        return source
-    return _merged(Node(Op.RESHAPE, (source,), source.shape, source.shape, source.dtype), op, arg, view)
-
-
 # ---- movement ------------------------------------------------------------------------------------------
 
 def reshape(x: Node, shape: Shape) -> Node:
@@ -175,8 +135,8 @@ def reshape(x: Node, shape: Shape) -> Node:
     if x.op is Op.RESHAPE:
         src = x.srcs[0]
         if shape == src.shape:
-            return _kept(Op.RESHAPE, shape, x, src)
-        return _merged(Node(Op.RESHAPE, (src,), shape, shape, x.dtype), Op.RESHAPE, shape, x)
+            return kept_view(Op.RESHAPE, shape, x, src)
+        return merged_view(Node(Op.RESHAPE, (src,), shape, shape, x.dtype), Op.RESHAPE, shape, x)
     return Node(Op.RESHAPE, (x,), shape, shape, x.dtype)
 
 
@@ -193,8 +153,8 @@ def permute(x: Node, axes: tuple[int, ...]) -> Node:
         composed = tuple(x.arg[a] for a in axes)
         src = x.srcs[0]
         if composed == tuple(range(len(axes))):
-            return _kept(Op.PERMUTE, axes, x, src)
-        return _merged(Node(Op.PERMUTE, (src,), composed, shape, x.dtype), Op.PERMUTE, axes, x)
+            return kept_view(Op.PERMUTE, axes, x, src)
+        return merged_view(Node(Op.PERMUTE, (src,), composed, shape, x.dtype), Op.PERMUTE, axes, x)
     return Node(Op.PERMUTE, (x,), axes, shape, x.dtype)
 
 
@@ -215,7 +175,7 @@ def expand(x: Node, shape: Shape) -> Node:
     if x.op is Op.CONST:
         return _fold(const(x.arg, shape, x.dtype), Op.EXPAND, shape, x)
     if x.op is Op.EXPAND:
-        return _merged(Node(Op.EXPAND, (x.srcs[0],), shape, shape, x.dtype), Op.EXPAND, shape, x)
+        return merged_view(Node(Op.EXPAND, (x.srcs[0],), shape, shape, x.dtype), Op.EXPAND, shape, x)
     return Node(Op.EXPAND, (x,), shape, shape, x.dtype)
 
 
@@ -247,11 +207,11 @@ def pad(x: Node, widths: tuple[tuple[int, int], ...], value: Any = 0) -> Node:
            and all(lo >= 0 and hi >= 0 and -wlo >= lo and -whi >= hi for (wlo, whi), (lo, hi) in zip(widths, x.arg[0]))):
         x, widths, value = x.srcs[0], tuple((wlo + lo, whi + hi) for (wlo, whi), (lo, hi) in zip(widths, x.arg[0])), 0
         if all(lo == 0 and hi == 0 for lo, hi in widths):
-            return _kept(Op.PAD, asked, view, x)
+            return kept_view(Op.PAD, asked, view, x)
         if x.op is Op.CONST:
             return _fold(const(x.arg, shape, x.dtype), Op.PAD, (widths, value), x)
     out = noted(Node(Op.PAD, (x,), (widths, value), shape, x.dtype))
-    return out if x is view else _merged(out, Op.PAD, asked, view)
+    return out if x is view else merged_view(out, Op.PAD, asked, view)
 
 
 def is_crop(n: Node) -> bool:
@@ -275,8 +235,8 @@ def flip(x: Node, axes: tuple[int, ...]) -> Node:
         combined = tuple(sorted(set(axes) ^ set(x.arg)))
         src = x.srcs[0]
         if not combined:
-            return _kept(Op.FLIP, axes, x, src)
-        return _merged(noted(Node(Op.FLIP, (src,), combined, x.shape, x.dtype)), Op.FLIP, axes, x)
+            return kept_view(Op.FLIP, axes, x, src)
+        return merged_view(noted(Node(Op.FLIP, (src,), combined, x.shape, x.dtype)), Op.FLIP, axes, x)
     return noted(Node(Op.FLIP, (x,), axes, x.shape, x.dtype))
 
 
