@@ -468,8 +468,9 @@ class Worker:
         self._spilled[cmd.buf] = host
 
     def _reload(self, cmd: Reload, launches: list[Any]) -> None:
-        host = self._spilled.pop(cmd.buf)
-        self._execute(Alloc(cmd.buf, host.nbytes), launches)
+        host = self._spilled[cmd.buf]
+        self._execute(Alloc(cmd.buf, host.nbytes), launches)  # (a failure here keeps the host copy)
+        del self._spilled[cmd.buf]
         self._copy_in(CopyIn(cmd.buf, host))
 
     def _copy_in(self, cmd: CopyIn, launches: list[Any] | None = None) -> None:
