@@ -78,9 +78,12 @@ class Recovery:
             dev, f = failures[0]
             raise worker_error(dev, f)
 
-    def _rollback(self, sched: Schedule, results: list[dict[str, BatchResult]], lost: set[str]) -> None:
+    def _rollback(self, sched: Schedule, results: list[dict[str, BatchResult]], lost: set[str],
+                  interrupted: bool = False) -> None:
         """A schedule failed: keep the mirror true (spills and reloads that ran stay done) and free
-        everything it allocated on the workers still alive, so nothing leaks."""
+        everything it allocated on the workers still alive, so nothing leaks. `interrupted`: the run stopped
+        part way with no results (a KeyboardInterrupt, or another exception out of the backend): the frees
+        queued in front of its batches may not have run either, so they are sent again."""
         for step, res in zip(sched.steps, results):
             for dev, r in res.items():
                 for cmd, out in zip(step[dev], r.results):
@@ -91,12 +94,38 @@ class Recovery:
                             b.spilled = isinstance(cmd, Spill)
                             self.state.used[dev] += bucket_size(b.nbytes) * (-1 if b.spilled else 1)
         rollback: dict[str, list] = {}
-        for dev, buf in sched.allocated:
+        made = list(sched.allocated)
+        if interrupted:  # (a buffer freed twice fails harmlessly, as below: ids are never reused)
+            made += [(dev, cmd.buf) for step in sched.steps for dev, cmds in step.items()
+                     for cmd in cmds if isinstance(cmd, Free)]
+        for dev, buf in dict.fromkeys(made):
             if dev not in lost:
                 rollback.setdefault(dev, []).append(Free(buf))
-        try:  # frees of buffers that a failed batch never made fail harmlessly
-            for step in self.backend.run_steps([rollback]):
-                for dev, res in step.items():
-                    self.bytes_in_use[dev] = res.bytes_in_use
-        except LostWorkers:
-            pass  # the next run notices and recovers
+        # After an interruption, a spill or reload of a buffer that outlives the run may or may not have run: each
+        # is put back where the mirror has it, one batch each (the one that finds it there already fails alone),
+        # the spills first (they make the room the reloads take)
+        spills: dict[tuple[str, int], None] = {}
+        reloads: dict[tuple[str, int], None] = {}
+        for step in sched.steps if interrupted else ():
+            for dev, cmds in step.items():
+                for cmd in cmds:
+                    if isinstance(cmd, (Spill, Reload)) and (b := self.state.buffers.get(cmd.buf)) is not None:
+                        (spills if b.spilled else reloads)[(dev, cmd.buf)] = None
+        back = [{dev: [Spill(buf)]} for dev, buf in spills] + [{dev: [Reload(buf)]} for dev, buf in reloads]
+        free_made(self, rollback, interrupted, back)
+
+
+def free_made(s, frees: dict[str, list], interrupted: bool, after: list[dict[str, list]] = ()) -> None:
+    """Send the frees of a failed run's buffers (`frees`: device -> Free commands), then the steps `after`, and
+    note the bytes in use. A free of a buffer that a failed batch never made fails harmlessly; so do lost workers
+    (the next run notices and recovers). After an interrupted run the backend may fail too: the interruption is
+    what the caller raises, not that."""
+    try:
+        for step in s.backend.run_steps([frees, *after]):
+            for dev, res in step.items():
+                s.bytes_in_use[dev] = res.bytes_in_use
+    except LostWorkers:
+        pass
+    except Exception:  # (only after an interruption, whose exception the caller re-raises)
+        if not interrupted:
+            raise

@@ -426,6 +426,9 @@ class Session(Recovery, Exchange, Readback):
         except LostWorkers as e:
             self._rollback(sched, e.results, e.devices)
             raise
+        except BaseException:  # interrupted part way (Ctrl-C): what it allocated must not stay behind
+            self._rollback(sched, [], set(), interrupted=True)
+            raise
         t2 = time.perf_counter()
         self._check(sched, results)
         before, self.state = self.state, sched.state

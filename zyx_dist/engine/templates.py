@@ -26,6 +26,7 @@ from ..sched.scheduler import BufferState, Schedule, SchedulerState
 from ..sched.template import PlanTemplate, leaf_positions, make_template
 from .backends import LostWorkers
 from .buffer_ref import BufferRef
+from .failures import free_made
 
 MAX_TEMPLATES_PER_STRUCTURE = 4  # input placements kept per graph structure
 # (a replay's inputs read in C loops: a node's buffer handle, and the handle's and its mirror entry's fields)
@@ -340,6 +341,9 @@ def _run_direct(s, t: PlanTemplate, ids: tuple, meanwhile: Callable[[], None] | 
     except LostWorkers as e:
         _rollback(s, t, ids, e.devices, uploads)
         raise
+    except BaseException:  # interrupted part way (Ctrl-C): the frees sent with it may not have run either
+        _rollback(s, t, ids, set(), uploads, [(dev, buf) for buf in frees])
+        raise
     s.bytes_in_use[dev] = in_use
     if failed is not None:
         _rollback(s, t, ids, set(), uploads)
@@ -359,6 +363,10 @@ def _run_commands(s, t: PlanTemplate, ids: tuple, uploads: tuple, leaves: Sequen
     except LostWorkers as e:
         _rollback(s, t, ids, e.devices, uploads)
         raise
+    except BaseException:  # interrupted part way (Ctrl-C), or the driver's work beside it raised
+        _rollback(s, t, ids, set(), uploads, [(dev, c.buf) for step in steps for dev, cmds in step.items()
+                                              for c in cmds if c.__class__ is Free])
+        raise
     graphs = 0
     for step in results:
         for dev, r in step.items():
@@ -371,20 +379,17 @@ def _run_commands(s, t: PlanTemplate, ids: tuple, uploads: tuple, leaves: Sequen
     return results, graphs
 
 
-def _rollback(s, t: PlanTemplate, ids: tuple, lost: set[str], uploads: tuple = ()) -> None:
+def _rollback(s, t: PlanTemplate, ids: tuple, lost: set[str], uploads: tuple = (),
+              queued: list[tuple[str, int]] | None = None) -> None:
     """A replay failed: free whatever it allocated (its uploads too) on the workers still alive (a free of a
-    buffer that a failed batch never made fails harmlessly), so nothing leaks; host leaves stay on the host."""
+    buffer that a failed batch never made fails harmlessly), so nothing leaks; host leaves stay on the host.
+    `queued`: after an interrupted run (no results), the frees sent with it, which are sent again."""
     frees: dict[str, list] = {}
     made = [(dev, ids[slot]) for dev, slot in t.allocated] + [(dev, buf) for _i, dev, buf, _n in uploads]
-    for dev, buf in made:
+    for dev, buf in dict.fromkeys(made + (queued or [])):
         if dev not in lost and dev in s.state.devices:
             frees.setdefault(dev, []).append(Free(buf))
-    try:
-        for step in s.backend.run_steps([frees]):
-            for dev, res in step.items():
-                s.bytes_in_use[dev] = res.bytes_in_use
-    except LostWorkers:
-        pass  # the next run notices and recovers
+    free_made(s, frees, queued is not None)
 
 
 def keep(s, found: tuple, inputs: tuple[int, ...], sched: Schedule, steps: list[dict[str, list]],
