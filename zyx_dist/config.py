@@ -338,7 +338,7 @@ def _build(data: Any) -> Config:
     if data.get("memory_limit") is not None:
         kwargs["memory_limit"] = parse_size(data["memory_limit"], "memory_limit")
     if "debug" in data:
-        kwargs["debug"] = _int(data["debug"], "debug", 0)
+        kwargs["debug"] = parse_debug(str(_int(data["debug"], "debug", 0)), "debug")  # (bits no area has refused)
 
     sched = _section(data.get("scheduler"), "scheduler")
     if "policy" in sched:

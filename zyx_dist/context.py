@@ -24,16 +24,17 @@ class Runtime(Protocol):
     default_device: str
 
 
-_provider: Callable[[], Runtime] | None = None
+_provider: Callable[..., Runtime] | None = None
 
 
-def register(provider: Callable[[], Runtime]) -> None:
-    """Called once by the engine: `provider()` gives the current session, starting it if needed."""
+def register(provider: Callable[..., Runtime]) -> None:
+    """Called once by the engine: `provider(nodes)` gives the current session, starting it if needed (unless
+    `nodes`, those about to be read or realized, hold data of a session shut down: then it raises)."""
     global _provider
     _provider = provider
 
 
-def session() -> Runtime:
+def session(nodes: tuple | list = ()) -> Runtime:
     if _provider is None:
         raise RuntimeError("zyx_dist's engine is not loaded: import zyx_dist, not only zyx_dist.frontend")
-    return _provider()
+    return _provider(nodes)

@@ -90,7 +90,8 @@ DEFAULT_INT = int32
 
 
 def dtype(x: object) -> DType:
-    """The zyx_dist dtype for a DType, a NumPy dtype or type, or a name ("float32")."""
+    """The zyx_dist dtype for a DType, a NumPy dtype or type, or a name ("float32"). None is the default float
+    dtype, as NumPy reads None as its own default float (API.md: `dtype=None` means the call's default)."""
     if isinstance(x, DType):
         return x
     if isinstance(x, str) and x in _BY_NAME:
@@ -99,7 +100,7 @@ def dtype(x: object) -> DType:
         return bool_
     if x is builtins.int:
         return DEFAULT_INT
-    if x is builtins.float:
+    if x is builtins.float or x is None:
         return DEFAULT_FLOAT
     try:
         nd = np.dtype(x)  # type: ignore[call-overload]

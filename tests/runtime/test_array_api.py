@@ -209,6 +209,7 @@ def test_dtype_helpers_and_namespace():
         x.__array_namespace__(api_version="2099.12")
     assert zd.zeros((), dtype=None).dtype == zd.float32
     assert zd.ones(3, dtype=None).dtype == zd.float32
+    assert zd.astype(zd.ones(3, dtype=zd.int8), None).dtype == zd.float32  # (NumPy: its default float, float64)
     assert zd.full((2,), 3).dtype == zd.int32
     assert zd.isdtype(zd.int8, "signed integer") and not zd.isdtype(zd.uint8, "signed integer")
     assert zd.isdtype(zd.float16, ("integral", "real floating"))

@@ -12,6 +12,7 @@ import pytest
 from helpers import assert_close
 
 import zyx_dist as zd
+from zyx_dist.engine import session as zsession
 
 
 @pytest.mark.parametrize("cls,builtin", [(zd.ShapeError, ValueError), (zd.DTypeError, TypeError),
@@ -227,6 +228,20 @@ def test_a_tensor_of_a_shut_down_session_is_refused_in_the_next_one():
     finally:
         zd.shutdown()
         zd.init(ray=False)
+
+
+def test_a_read_after_shutdown_refuses_without_starting_a_session():
+    a = (zd.ones(3) * 2).realize()
+    lazy = a + 1
+    zd.shutdown()
+    try:
+        for read in (a.numpy, lazy.numpy, lazy.realize, lambda: zd.realize(lazy), lambda: float(a[0])):
+            with pytest.raises(zd.ZyxError, match="shutdown"):
+                read()
+            assert zsession.running() is None  # (the implicit init would have started Ray)
+    finally:
+        zd.init(ray=False)
+    assert_close(zd.ones(2) + 1, np.full(2, 2.0), zd.float32)
 
 
 def test_shutdown_twice_is_safe():

@@ -1,7 +1,7 @@
 """Driver side: the driver's handle of one device buffer (`BufferRef`), which a realized node holds in `buffer`. Takes
 the session, the node, the worker's device and the buffer's id and size; gives the handle, which registers its node in
 the session's `holders` (for recovery) and queues the buffer's free when it is garbage collected. `refuse_foreign`
-refuses a plan's leaves that another session made."""
+refuses a plan's leaves that another session made, `refuse_stale` a read of a shut-down session's data."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import weakref
 from typing import Any
 
 from ..errors import DeviceError, ZyxError
-from ..graph.ir import Node
+from ..graph.ir import Node, toposort
 
 
 class BufferRef:
@@ -43,3 +43,12 @@ def refuse_foreign(session: Any, leaves: list[Node], kernels: list) -> None:
     for dev in sorted(pinned - devices.keys()):
         raise DeviceError(f"a tensor is pinned to device {dev!r}, which this session does not have (its devices: "
                           f"{', '.join(devices)})")
+
+
+def refuse_stale(nodes: tuple | list) -> None:
+    """With no session running, every buffer a tensor holds is a shut-down session's: ZyxError for the first that
+    `nodes` reach (a walk that stops at realized nodes), before a session is started only to refuse it."""
+    for x in toposort(list(nodes), stop=lambda n: n.buffer is not None):
+        if x.buffer is not None:
+            raise ZyxError(f"tensor #{x.id} {x.shape} {x.dtype} was computed in a session that zd.shutdown() ended "
+                           "(or one set aside): its data was freed, and no later session can read it")

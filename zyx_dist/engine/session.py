@@ -33,7 +33,7 @@ from ..protocol import BatchResult, DropTemplate, Failed, Free, Sync
 from ..sched.scheduler import DeviceModel, IdCounter, Schedule, SchedulerState, schedule
 from . import debug, index_checks, probe, templates
 from .backends import InProcessBackend, LostWorkers, resolve_devices
-from .buffer_ref import BufferRef, refuse_foreign
+from .buffer_ref import BufferRef, refuse_foreign, refuse_stale
 from .exchange import Exchange
 from .failures import Recovery, worker_error
 from .limits import session_limits
@@ -521,6 +521,8 @@ _IDS = IdCounter()
 
 def init(config: Any = None, *, address: str | None = None, ray: bool = True, devices: Any = None) -> Session:
     global _session
+    if not isinstance(ray, bool):
+        raise TypeError(f"zd.init: ray must be True or False, got {ray!r}")
     if _session is not None:
         raise ZyxError("zd.init() was already called; call zd.shutdown() first")
     cfg = load_config(config)
@@ -539,9 +541,11 @@ def shutdown() -> None:
         s.close()
 
 
-def current() -> Session:
-    """The running session, started with defaults on first use (implicit init, as API.md section 1)."""
+def current(nodes: tuple | list = ()) -> Session:
+    """The running session, started with defaults on first use (implicit init, as API.md section 1); not started
+    where `nodes` (about to be read or realized) reach data of a session shut down, which no session can read."""
     if _session is None:
+        refuse_stale(nodes)
         init()
     assert _session is not None
     return _session

@@ -6,7 +6,10 @@ kernelizer fuses into one kernel. Sums keep the promoted dtype (no int64 widenin
 
 from __future__ import annotations
 
+import operator
 from typing import Any
+
+import numpy as np
 
 from ..errors import ShapeError
 from ..graph import autograd
@@ -107,16 +110,24 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Tensor:
     """NumPy's tensordot: an int n contracts the last n axes of a with the first n of b; a pair of axis
     lists contracts those. The result has a's free axes, then b's."""
     a, b = as_tensor(a), as_tensor(b)
-    if isinstance(axes, int):
+    if isinstance(axes, (int, np.integer)):
+        axes = int(axes)
         if axes < 0 or axes > min(a.ndim, b.ndim):
             raise ShapeError(f"tensordot: cannot contract {axes} axes of shapes {a.shape} and {b.shape}")
         ax_a, ax_b = tuple(range(a.ndim - axes, a.ndim)), tuple(range(axes))
     else:
-        ax_a, ax_b = ([x] if isinstance(x, int) else list(x) for x in axes)
+        try:
+            ax_a, ax_b = ([operator.index(x)] if isinstance(x, (int, np.integer)) else [operator.index(i) for i in x]
+                          for x in axes)
+        except (TypeError, ValueError):
+            raise TypeError(f"tensordot: axes must be an int or a pair of axis lists, got {axes!r}") from None
         if len(ax_a) != len(ax_b):
             raise ShapeError(f"tensordot: axes {axes} pair different numbers of axes")
         ax_a = tuple(norm_axes(a_, a.shape)[0] for a_ in ax_a)
         ax_b = tuple(norm_axes(b_, b.shape)[0] for b_ in ax_b)
+        for name, ax, shape in (("a", ax_a, a.shape), ("b", ax_b, b.shape)):
+            if len(set(ax)) != len(ax):
+                raise ShapeError(f"tensordot: axes {axes} repeat an axis of {name} (shape {shape})")
     if any(a.shape[i] != b.shape[j] for i, j in zip(ax_a, ax_b)):
         raise ShapeError(f"tensordot: contracted axes {ax_a} of shape {a.shape} and {ax_b} of shape {b.shape} differ")
     free_a = [i for i in range(a.ndim) if i not in ax_a]

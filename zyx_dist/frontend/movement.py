@@ -134,6 +134,8 @@ def pad(x: Any, pad_width: Any, value: Any = 0) -> Tensor:
         raise ShapeError(f"pad_width {pad_width!r} does not fit shape {x.shape}") from None
     if (w < 0).any():
         raise ShapeError(f"pad_width {pad_width!r} has negative widths (shape {x.shape})")
+    if isinstance(value, Tensor) or np.ndim(value) != 0 or np.asarray(value).dtype.kind not in "biuf":
+        raise TypeError(f"pad: value must be a number, got {value!r}")
     check_int_fits(value, x.dtype)  # (a Python int the dtype cannot hold: NumPy 2's OverflowError, not a wrap)
     return Tensor(graph.pad(x.node, tuple((int(lo), int(hi)) for lo, hi in w), value))
 
@@ -213,7 +215,10 @@ def split(x: Any, n_or_sizes: int | list[int], axis: int = 0) -> list[Tensor]:
             raise ShapeError(f"split of axis {axis} (size {n}, shape {x.shape}) into {k} equal sections is impossible")
         bounds = [i * (n // k) for i in range(k + 1)]
     else:
-        bounds = [0, *(operator.index(i) for i in n_or_sizes), n]
+        try:
+            bounds = [0, *(operator.index(i) for i in n_or_sizes), n]
+        except TypeError:
+            raise TypeError(f"split: sections must be an int or a list of int indices, got {n_or_sizes!r}") from None
     lead = (slice(None),) * ax
     return [x[(*lead, slice(lo, hi))] for lo, hi in itertools.pairwise(bounds)]
 

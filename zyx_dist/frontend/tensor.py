@@ -78,12 +78,12 @@ class Tensor:
 
     def realize(self) -> Tensor:
         """Compute this tensor on its device; blocks until the result exists there."""
-        context.session().realize([self.node])
+        context.session((self.node,)).realize([self.node])
         return self
 
     def numpy(self) -> np.ndarray:
         """The value as a new NumPy array (realizes if needed)."""
-        arr = context.session().read(self.node)
+        arr = context.session((self.node,)).read(self.node)
         host = self.node.host
         if host is not None and np.may_share_memory(arr, host):  # the user must not mutate our leaf data
             arr = arr.copy()
@@ -144,5 +144,6 @@ def nodes_of(xs: tuple, what: str) -> list:
 
 def realize(*xs: Tensor) -> tuple[Tensor, ...]:
     """Compute several tensors in one scheduling pass (shared work done once); blocks until all exist."""
-    context.session().realize(nodes_of(xs, "realize"))
+    nodes = nodes_of(xs, "realize")
+    context.session(nodes).realize(nodes)
     return xs
