@@ -52,14 +52,17 @@ def shift_only(m: Node, x: Node) -> None:
 # composite ops with a vector-Jacobian product of their own, in terms of their result: softmax's is
 # p * (g - sum(g * p)), log_softmax's g - exp(y) * sum(g). The walk goes from such a result straight to its input,
 # so the backward pass reads the result and nothing of its inside (the row max, the exponentials, their sum): the
-# forward stays one row kernel, and an attention's backward reads its probabilities and their gradient only
+# forward stays one row kernel, and an attention's backward reads its probabilities and their gradient only.
+# sigmoid's is g * p * (1 - p), 1 - p as sigmoid(-x): its inside, 1 / (1 + exp(-x)), gives 0 * inf where exp(-x)
+# overflows (x below -88 in float32)
 _RULES: weakref.WeakKeyDictionary[Node, tuple[str, Node, tuple[int, ...]]] = weakref.WeakKeyDictionary()
 
 
 def composite(out: Node, kind: str, x: Node, axes: tuple[int, ...]) -> None:
-    """Give `out`, the result of `kind` ("softmax" or "log_softmax") of `x` over `axes` that the frontend has just
-    made, its own gradient rule. Only a fresh node takes it (a binary op: a folded result keeps the plain walk)."""
-    if out.op is Op.BINARY:
+    """Give `out`, the result of `kind` ("softmax", "log_softmax" or "sigmoid", over no axes) of `x` over `axes`
+    that the frontend has just made, its own gradient rule. Only a fresh node takes it (a binary or unary op: a
+    folded result keeps the plain walk)."""
+    if out.op is Op.BINARY or out.op is Op.UNARY:
         _RULES[out] = (kind, x, axes)
 
 
@@ -313,7 +316,9 @@ class _Products:
 def _composite(rule: tuple, n: Node, g: Node, forward: _Products, p: Node) -> Node:
     """The gradient at the input of the composite `n`, whose result the softmax rule reads as `p`: n itself, or
     its recomputed stand-in (graph/recompute.py)."""
-    kind, _, axes = rule
+    kind, x, axes = rule
+    if kind == "sigmoid":  # p (1 - p), 1 - p as sigmoid(-x)
+        return ir.mul(g, ir.mul(p, sigmoid(ir.neg(x))))
     if kind == "softmax":  # p * (g - sum(g * p))
         rows = _attention_rows(n, g, axes, forward)
         if rows is None:
@@ -324,6 +329,13 @@ def _composite(rule: tuple, n: Node, g: Node, forward: _Products, p: Node) -> No
         return ir.cast(ir.mul(wide[0], ir.sub(wide[1], ir.expand(rows, n.shape))), n.dtype)
     # log_softmax: g - softmax * sum(g), the softmax being exp(y)
     return ir.sub(g, ir.mul(ir.unary(UnaryOp.EXP, n), ir.expand(ir.reduce(ReduceOp.SUM, g, axes), n.shape)))
+
+
+def sigmoid(x: Node) -> Node:
+    """1 / (1 + exp(-x)), with its gradient rule (as the frontend's sigmoid makes it)."""
+    out = ir.unary(UnaryOp.RECIP, ir.add(ir.unary(UnaryOp.EXP, ir.neg(x)), ir.full_like(1, x)))
+    composite(out, "sigmoid", x, ())
+    return out
 
 
 def _attention_rows(p: Node, g: Node, axes: tuple[int, ...], forward: _Products) -> Node | None:
