@@ -462,13 +462,17 @@ def _binary(op: BinaryOp, a: Node, b: Node, n: Node, g: Node, need: list[bool]) 
         da = ga
         db = ir.neg(ir.mul(ga, n)) if need[1] else None  # -g a / b^2 = -(g / b) * (a / b)
     elif op is BinaryOp.POW:
-        zero = ir.full_like(0, a)
-        if need[0]:  # g b a^(b-1), and 0 where b == 0 (so 0^0 gives no 0 * inf)
-            dpow = ir.mul(b, ir.binary(BinaryOp.POW, a, ir.sub(b, ir.full_like(1, b))))
-            da = ir.where(_cmp(BinaryOp.EQ, b, zero), ir.full_like(0, g), ir.mul(g, dpow))
+        # where a masked term would be 0 * inf (0^-1, log 0), it reads a at 1 instead, so that no derivative of
+        # it (higher orders reach the masked term with a zero gradient) is 0 * inf either
+        zero, one = ir.full_like(0, a), ir.full_like(1, a)
+        base = _cmp(BinaryOp.EQ, a, zero)
+        if need[0]:  # g b a^(b-1), and 0 at a == b == 0 (the slope of a^0, as everywhere else on b == 0)
+            origin = ir.binary(BinaryOp.AND, base, _cmp(BinaryOp.EQ, b, zero))
+            dpow = ir.mul(b, ir.binary(BinaryOp.POW, ir.where(origin, one, a), ir.sub(b, ir.full_like(1, b))))
+            da = ir.where(origin, ir.full_like(0, g), ir.mul(g, dpow))
         if need[1]:  # g a^b log(a), and 0 where a == 0 <= b (the limit of a^b there)
-            flat = ir.binary(BinaryOp.AND, _cmp(BinaryOp.EQ, a, zero), _cmp(BinaryOp.GE, b, zero))
-            db = ir.where(flat, ir.full_like(0, g), ir.mul(g, ir.mul(n, ir.unary(UnaryOp.LOG, a))))
+            flat = ir.binary(BinaryOp.AND, base, _cmp(BinaryOp.GE, b, zero))
+            db = ir.mul(g, ir.mul(n, ir.unary(UnaryOp.LOG, ir.where(flat, one, a))))
     elif op in (BinaryOp.MAX, BinaryOp.MIN):  # ties and NaNs: the first operand, as NumPy's argmax picks
         first = _or(_cmp(BinaryOp.GE if op is BinaryOp.MAX else BinaryOp.LE, a, b), ir.unary(UnaryOp.ISNAN, a))
         da = _pick(first, g) if need[0] else None
