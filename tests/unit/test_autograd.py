@@ -95,6 +95,39 @@ def test_prod_with_zeros():
     np.testing.assert_allclose(ev(g), [[0, 6, 0], [0, 0, 0], [-2, -1.5, 3]])
 
 
+def test_sigmoid_gradient_is_finite_where_exp_overflows():
+    """sigmoid = 1 / (1 + exp(-x)): walked through, exp(-x) = inf met a zero gradient (0 * inf = NaN) for x below
+    -88 in float32 (-709 in float64); its rule p * (1 - p) has none, to second order."""
+    a = np.array([-100.0, -800.0, -3.0, 0.0, 2.5, 40.0, 800.0])
+    e = np.exp(-np.abs(a))
+    d1 = e / (1 + e) ** 2  # p (1 - p), even in x
+    d2 = d1 * np.sign(-a) * (1 - e) / (1 + e)  # p (1 - p) (1 - 2p)
+    for dtype in (np.float32, np.float64):
+        x = zd.tensor(a.astype(dtype))
+        (g,) = zd.grad(zd.sigmoid(x).sum(), [x])
+        (gg,) = zd.grad(g.sum(), [x])
+        assert g.dtype == x.dtype
+        np.testing.assert_allclose(ev(g), d1.astype(dtype), rtol=1e-5, atol=1e-30)
+        np.testing.assert_allclose(ev(gg), d2.astype(dtype), rtol=1e-5, atol=1e-30)
+
+
+def test_pow_second_order_at_a_zero_base_or_exponent():
+    """a ** b: the masks that keep 0^0 and log(0) out of the first derivative must keep them out of the second
+    too (it reached the masked terms with zero gradients: 0 * inf = NaN), and not mask d/db of b a^(b-1) at
+    b == 0 (1/a) where a != 0."""
+    a, b = np.array([0.0, 0.0, 2.0, 3.0]), np.array([0.0, 2.0, 0.0, 0.0])
+    x, e = zd.tensor(a), zd.tensor(b)
+    ga, _ = zd.grad((x ** e).sum(), [x, e])
+    haa, hab = zd.grad(ga.sum(), [x, e])
+    np.testing.assert_array_equal(ev(ga), [0.0, 0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(ev(haa), [0.0, 2.0, 0.0, 0.0])  # b (b - 1) a^(b-2)
+    np.testing.assert_allclose(ev(hab), [0.0, 0.0, 0.5, 1 / 3])  # a^(b-1) (1 + b log a)
+    z = zd.tensor(np.array([0.0, 1.0, -2.0]))
+    (g,) = zd.grad((z ** 0).sum(), [z])
+    (gg,) = zd.grad(g.sum(), [z])
+    np.testing.assert_array_equal(ev(gg), np.zeros(3))
+
+
 def test_zero_gradient_ops_are_exactly_zero():
     x = zd.tensor(np.array([0.3, -1.7, 2.5]))
     for f in (zd.floor, zd.ceil, zd.round, zd.sign, lambda t: t // 0.7, lambda t: (t > 0).astype(zd.float64),

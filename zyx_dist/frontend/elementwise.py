@@ -16,6 +16,7 @@ import numpy as np
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import DTypeError
+from ..graph import autograd
 from ..graph import ir as graph
 from ..graph.ir import BinaryOp, UnaryOp
 from . import common
@@ -174,9 +175,10 @@ def square(x: Any) -> Tensor:
 
 
 def sigmoid(x: Any) -> Tensor:
-    """1 / (1 + exp(-x)), in float."""
+    """1 / (1 + exp(-x)), in float; its gradient p * (1 - p) is read from the result (graph/autograd.py
+    `composite`), with 1 - p as sigmoid(-x), finite where exp(-x) overflows."""
     x = as_float(x)
-    return _unary(UnaryOp.RECIP, add(exp(negative(x)), 1))
+    return Tensor(autograd.sigmoid(x.node))
 
 
 def relu(x: Any) -> Tensor:

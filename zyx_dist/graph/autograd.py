@@ -52,14 +52,17 @@ def shift_only(m: Node, x: Node) -> None:
 # composite ops with a vector-Jacobian product of their own, in terms of their result: softmax's is
 # p * (g - sum(g * p)), log_softmax's g - exp(y) * sum(g). The walk goes from such a result straight to its input,
 # so the backward pass reads the result and nothing of its inside (the row max, the exponentials, their sum): the
-# forward stays one row kernel, and an attention's backward reads its probabilities and their gradient only
+# forward stays one row kernel, and an attention's backward reads its probabilities and their gradient only.
+# sigmoid's is g * p * (1 - p), 1 - p as sigmoid(-x): its inside, 1 / (1 + exp(-x)), gives 0 * inf where exp(-x)
+# overflows (x below -88 in float32)
 _RULES: weakref.WeakKeyDictionary[Node, tuple[str, Node, tuple[int, ...]]] = weakref.WeakKeyDictionary()
 
 
 def composite(out: Node, kind: str, x: Node, axes: tuple[int, ...]) -> None:
-    """Give `out`, the result of `kind` ("softmax" or "log_softmax") of `x` over `axes` that the frontend has just
-    made, its own gradient rule. Only a fresh node takes it (a binary op: a folded result keeps the plain walk)."""
-    if out.op is Op.BINARY:
+    """Give `out`, the result of `kind` ("softmax", "log_softmax" or "sigmoid", over no axes) of `x` over `axes`
+    that the frontend has just made, its own gradient rule. Only a fresh node takes it (a binary or unary op: a
+    folded result keeps the plain walk)."""
+    if out.op is Op.BINARY or out.op is Op.UNARY:
         _RULES[out] = (kind, x, axes)
 
 
@@ -313,7 +316,9 @@ class _Products:
 def _composite(rule: tuple, n: Node, g: Node, forward: _Products, p: Node) -> Node:
     """The gradient at the input of the composite `n`, whose result the softmax rule reads as `p`: n itself, or
     its recomputed stand-in (graph/recompute.py)."""
-    kind, _, axes = rule
+    kind, x, axes = rule
+    if kind == "sigmoid":  # p (1 - p), 1 - p as sigmoid(-x)
+        return ir.mul(g, ir.mul(p, sigmoid(ir.neg(x))))
     if kind == "softmax":  # p * (g - sum(g * p))
         rows = _attention_rows(n, g, axes, forward)
         if rows is None:
@@ -324,6 +329,13 @@ def _composite(rule: tuple, n: Node, g: Node, forward: _Products, p: Node) -> No
         return ir.cast(ir.mul(wide[0], ir.sub(wide[1], ir.expand(rows, n.shape))), n.dtype)
     # log_softmax: g - softmax * sum(g), the softmax being exp(y)
     return ir.sub(g, ir.mul(ir.unary(UnaryOp.EXP, n), ir.expand(ir.reduce(ReduceOp.SUM, g, axes), n.shape)))
+
+
+def sigmoid(x: Node) -> Node:
+    """1 / (1 + exp(-x)), with its gradient rule (as the frontend's sigmoid makes it)."""
+    out = ir.unary(UnaryOp.RECIP, ir.add(ir.unary(UnaryOp.EXP, ir.neg(x)), ir.full_like(1, x)))
+    composite(out, "sigmoid", x, ())
+    return out
 
 
 def _attention_rows(p: Node, g: Node, axes: tuple[int, ...], forward: _Products) -> Node | None:
@@ -450,13 +462,17 @@ def _binary(op: BinaryOp, a: Node, b: Node, n: Node, g: Node, need: list[bool]) 
         da = ga
         db = ir.neg(ir.mul(ga, n)) if need[1] else None  # -g a / b^2 = -(g / b) * (a / b)
     elif op is BinaryOp.POW:
-        zero = ir.full_like(0, a)
-        if need[0]:  # g b a^(b-1), and 0 where b == 0 (so 0^0 gives no 0 * inf)
-            dpow = ir.mul(b, ir.binary(BinaryOp.POW, a, ir.sub(b, ir.full_like(1, b))))
-            da = ir.where(_cmp(BinaryOp.EQ, b, zero), ir.full_like(0, g), ir.mul(g, dpow))
+        # where a masked term would be 0 * inf (0^-1, log 0), it reads a at 1 instead, so that no derivative of
+        # it (higher orders reach the masked term with a zero gradient) is 0 * inf either
+        zero, one = ir.full_like(0, a), ir.full_like(1, a)
+        base = _cmp(BinaryOp.EQ, a, zero)
+        if need[0]:  # g b a^(b-1), and 0 at a == b == 0 (the slope of a^0, as everywhere else on b == 0)
+            origin = ir.binary(BinaryOp.AND, base, _cmp(BinaryOp.EQ, b, zero))
+            dpow = ir.mul(b, ir.binary(BinaryOp.POW, ir.where(origin, one, a), ir.sub(b, ir.full_like(1, b))))
+            da = ir.where(origin, ir.full_like(0, g), ir.mul(g, dpow))
         if need[1]:  # g a^b log(a), and 0 where a == 0 <= b (the limit of a^b there)
-            flat = ir.binary(BinaryOp.AND, _cmp(BinaryOp.EQ, a, zero), _cmp(BinaryOp.GE, b, zero))
-            db = ir.where(flat, ir.full_like(0, g), ir.mul(g, ir.mul(n, ir.unary(UnaryOp.LOG, a))))
+            flat = ir.binary(BinaryOp.AND, base, _cmp(BinaryOp.GE, b, zero))
+            db = ir.mul(g, ir.mul(n, ir.unary(UnaryOp.LOG, ir.where(flat, one, a))))
     elif op in (BinaryOp.MAX, BinaryOp.MIN):  # ties and NaNs: the first operand, as NumPy's argmax picks
         first = _or(_cmp(BinaryOp.GE if op is BinaryOp.MAX else BinaryOp.LE, a, b), ir.unary(UnaryOp.ISNAN, a))
         da = _pick(first, g) if need[0] else None

@@ -6,7 +6,9 @@ the last WINDOW realizes. Only results of one element (a loss, as read by `item(
 what `zd.grad` returned) keep theirs, each weakly keyed (a node dropped takes its history with it): a history
 keeps its sources alive, and every realized tensor keeping its own for ever would keep a training loop's older
 weights and batches, and any tensor the user dropped while a result computed from it lives. An optimizer's new
-parameters and state (`fresh`) keep none: nothing differentiates through an optimizer's step.
+parameters and state (`fresh`) keep none: nothing differentiates through an optimizer's step. A small view that
+a realize reads on the host (graph/host_view.py makes it a host leaf, `view`) keeps its movement too, with that
+realize's results: a kept result reads it, and the gradient must reach the tensor it views through it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ _FORMER: weakref.WeakKeyDictionary[Node, tuple[Any, Any, tuple[Node, ...]]] = we
 _RECENT: deque[list[weakref.ref]] = deque()  # per realize: the nodes whose history it kept, oldest first
 _GRADIENTS: weakref.WeakSet[Node] = weakref.WeakSet()
 _FRESH: weakref.WeakSet[Node] = weakref.WeakSet()
+_VIEWS: list[weakref.ref] = []  # views made host leaves since the last `keep`: kept with that realize's results
 
 
 def keep(nodes: Iterable[Node]) -> None:
@@ -36,6 +39,9 @@ def keep(nodes: Iterable[Node]) -> None:
         if n.srcs and (n.size == 1 or (grads and n in _GRADIENTS)) and not (fresh and n in _FRESH):
             former[n] = (n.op, n.arg, n.srcs)
             kept.append(weakref.ref(n))
+    if _VIEWS:
+        kept += _VIEWS
+        _VIEWS.clear()
     recent = _RECENT
     if kept or recent:
         recent.append(kept)
@@ -44,6 +50,14 @@ def keep(nodes: Iterable[Node]) -> None:
                 n = ref()
                 if n is not None:
                     former.pop(n, None)
+
+
+def view(n: Node) -> None:
+    """Remember the (op, arg, sources) of view `n`, which graph/host_view.py is about to make a host leaf for the
+    realize about to run; the next `keep` counts it as one of that realize's."""
+    if n.srcs:
+        _FORMER[n] = (n.op, n.arg, n.srcs)
+        _VIEWS.append(weakref.ref(n))
 
 
 def former(n: Node) -> tuple[Any, Any, tuple[Node, ...]] | None:
@@ -67,3 +81,4 @@ def clear() -> None:
     """Forget every kept history (the session ends: the buffers they hold are gone with it)."""
     _FORMER.clear()
     _RECENT.clear()
+    _VIEWS.clear()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import history
 from .ir import MOVEMENT_OPS as _MOVES
 from .ir import SMALL_OFFSET_VIEWS, SMALL_VIEW, Node, Op
 
@@ -81,5 +82,7 @@ def small_views(roots: list[Node], source_ok) -> list[Node]:
 
 
 def to_host_leaf(node: Node, values: np.ndarray) -> None:
-    """Turn a view into a host leaf of its values (value-preserving: every graph that uses it is unchanged)."""
+    """Turn a view into a host leaf of its values (value-preserving: every graph that uses it is unchanged); its
+    movement stays in graph/history.py for a while, so a gradient taken after the realize still flows through it."""
+    history.view(node)
     node.op, node.srcs, node.arg, node.buffer, node.host = Op.LEAF, (), None, None, values
