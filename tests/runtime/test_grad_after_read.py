@@ -88,3 +88,18 @@ def test_a_gradient_cut_by_an_earlier_read_warns():
         warnings.simplefilter("error", RuntimeWarning)
         (g,) = zd.grad((h2 * h2).sum(), [w])
     np.testing.assert_allclose(g.numpy(), np.full(3, 18.0))
+
+
+def test_a_host_decomposition_in_y_warns_where_an_x_gets_no_gradient():
+    """zd.linalg's decompositions run in NumPy on the host and have no gradient: zd.grad says so where an x is
+    left without one (its zeros were silent), and says nothing where the decomposition only reads a constant."""
+    a = np.array([[2.0, 1.0], [1.0, 3.0]], np.float32)
+    x = zd.tensor(a)
+    for y in (lambda: zd.linalg.det(x), lambda: zd.linalg.inv(x).sum(), lambda: zd.linalg.svdvals(x * 2).sum()):
+        with pytest.warns(RuntimeWarning, match=r"zd\.linalg\.\w+, which NumPy computes on the host"):
+            (g,) = zd.grad(y(), [x])
+        np.testing.assert_array_equal(g.numpy(), np.zeros((2, 2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        (g,) = zd.grad((x @ zd.linalg.inv(zd.tensor(a))).sum(), [x])
+    np.testing.assert_allclose(g.numpy(), np.linalg.inv(a).sum(axis=1)[None, :].repeat(2, 0), rtol=1e-6)

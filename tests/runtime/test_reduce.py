@@ -226,6 +226,14 @@ def test_max_of_empty_axis_raises():
     assert_close(zd.max(x, axis=1), np.zeros(0), zd.float32)
 
 
+def test_logsumexp_of_an_empty_axis_is_minus_inf():
+    """log(sum(exp(x))) over nothing is log 0 (scipy's and torch's -inf), though the max it shifts by has none."""
+    x = zd.zeros((0, 3))
+    assert_close(zd.logsumexp(x, axis=0), np.full(3, -np.inf, np.float32), zd.float32)
+    assert_close(zd.logsumexp(x, axis=1), np.zeros(0), zd.float32)
+    assert_close(zd.logsumexp(zd.zeros(0, dtype=zd.int32)), np.float32(-np.inf), zd.float32)
+
+
 VIEWS = {
     "transposed": (lambda x: x.T, lambda a: a.T),
     "step-sliced": (lambda x: x[::2, 1::3], lambda a: a[::2, 1::3]),

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import DTypeError, ShapeError
+from ..graph import history
 from .common import as_tensor, broadcast_shapes, norm_axes, norm_axis
 from .creation import eye, tensor
 from .elementwise import abs as abs_
@@ -190,18 +191,21 @@ def _host(fn: Callable[..., Any], *xs: Any, what: str) -> Any:
     return out, dt
 
 
-def _t(a: np.ndarray, dt: dtypes.DType) -> Tensor:
-    return tensor(np.asarray(a), dt)
+def _t(a: np.ndarray, dt: dtypes.DType, what: str) -> Tensor:
+    """A host result as a tensor, noted as one (graph/history.py): it has no gradient, and zd.grad says so."""
+    t = tensor(np.asarray(a), dt)
+    history.host_result(t.node, f"linalg.{what}")
+    return t
 
 
 def cholesky(x: Any, /, *, upper: bool = False) -> Tensor:
     out, dt = _host(np.linalg.cholesky, x, what="cholesky")
-    return _t(np.swapaxes(out, -1, -2) if upper else out, dt)
+    return _t(np.swapaxes(out, -1, -2) if upper else out, dt, "cholesky")
 
 
 def det(x: Any, /) -> Tensor:
     out, dt = _host(np.linalg.det, x, what="det")
-    return _t(out, dt)
+    return _t(out, dt, "det")
 
 
 class EighResult(NamedTuple):
@@ -211,17 +215,17 @@ class EighResult(NamedTuple):
 
 def eigh(x: Any, /) -> EighResult:
     (w, v), dt = _host(np.linalg.eigh, x, what="eigh")
-    return EighResult(_t(w, dt), _t(v, dt))
+    return EighResult(_t(w, dt, "eigh"), _t(v, dt, "eigh"))
 
 
 def eigvalsh(x: Any, /) -> Tensor:
     out, dt = _host(np.linalg.eigvalsh, x, what="eigvalsh")
-    return _t(out, dt)
+    return _t(out, dt, "eigvalsh")
 
 
 def inv(x: Any, /) -> Tensor:
     out, dt = _host(np.linalg.inv, x, what="inv")
-    return _t(out, dt)
+    return _t(out, dt, "inv")
 
 
 def _rtol(rtol: Any, a: np.ndarray) -> np.ndarray:
@@ -235,7 +239,7 @@ def pinv(x: Any, /, *, rtol: Any = None) -> Tensor:
         return np.linalg.pinv(a, rtol=_rtol(rtol, a))
 
     out, dt = _host(f, x, what="pinv")
-    return _t(out, dt)
+    return _t(out, dt, "pinv")
 
 
 def matrix_rank(x: Any, /, *, rtol: Any = None) -> Tensor:
@@ -255,7 +259,7 @@ def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
     if mode not in ("reduced", "complete"):
         raise ValueError(f"qr: mode must be 'reduced' or 'complete', got {mode!r}")
     (q, r), dt = _host(lambda a: np.linalg.qr(a, mode=mode), x, what="qr")
-    return QRResult(_t(q, dt), _t(r, dt))
+    return QRResult(_t(q, dt, "qr"), _t(r, dt, "qr"))
 
 
 class SlogdetResult(NamedTuple):
@@ -265,7 +269,7 @@ class SlogdetResult(NamedTuple):
 
 def slogdet(x: Any, /) -> SlogdetResult:
     (s, ld), dt = _host(np.linalg.slogdet, x, what="slogdet")
-    return SlogdetResult(_t(s, dt), _t(ld, dt))
+    return SlogdetResult(_t(s, dt, "slogdet"), _t(ld, dt, "slogdet"))
 
 
 def solve(x1: Any, x2: Any, /) -> Tensor:
@@ -274,9 +278,9 @@ def solve(x1: Any, x2: Any, /) -> Tensor:
     if b.ndim == 1:
         out, dt = _host(lambda m, v: np.linalg.solve(m, v.reshape(-1)[..., None])[..., 0],
                         a, reshape(b, (b.shape[0], 1)), what="solve")
-        return _t(out, dt)
+        return _t(out, dt, "solve")
     out, dt = _host(np.linalg.solve, a, b, what="solve")
-    return _t(out, dt)
+    return _t(out, dt, "solve")
 
 
 class SVDResult(NamedTuple):
@@ -287,9 +291,9 @@ class SVDResult(NamedTuple):
 
 def svd(x: Any, /, *, full_matrices: bool = True) -> SVDResult:
     (u, s, vh), dt = _host(lambda a: np.linalg.svd(a, full_matrices=full_matrices), x, what="svd")
-    return SVDResult(_t(u, dt), _t(s, dt), _t(vh, dt))
+    return SVDResult(_t(u, dt, "svd"), _t(s, dt, "svd"), _t(vh, dt, "svd"))
 
 
 def svdvals(x: Any, /) -> Tensor:
     out, dt = _host(lambda a: np.linalg.svd(a, compute_uv=False), x, what="svdvals")
-    return _t(out, dt)
+    return _t(out, dt, "svdvals")

@@ -8,6 +8,7 @@ mean/var/std of ints give float32, argmax/argmin give int64.
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Any
 
 from .. import dtypes
@@ -126,11 +127,12 @@ def std(x: Any, axis: Axis = None, keepdims: bool = False, correction: float = 0
 
 
 def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> Tensor:
-    """log(sum(exp(x))) computed stably: max + log(sum(exp(x - max))); an all -inf or +inf slice gives -inf/+inf."""
+    """log(sum(exp(x))) computed stably: max + log(sum(exp(x - max))); an all -inf or +inf slice gives -inf/+inf, an
+    empty one -inf (log 0, as scipy's and torch's)."""
     x = as_tensor(x)
     axes = norm_axes(axis, x.shape)
     x = x.astype(_float_dtype(x.dtype))
-    m = reduce_axes(ReduceOp.MAX, x, axes, True)
+    m = reduce_axes(ReduceOp.MAX, x, axes, True, -math.inf)  # (-inf only where an axis is empty: the shift is then 0)
     autograd.shift_only(m.node, x.node)  # (the result does not depend on the shift: its gradient is zero)
     shift = where(m.isinf(), 0, m)
     s = reduce_axes(ReduceOp.SUM, (x - shift).exp(), axes, True, 0).log() + shift

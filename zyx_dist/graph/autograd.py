@@ -138,12 +138,19 @@ def _gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
 
 def _warn_if_cut(order: list[Node], wanted: set[int], found: dict[int, Node], views: dict[Node, tuple]) -> None:
     """A RuntimeWarning where some x got no gradient and y reads a tensor a realize computed before `grad` was
-    called whose computation was not kept (graph/history.py): it is a constant to the gradient, which is zero
-    (or partial) if that tensor was computed from x. The zeros are what API.md promises for an x that y does not
+    called whose computation was not kept (graph/history.py), or a host decomposition's result (zd.linalg's
+    det, inv, ...): it is a constant to the gradient, which is zero (or partial) if that tensor was computed from x. The zeros are what API.md promises for an x that y does not
     depend on, so this only warns."""
+    missing = len(wanted) - len(found)
     for n in order:
-        if n.op is Op.LEAF and n.id not in wanted and getattr(n.buffer, "computed", False) and not views[n][2]:
-            missing = len(wanted) - len(found)
+        if n.op is not Op.LEAF or n.id in wanted:
+            continue
+        if (what := history.host_origin(n)) is not None:
+            warnings.warn(f"zd.grad: {missing} of the xs got no gradient, and y reads tensor #{n.id} {n.shape} "
+                          f"{n.dtype}, the result of zd.{what}, which NumPy computes on the host: it has no gradient, "
+                          "so none flows through it", RuntimeWarning, stacklevel=5)
+            return
+        if getattr(n.buffer, "computed", False) and not views[n][2]:
             warnings.warn(f"zd.grad: {missing} of the xs got no gradient, and y reads tensor #{n.id} {n.shape} "
                           f"{n.dtype}, computed by a realize (a read, realize() or numpy()) before zd.grad was "
                           "called: its computation is not kept, so no gradient flows through it. If it was computed "

@@ -9,6 +9,7 @@ weights and batches, and any tensor the user dropped while a result computed fro
 parameters and state (`fresh`) keep none: nothing differentiates through an optimizer's step. A small view that
 a realize reads on the host (graph/host_view.py makes it a host leaf, `view`) keeps its movement too, with that
 realize's results: a kept result reads it, and the gradient must reach the tensor it views through it.
+`host_result` notes the results of decompositions NumPy ran on the host, which have no gradient at all.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ _RECENT: deque[list[weakref.ref]] = deque()  # per realize: the nodes whose hist
 _GRADIENTS: weakref.WeakSet[Node] = weakref.WeakSet()
 _FRESH: weakref.WeakSet[Node] = weakref.WeakSet()
 _VIEWS: list[weakref.ref] = []  # views made host leaves since the last `keep`: kept with that realize's results
+_HOST: weakref.WeakKeyDictionary[Node, str] = weakref.WeakKeyDictionary()  # host decompositions' results: their names
 
 
 def keep(nodes: Iterable[Node]) -> None:
@@ -58,6 +60,17 @@ def view(n: Node) -> None:
     if n.srcs:
         _FORMER[n] = (n.op, n.arg, n.srcs)
         _VIEWS.append(weakref.ref(n))
+
+
+def host_result(n: Node, what: str) -> None:
+    """Note leaf `n` as the result of `what`, a decomposition NumPy ran on the host (frontend/linalg_ext.py): no
+    gradient flows through it, which zd.grad's warning names."""
+    _HOST[n] = what
+
+
+def host_origin(n: Node) -> str | None:
+    """What host decomposition made leaf `n`, or None."""
+    return _HOST.get(n) if _HOST else None
 
 
 def former(n: Node) -> tuple[Any, Any, tuple[Node, ...]] | None:
