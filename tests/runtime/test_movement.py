@@ -236,6 +236,33 @@ def test_gather_indexing(key):
     assert_close(x[key], a[key], zd.float32)
 
 
+MASK_KEYS = [
+    lambda a: a > 0, lambda a: (a > 0)[:, :, 0], lambda a: (slice(None), (a > 0)[0, :, 0]), lambda a: (1, (a > 0)[0, :, 0]),
+    lambda a: (Ellipsis, (a > 0)[0, 0]), lambda a: ((a > 0)[..., 0], slice(2, 5)), lambda a: (None, (a > 0)[:, :, 0]),
+    lambda a: np.zeros(a.shape, bool), lambda a: True, lambda a: False, lambda a: (0, True),
+    lambda a: [True, False, True, True],
+]
+
+
+@pytest.mark.parametrize("case", range(len(MASK_KEYS)))
+def test_boolean_mask_indexing(case):
+    """x[mask] as NumPy's: the axes the mask covers become one axis of its true elements (the mask is realized,
+    the shape depends on it), with a NumPy, list, Python or lazy zd mask, and a gradient back to x."""
+    a = data(BASE, np.float32) - 0.5
+    key = MASK_KEYS[case](a)
+    x = zd.tensor(a)
+    assert_close(x[key], a[key], zd.float32)
+    items = key if isinstance(key, tuple) else (key,)
+    if any(isinstance(k, np.ndarray) for k in items):  # the same mask, computed lazily
+        lazy = tuple(zd.tensor(np.where(k, 1.0, -1.0).astype(np.float32)) > 0 if isinstance(k, np.ndarray) else k
+                     for k in items)
+        assert_close(x[lazy], a[key], zd.float32)
+    (g,) = zd.grad((x[key] * 3).sum(), [x])
+    want = np.zeros_like(a)
+    want[key] = 3
+    assert_close(g, want, zd.float32)
+
+
 def test_gather_with_tensor_indices():
     a = data(BASE, np.int32)
     x = zd.tensor(a)

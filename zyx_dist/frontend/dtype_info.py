@@ -139,9 +139,8 @@ class Info:
     """What `zd.__array_namespace_info__()` gives: the namespace's capabilities, devices and dtypes."""
 
     def capabilities(self) -> dict:
-        # boolean masks as indices raise TypeError (API.md section 5 indexes by ints, slices and integer
-        # arrays only); nonzero and unique_* realize their input
-        return {"boolean indexing": False, "data-dependent shapes": True}
+        # a boolean mask as an index, nonzero and unique_* realize their input (their shapes depend on it)
+        return {"boolean indexing": True, "data-dependent shapes": True}
 
     def default_device(self) -> str:
         return context.session().default_device

@@ -8,6 +8,7 @@ array index a one-hot `where` summed over the indexed axis. None of them copies 
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 from typing import Any
 
@@ -302,18 +303,14 @@ def _slice(node: Node, axis: int, s: slice) -> Node:
 
 def _index_tensor(item: Any, axis: int, n: int) -> tuple[Tensor, IndexGuard | None]:
     """An integer index array as a tensor, and the guard of its values where they are only known at the
-    realize (graph/guards.py); bool masks are refused, array values are bounds-checked."""
+    realize (graph/guards.py); array values are bounds-checked (bool masks became indices in `_masked`)."""
     if isinstance(item, Tensor):
-        if item.dtype.is_bool:
-            raise TypeError("boolean mask indexing is not supported (use zd.where)")
         if not item.dtype.is_int:
             raise IndexError(f"tensors used as indices must be of integer type, got {item.dtype}")
         if n == 0 and item.size:
             raise IndexError(f"index out of bounds for axis {axis} with size 0")
         return item, index_guard(item.node, n, axis)
     arr = np.asarray(item)
-    if arr.dtype.kind == "b":
-        raise TypeError("boolean mask indexing is not supported (use zd.where)")
     if arr.size == 0:
         arr = arr.astype(np.int64)
     if arr.dtype.kind not in "iu":
@@ -353,8 +350,6 @@ def _expand_key(key: Any, ndim: int) -> list[Any]:
         if item is Ellipsis:
             ellipses, at = ellipses + 1, i
         elif item is not None:
-            if isinstance(item, (bool, np.bool_)):
-                raise TypeError("boolean indices are not supported")
             used += 1
     if ellipses > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
@@ -363,9 +358,55 @@ def _expand_key(key: Any, ndim: int) -> list[Any]:
     return key[:at] + [slice(None)] * (ndim - used) + key[at + 1:]
 
 
+def _mask(item: Any) -> np.ndarray | None:
+    """`item` as a boolean mask's host values (a tensor mask is realized: the result's shape depends on them), or
+    None where it is no mask."""
+    if isinstance(item, Tensor):
+        return item.numpy() if item.dtype.is_bool else None
+    if isinstance(item, (bool, np.bool_)) or (isinstance(item, np.ndarray) and item.dtype.kind == "b"):
+        return np.asarray(item)
+    if isinstance(item, (list, tuple)):
+        arr = np.asarray(item)
+        return arr if arr.dtype.kind == "b" else None
+    return None
+
+
+def _masked(x: Tensor, key: Any) -> tuple[Tensor, Any]:
+    """NumPy's boolean mask indexing as an integer one: the axes a mask covers merged into one, indexed by the
+    flat positions of its true elements (a 0-d mask, `x[True]`, covers no axes: a new axis of length 1 or 0).
+    Gives x and key unchanged where the key has no mask."""
+    for item in key if key.__class__ is tuple else (key,):  # (the common key, ints and slices, passes at once)
+        if item.__class__ is not slice and item.__class__ is not int and item is not None and item is not Ellipsis:
+            break
+    else:
+        return x, key
+    items = list(key) if isinstance(key, tuple) else [key]
+    masks = [(i, m) for i, item in enumerate(items) if (m := _mask(item)) is not None]
+    if not masks:
+        return x, key
+    if len(masks) > 1 or any(_is_array_index(item) for i, item in enumerate(items) if i != masks[0][0]):
+        raise IndexError("only one integer array/tensor index or boolean mask is supported per indexing operation")
+    at, mask = masks[0]
+    before = [item for item in items[:at] if item is not None]
+    if any(item is Ellipsis for item in before):  # the mask's axes counted from the end
+        after = sum(item is not None and item is not Ellipsis for item in items[at + 1:])
+        axis = x.ndim - after - mask.ndim
+    else:
+        axis = len(before)
+    covered = x.shape[axis:axis + mask.ndim] if axis >= 0 else ()
+    if axis < 0 or covered != mask.shape:
+        raise IndexError(f"boolean index of shape {mask.shape} does not match the indexed axes of shape {x.shape} "
+                         f"at axis {axis}")
+    merged = x.reshape(x.shape[:axis] + (math.prod(covered),) + x.shape[axis + mask.ndim:])
+    items[at] = np.flatnonzero(mask)
+    return merged, tuple(items)
+
+
 def getitem(x: Tensor, key: Any) -> Tensor:
-    """`x[key]`: ints, slices (any step), None, Ellipsis and one integer array/tensor index (gather),
-    with NumPy's result layout (the gathered dims go first when ints and the array are not adjacent)."""
+    """`x[key]`: ints, slices (any step), None, Ellipsis and one integer array/tensor index (gather) or boolean
+    mask (realized: its true elements' positions are the index), with NumPy's result layout (the gathered dims go
+    first when ints and the array are not adjacent)."""
+    x, key = _masked(x, key)
     key = _expand_key(key, x.ndim)
     arrays = [item for item in key if item.__class__ is not slice and item.__class__ is not int and item is not None
               and _is_array_index(item)]
