@@ -312,28 +312,57 @@ def minimum(a: Any, b: Any) -> Tensor:
     return _binary(BinaryOp.MIN, a, b)
 
 
+# A signed integer s against an unsigned u whose common dtype is a float (uint64 with any signed dtype): NumPy 2
+# compares the exact values, where float64 would round (2**53 + 1 == 2**53). With neg = s < 0, `s op u` is
+# (neg-result) where s < 0, else `uint64(s) op u` ((s op u) for EQ is ~neg & (uint64(s) == u), for LT neg | ...).
+_SIGNED_VS_UNSIGNED = {BinaryOp.EQ: False, BinaryOp.NE: True, BinaryOp.LT: True, BinaryOp.LE: True,
+                       BinaryOp.GT: False, BinaryOp.GE: False}
+
+
+def _exact_mixed_int(op: BinaryOp, a: Any, b: Any) -> Tensor | None:
+    """`a op b` for a comparison of a signed and an unsigned integer operand (tensors or arrays) whose promoted
+    dtype is a float, computed exactly; None for any other operands."""
+    a, b = as_tensor(a), as_tensor(b)
+    da, db = a.dtype, b.dtype
+    if not (da.is_int and db.is_int and da.is_unsigned != db.is_unsigned and dtypes.promote(da, db).is_float):
+        return None
+    if da.is_unsigned:  # u op s is s op' u
+        a, b, op = b, a, _MIRRORED.get(op, op)
+    neg = less(a, 0)
+    rest = _binary(op, astype(a, dtypes.uint64), astype(b, dtypes.uint64))
+    return logical_or(neg, rest) if _SIGNED_VS_UNSIGNED[op] else logical_and(logical_not(neg), rest)
+
+
+_ARRAYS = (Tensor, np.ndarray)
+
+
+def _compare(op: BinaryOp, a: Any, b: Any) -> Tensor:
+    exact = _exact_mixed_int(op, a, b) if a.__class__ in _ARRAYS and b.__class__ in _ARRAYS else None
+    return _binary(op, a, b) if exact is None else exact
+
+
 def equal(a: Any, b: Any) -> Tensor:
-    return _binary(BinaryOp.EQ, a, b)
+    return _compare(BinaryOp.EQ, a, b)
 
 
 def not_equal(a: Any, b: Any) -> Tensor:
-    return _binary(BinaryOp.NE, a, b)
+    return _compare(BinaryOp.NE, a, b)
 
 
 def less(a: Any, b: Any) -> Tensor:
-    return _binary(BinaryOp.LT, a, b)
+    return _compare(BinaryOp.LT, a, b)
 
 
 def less_equal(a: Any, b: Any) -> Tensor:
-    return _binary(BinaryOp.LE, a, b)
+    return _compare(BinaryOp.LE, a, b)
 
 
 def greater(a: Any, b: Any) -> Tensor:
-    return _binary(BinaryOp.GT, a, b)
+    return _compare(BinaryOp.GT, a, b)
 
 
 def greater_equal(a: Any, b: Any) -> Tensor:
-    return _binary(BinaryOp.GE, a, b)
+    return _compare(BinaryOp.GE, a, b)
 
 
 def logical_and(a: Any, b: Any) -> Tensor:
