@@ -65,6 +65,35 @@ def test_einsum_optional():
     assert_close(zd.einsum("ij->ji", zd.tensor(a)), a.T, zd.float32)
 
 
+EINSUMS = [  # (subscripts, operand shapes): ellipses, diagonals, implicit outputs, size-1 axes broadcast
+    ("ii->i", [(3, 3)]), ("ii", [(3, 3)]), ("bii->bi", [(2, 3, 3)]), ("...ii->...i", [(2, 3, 3)]),
+    ("iij->j", [(3, 3, 4)]), ("...ij,jk->...ik", [(2, 4, 3, 5), (5, 6)]), ("...ij,...jk", [(1, 3, 5), (2, 5, 6)]),
+    ("ij...,j->i...", [(3, 5, 2, 4), (5,)]), ("...i,...i->...", [(2, 4, 3), (4, 3)]), ("ij,ij->ij", [(1, 3), (3, 3)]),
+    ("...", [(2, 3)]), ("i,j", [(3,), (4,)]), ("ijk->", [(2, 3, 4)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+]
+
+
+@pytest.mark.parametrize("spec,shapes", EINSUMS, ids=[e[0] for e in EINSUMS])
+def test_einsum_as_numpy(spec, shapes):
+    ops = [data(s, np.float32, seed=i) for i, s in enumerate(shapes)]
+    xs = [zd.tensor(o) for o in ops]
+    assert_close(zd.einsum(spec, *xs), np.einsum(spec, *ops), zd.float32, loose=4)
+    if "ii" in spec:  # a diagonal's gradient: g on the diagonal, 0 elsewhere
+        (g,) = zd.grad(zd.einsum(spec, xs[0]).sum(), [xs[0]])
+        assert_close(g, np.broadcast_to(np.eye(3, dtype=np.float32)[..., None] if spec == "iij->j" else
+                                        np.eye(3, dtype=np.float32), shapes[0]), zd.float32)
+
+
+def test_einsum_errors():
+    x = zd.ones((3, 3))
+    for spec, text in (("ij,jk", "2 operands"), ("i.j", "bad subscripts"), ("ii->ii", "output"),
+                       ("ijk", "do not match"), ("...ijkl", "more axes")):
+        with pytest.raises(zd.ShapeError, match=text):
+            zd.einsum(spec, x)
+    with pytest.raises(zd.ShapeError, match="sizes 3 and 4"):
+        zd.einsum("ii", zd.ones((3, 4)))
+
+
 def np_softmax(a, axis):
     a = a.astype(np.float64)
     e = np.exp(a - a.max(axis=axis, keepdims=True))

@@ -160,7 +160,7 @@ def fake_session(monkeypatch):
         resolve_device=resolve_device,
         calls=calls,
     )
-    monkeypatch.setattr(zyx_dist.context, "_provider", lambda: fake)
+    monkeypatch.setattr(zyx_dist.context, "_provider", lambda nodes=(): fake)
     return fake
 
 

@@ -17,7 +17,8 @@ from ..graph import ir as graph
 from ..graph.ir import Node, ReduceOp
 from .common import Axis, as_tensor, broadcast_shapes, norm_axes
 from .elementwise import as_float
-from .movement import permute_dims
+from .manipulation import moveaxis
+from .movement import broadcast_to, permute_dims
 from .reduce import mean, reduce_axes
 from .tensor import Tensor
 
@@ -149,26 +150,36 @@ def dot(a: Any, b: Any) -> Tensor:
 
 
 def einsum(subscripts: str, *xs: Any) -> Tensor:
-    """Einstein summation over explicit subscripts ("ij,jk->ik"; implicit output = sorted letters used
-    once). No ellipsis and no repeated letter within one operand (a diagonal)."""
+    """Einstein summation as NumPy's: explicit ("ij,jk->ik") or implicit output (the ellipsis' axes, then the
+    letters used once, sorted), `...` for broadcast leading axes, a letter repeated in one operand for its diagonal
+    ("ii->i", "ii"); size-1 axes broadcast. The operands are multiplied in one broadcast product and summed over
+    the letters not kept, which the kernelizer fuses (a matmul's pattern becomes its GEMM)."""
     ts = [as_tensor(x) for x in xs]
     spec = subscripts.replace(" ", "")
     ins, out = spec.split("->") if "->" in spec else (spec, None)
     terms = ins.split(",")
-    if len(terms) != len(ts) or "." in spec or any(len(set(t)) != len(t) for t in terms):
-        raise ShapeError(f"einsum: unsupported or mismatched subscripts {subscripts!r} for {len(ts)} operands")
-    if out is None:
-        out = "".join(sorted(c for c in set(ins) - {","} if ins.count(c) == 1))
-    if len(set(out)) != len(out) or set(out) - set(ins):
+    if len(terms) != len(ts):
+        raise ShapeError(f"einsum: {subscripts!r} has {len(terms)} operands' subscripts for {len(ts)} operands")
+    bad = [c for c in spec if not (c.isalpha() or c in ".,->")]
+    if bad or any(t.replace("...", "").count(".") or t.count("...") > 1 for t in terms + [out or ""]):
+        raise ShapeError(f"einsum: bad subscripts {subscripts!r} (letters, one '...' per operand, ',' and '->')")
+    terms, out = _ellipsis(terms, out, ts, subscripts)
+    used = "".join(terms)
+    if out is None:  # (counted before the diagonals: "ii" is a trace)
+        out = "".join(sorted(c for c in set(used) if used.count(c) == 1))
+    for i, term in enumerate(terms):
+        if len(term) != ts[i].ndim:
+            raise ShapeError(f"einsum: subscripts {term!r} do not match shape {ts[i].shape}")
+        ts[i], terms[i] = _diagonals(ts[i], term, subscripts)
+    if len(set(out)) != len(out) or set(out) - set(used):
         raise ShapeError(f"einsum: bad output subscripts in {subscripts!r}")
-    letters = out + "".join(sorted(set(ins) - set(out) - {","}))
+    letters = out + "".join(sorted(set(used) - set(out)))
     sizes: dict[str, int] = {}
     for t, term in zip(ts, terms):
-        if len(term) != t.ndim:
-            raise ShapeError(f"einsum: subscripts {term!r} do not match shape {t.shape}")
         for c, d in zip(term, t.shape):
-            if sizes.setdefault(c, d) != d:
+            if sizes.setdefault(c, d) != d and 1 not in (sizes[c], d):
                 raise ShapeError(f"einsum: letter {c!r} has sizes {sizes[c]} and {d} in {subscripts!r}")
+            sizes[c] = max(sizes[c], d) if 0 not in (sizes[c], d) else 0
     # Each operand goes to the full letter order (permute + size-1 dims); then multiply and sum the rest.
     aligned = []
     for t, term in zip(ts, terms):
@@ -178,8 +189,44 @@ def einsum(subscripts: str, *xs: Any) -> Tensor:
     prod = aligned[0]
     for t in aligned[1:]:
         prod = prod * t
+    prod = broadcast_to(prod, tuple(sizes[c] for c in letters))  # (a lone operand's size-1 axes stay as asked)
     op, empty = (ReduceOp.MAX, False) if prod.dtype.is_bool else (ReduceOp.SUM, 0)
     return reduce_axes(op, prod, tuple(range(len(out), len(letters))), False, empty)
+
+
+def _ellipsis(terms: list[str], out: str | None, ts: list[Tensor], subscripts: str) -> tuple[list[str], str | None]:
+    """The subscripts with each `...` spelled out: as many letters of their own (characters no subscript can hold)
+    as the operand has axes beyond its letters, aligned on the right across operands as broadcasting aligns them;
+    an implicit output starts with all of them."""
+    counts = [t.ndim - len(term.replace("...", "")) if "..." in term else 0 for t, term in zip(ts, terms)]
+    if any(k < 0 for k in counts):
+        raise ShapeError(f"einsum: {subscripts!r} names more axes than its operands have")
+    width = max(counts, default=0)
+    own = "".join(chr(0x4E00 + i) for i in range(width))  # (CJK characters: never an einsum letter)
+    terms = [term.replace("...", own[width - k:]) for term, k in zip(terms, counts)]
+    if out is not None:
+        out = out.replace("...", own)
+    elif width:
+        used = "".join(terms)
+        out = own + "".join(sorted(c for c in set(used) - set(own) if used.count(c) == 1))
+    return terms, out
+
+
+def _diagonals(t: Tensor, term: str, subscripts: str) -> tuple[Tensor, str]:
+    """An operand whose subscripts repeat a letter, reduced to its diagonal over each repeat (the axis of the
+    letter's first place kept): a strided view of the two axes flattened, as NumPy's einsum reads "ii"."""
+    while len(set(term)) != len(term):
+        c = next(c for c in term if term.count(c) > 1)
+        i, j = term.index(c), term.index(c, term.index(c) + 1)
+        n = t.shape[i]
+        if t.shape[j] != n:
+            raise ShapeError(f"einsum: letter {c!r} repeated in {term!r} over axes of sizes {n} and {t.shape[j]}")
+        rest = [a for a in range(t.ndim) if a not in (i, j)]
+        flat = permute_dims(t, rest + [i, j]).reshape(tuple(t.shape[a] for a in rest) + (n * n,))
+        diag = flat[(slice(None),) * len(rest) + (slice(None, None, n + 1),)]  # (n axis last)
+        t = moveaxis(diag, -1, i)
+        term = term[:j] + term[j + 1:]
+    return t, term
 
 
 def softmax(x: Any, axis: Axis = -1) -> Tensor:
