@@ -583,10 +583,11 @@ def test_index_errors():
         t[0, 0, 0, 0]
     with pytest.raises(IndexError, match="7"):
         t[:, [1, 7]]
-    with pytest.raises(TypeError, match="boolean"):
-        t[M]
-    with pytest.raises(TypeError, match="boolean"):
-        t[zd.tensor(M)]
+    with pytest.raises(IndexError, match=r"boolean index of shape \(4, 5\)"):
+        t[M[0]]  # (a mask covers the axes from its place: here (3, 4), not (4, 5))
+    with pytest.raises(IndexError, match="boolean mask"):
+        t[M[:, 0, 0], [1]]
+    assert t[M].shape == (int(M.sum()),) and t[:, M[0, :, 0]].shape == (3, int(M[0, :, 0].sum()), 5)
     with pytest.raises(IndexError):
         t[0.5]
     with pytest.raises(IndexError):
