@@ -128,6 +128,22 @@ def test_pow_second_order_at_a_zero_base_or_exponent():
     np.testing.assert_array_equal(ev(gg), np.zeros(3))
 
 
+def test_prod_second_order_with_one_zero_in_a_slice():
+    """d2 prod / dx_i dx_j is the product of the others but i and j. With one zero in a slice the first derivative
+    divided a masked p by it (a second derivative gave 0 * inf, NaN), and the elements that are not the zero had a
+    constant 0 there (their derivative to the zero was lost)."""
+    for a in ([0.0, 2.0, 3.0], [2.0, 0.0, 5.0, 7.0], [-1.5, 4.0, 0.0], [1.0, 2.0, 3.0]):
+        a = np.array(a)
+        x = zd.tensor(a)
+        (g,) = zd.grad(zd.prod(x), [x])
+        others = [np.prod(np.delete(a, i)) for i in range(a.size)]
+        np.testing.assert_allclose(ev(g), others)
+        for i in range(a.size):
+            (h,) = zd.grad(g[i], [x])
+            want = [0.0 if j == i else np.prod(np.delete(a, [i, j])) for j in range(a.size)]
+            np.testing.assert_allclose(ev(h), want)
+
+
 def test_zero_gradient_ops_are_exactly_zero():
     x = zd.tensor(np.array([0.3, -1.7, 2.5]))
     for f in (zd.floor, zd.ceil, zd.round, zd.sign, lambda t: t // 0.7, lambda t: (t > 0).astype(zd.float64),

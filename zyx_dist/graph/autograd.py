@@ -528,11 +528,16 @@ def _first(hit: Node, axes: tuple[int, ...]) -> Node:
 
 
 def _prod_partials(axes: tuple[int, ...], x: Node) -> Node:
-    """d prod / dx_i: the product of the other elements of x_i's slice, exact with zeros: p / x_i without
-    zeros in the slice, the product of the rest at the only zero, 0 elsewhere."""
+    """d prod / dx_i: the product of the other elements of x_i's slice, written so that its own derivatives are
+    right too where a slice holds one zero at most: with the zeros read as 1 (`safe`, whose product is `rest`),
+    rest / safe_i, times the zero's value where x_i is not the zero (0, but its derivative to the zero is 1). A
+    slice of two zeros or more gives 0 (so the mixed derivative of two zeros comes out 0, not the product of the
+    others). No division reads a zero: a masked p / 0 would make a second derivative 0 * inf (NaN)."""
     zero = _cmp(BinaryOp.EQ, x, ir.full_like(0, x))
     zeros = ir.expand(ir.reduce(ReduceOp.SUM, ir.cast(zero, int32), axes), x.shape)
-    nonzero = ir.expand(ir.reduce(ReduceOp.PROD, ir.where(zero, ir.full_like(1, x), x), axes), x.shape)
+    safe = ir.where(zero, ir.full_like(1, x), x)
+    others = ir.div(ir.expand(ir.reduce(ReduceOp.PROD, safe, axes), x.shape), safe)
+    the_zero = ir.expand(ir.reduce(ReduceOp.SUM, ir.where(zero, x, ir.full_like(0, x)), axes), x.shape)
     none = _cmp(BinaryOp.EQ, zeros, ir.full_like(0, zeros))
-    only = ir.binary(BinaryOp.AND, zero, _cmp(BinaryOp.EQ, zeros, ir.full_like(1, zeros)))
-    return ir.where(none, ir.div(nonzero, x), _pick(only, nonzero))
+    mine = ir.where(_or(zero, none), others, ir.mul(others, the_zero))
+    return ir.where(_cmp(BinaryOp.LE, zeros, ir.full_like(1, zeros)), mine, ir.full_like(0, x))
