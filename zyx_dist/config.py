@@ -2,7 +2,7 @@
 dict with the same keys, or None (defaults, or the file named by `ZYX_DIST_CONFIG`), applies the
 `ZYX_DIST_DEVICES` and `ZYX_DIST_DEBUG` environment overrides, and gives back a validated, frozen
 `Config`; any unknown key or bad value raises `ConfigError` with a one-line message naming the
-dotted key and what is allowed. Files are read with `yaml.safe_load` only."""
+dotted key and what is allowed. Files are read with yaml's safe loader only (a key given twice refused)."""
 
 from __future__ import annotations
 
@@ -307,6 +307,22 @@ def parse_devices_string(text: str, key: str = "ZYX_DIST_DEVICES") -> Devices:
 # ------------------------------------------------------------------------------------------------ loading
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """yaml's safe loader, refusing a key given twice in one mapping (safe_load keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, str | int | float | bool):
+                continue  # (an unhashable key: construct_mapping refuses it itself)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice",
+                                                        key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def _read_file(path: str | os.PathLike) -> Any:
     path = os.fspath(path)
     shown = os.path.expanduser(path)
@@ -315,7 +331,7 @@ def _read_file(path: str | os.PathLike) -> Any:
         raise ConfigError(f"config file {shown!r} {what}")
     try:
         with open(shown, encoding="utf-8") as f:
-            return yaml.safe_load(f)
+            return yaml.load(f, _StrictLoader)  # (safe: SafeLoader's constructors only)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

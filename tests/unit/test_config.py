@@ -409,6 +409,17 @@ def test_yaml_tab_indent_is_config_error(tmp_path):
     assert "not valid YAML" in error_of(path)
 
 
+def test_a_key_given_twice_is_refused(tmp_path):
+    """safe_load keeps the last of two values silently: a policy set twice (a merge gone wrong) is refused, naming
+    the key and its line; the same key in two mappings is fine."""
+    msg = error_of(write(tmp_path, "devices: auto\nscheduler:\n  policy: heft\n  policy: single\n"))
+    assert "'policy' is given twice" in msg and "line 4" in msg
+    assert "given twice" in error_of(write(tmp_path, "debug: 1\ndebug: 2\n", "top.yaml"))
+    cfg = load_config(write(tmp_path, "scheduler: {policy: single}\nray: {namespace: a}\nautotune: {budget: 3}\n",
+                            "ok.yaml"))
+    assert cfg.scheduler.policy == "single"
+
+
 def test_unsafe_yaml_tags_are_refused(tmp_path):
     path = write(tmp_path, "debug: !!python/object/apply:os.system ['echo pwned']\n")
     assert "not valid YAML" in error_of(path)
