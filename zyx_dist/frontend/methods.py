@@ -133,7 +133,7 @@ class _Methods:
     def relu(self): return ew.relu(self)
     def floor(self): return ew.floor(self)
     def ceil(self): return ew.ceil(self)
-    def round(self): return ew.round(self)
+    def round(self, decimals=0): return ew.round(self, decimals=decimals)
     def sign(self): return ew.sign(self)
     def logical_not(self): return ew.logical_not(self)
     def isnan(self): return ew.isnan(self)
