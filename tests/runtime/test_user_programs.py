@@ -4,6 +4,9 @@ of tests/conftest.py. One test per defect, named after what the user called."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
 
 import zyx_dist as zd
@@ -24,3 +27,23 @@ def test_round_with_decimals_as_numpy():
             got, want = np.round(zd.tensor(a), d).numpy(), np.round(a, d)
             assert got.dtype == want.dtype
             np.testing.assert_array_equal(got, want)
+
+
+def test_python_builtins_round_divmod_copy_pickle():
+    """round(x), divmod(x, 5), copy.deepcopy(params) and pickle of tensors, as for NumPy arrays (each raised a
+    TypeError: no __round__, no __divmod__, and deepcopy/pickle failed on the graph's Node)."""
+    a_np = np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5
+    a = zd.tensor(a_np)
+    np.testing.assert_array_equal(round(a).numpy(), np.round(a_np))
+    np.testing.assert_array_equal(round(a, 1).numpy(), np.round(a_np, 1))
+    for got, want in zip(divmod(a, 5), divmod(a_np, 5)):
+        np.testing.assert_array_equal(got.numpy(), want)
+    for got, want in zip(divmod(7, zd.tensor([2, -3])), divmod(7, np.array([2, -3], np.int32))):
+        np.testing.assert_array_equal(got.numpy(), want)
+    params = {"w": a * 2, "mask": a > 0, "h": a.astype(zd.bfloat16)}
+    assert all(copy.deepcopy(params)[k] is v for k, v in params.items())  # immutable: the copy is the tensor
+    back = pickle.loads(pickle.dumps(params))
+    for k, v in params.items():
+        assert back[k].dtype == v.dtype and back[k].shape == v.shape
+        np.testing.assert_array_equal(back[k].numpy(), v.numpy())
+    np.testing.assert_array_equal((back["w"] + 1).numpy(), a_np * 2 + 1)
