@@ -8,6 +8,7 @@ import copy
 import pickle
 
 import numpy as np
+import pytest
 
 import zyx_dist as zd
 
@@ -47,3 +48,15 @@ def test_python_builtins_round_divmod_copy_pickle():
         assert back[k].dtype == v.dtype and back[k].shape == v.shape
         np.testing.assert_array_equal(back[k].numpy(), v.numpy())
     np.testing.assert_array_equal((back["w"] + 1).numpy(), a_np * 2 + 1)
+
+
+def test_jit_error_names_the_argument_as_the_user_passed_it():
+    """A NumPy array passed to a jitted step is refused naming it as args[2] or kwargs['y'] (the message said
+    args[0][2], the position inside the call's internal (args, kwargs) pair)."""
+    step = zd.jit(lambda w, opt, x, *, y=None: w * 2)
+    for call, where in ((lambda: step(zd.ones(2), None, np.ones(2)), "args[2] "),
+                        (lambda: step([zd.ones(2), {"a": np.ones(2)}], None, 1), "args[0][1]['a'] "),
+                        (lambda: step(zd.ones(2), None, 1, y=np.ones(2)), "kwargs['y'] ")):
+        with pytest.raises(TypeError) as info:
+            call()
+        assert f"zd.jit: {where}is a ndarray" in str(info.value)
