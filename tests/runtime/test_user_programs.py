@@ -60,3 +60,16 @@ def test_jit_error_names_the_argument_as_the_user_passed_it():
         with pytest.raises(TypeError) as info:
             call()
         assert f"zd.jit: {where}is a ndarray" in str(info.value)
+
+
+def test_true_division_of_an_int_tensor_by_any_python_int():
+    """uint8 / -2 and int8 / 1000 divide in float as NumPy's do (they raised OverflowError: the int was checked
+    against the tensor's dtype, which true division never computes in); + and // still raise as NumPy's."""
+    a, b = np.array([1, 2, 200], np.uint8), np.array([1, -2, 100], np.int8)
+    for got, want in ((zd.tensor(a) / -2, a / -2), (zd.tensor(b) / 1000, b / 1000), (1000 / zd.tensor(b), 1000 / b),
+                      (-3 / zd.tensor(a), -3 / a), (zd.divide(zd.tensor(a), -(2**40)), a / -(2**40))):
+        assert got.dtype == zd.float32
+        np.testing.assert_allclose(got.numpy(), want.astype(np.float32), rtol=1e-6)
+    for op in (lambda t: t + -2, lambda t: t // 300):
+        with pytest.raises(OverflowError):
+            op(zd.tensor(a))

@@ -263,7 +263,8 @@ def _int_beyond(op: BinaryOp, a: Any, b: Any) -> Tensor | None:
 
 
 def _binary(op: BinaryOp, a: Any, b: Any, dtype: DType | Callable[[DType], DType] | None = None) -> Tensor:
-    if a.__class__ is int or b.__class__ is int:  # (a bool's class is bool)
+    # (a bool's class is bool); an op computed in another dtype (true division's float) takes any int, as NumPy's
+    if dtype is None and (a.__class__ is int or b.__class__ is int):
         beyond = _int_beyond(op, a, b)
         if beyond is not None:
             return beyond
