@@ -58,10 +58,14 @@ def _where(path: Any) -> str:
     while isinstance(path, tuple):
         path, key = path
         keys.append(".state" if key is _STATE else f"[{key!r}]")
-    return path + "".join(reversed(keys))
+    keys.reverse()
+    if path == _CALL and keys:  # the call's (args, kwargs) pair: its first key says which of the two
+        path, keys[0] = ("args", "") if keys[0] == "[0]" else ("kwargs", "")
+    return path + "".join(keys)
 
 
 _STATE = object()  # the path key of an optimizer's state
+_CALL = "call"  # the path root of a call's (args, kwargs) pair
 _TENSORS = object()  # the signature tag of a call whose arguments are tensors alone
 
 
@@ -83,14 +87,14 @@ def _opened(x: Any, cls: type, where: Any, marks: list, push: Callable) -> bool:
 
 
 def _flatten(tree: Any) -> tuple[list[Tensor], list[Optimizer], tuple]:
-    """(tensors, optimizers, signature) of a call's arguments, walked with an explicit stack. The signature
+    """(tensors, optimizers, signature) of a call's arguments (`tree` is its (args, kwargs) pair), walked with an explicit stack. The signature
     is everything but the tensors' data: container kinds and sizes, dict keys, constants, each tensor's
     shape and dtype, each optimizer's identity and settings (a new learning rate traces again). It runs on
     every call, so paths for error messages are kept as pairs and written out only on an error."""
     tensors: list[Tensor] = []
     opts: list[Optimizer] = []
     sig: list = []
-    stack: list[tuple[Any, Any]] = [(tree, "args")]
+    stack: list[tuple[Any, Any]] = [(tree, _CALL)]
     pop, push = stack.pop, stack.append
     sharded = shard.active()
     while stack:

@@ -138,7 +138,35 @@ def _rounding(op: UnaryOp):
 
 floor = _rounding(UnaryOp.FLOOR)
 ceil = _rounding(UnaryOp.CEIL)
-round = _rounding(UnaryOp.ROUND)
+_round_even = _rounding(UnaryOp.ROUND)
+
+
+def round(x: Any, /, *, decimals: int = 0) -> Tensor:
+    """Elementwise round, half to even (the array API's round). `decimals` as NumPy's: a float is scaled by
+    10**decimals, rounded and scaled back in its own dtype (so round(1.005, 2) is 1.0 in float32, as NumPy
+    gives); an integer tensor is returned unchanged for decimals >= 0 and rounded to a multiple of 10**-decimals
+    (half to even, exactly in integers) for decimals < 0."""
+    x = as_tensor(x)
+    if not isinstance(decimals, (int, np.integer)) or isinstance(decimals, (builtins.bool, np.bool_)):
+        raise TypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
+    decimals = int(decimals)
+    if x.dtype.is_float:
+        if decimals == 0:
+            return _round_even(x)
+        if decimals > 0:
+            return _round_even(x * float(10 ** decimals)) / float(10 ** decimals)
+        return _round_even(x / float(10 ** -decimals)) * float(10 ** -decimals)
+    if decimals >= 0:
+        return x
+    if x.dtype.is_bool:
+        raise DTypeError("round: a bool tensor cannot be rounded to decimals < 0")
+    step = 10 ** -decimals
+    if step > int_range(x.dtype)[1]:  # every value is nearer 0 than half a step
+        return x * 0
+    q = floor_divide(x, step)
+    r = x - q * step  # in [0, step): compared with step - r, which cannot overflow where 2 * r could
+    up = logical_or(greater(r, step - r), logical_and(equal(r, step - r), equal(remainder(q, 2), 1)))
+    return (q + astype(up, x.dtype)) * step
 
 
 def _float_test(op: UnaryOp):
@@ -235,7 +263,8 @@ def _int_beyond(op: BinaryOp, a: Any, b: Any) -> Tensor | None:
 
 
 def _binary(op: BinaryOp, a: Any, b: Any, dtype: DType | Callable[[DType], DType] | None = None) -> Tensor:
-    if a.__class__ is int or b.__class__ is int:  # (a bool's class is bool)
+    # (a bool's class is bool); an op computed in another dtype (true division's float) takes any int, as NumPy's
+    if dtype is None and (a.__class__ is int or b.__class__ is int):
         beyond = _int_beyond(op, a, b)
         if beyond is not None:
             return beyond

@@ -58,6 +58,9 @@ class _Methods:
     def __mod__(self, o): return ew.remainder(self, o) if is_operand(o) else NotImplemented
     def __rmod__(self, o): return ew.remainder(o, self) if is_operand(o) else NotImplemented
     def __pow__(self, o): return ew.pow(self, o) if is_operand(o) else NotImplemented
+    def __divmod__(self, o): return (ew.floor_divide(self, o), ew.remainder(self, o)) if is_operand(o) else NotImplemented
+    def __rdivmod__(self, o): return (ew.floor_divide(o, self), ew.remainder(o, self)) if is_operand(o) else NotImplemented
+    def __round__(self, ndigits=None): return ew.round(self, decimals=0 if ndigits is None else ndigits)
     def __rpow__(self, o): return ew.pow(o, self) if is_operand(o) else NotImplemented
     def __matmul__(self, o): return linalg.matmul(self, o) if is_operand(o) else NotImplemented
     def __rmatmul__(self, o): return linalg.matmul(o, self) if is_operand(o) else NotImplemented
@@ -133,7 +136,7 @@ class _Methods:
     def relu(self): return ew.relu(self)
     def floor(self): return ew.floor(self)
     def ceil(self): return ew.ceil(self)
-    def round(self): return ew.round(self)
+    def round(self, decimals=0): return ew.round(self, decimals=decimals)
     def sign(self): return ew.sign(self)
     def logical_not(self): return ew.logical_not(self)
     def isnan(self): return ew.isnan(self)
@@ -199,6 +202,20 @@ class _Methods:
     def log_softmax(self, axis=-1) -> Tensor: return linalg.log_softmax(self, axis)
     def layer_norm(self, axis=-1, eps=1e-5) -> Tensor: return linalg.layer_norm(self, axis, eps)
 
+    # ---- copying and pickling ------------------------------------------------------------------------
+
+    def __copy__(self) -> Tensor:
+        return self  # tensors are immutable: a copy could never differ from the original
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        return self
+
+    def __reduce__(self) -> tuple:
+        """pickle (a checkpoint, an argument of a Ray task the user starts) keeps the values: the tensor is
+        realized and pickled as its NumPy array, and unpickles as a new tensor of that array (its placement
+        and lineage are not kept)."""
+        return (_unpickle, (self.numpy(),))
+
     # ---- placement -----------------------------------------------------------------------------------
 
     def to(self, device: str | None) -> Tensor:
@@ -211,6 +228,11 @@ class _Methods:
         Each piece is pinned to its device; ops on the result run per shard when realized (graph/shard.py),
         and a reduction over the sharded axis combines the shards' partial results in device order."""
         return movement.shard(self, devices, axis)
+
+
+def _unpickle(array: Any) -> Tensor:
+    """The tensor of a pickled tensor's values (`_Methods.__reduce__`)."""
+    return Tensor(graph.leaf(array, dtypes.dtype(array.dtype)))
 
 
 def _filled(x: Tensor, value: bool) -> Tensor:
