@@ -237,7 +237,8 @@ def test_gather_indexing(key):
 
 
 MASK_KEYS = [
-    lambda a: a > 0, lambda a: (a > 0)[:, :, 0], lambda a: (slice(None), (a > 0)[0, :, 0]), lambda a: (1, (a > 0)[0, :, 0]),
+    lambda a: a > 0, lambda a: (a > 0)[:, :, 0], lambda a: (slice(None), (a > 0)[0, :, 0]),
+    lambda a: (1, (a > 0)[0, :, 0]),
     lambda a: (Ellipsis, (a > 0)[0, 0]), lambda a: ((a > 0)[..., 0], slice(2, 5)), lambda a: (None, (a > 0)[:, :, 0]),
     lambda a: np.zeros(a.shape, bool), lambda a: True, lambda a: False, lambda a: (0, True),
     lambda a: [True, False, True, True],

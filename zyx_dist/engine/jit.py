@@ -87,10 +87,10 @@ def _opened(x: Any, cls: type, where: Any, marks: list, push: Callable) -> bool:
 
 
 def _flatten(tree: Any) -> tuple[list[Tensor], list[Optimizer], tuple]:
-    """(tensors, optimizers, signature) of a call's arguments (`tree` is its (args, kwargs) pair), walked with an explicit stack. The signature
-    is everything but the tensors' data: container kinds and sizes, dict keys, constants, each tensor's
-    shape and dtype, each optimizer's identity and settings (a new learning rate traces again). It runs on
-    every call, so paths for error messages are kept as pairs and written out only on an error."""
+    """(tensors, optimizers, signature) of a call's arguments (`tree` is its (args, kwargs) pair), walked with an
+    explicit stack. The signature is everything but the tensors' data: container kinds and sizes, dict keys,
+    constants, each tensor's shape and dtype, each optimizer's identity and settings (a new learning rate traces
+    again). It runs on every call, so paths for error messages are kept as pairs and written out only on an error."""
     tensors: list[Tensor] = []
     opts: list[Optimizer] = []
     sig: list = []

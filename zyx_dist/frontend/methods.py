@@ -58,8 +58,10 @@ class _Methods:
     def __mod__(self, o): return ew.remainder(self, o) if is_operand(o) else NotImplemented
     def __rmod__(self, o): return ew.remainder(o, self) if is_operand(o) else NotImplemented
     def __pow__(self, o): return ew.pow(self, o) if is_operand(o) else NotImplemented
-    def __divmod__(self, o): return (ew.floor_divide(self, o), ew.remainder(self, o)) if is_operand(o) else NotImplemented
-    def __rdivmod__(self, o): return (ew.floor_divide(o, self), ew.remainder(o, self)) if is_operand(o) else NotImplemented
+    def __divmod__(self, o):
+        return (ew.floor_divide(self, o), ew.remainder(self, o)) if is_operand(o) else NotImplemented
+    def __rdivmod__(self, o):
+        return (ew.floor_divide(o, self), ew.remainder(o, self)) if is_operand(o) else NotImplemented
     def __round__(self, ndigits=None): return ew.round(self, decimals=0 if ndigits is None else ndigits)
     def __rpow__(self, o): return ew.pow(o, self) if is_operand(o) else NotImplemented
     def __matmul__(self, o): return linalg.matmul(self, o) if is_operand(o) else NotImplemented

@@ -139,8 +139,8 @@ def _gradients(y: Node, xs: list[Node], seed: Node) -> list[Node]:
 def _warn_if_cut(order: list[Node], wanted: set[int], found: dict[int, Node], views: dict[Node, tuple]) -> None:
     """A RuntimeWarning where some x got no gradient and y reads a tensor a realize computed before `grad` was
     called whose computation was not kept (graph/history.py), or a host decomposition's result (zd.linalg's
-    det, inv, ...): it is a constant to the gradient, which is zero (or partial) if that tensor was computed from x. The zeros are what API.md promises for an x that y does not
-    depend on, so this only warns."""
+    det, inv, ...): it is a constant to the gradient, which is zero (or partial) if that tensor was computed from
+    x. The zeros are what API.md promises for an x that y does not depend on, so this only warns."""
     missing = len(wanted) - len(found)
     for n in order:
         if n.op is not Op.LEAF or n.id in wanted:
