@@ -264,6 +264,42 @@ def test_boolean_mask_indexing(case):
     assert_close(g, want, zd.float32)
 
 
+MULTI_KEYS = [  # several integer arrays (ints among them count as arrays), masks beside them
+    lambda a: ([0, 3, -1], [4, 0, 2]), lambda a: (np.arange(4), [1, 2, 3, 4]),
+    lambda a: ([0, 3, -1], slice(None), [5, 0, 2]),
+    lambda a: (slice(None), np.array([[1], [4]]), [5, 0, 2]), lambda a: (0, slice(None), [5, 0, 2]),
+    lambda a: ([0, 3, -1], 2), lambda a: (None, [0, 3], slice(1, 3), [5, 0]),
+    lambda a: (Ellipsis, [[1], [4]], [5, 0, 2]),
+    lambda a: (a[:, :, 0] > 0, [2]), lambda a: ([0, 3], np.arange(5) % 2 == 1), lambda a: (1, a[0, :, 0] > 0.1, [3]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(MULTI_KEYS)))
+def test_several_array_indices(case):
+    """`x[rows, cols]` as NumPy's: the arrays broadcast together, their result axes in place where they stand side
+    by side and first where they do not; a mask beside them gives its coordinates; the gradient is the gathers'."""
+    a = data(BASE, np.float32) - 0.5
+    key = MULTI_KEYS[case](a)
+    x = zd.tensor(a)
+    assert_close(x[key], a[key], zd.float32)
+    (g,) = zd.grad((x[key] * 3).sum(), [x])
+    want = np.zeros_like(a)
+    np.add.at(want, key, 3)
+    assert_close(g, want, zd.float32)
+
+
+def test_picking_each_rows_label():
+    """The cross-entropy idiom: log-probabilities at each row's label, with lazy index tensors."""
+    lp = data((5, 3), np.float32)
+    y = np.array([0, 2, 1, 1, 0])
+    x = zd.tensor(lp)
+    assert_close(x[zd.arange(5), zd.tensor(y)], lp[np.arange(5), y], zd.float32)
+    with pytest.raises(IndexError, match="do not broadcast"):
+        x[[0, 1, 2], [0, 1]]
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[[0, 9], [0, 1]]
+
+
 def test_gather_with_tensor_indices():
     a = data(BASE, np.int32)
     x = zd.tensor(a)

@@ -585,13 +585,12 @@ def test_index_errors():
         t[:, [1, 7]]
     with pytest.raises(IndexError, match=r"boolean index of shape \(4, 5\)"):
         t[M[0]]  # (a mask covers the axes from its place: here (3, 4), not (4, 5))
-    with pytest.raises(IndexError, match="boolean mask"):
-        t[M[:, 0, 0], [1]]
+    assert t[M[:, 0, 0], [1]].shape == (int(M[:, 0, 0].sum()), 5)  # (a mask beside an array: its coordinates)
     assert t[M].shape == (int(M.sum()),) and t[:, M[0, :, 0]].shape == (3, int(M[0, :, 0].sum()), 5)
     with pytest.raises(IndexError):
         t[0.5]
     with pytest.raises(IndexError):
-        t[[0], :, [1]]
+        t[[0, 1], :, [1, 2, 3]]  # (two arrays that do not broadcast)
 
 
 # ---- linear algebra ------------------------------------------------------------------------------------

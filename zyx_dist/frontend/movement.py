@@ -21,7 +21,7 @@ from ..graph import ir as graph
 from ..graph import shard as shard_graph
 from ..graph.guards import IndexGuard, guarded, index_guard
 from ..graph.ir import Node, Op, ReduceOp
-from .common import Axis, as_shape, as_tensor, norm_axes, norm_axis, to_node
+from .common import Axis, as_shape, as_tensor, broadcast_shapes, norm_axes, norm_axis, to_node
 from .creation import arange, tensor
 from .data import check_int_fits
 from .elementwise import where
@@ -372,46 +372,115 @@ def _mask(item: Any) -> np.ndarray | None:
 
 
 def _masked(x: Tensor, key: Any) -> tuple[Tensor, Any]:
-    """NumPy's boolean mask indexing as an integer one: the axes a mask covers merged into one, indexed by the
-    flat positions of its true elements (a 0-d mask, `x[True]`, covers no axes: a new axis of length 1 or 0).
-    Gives x and key unchanged where the key has no mask."""
+    """NumPy's boolean mask indexing as an integer one. A mask alone: the axes it covers merged into one, indexed
+    by the flat positions of its true elements (a 0-d mask, `x[True]`, covers no axes: a new axis of length 1 or
+    0). A mask beside other masks or integer arrays: its true elements' coordinates, one integer array per axis it
+    covers (NumPy's reading), for `_multi_index`. Gives x and key unchanged where the key has no mask."""
     for item in key if key.__class__ is tuple else (key,):  # (the common key, ints and slices, passes at once)
         if item.__class__ is not slice and item.__class__ is not int and item is not None and item is not Ellipsis:
             break
     else:
         return x, key
     items = list(key) if isinstance(key, tuple) else [key]
-    masks = [(i, m) for i, item in enumerate(items) if (m := _mask(item)) is not None]
+    masks = {i: m for i, item in enumerate(items) if (m := _mask(item)) is not None}
     if not masks:
         return x, key
-    if len(masks) > 1 or any(_is_array_index(item) for i, item in enumerate(items) if i != masks[0][0]):
-        raise IndexError("only one integer array/tensor index or boolean mask is supported per indexing operation")
-    at, mask = masks[0]
-    before = [item for item in items[:at] if item is not None]
-    if any(item is Ellipsis for item in before):  # the mask's axes counted from the end
-        after = sum(item is not None and item is not Ellipsis for item in items[at + 1:])
-        axis = x.ndim - after - mask.ndim
+    # the x axes each item takes (None and the ellipsis none here) and the first of them
+    widths = [masks[i].ndim if i in masks else int(item is not None and item is not Ellipsis)
+              for i, item in enumerate(items)]
+    e = next((i for i, item in enumerate(items) if item is Ellipsis), None)  # (identity: `in` compares arrays)
+    if e is not None:  # (axes after the ellipsis counted from the end)
+        starts = [sum(widths[:i]) if i < e else x.ndim - sum(widths[i:]) for i in range(len(items))]
     else:
-        axis = len(before)
-    covered = x.shape[axis:axis + mask.ndim] if axis >= 0 else ()
-    if axis < 0 or covered != mask.shape:
-        raise IndexError(f"boolean index of shape {mask.shape} does not match the indexed axes of shape {x.shape} "
-                         f"at axis {axis}")
-    merged = x.reshape(x.shape[:axis] + (math.prod(covered),) + x.shape[axis + mask.ndim:])
-    items[at] = np.flatnonzero(mask)
-    return merged, tuple(items)
+        starts = [sum(widths[:i]) for i in range(len(items))]
+    for i, mask in masks.items():
+        axis = starts[i]
+        covered = x.shape[axis:axis + mask.ndim] if axis >= 0 else ()
+        if axis < 0 or covered != mask.shape:
+            raise IndexError(f"boolean index of shape {mask.shape} does not match the indexed axes of shape "
+                             f"{x.shape} at axis {axis}")
+    others = [i for i, item in enumerate(items) if i not in masks and _is_array_index(item)]
+    if len(masks) == 1 and not others:
+        (at, mask), = masks.items()
+        axis = starts[at]
+        merged = x.reshape(x.shape[:axis] + (math.prod(mask.shape),) + x.shape[axis + mask.ndim:])
+        items[at] = np.flatnonzero(mask)
+        return merged, tuple(items)
+    if any(m.ndim == 0 for m in masks.values()):
+        raise IndexError("a 0-d boolean index (True or False) cannot stand beside other array indices")
+    spliced: list = []
+    for i, item in enumerate(items):
+        spliced += list(np.nonzero(masks[i])) if i in masks else [item]
+    return x, tuple(spliced)
 
 
 def getitem(x: Tensor, key: Any) -> Tensor:
-    """`x[key]`: ints, slices (any step), None, Ellipsis and one integer array/tensor index (gather) or boolean
-    mask (realized: its true elements' positions are the index), with NumPy's result layout (the gathered dims go
-    first when ints and the array are not adjacent)."""
+    """`x[key]`: ints, slices (any step), None, Ellipsis, integer arrays/tensors (gathers; several broadcast
+    together, as `lp[arange(n), labels]`) and boolean masks (realized: their true elements' positions are the
+    index), with NumPy's result layout (the gathered dims go first where the array indices are not adjacent)."""
     x, key = _masked(x, key)
     key = _expand_key(key, x.ndim)
     arrays = [item for item in key if item.__class__ is not slice and item.__class__ is not int and item is not None
               and _is_array_index(item)]
+    guards: tuple = ()
     if len(arrays) > 1:
-        raise IndexError("only one integer array/tensor index is supported per indexing operation")
+        x, key, guards = _multi_index(x, key)
+    out = _getitem(x, key)
+    for g in guards:
+        guarded(out.node, g)
+    return out
+
+
+def _multi_index(x: Tensor, key: list) -> tuple[Tensor, list, tuple]:
+    """Several integer arrays in an expanded key (ints count as such then, as in NumPy) as one: their axes moved
+    together (to the first one's place where they stand side by side in the key, else to the front, where NumPy
+    puts the result's broadcast axes) and merged, indexed by the broadcast arrays' flat positions there. Gives x,
+    the key with that one array, and the arrays' own range guards (the merged index is in range where they are)."""
+    advanced = [i for i, item in enumerate(key) if item is not None and item.__class__ is not slice]
+    axis_of = {}  # key position -> x axis
+    a = 0
+    for i, item in enumerate(key):
+        if item is not None:
+            axis_of[i] = a
+            a += 1
+    axes = [axis_of[i] for i in advanced]
+    sizes = [x.shape[ax] for ax in axes]
+    picked, guards = [], []
+    for i, ax, n in zip(advanced, axes, sizes):
+        item = key[i]
+        if not _is_array_index(item):
+            item = np.asarray(operator.index(item))
+        t, g = _index_tensor(item, ax, n)
+        picked.append(where(t < 0, t + n, t))
+        if g is not None:
+            guards.append(g)
+    try:
+        shape = broadcast_shapes(*(t.shape for t in picked))
+    except ShapeError:
+        raise IndexError("indexing arrays of shapes " + " ".join(str(t.shape) for t in picked)
+                         + " do not broadcast together") from None
+    dt = dtypes.int32 if math.prod(sizes) < 2**31 else dtypes.int64
+    flat = None
+    for t, stride in zip(picked, [math.prod(sizes[j + 1:]) for j in range(len(sizes))]):
+        term = t.astype(dt) * stride if stride != 1 else t.astype(dt)
+        flat = term if flat is None else flat + term
+    flat = broadcast_to(flat, shape)
+    beside = advanced == list(range(advanced[0], advanced[-1] + 1))
+    rest = [ax for ax in range(x.ndim) if ax not in axes]
+    at = axes[0] if beside else 0
+    order = rest[:at] + axes + rest[at:]
+    merged = permute_dims(x, order).reshape(tuple(x.shape[ax] for ax in rest[:at]) + (math.prod(sizes),)
+                                            + tuple(x.shape[ax] for ax in rest[at:]))
+    others = [item for i, item in enumerate(key) if i not in advanced]
+    if beside:
+        new = key[:advanced[0]] + [flat] + key[advanced[-1] + 1:]
+    else:  # (the result's broadcast axes first; so are x's merged ones, ahead of every other item's)
+        new = [flat] + others
+    return merged, new, tuple(guards)
+
+
+def _getitem(x: Tensor, key: list) -> Tensor:
+    """`getitem` of an expanded key with one integer array at most."""
     node, dim, gather, drop = x.node, 0, None, []
     crops: list | None = None  # the crops of ints and unit-step slices not made yet: one pad makes them all
     for p, item in enumerate(key):
