@@ -126,8 +126,7 @@ def shift(op: BinaryOp, a: str, b: str, dt: DType, t: str, dialect: Dialect = OP
     (OpenCL takes them modulo the width), so those are spelled out: 0, or the sign fill for >>."""
     bits = 8 * dt.itemsize
     if op is BinaryOp.SHL:  # (a signed value shifted as its unsigned twin: a negative one shifted left is undefined)
-        unsigned = dialect.type("ulong" if dt.itemsize == 8 else "uint")
-        shifted = f"({t})({a} << {b})" if dt.is_unsigned else f"({t})(({unsigned}){a} << {b})"
+        shifted = f"({t})({a} << {b})" if dt.is_unsigned else f"({t})(({_unsigned_twin(dt, dialect)}){a} << {b})"
         return f"(({b} < 0 || {b} >= {bits}) ? ({t})0 : {shifted})"
     fill = f"({a} < 0 ? ({t})-1 : ({t})0)" if not dt.is_unsigned else f"({t})0"
     return f"(({b} < 0 || {b} >= {bits}) ? {fill} : ({t})({a} >> {b}))"
@@ -153,13 +152,18 @@ HALF_DIVISION = (
 _WRAPPING = {BinaryOp.ADD: "+", BinaryOp.SUB: "-", BinaryOp.MUL: "*"}
 
 
+def _unsigned_twin(dt: DType, dialect: Dialect) -> str:
+    """The C type of the unsigned integer as wide as `dt` (32 or 64 bits: narrower ints compute as int)."""
+    return ctype(uint64 if dt.itemsize == 8 else uint32, dialect)
+
+
 def wrapping(op: BinaryOp, a: str, b: str, dt: DType, dialect: Dialect = OPENCL) -> str | None:
     """`a op b` for a signed int of 32 or 64 bits computed in its unsigned twin and cast back, so that an overflow
     wraps as NumPy's does (signed overflow is undefined in C: compilers assume it away, and `x * x > 0` held for
     an x whose square wraps negative); None for other ops and dtypes (narrower ints are promoted to int first)."""
     if op not in _WRAPPING or not dt.is_int or dt.is_unsigned or dt.itemsize < 4:
         return None
-    u = ctype(uint64 if dt.itemsize == 8 else uint32, dialect)
+    u = _unsigned_twin(dt, dialect)
     return f"(({ctype(dt, dialect)})(({u}){a} {_WRAPPING[op]} ({u}){b}))"
 
 

@@ -395,14 +395,13 @@ def _masked(x: Tensor, key: Any) -> tuple[Tensor, Any]:
         starts = [sum(widths[:i]) for i in range(len(items))]
     for i, mask in masks.items():
         axis = starts[i]
-        covered = x.shape[axis:axis + mask.ndim] if axis >= 0 else ()
-        if axis < 0 or covered != mask.shape:
+        if axis < 0 or x.shape[axis:axis + mask.ndim] != mask.shape:
             raise IndexError(f"boolean index of shape {mask.shape} does not match the indexed axes of shape "
                              f"{x.shape} at axis {axis}")
     others = [i for i, item in enumerate(items) if i not in masks and _is_array_index(item)]
     if len(masks) == 1 and not others:
         (at, mask), = masks.items()
-        axis = starts[at]
+        axis = starts[at]  # (checked above)
         merged = x.reshape(x.shape[:axis] + (math.prod(mask.shape),) + x.shape[axis + mask.ndim:])
         items[at] = np.flatnonzero(mask)
         return merged, tuple(items)
@@ -437,13 +436,7 @@ def _multi_index(x: Tensor, key: list) -> tuple[Tensor, list, tuple]:
     puts the result's broadcast axes) and merged, indexed by the broadcast arrays' flat positions there. Gives x,
     the key with that one array, and the arrays' own range guards (the merged index is in range where they are)."""
     advanced = [i for i, item in enumerate(key) if item is not None and item.__class__ is not slice]
-    axis_of = {}  # key position -> x axis
-    a = 0
-    for i, item in enumerate(key):
-        if item is not None:
-            axis_of[i] = a
-            a += 1
-    axes = [axis_of[i] for i in advanced]
+    axes = [sum(item is not None for item in key[:i]) for i in advanced]  # (x's axis of each: Nones take none)
     sizes = [x.shape[ax] for ax in axes]
     picked, guards = [], []
     for i, ax, n in zip(advanced, axes, sizes):
@@ -471,11 +464,10 @@ def _multi_index(x: Tensor, key: list) -> tuple[Tensor, list, tuple]:
     order = rest[:at] + axes + rest[at:]
     merged = permute_dims(x, order).reshape(tuple(x.shape[ax] for ax in rest[:at]) + (math.prod(sizes),)
                                             + tuple(x.shape[ax] for ax in rest[at:]))
-    others = [item for i, item in enumerate(key) if i not in advanced]
     if beside:
         new = key[:advanced[0]] + [flat] + key[advanced[-1] + 1:]
     else:  # (the result's broadcast axes first; so are x's merged ones, ahead of every other item's)
-        new = [flat] + others
+        new = [flat] + [item for i, item in enumerate(key) if i not in advanced]
     return merged, new, tuple(guards)
 
 

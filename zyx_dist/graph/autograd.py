@@ -529,8 +529,8 @@ def _first(hit: Node, axes: tuple[int, ...]) -> Node:
 
 def _prod_partials(axes: tuple[int, ...], x: Node) -> Node:
     """d prod / dx_i: the product of the other elements of x_i's slice, written so that its own derivatives are
-    right too where a slice holds one zero at most: with the zeros read as 1 (`safe`, whose product is `rest`),
-    rest / safe_i, times the zero's value where x_i is not the zero (0, but its derivative to the zero is 1). A
+    right too where a slice holds one zero at most: with the zeros read as 1 (`safe`), the slice's product of safe
+    over safe_i (`others`), times the zero's value where x_i is not the zero (0, its derivative to the zero 1). A
     slice of two zeros or more gives 0 (so the mixed derivative of two zeros comes out 0, not the product of the
     others). No division reads a zero: a masked p / 0 would make a second derivative 0 * inf (NaN)."""
     zero = _cmp(BinaryOp.EQ, x, ir.full_like(0, x))
